@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.sandbox import Sandbox
+from gate.tasks import Task
+
+
+@dataclass
+class RunContext:
+    """What an agent gets to know about the run it is part of."""
+
+    task: Task
+    replication: int
+    run_name: str
+    timeout: float
+    max_turns: int | None = None
+    # Where the agent reaches the model, through the meter: a per-run URL and token.
+    base_url: str | None = None
+    api_key: str | None = None
+    # Appends one JSON-able event to the run's transcript (already redacted by the runner).
+    record: Callable[[dict[str, Any]], None] = lambda event: None
+
+
+@dataclass
+class AgentOutcome:
+    """How the agent's part of a run ended.
+
+    ``final_message`` is the agent's last assistant message. ``failure`` marks a task failure
+    the agent itself caused (ran out of turns or time); ``infra_error`` marks something that
+    was not the agent's fault (model API down after retries) and makes the run an error.
+    """
+
+    final_message: str = ""
+    failure: str | None = None
+    infra_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent(abc.ABC):
+    kind: str = "agent"
+
+    @abc.abstractmethod
+    def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
+        """Work on ``ctx.task`` inside ``sandbox`` until done, out of turns, or out of time."""
+
+    def model_label(self) -> str:
+        """What the results' ``model`` field says for runs of this agent."""
+        return self.kind

@@ -1,0 +1,41 @@
+"""The ``gate`` command line: thin click shells over one library call per command."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from gate import __version__
+from gate.errors import GateError
+
+
+class _GateGroup(click.Group):
+    """Turns a ``GateError`` into one line on stderr and its exit code, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GateError as exc:
+            click.echo(f"gate: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("gate: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_GateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gate")
+def main() -> None:
+    """agent-gate: a CI regression gate for LLM agents.
+
+    Run a suite of verifiable tasks against the agent configuration in this commit, compare
+    with the committed baseline, and block only real regressions.
+    """
+
+
+from gate.cli import _run, _validate  # noqa: E402  (commands register on import)
+
+main.add_command(_run.run)
+main.add_command(_validate.validate)

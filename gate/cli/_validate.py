@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gate.cli._output import console, table
+from gate.config import load_config
+from gate.runner import RunOptions
+from gate.tasks import load_suite
+from gate.validate import validate_suite
+
+
+@click.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GATE_CONFIG",
+              help="gate.toml to read (default: ./gate.toml if present).")
+@click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
+              help="Suite directory (default: [suite].tasks, i.e. tasks/).")
+@click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable).")
+def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...]) -> None:
+    """Check each task is sound: verify FAILS untouched and PASSES after the oracle.
+
+    Exit 1 if any task is broken, 0 if all are sound.
+    """
+    cfg = load_config(config_path)
+    suite = load_suite(Path(tasks_dir) if tasks_dir else cfg.path(cfg.suite.tasks),
+                       task_ids or None)
+    opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
+    checks = validate_suite(suite, options=opts)
+    rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]
+            for c in checks]
+    console().print(table(["task", "verify untouched", "verify after oracle", "result"], rows))
+    broken = [c for c in checks if not c.sound]
+    click.echo(f"{len(checks) - len(broken)} sound, {len(broken)} broken")
+    sys.exit(1 if broken else 0)

@@ -1,0 +1,111 @@
+"""``gate.toml``: the agent under test, the suite, and the gate's settings.
+
+Relative paths in the file are relative to the file's directory.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gate._files import describe_validation_error
+from gate.errors import BadInput
+
+DEFAULT_CONFIG = "gate.toml"
+Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PriceOverride(_Strict):
+    """USD per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write_5m: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+
+
+class AgentConfig(_Strict):
+    kind: Literal["builtin", "command", "oracle"] = "builtin"
+    model: str = "claude-sonnet-5-5"
+    system_prompt: str | None = None
+    tools: list[str] = Field(default_factory=lambda: ["bash", "read_file", "write_file",
+                                                      "edit_file"])
+    max_turns: int = Field(default=30, gt=0)
+    max_tokens: int = Field(default=4096, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    cache: Literal["5m", "1h", "off"] = "5m"
+    command: str | None = None
+    skills: str | None = None
+    env: list[str] = Field(default_factory=list,
+                           description="extra non-secret variables passed to a command agent")
+    prices: dict[str, PriceOverride] = Field(default_factory=dict)
+
+
+class SuiteConfig(_Strict):
+    tasks: str = "tasks"
+    replications: int = Field(default=3, gt=0)
+    jobs: int = Field(default=4, gt=0)
+    verify_timeout: float = Field(default=30, gt=0)
+    task_timeout: float = Field(default=600, gt=0)
+
+
+class GateSettings(_Strict):
+    """How the verdict is reached (STATISTICS.md) and what CI does with it."""
+
+    baseline: str = "baseline.json"
+    alpha: float = Field(default=0.01, gt=0, lt=0.5)
+    metric_alpha: float = Field(default=0.01, gt=0, lt=0.5)
+    turns_margin: float = Field(default=0.10, ge=0)
+    cost_margin: float = Field(default=0.10, ge=0)
+    cache_hit_margin: float = Field(default=0.05, ge=0, le=1)
+    block_on: list[Metric] = Field(
+        default_factory=lambda: ["pass_rate", "turns", "cost", "cache_hit_rate"])
+    min_comparable: float = Field(default=0.8, gt=0, le=1)
+    max_infra_rate: float = Field(default=0.2, ge=0, le=1)
+    permutations: int = Field(default=9999, ge=99)
+    pool_size: int = Field(default=20, gt=0)
+    seed: int = 0
+
+
+class GateConfig(_Strict):
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    suite: SuiteConfig = Field(default_factory=SuiteConfig)
+    gate: GateSettings = Field(default_factory=GateSettings)
+    root: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def path(self, relative: str) -> Path:
+        p = Path(relative)
+        return p if p.is_absolute() else self.root / p
+
+
+def load_config(path: str | Path | None) -> GateConfig:
+    """Load ``gate.toml``. With no path, ``./gate.toml`` if present, else the defaults."""
+    if path is None:
+        candidate = Path(DEFAULT_CONFIG)
+        if not candidate.exists():
+            return GateConfig(root=Path.cwd())
+        path = candidate
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{p}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{p}: cannot read config: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{p}: not valid TOML: {exc}") from None
+    try:
+        cfg = GateConfig.model_validate(data)
+    except ValidationError as exc:
+        raise BadInput(f"{p}: {describe_validation_error(exc)}") from None
+    cfg.root = p.resolve().parent
+    return cfg

@@ -1,0 +1,25 @@
+"""Errors that end a command with a defined exit code and one clear line.
+
+Exit codes (DESIGN.md): 0 ok, 1 regression, 2 bad input or configuration,
+3 unmeasurable (no API key, too many infra errors, budget hit, no baseline).
+"""
+
+from __future__ import annotations
+
+
+class GateError(Exception):
+    """An error the CLI reports as one line and turns into ``exit_code``."""
+
+    exit_code = 2
+
+
+class BadInput(GateError):
+    """A file, flag or setting is wrong: exit 2."""
+
+    exit_code = 2
+
+
+class Unmeasurable(GateError):
+    """The gate cannot measure honestly (no key, infra errors, no baseline): exit 3."""
+
+    exit_code = 3

@@ -1,0 +1,228 @@
+"""The runner: one (task, replication) in a fresh sandbox, verified, recorded honestly.
+
+The contract (DESIGN.md "Runner contract") is identical for every agent kind and sandbox:
+fresh workspace, ``starting/`` copied, ``setup.sh`` (cwd = workspace), the agent, then
+``.runner/final.txt`` and ``verify.sh`` under a timeout. Setup, sandbox and model-API
+failures are infra errors, never task failures. The runner keeps no global state and never
+changes its own cwd, so runs can go in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gate.agents import Agent, AgentOutcome, RunContext
+from gate.results import RunResult, RunUsage, now_iso
+from gate.sandbox import LocalSandboxProvider, Sandbox, SandboxError, SandboxProvider
+from gate.secrets import Redactor
+from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
+from gate.usage import Usage
+
+NOTES_LIMIT = 4000
+
+
+class MeterRun(Protocol):
+    """One run's slice of the metering point: its own URL and token, and what it counted."""
+
+    base_url: str
+    token: str
+
+    def totals(self) -> tuple[int, Usage, float]:
+        """(model requests, usage, cost in USD) so far."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Meter(Protocol):
+    def open_run(self, run_name: str) -> MeterRun: ...
+
+
+@dataclass
+class RunOptions:
+    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
+    task_timeout: float = DEFAULT_TASK_TIMEOUT
+    max_turns: int | None = None
+    condition: str | None = None
+    commit: str | None = None
+    transcripts_dir: Path | None = None
+    redactor: Redactor = field(default_factory=Redactor.from_environ)
+
+
+def _tail(text: str, limit: int = 200) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:limit] if lines else "(no output)"
+
+
+class _Transcript:
+    """A JSONL transcript written as events happen; every line redacted first."""
+
+    def __init__(self, path: Path | None, redactor: Redactor) -> None:
+        self.path = path
+        self._redact = redactor
+        self._lock = threading.Lock()
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("", encoding="utf-8")
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if not self.path:
+            return
+        line = self._redact(json.dumps({"t": round(time.time(), 3), **event}, default=str))
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | None]:
+    notes: str | None = None
+    score: dict[str, Any] | None = None
+    try:
+        notes = sandbox.read_file(".runner/notes.txt").strip()[:NOTES_LIMIT] or None
+    except (OSError, SandboxError):
+        pass
+    try:
+        raw = json.loads(sandbox.read_file(".runner/score.json"))
+        score = raw if isinstance(raw, dict) else {"value": raw}
+    except (OSError, SandboxError, ValueError):
+        pass
+    return notes, score
+
+
+def run_one(
+    task: Task,
+    replication: int,
+    agent: Agent,
+    *,
+    provider: SandboxProvider | None = None,
+    meter: Meter | None = None,
+    options: RunOptions | None = None,
+) -> RunResult:
+    """Run one (task, replication). Always returns a result; always tears down."""
+    opts = options or RunOptions()
+    provider = provider or LocalSandboxProvider()
+    run_name = f"{task.id}-r{replication}"
+    start = time.monotonic()
+    transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
+    record = _Transcript(transcript_path, opts.redactor)
+    status, reason = "error", "not started"
+    notes: str | None = None
+    score: dict[str, Any] | None = None
+    meter_run = meter.open_run(run_name) if meter else None
+    sandbox: Sandbox | None = None
+    try:
+        sandbox = provider.create(task, run_name)
+        if task.setup_script:
+            res = sandbox.exec(f'bash "{sandbox.task_dir}/setup.sh"',
+                               timeout=task.task_timeout(opts.task_timeout))
+            record({"type": "setup", "returncode": res.returncode, "output": res.output[-4000:]})
+            if res.returncode != 0 or res.timed_out:
+                why = "timeout" if res.timed_out else f"exit {res.returncode}"
+                raise SandboxError(f"setup.sh failed ({why}): {_tail(res.output)}")
+        ctx = RunContext(
+            task=task, replication=replication, run_name=run_name,
+            timeout=task.task_timeout(opts.task_timeout),
+            max_turns=task.meta.max_turns or opts.max_turns,
+            base_url=meter_run.base_url if meter_run else None,
+            api_key=meter_run.token if meter_run else None,
+            record=record,
+        )
+        try:
+            outcome = agent.run(sandbox, ctx)
+        except SandboxError:
+            raise
+        except Exception as exc:  # an agent crash is the harness's problem, not the task's
+            outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+        record({"type": "final", "message": outcome.final_message[-8000:],
+                "failure": outcome.failure, "infra_error": outcome.infra_error})
+        if outcome.infra_error:
+            status, reason = "error", outcome.infra_error
+        else:
+            sandbox.write_file(".runner/final.txt", outcome.final_message)
+            res = sandbox.exec(f'bash "{sandbox.task_dir}/verify.sh"',
+                               timeout=task.verify_timeout(opts.verify_timeout))
+            record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
+                    "output": res.output[-4000:]})
+            notes, score = _read_runner_files(sandbox)
+            if res.timed_out:
+                status, reason = "failed", "timeout"
+            elif res.returncode == 0:
+                # verify decides, even when the agent did not finish cleanly
+                status, reason = "passed", None
+            else:
+                status = "failed"
+                reason = outcome.failure or f"verify exited {res.returncode}: {_tail(res.output)}"
+    except SandboxError as exc:
+        status, reason = "error", f"infra: {exc}"
+    except OSError as exc:
+        status, reason = "error", f"infra: {exc}"
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+        turns, usage, cost = (0, Usage(), 0.0)
+        if meter_run is not None:
+            turns, usage, cost = meter_run.totals()
+            meter_run.close()
+    return RunResult(
+        task=task.id,
+        replication=replication,
+        status=status,  # type: ignore[arg-type]
+        reason=opts.redactor(reason) if reason else None,
+        turns=turns,
+        usage=RunUsage(**usage.model_dump()),
+        cost_usd=round(cost, 8),
+        duration_s=round(time.monotonic() - start, 3),
+        notes=opts.redactor(notes) if notes else None,
+        task_digest=task.digest,
+        score=score,
+        condition=opts.condition,
+        commit=opts.commit,
+        created_at=now_iso(),
+        transcript=str(transcript_path) if transcript_path else None,
+    )
+
+
+def plan(tasks: Iterable[Task], replications: int) -> list[tuple[Task, int]]:
+    """Every (task, replication) pair, replication-major so early results cover every task."""
+    tasks = list(tasks)
+    return [(t, r) for r in range(replications) for t in tasks]
+
+
+def run_many(
+    work: list[tuple[Task, int]],
+    agent: Agent,
+    *,
+    jobs: int = 1,
+    provider: SandboxProvider | None = None,
+    meter: Meter | None = None,
+    options: RunOptions | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands."""
+    results: list[RunResult] = []
+    lock = threading.Lock()
+
+    def one(item: tuple[Task, int]) -> RunResult:
+        return run_one(item[0], item[1], agent, provider=provider, meter=meter, options=options)
+
+    def land(res: RunResult) -> None:
+        with lock:
+            results.append(res)
+            if on_result:
+                on_result(res)
+
+    if jobs <= 1:
+        for item in work:
+            land(one(item))
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for fut in as_completed([pool.submit(one, item) for item in work]):
+                land(fut.result())
+    results.sort(key=lambda r: (r.task, r.replication))
+    return results

@@ -1,0 +1,19 @@
+"""Sandboxes: where a task's workspace lives and its commands run.
+
+One contract (``Sandbox``: ``exec`` / ``read_file`` / ``write_file``), one module per backend.
+The local backend runs real subprocesses in a fresh temporary directory; a container backend
+plugs in behind the same contract.
+"""
+
+from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
+from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
+
+__all__ = [
+    "ExecResult",
+    "LocalSandbox",
+    "LocalSandboxProvider",
+    "Sandbox",
+    "SandboxError",
+    "SandboxProvider",
+    "run_process_group",
+]

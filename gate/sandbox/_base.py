@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+
+from gate.tasks import Task
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (not the task): an infra error."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, as a terminal user would see them."""
+        if self.stdout and self.stderr:
+            return self.stdout.rstrip("\n") + "\n" + self.stderr
+        return self.stdout or self.stderr
+
+
+class Sandbox(abc.ABC):
+    """A prepared workspace for one (task, replication).
+
+    ``workdir`` and ``task_dir`` are paths as commands inside the sandbox see them. Every
+    command runs with cwd = ``workdir`` and ``WORK_DIR`` / ``TASK_DIR`` in its environment, and
+    never with a credential.
+    """
+
+    workdir: str
+    task_dir: str
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> ExecResult:
+        """Run ``command`` with bash; on timeout the whole process group is killed."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str) -> str:
+        """Read a file; relative paths are relative to ``workdir``."""
+
+    @abc.abstractmethod
+    def write_file(self, path: str, content: str) -> None:
+        """Write a file, creating parent directories; relative to ``workdir``."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Tear down (remove the workspace unless asked to keep it). Safe to call twice."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class SandboxProvider(abc.ABC):
+    """Makes fresh sandboxes; holds no per-run state, so runs can go in parallel."""
+
+    @abc.abstractmethod
+    def create(self, task: Task, run_name: str) -> Sandbox:
+        """A fresh sandbox with ``starting/`` copied in (``setup.sh`` is run by the runner)."""

@@ -1,0 +1,155 @@
+"""The local sandbox: a fresh temporary directory and real subprocesses in their own session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
+from gate.secrets import scrubbed_env
+from gate.tasks import Task
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_process_group(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: str | None = None,
+) -> ExecResult:
+    """Run ``argv`` as the leader of a new session and process group.
+
+    On timeout the whole group is killed. When the leader exits, whatever it left running in
+    its group (a background child) is killed too, so no process of a run outlives it.
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=stdin.encode() if stdin is not None else None,
+                                    timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a pipe held by something outside the group
+            proc.kill()
+            out, err = b"", b""
+    finally:
+        _kill_group(proc.pid)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return ExecResult(
+        returncode=proc.returncode if not timed_out else -signal.SIGKILL,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=timed_out,
+        duration_s=time.monotonic() - start,
+    )
+
+
+class LocalSandbox(Sandbox):
+    def __init__(self, root: Path, task: Task, keep: bool = False) -> None:
+        self.root = root
+        self.host_workdir = root / "work"
+        self.workdir = str(self.host_workdir)
+        self.task_dir = str(task.path)
+        self.home = root / "home"
+        self._keep = keep
+        self._closed = False
+
+    def script_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment every command here gets: no credentials, a private HOME/TMPDIR."""
+        tmp = self.root / "tmp"
+        tmp.mkdir(exist_ok=True)
+        base = {
+            "WORK_DIR": self.workdir,
+            "TASK_DIR": self.task_dir,
+            "HOME": str(self.home),
+            "TMPDIR": str(tmp),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        return scrubbed_env({**base, **(extra or {})})
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> ExecResult:
+        return run_process_group(
+            ["bash", "-c", command],
+            cwd=self.host_workdir,
+            env=self.script_env(env),
+            timeout=timeout,
+            stdin=stdin,
+        )
+
+    def _resolve(self, path: str) -> Path:
+        p = Path(path)
+        return p if p.is_absolute() else self.host_workdir / p
+
+    def read_file(self, path: str) -> str:
+        return self._resolve(path).read_text(encoding="utf-8", errors="replace")
+
+    def write_file(self, path: str, content: str) -> None:
+        target = self._resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class LocalSandboxProvider(SandboxProvider):
+    """Fresh workspaces under ``base_dir`` (default: the system temp dir)."""
+
+    def __init__(self, base_dir: str | os.PathLike[str] | None = None, keep: bool = False) -> None:
+        self.base_dir = Path(base_dir) if base_dir else None
+        self.keep = keep
+
+    def create(self, task: Task, run_name: str) -> LocalSandbox:
+        if self.base_dir:
+            self.base_dir.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
+        try:
+            root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=self.base_dir))
+            sandbox = LocalSandbox(root, task, keep=self.keep)
+            if task.starting_dir:
+                shutil.copytree(task.starting_dir, sandbox.host_workdir, symlinks=True)
+            else:
+                sandbox.host_workdir.mkdir()
+            sandbox.home.mkdir()
+        except OSError as exc:
+            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+        return sandbox

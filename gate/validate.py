@@ -1,0 +1,60 @@
+"""``gate validate``: a task is sound when verify FAILS untouched and PASSES after the oracle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.agents import Agent, AgentOutcome, OracleAgent, RunContext
+from gate.runner import RunOptions, run_one
+from gate.sandbox import Sandbox, SandboxProvider
+from gate.tasks import Suite
+
+FALSE_POSITIVE = "verify passes without any work — false positive"
+NOT_SOLVABLE = "task not solvable as written"
+
+
+class IdleAgent(Agent):
+    """Does nothing and says nothing: the untouched workspace."""
+
+    kind = "idle"
+
+    def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
+        return AgentOutcome(final_message="")
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    task: str
+    untouched: str  # "fails" (good), "passes", "error"
+    oracle: str  # "passes" (good), "fails", "error", "missing"
+    problem: str | None
+
+    @property
+    def sound(self) -> bool:
+        return self.problem is None
+
+
+def validate_suite(
+    suite: Suite, *, provider: SandboxProvider | None = None, options: RunOptions | None = None
+) -> list[TaskCheck]:
+    checks = [
+        TaskCheck(p.name, "error", "error", f"cannot load: {p.reason}") for p in suite.problems
+    ]
+    for task in suite.tasks:
+        idle = run_one(task, 0, IdleAgent(), provider=provider, options=options)
+        untouched = {"passed": "passes", "failed": "fails"}.get(idle.status, "error")
+        problem: str | None = None
+        if idle.status == "passed":
+            problem = FALSE_POSITIVE
+        elif idle.status == "error":
+            problem = f"untouched workspace: {idle.reason}"
+        if task.solution_script is None:
+            oracle = "missing"
+            problem = problem or f"{NOT_SOLVABLE}: no solution/solve.sh to prove it"
+        else:
+            res = run_one(task, 0, OracleAgent(), provider=provider, options=options)
+            oracle = {"passed": "passes", "failed": "fails"}.get(res.status, "error")
+            if res.status != "passed":
+                problem = problem or f"{NOT_SOLVABLE}: {res.reason}"
+        checks.append(TaskCheck(task.id, untouched, oracle, problem))
+    return sorted(checks, key=lambda c: c.task)
