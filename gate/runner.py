@@ -56,6 +56,11 @@ class RunOptions:
     redactor: Redactor = field(default_factory=Redactor.from_environ)
 
 
+def script_env(sandbox: Sandbox) -> dict[str, str]:
+    """Extra environment for the task's own scripts (setup, verify, solution)."""
+    return {"TASK_DIR": sandbox.task_dir}
+
+
 def _tail(text: str, limit: int = 200) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:limit] if lines else "(no output)"
@@ -119,7 +124,7 @@ def run_one(
     try:
         sandbox = provider.create(task, run_name)
         if task.setup_script:
-            res = sandbox.exec(f'bash "{sandbox.task_dir}/setup.sh"',
+            res = sandbox.exec(f'bash "{sandbox.task_dir}/setup.sh"', env=script_env(sandbox),
                                timeout=task.task_timeout(opts.task_timeout))
             record({"type": "setup", "returncode": res.returncode, "output": res.output[-4000:]})
             if res.returncode != 0 or res.timed_out:
@@ -145,7 +150,7 @@ def run_one(
             status, reason = "error", outcome.infra_error
         else:
             sandbox.write_file(".runner/final.txt", outcome.final_message)
-            res = sandbox.exec(f'bash "{sandbox.task_dir}/verify.sh"',
+            res = sandbox.exec(f'bash "{sandbox.task_dir}/verify.sh"', env=script_env(sandbox),
                                timeout=task.verify_timeout(opts.verify_timeout))
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
                     "output": res.output[-4000:]})

@@ -15,7 +15,8 @@ class OracleAgent(Agent):
         script = ctx.task.solution_script
         if script is None:
             return AgentOutcome(infra_error=NO_SOLUTION)
-        res = sandbox.exec(f'bash "{sandbox.task_dir}/solution/solve.sh"', timeout=ctx.timeout)
+        res = sandbox.exec(f'bash "{sandbox.task_dir}/solution/solve.sh"', timeout=ctx.timeout,
+                           env={"TASK_DIR": sandbox.task_dir})
         ctx.record({"type": "oracle", "returncode": res.returncode,
                     "stdout": res.stdout[-4000:], "stderr": res.stderr[-4000:]})
         if res.timed_out:

@@ -83,12 +83,15 @@ class LocalSandbox(Sandbox):
         self._closed = False
 
     def script_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment every command here gets: no credentials, a private HOME/TMPDIR."""
+        """The environment every command here gets: no credentials, a private HOME/TMPDIR.
+
+        ``TASK_DIR`` is not in it: the runner adds it for the task's own scripts (setup,
+        verify, solution) only, so an agent's tools cannot read ``verify.sh``.
+        """
         tmp = self.root / "tmp"
         tmp.mkdir(exist_ok=True)
         base = {
             "WORK_DIR": self.workdir,
-            "TASK_DIR": self.task_dir,
             "HOME": str(self.home),
             "TMPDIR": str(tmp),
             "PYTHONDONTWRITEBYTECODE": "1",
