@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from gate.agents import OracleAgent
+from gate.results import load_results
+from gate.runner import RunOptions, run_one
+from gate.sandbox import LocalSandboxProvider
+from gate.tasks import load_suite
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            state = next(ln for ln in fh if ln.startswith("State:"))
+    except (FileNotFoundError, StopIteration, ProcessLookupError):
+        return False
+    return "Z" not in state.split()[1]
+
+
+def _run(suite_dir: Path, name: str, tmp_path: Path, **opts: object):
+    task = load_suite(suite_dir).get(name)
+    provider = LocalSandboxProvider(base_dir=tmp_path / "ws", keep=bool(opts.pop("keep", False)))
+    return run_one(task, 0, OracleAgent(), provider=provider,
+                   options=RunOptions(**opts))  # type: ignore[arg-type]
+
+
+def test_oracle_pass_and_workspace_removed(make_task, suite_dir: Path, tmp_path: Path) -> None:
+    make_task("ok", starting={"README": "x\n"})
+    res = _run(suite_dir, "ok", tmp_path)
+    assert res.status == "passed" and res.reason is None
+    assert res.turns == 0 and res.cost_usd == 0
+    assert list((tmp_path / "ws").iterdir()) == []
+
+
+def test_keep_workspaces(make_task, suite_dir: Path, tmp_path: Path) -> None:
+    make_task("ok")
+    _run(suite_dir, "ok", tmp_path, keep=True)
+    (ws,) = list((tmp_path / "ws").iterdir())
+    assert (ws / "work" / "hello.txt").read_text() == "hi\n"
+    assert (ws / "work" / ".runner" / "final.txt").read_text() == "wrote hello.txt"
+
+
+def test_failed_verify_is_fail_with_reason(make_task, suite_dir: Path, tmp_path: Path) -> None:
+    make_task("bad", solve="echo nope > hello.txt\n",
+              verify="set -euo pipefail\ngrep -qx hi hello.txt || { echo 'hello.txt wrong'; exit 3; }\n")
+    res = _run(suite_dir, "bad", tmp_path)
+    assert res.status == "failed"
+    assert res.reason == "verify exited 3: hello.txt wrong"
+
+
+def test_setup_failure_is_infra_error(make_task, suite_dir: Path, tmp_path: Path) -> None:
+    make_task("setup-broken", setup="echo 'cannot prepare' >&2\nexit 4\n")
+    res = _run(suite_dir, "setup-broken", tmp_path)
+    assert res.status == "error"
+    assert res.reason is not None and "setup.sh failed (exit 4): cannot prepare" in res.reason
+
+
+def test_missing_solution_reported_as_such(make_task, suite_dir: Path, tmp_path: Path) -> None:
+    make_task("no-oracle", solve=None)
+    res = _run(suite_dir, "no-oracle", tmp_path)
+    assert res.status == "error" and res.reason is not None
+    assert res.reason.startswith("no-solution")
+
+
+def test_final_txt_written_before_verify_and_notes_score_recorded(
+    make_task, suite_dir: Path, tmp_path: Path
+) -> None:
+    make_task(
+        "answer", solve="echo 'The limit is 4375'\n",
+        verify="""\
+            set -euo pipefail
+            grep -q 4375 "$WORK_DIR/.runner/final.txt"
+            echo "offloaded=no" > .runner/notes.txt
+            echo '{"score": 0.5}' > .runner/score.json
+        """,
+    )
+    res = _run(suite_dir, "answer", tmp_path)
+    assert res.status == "passed"
+    assert res.notes == "offloaded=no"
+    assert res.score == {"score": 0.5}
+
+
+def test_hanging_verify_and_its_children_are_killed(
+    make_task, suite_dir: Path, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    make_task(
+        "hang", toml="verify_timeout = 1\n",
+        verify=f"sleep 300 &\necho $! > {pidfile}\nsleep 300\n",
+    )
+    t0 = time.monotonic()
+    res = _run(suite_dir, "hang", tmp_path)
+    assert time.monotonic() - t0 < 20
+    assert res.status == "failed" and res.reason == "timeout"
+    pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not _alive(pid), "a background child of verify.sh survived the timeout"
+
+
+def test_background_child_left_by_passing_verify_is_killed(
+    make_task, suite_dir: Path, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    make_task(
+        "leaky",
+        verify=f"set -e\ngrep -qx hi hello.txt\nnohup sleep 300 >/dev/null 2>&1 &\n"
+               f"echo $! > {pidfile}\n",
+    )
+    res = _run(suite_dir, "leaky", tmp_path)
+    assert res.status == "passed"
+    time.sleep(0.2)
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_scripts_never_see_credentials(
+    make_task, suite_dir: Path, tmp_path: Path, secret_env: dict[str, str]
+) -> None:
+    dump = tmp_path / "env"
+    make_task(
+        "peek",
+        setup=f"env > {dump}.setup\n",
+        solve=f"env > {dump}.solve\necho hi > hello.txt\n",
+        verify=f"env > {dump}.verify\ngrep -qx hi hello.txt\n",
+    )
+    res = _run(suite_dir, "peek", tmp_path)
+    assert res.status == "passed"
+    for stage in ("setup", "solve", "verify"):
+        text = Path(f"{dump}.{stage}").read_text()
+        env = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        for name, value in secret_env.items():
+            assert name not in env, f"{name} reached {stage}"
+            assert value not in text, f"a secret value reached {stage}"
+        assert env["WORK_DIR"].endswith("/work")
+        assert env["TASK_DIR"] == str(suite_dir.resolve() / "peek")
+        assert "PATH" in env
+
+
+def test_results_file_with_only_required_fields_loads(tmp_path: Path) -> None:
+    minimal = {
+        "schema_version": 1, "gate_version": "0.1.0", "created_at": "2026-11-30T00:00:00Z",
+        "commit": None, "model": "claude-sonnet-5-5",
+        "agent": {"kind": "builtin", "fingerprint": "sha256:abc"},
+        "suite": {"digest": "sha256:s", "tasks": {"t": {"digest": "sha256:t"}}},
+        "runs": [{"task": "t", "replication": 0, "status": "passed", "reason": None,
+                  "turns": 3, "usage": {"input_tokens": 1, "output_tokens": 2,
+                                        "cache_creation_input_tokens": 3,
+                                        "cache_read_input_tokens": 4},
+                  "cost_usd": 0.1, "duration_s": 1.5, "notes": None}],
+        "summary": {"passed": 1, "failed": 0, "errors": 0, "total": 1, "pass_rate": 1.0,
+                    "mean_turns": 3, "cost_usd": 0.1, "cache_hit_rate": 0.4},
+    }
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(minimal))
+    r = load_results(p)
+    assert r.runs[0].usage.cache_read_input_tokens == 4
+    assert r.summary.pass_rate == 1.0
+    os.chmod(p, 0o644)

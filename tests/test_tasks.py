@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.errors import BadInput
+from gate.tasks import load_suite
+
+
+def test_swe_lite_layout_loads(make_task, suite_dir: Path) -> None:
+    make_task("fix-bug", setup="echo 'print(1)' > app.py\n",
+              toml='difficulty = "easy"\ncategory = "bugfix"\ntags = ["python"]\n'
+                   "max_turns = 7\nverify_timeout = 5\n")
+    suite = load_suite(suite_dir)
+    (task,) = suite.tasks
+    assert task.id == "fix-bug"
+    assert task.setup_script is not None and task.starting_dir is None
+    assert task.difficulty == "easy" and task.meta.category == "bugfix"
+    assert task.meta.max_turns == 7 and task.verify_timeout() == 5
+    assert task.task_timeout() == 600
+    assert task.solution_script is not None
+    assert task.digest.startswith("sha256:")
+
+
+def test_effectiveness_layout_loads(make_task, suite_dir: Path) -> None:
+    meta = {"id": "ctx-1", "slug": "needle", "target_skill": "grep", "irrelevant_skill": "x",
+            "category": "context", "difficulty": "medium", "notes": ""}
+    make_task("needle", starting={"log.txt": "a\nb\n"},
+              extra={"metadata.json": json.dumps(meta), "README.md": "# needle\n"})
+    (task,) = load_suite(suite_dir).tasks
+    assert task.starting_dir is not None and task.setup_script is None
+    assert task.difficulty == "medium"  # from metadata.json when task.toml is absent
+    assert task.metadata["slug"] == "needle"
+
+
+def test_broken_tasks_reported_by_name_rest_still_loads(make_task, suite_dir: Path) -> None:
+    make_task("good")
+    (make_task("no-verify") / "verify.sh").unlink()
+    (make_task("no-prompt") / "task.md").unlink()
+    make_task("bad-toml", toml="difficulty = [unclosed\n")
+    make_task("bad-field", toml='difficulty = "impossible"\n')
+    suite = load_suite(suite_dir)
+    assert [t.id for t in suite.tasks] == ["good"]
+    reasons = {p.name: p.reason for p in suite.problems}
+    assert reasons["no-verify"] == "missing verify.sh"
+    assert reasons["no-prompt"] == "missing task.md"
+    assert "unreadable task.toml" in reasons["bad-toml"]
+    assert "difficulty" in reasons["bad-field"]
+
+
+def test_digest_changes_with_content_and_suite_digest_follows(make_task, suite_dir: Path) -> None:
+    d = make_task("a")
+    make_task("b")
+    before = load_suite(suite_dir)
+    (d / "verify.sh").write_text("exit 1\n")
+    after = load_suite(suite_dir)
+    assert before.get("a").digest != after.get("a").digest
+    assert before.get("b").digest == after.get("b").digest
+    assert before.digest != after.digest
+    assert load_suite(suite_dir).digest == after.digest  # stable
+
+
+def test_selecting_unknown_task_is_bad_input(make_task, suite_dir: Path) -> None:
+    make_task("a")
+    assert [t.id for t in load_suite(suite_dir, ["a"]).tasks] == ["a"]
+    with pytest.raises(BadInput, match="no task named nope"):
+        load_suite(suite_dir, ["nope"])
+
+
+def test_missing_suite_dir_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="not found"):
+        load_suite(tmp_path / "absent")
