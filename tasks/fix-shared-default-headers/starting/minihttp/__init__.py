@@ -1,0 +1,3 @@
+from minihttp.request import Request
+
+__all__ = ["Request"]
