@@ -76,10 +76,28 @@ class GateSettings(_Strict):
     seed: int = 0
 
 
+class CISettings(_Strict):
+    """``[ci]``: what ``gate ci`` does with a verdict. Commenting and failing are separate."""
+
+    comment: bool = True
+    fail_on_regression: bool = True
+    accept_label: str = "gate:accept-regression"
+    # "commit": push the refreshed baseline.json to the default branch (needs contents: write);
+    # "artifact": leave it in the workspace for an upload step (no write permission needed).
+    baseline_refresh: Literal["commit", "artifact"] = "artifact"
+    # JSONL of main-branch run summaries; the PR comment draws the trend from the base
+    # branch's copy, so it must be committed (baseline_refresh = "commit") to show one.
+    history: str = "gate-history.jsonl"
+    history_size: int = Field(default=200, gt=0)
+    # a PR whose secrets GitHub withholds (forks, Dependabot): "fail" exits 3, "skip" exits 0
+    fork_without_key: Literal["fail", "skip"] = "fail"
+
+
 class GateConfig(_Strict):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     suite: SuiteConfig = Field(default_factory=SuiteConfig)
     gate: GateSettings = Field(default_factory=GateSettings)
+    ci: CISettings = Field(default_factory=CISettings)
     root: Path = Field(default_factory=Path.cwd, exclude=True)
 
     def path(self, relative: str) -> Path:
