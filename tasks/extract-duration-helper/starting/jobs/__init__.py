@@ -1,0 +1,1 @@
+"""Periodic jobs and retry policies."""
