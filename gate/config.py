@@ -16,6 +16,7 @@ from gate.errors import BadInput
 
 DEFAULT_CONFIG = "gate.toml"
 Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
+ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate")
 
 
 class _Strict(BaseModel):
@@ -68,7 +69,7 @@ class GateSettings(_Strict):
     cost_margin: float = Field(default=0.10, ge=0)
     cache_hit_margin: float = Field(default=0.05, ge=0, le=1)
     block_on: list[Metric] = Field(
-        default_factory=lambda: ["pass_rate", "turns", "cost", "cache_hit_rate"])
+        default_factory=lambda: list(ALL_METRICS))
     min_comparable: float = Field(default=0.8, gt=0, le=1)
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
     permutations: int = Field(default=9999, ge=99)

@@ -125,7 +125,7 @@ def new_results(
 ) -> Results:
     runs = list(runs or [])
     return Results(
-        schema_version=SCHEMA_VERSION, gate_version=__version__, created_at=now_iso(),
+        schema_version=1, gate_version=__version__, created_at=now_iso(),
         commit=commit, model=model, agent=agent, suite=suite, runs=runs,
         summary=summarize(runs), **extra,
     )

@@ -1,19 +1,43 @@
-"""``gate run``: the suite against the agent configuration, results written as they land."""
+"""``gate run``: the suite against the agent configuration, results written as they land.
+
+Every agent kind except the oracle talks to the model through the metering proxy. Under
+``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
+otherwise it is ``ANTHROPIC_BASE_URL`` or the public API, and a key is required — the gate
+never falls back to the simulator on its own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gate._git import current_commit
 from gate.agents import Agent, OracleAgent
 from gate.config import GateConfig
-from gate.errors import BadInput
-from gate.results import AgentInfo, Results, RunResult, SuiteInfo, TaskInfo, new_results, write_results
+from gate.cost import price_table
+from gate.errors import BadInput, Unmeasurable
+from gate.fingerprint import fingerprint, fingerprint_parts, system_prompt_text
+from gate.meter import PUBLIC_API, MeterProxy
+from gate.results import (
+    AgentInfo,
+    Results,
+    RunResult,
+    SuiteInfo,
+    TaskInfo,
+    new_results,
+    write_results,
+)
 from gate.runner import RunOptions, plan, run_many
 from gate.sandbox import LocalSandboxProvider
 from gate.tasks import Suite, load_suite
+
+SIM_CREDENTIAL = "gate-simulator-key"
+NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
+          "--sim (GATE_SIM=1) to run against the built-in simulator")
 
 
 @dataclass
@@ -27,6 +51,10 @@ class RunRequest:
     jobs: int | None = None
     keep_workspaces: bool = False
     transcripts: bool = True
+    sim: bool = False
+    model: str | None = None
+    seed: int | None = None
+    sim_options: dict[str, Any] = field(default_factory=dict)
 
 
 def suite_info(suite: Suite) -> SuiteInfo:
@@ -36,10 +64,46 @@ def suite_info(suite: Suite) -> SuiteInfo:
     )
 
 
-def make_agent(kind: str) -> Agent:
+def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
     if kind == "oracle":
         return OracleAgent()
-    raise BadInput(f"agent kind {kind!r} is not available")
+    if kind == "builtin":
+        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
+
+        a = cfg.agent
+        try:
+            return BuiltinAgent(
+                model=model, system_template=system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT,
+                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
+                temperature=a.temperature, top_p=a.top_p, label=label,
+            )
+        except ValueError as exc:
+            raise BadInput(f"[agent].tools: {exc}") from None
+    if kind == "command":
+        from gate.agents._command import CommandAgent
+
+        if not cfg.agent.command:
+            raise BadInput("[agent].command is required when kind = \"command\"")
+        return CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
+                            label=label)
+    raise BadInput(f"unknown agent kind {kind!r}")
+
+
+@contextlib.contextmanager
+def _upstream(req: RunRequest, suite: Suite, ledger: Path) -> Iterator[tuple[str, str, str]]:
+    """(base URL, credential, label) of the model API this run talks to."""
+    if req.sim:
+        from gate.sim import Simulator
+
+        with Simulator(tasks_dir=suite.root, seed=req.seed or 0, ledger_path=ledger,
+                       **req.sim_options) as sim:
+            yield sim.base_url, SIM_CREDENTIAL, "simulator"
+        return
+    key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    if not key:
+        raise Unmeasurable(NO_KEY)
+    base = os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API
+    yield base, key, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
 
 
 def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None) -> Results:
@@ -51,40 +115,56 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
                           if suite.problems else ""))
     kind = req.agent_kind or cfg.agent.kind
-    agent = make_agent(kind)
+    model = req.model or cfg.agent.model
+    if req.model:
+        cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
+    parts = fingerprint_parts(cfg, kind)
     replications = req.replications or cfg.suite.replications
     jobs = req.jobs or cfg.suite.jobs
-    transcripts_dir = req.output.with_name(req.output.stem + ".transcripts") \
-        if req.transcripts else None
+    stem = req.output.with_name(req.output.stem)
+    transcripts_dir = Path(f"{stem}.transcripts") if req.transcripts else None
     commit = current_commit(cfg.root)
     options = RunOptions(
-        verify_timeout=cfg.suite.verify_timeout,
-        task_timeout=cfg.suite.task_timeout,
-        max_turns=cfg.agent.max_turns,
-        commit=commit,
-        transcripts_dir=transcripts_dir,
+        verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
+        max_turns=cfg.agent.max_turns, commit=commit, transcripts_dir=transcripts_dir,
     )
-    results = new_results(
-        model=agent.model_label(),
-        agent=AgentInfo(kind=kind, fingerprint=f"{kind}:oracle"),
-        suite=suite_info(suite),
-        commit=commit,
-        replications=replications,
-        problems={p.name: p.reason for p in suite.problems},
-    )
-    write_results(req.output, results)  # an empty, valid file from the start
+    prices = price_table(cfg.agent.prices)
+    if kind != "oracle":
+        prices.resolve(model)  # an unknown model is exit 2 before anything runs
+    provider = LocalSandboxProvider(keep=req.keep_workspaces)
 
-    def land(res: RunResult) -> None:
-        results.runs.append(res)
-        results.runs.sort(key=lambda r: (r.task, r.replication))
-        write_results(req.output, results)
-        if on_result:
-            on_result(res)
+    with contextlib.ExitStack() as stack:
+        meter: MeterProxy | None = None
+        upstream = "none"
+        if kind != "oracle":
+            ledger = Path(f"{stem}.sim-ledger.jsonl")
+            base, credential, upstream = stack.enter_context(_upstream(req, suite, ledger))
+            meter = stack.enter_context(MeterProxy(base, credential, prices))
+        label = f"{model} (simulator)" if upstream == "simulator" else model
+        agent = build_agent(cfg, kind, model, label)
+        extra: dict[str, Any] = {"replications": replications, "upstream": upstream,
+                                 "price_table": prices.date}
+        if suite.problems:
+            extra["problems"] = {p.name: p.reason for p in suite.problems}
+        if upstream == "simulator":
+            extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+        results = new_results(
+            model=agent.model_label(),
+            agent=AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
+            suite=suite_info(suite), commit=commit, **extra,
+        )
+        write_results(req.output, results)  # an empty, valid file from the start
 
-    run_many(
-        plan(suite.tasks, replications), agent, jobs=jobs,
-        provider=LocalSandboxProvider(keep=req.keep_workspaces),
-        options=options, on_result=land,
-    )
+        def land(res: RunResult) -> None:
+            results.runs.append(res)
+            results.runs.sort(key=lambda r: (r.task, r.replication))
+            write_results(req.output, results)
+            if on_result:
+                on_result(res)
+
+        run_many(plan(suite.tasks, replications), agent, jobs=jobs, provider=provider,
+                 meter=meter, options=options, on_result=land)
+        if meter is not None and meter.unpriced:
+            results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
     write_results(req.output, results)
     return results

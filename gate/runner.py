@@ -9,6 +9,7 @@ changes its own cwd, so runs can go in parallel.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -36,6 +37,10 @@ class MeterRun(Protocol):
 
     def totals(self) -> tuple[int, Usage, float]:
         """(model requests, usage, cost in USD) so far."""
+        ...
+
+    def api_failure(self) -> str | None:
+        """Why the model API failed, when the run's newest model request failed."""
         ...
 
     def close(self) -> None: ...
@@ -88,10 +93,8 @@ class _Transcript:
 def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | None]:
     notes: str | None = None
     score: dict[str, Any] | None = None
-    try:
+    with contextlib.suppress(OSError, SandboxError):
         notes = sandbox.read_file(".runner/notes.txt").strip()[:NOTES_LIMIT] or None
-    except (OSError, SandboxError):
-        pass
     try:
         raw = json.loads(sandbox.read_file(".runner/score.json"))
         score = raw if isinstance(raw, dict) else {"value": raw}
@@ -116,7 +119,8 @@ def run_one(
     start = time.monotonic()
     transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
     record = _Transcript(transcript_path, opts.redactor)
-    status, reason = "error", "not started"
+    status: str = "error"
+    reason: str | None = "not started"
     notes: str | None = None
     score: dict[str, Any] | None = None
     meter_run = meter.open_run(run_name) if meter else None
@@ -144,6 +148,9 @@ def run_one(
             raise
         except Exception as exc:  # an agent crash is the harness's problem, not the task's
             outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+        if outcome.infra_error is None and outcome.failure and meter_run is not None:
+            # an agent that gave up because the model API kept failing is infra, not a fail
+            outcome.infra_error = meter_run.api_failure()
         record({"type": "final", "message": outcome.final_message[-8000:],
                 "failure": outcome.failure, "infra_error": outcome.infra_error})
         if outcome.infra_error:

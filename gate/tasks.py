@@ -2,7 +2,8 @@
 
 Two layouts load without conversion:
 - SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``
-- effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json`` + ``README.md``
+- effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``
+  + ``README.md``
 Both may add ``task.toml`` and ``solution/solve.sh``.
 """
 
@@ -147,11 +148,9 @@ def digest_dir(root: Path) -> str:
     h = hashlib.sha256()
     for p in _iter_files(root):
         rel = p.relative_to(root).as_posix()
-        if p.is_symlink():
-            body = b"link:" + str(p.readlink()).encode()
-        else:
-            body = p.read_bytes()
-        mode = "x" if p.stat().st_mode & 0o111 else "-"
+        link = p.is_symlink()
+        body = b"link:" + str(p.readlink()).encode() if link else p.read_bytes()
+        mode = "x" if not link and p.stat().st_mode & 0o111 else "-"
         h.update(f"{rel}\0{mode}\0{len(body)}\0".encode())
         h.update(body)
     return "sha256:" + h.hexdigest()

@@ -1,6 +1,7 @@
 """Agents: what acts on a task's workspace. One contract, one module per kind.
 
-Kinds are registered by name; heavy SDKs are imported only by the kind that uses them.
+The builtin (``_builtin``, on the anthropic SDK) and command (``_command``) kinds are imported
+only when chosen (see ``gate.run.build_agent``).
 """
 
 from gate.agents._base import Agent, AgentOutcome, RunContext

@@ -17,7 +17,7 @@ def console() -> Console:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
-    t = Table(*headers, box=None if not sys.stdout.isatty() else None, pad_edge=False)
+    t = Table(*headers, pad_edge=False)
     for row in rows:
         t.add_row(*(str(c) for c in row))
     return t

@@ -15,8 +15,12 @@ from gate.run import RunRequest, run_suite
 @click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
               help="Suite directory (default: [suite].tasks).")
 @click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable).")
-@click.option("--agent", "agent_kind", type=click.Choice(["oracle"]), envvar="GATE_AGENT",
-              help="Agent kind (default: [agent].kind).")
+@click.option("--agent", "agent_kind", type=click.Choice(["builtin", "command", "oracle"]),
+              envvar="GATE_AGENT", help="Agent kind (default: [agent].kind).")
+@click.option("--model", envvar="GATE_MODEL", help="Model id (default: [agent].model).")
+@click.option("--sim", is_flag=True, envvar="GATE_SIM",
+              help="Run against the built-in simulator (no API key needed; labelled as such).")
+@click.option("--seed", type=int, envvar="GATE_SEED", help="Simulator seed (default 0).")
 @click.option("-k", "--replications", type=click.IntRange(min=1), envvar="GATE_REPLICATIONS",
               help="Runs per task (default: [suite].replications).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), envvar="GATE_JOBS",
@@ -27,7 +31,8 @@ from gate.run import RunRequest, run_suite
 @click.option("--no-transcripts", is_flag=True, help="Do not save per-run transcripts.")
 def run(
     config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...],
-    agent_kind: str | None, replications: int | None, jobs: int | None, output: str,
+    agent_kind: str | None, model: str | None, sim: bool, seed: int | None,
+    replications: int | None, jobs: int | None, output: str,
     keep_workspaces: bool, no_transcripts: bool,
 ) -> None:
     """Run the suite and write a results file (written as runs land, atomically)."""
@@ -36,6 +41,7 @@ def run(
         tasks_dir=Path(tasks_dir) if tasks_dir else None, task_ids=list(task_ids),
         agent_kind=agent_kind, replications=replications, jobs=jobs,
         keep_workspaces=keep_workspaces, transcripts=not no_transcripts,
+        sim=sim, model=model, seed=seed,
     )
 
     def progress(r: RunResult) -> None:

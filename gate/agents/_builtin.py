@@ -1,0 +1,175 @@
+"""The builtin reference agent: a tool loop on the ``anthropic`` SDK with prompt caching.
+
+Caching follows DESIGN.md: a breakpoint on the last tool, one on the last system block, and a
+moving breakpoint on the newest conversation turn, so every request re-reads the whole
+conversation so far from cache and writes only the new turn. Never more than 3 breakpoints.
+The system prompt is a Jinja2 template rendered for *every* request (``task_id``, ``workdir``,
+``date``, ``now``), as real agents do: a per-request value in it really changes the prefix.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import anthropic
+import jinja2
+
+from gate.agents._base import Agent, AgentOutcome, RunContext
+from gate.agents._tools import TOOLS, run_tool
+from gate.sandbox import Sandbox
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are a careful software engineer working in a repository at {{ workdir }}.
+Use the tools to inspect the files, make the change, and check it. When you are done,
+reply with a short summary; if the task asks a question, state the answer plainly.
+"""
+NOT_RETRYABLE = {400, 401, 403, 404, 413}
+
+
+class BuiltinAgent(Agent):
+    kind = "builtin"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        system_template: str = DEFAULT_SYSTEM_PROMPT,
+        tools: list[str] | None = None,
+        max_turns: int = 30,
+        max_tokens: int = 4096,
+        cache: str = "5m",
+        temperature: float | None = None,
+        top_p: float | None = None,
+        attempts: int = 5,
+        backoff_s: float = 0.5,
+        label: str | None = None,
+    ) -> None:
+        unknown = [t for t in (tools or list(TOOLS)) if t not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool {unknown[0]!r} (known: {', '.join(TOOLS)})")
+        self.model = model
+        self.tools = [TOOLS[t] for t in (tools if tools is not None else list(TOOLS))]
+        self.max_turns = max_turns
+        self.max_tokens = max_tokens
+        self.cache = cache
+        self.sampling = {k: v for k, v in (("temperature", temperature), ("top_p", top_p))
+                         if v is not None}
+        self.attempts = attempts
+        self.backoff_s = backoff_s
+        self._label = label or model
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                 keep_trailing_newline=True)
+        self._template = env.from_string(system_template)
+
+    def model_label(self) -> str:
+        return self._label
+
+    # -- request shaping ------------------------------------------------------------------
+    def _marker(self) -> dict[str, str] | None:
+        if self.cache == "off":
+            return None
+        return {"type": "ephemeral", "ttl": self.cache}
+
+    def _system(self, ctx: RunContext, workdir: str) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        text = self._template.render(task_id=ctx.task.id, workdir=workdir,
+                                     date=now.strftime("%Y-%m-%d"), now=now.isoformat())
+        block: dict[str, Any] = {"type": "text", "text": text}
+        if (m := self._marker()):
+            block["cache_control"] = m
+        return [block]
+
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        schemas = [t.schema() for t in self.tools]
+        if schemas and (m := self._marker()):
+            schemas[-1] = {**schemas[-1], "cache_control": m}
+        return schemas
+
+    def _messages(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The history with one moving breakpoint on the newest turn's last block."""
+        msgs = [dict(m) for m in history]
+        m = self._marker()
+        if m and msgs:
+            last = msgs[-1]
+            content = last["content"]
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": content}] if isinstance(content, str)
+                else [dict(b) for b in content])
+            blocks[-1]["cache_control"] = m
+            last["content"] = blocks
+        return msgs
+
+    # -- the loop -------------------------------------------------------------------------
+    def _call(self, client: anthropic.Anthropic, params: dict[str, Any]) -> Any:
+        """One model turn, streamed; transient failures retried with backoff (also those
+        that arrive mid-stream, which the SDK's own retries do not cover)."""
+        last: Exception | None = None
+        for attempt in range(self.attempts):
+            try:
+                with client.messages.stream(**params) as stream:
+                    return stream.get_final_message()
+            except anthropic.APIStatusError as exc:
+                if exc.status_code in NOT_RETRYABLE:
+                    raise
+                last = exc
+            except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
+                last = exc
+            except anthropic.APIError as exc:  # e.g. an `error` event after HTTP 200
+                last = exc
+            delay = min(self.backoff_s * 2 ** attempt, 8.0) * (0.5 + random.random() / 2)
+            time.sleep(delay)
+        assert last is not None
+        raise last
+
+    def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
+        if not ctx.base_url or not ctx.api_key:
+            return AgentOutcome(infra_error="builtin agent needs the meter's URL and token")
+        client = anthropic.Anthropic(base_url=ctx.base_url, api_key=ctx.api_key,
+                                     max_retries=2, timeout=300)
+        deadline = time.monotonic() + ctx.timeout
+        max_turns = ctx.max_turns or self.max_turns
+        history: list[dict[str, Any]] = [{"role": "user", "content": ctx.task.prompt}]
+        final_text = ""
+        try:
+            for turn in range(1, max_turns + 1):
+                if time.monotonic() > deadline:
+                    return AgentOutcome(final_message=final_text, failure="timeout: agent")
+                params: dict[str, Any] = {
+                    "model": self.model, "max_tokens": self.max_tokens,
+                    "system": self._system(ctx, sandbox.workdir),
+                    "tools": self._tool_schemas(), "messages": self._messages(history),
+                    **self.sampling,
+                }
+                msg = self._call(client, params)
+                content = [b.model_dump(exclude_none=True) for b in msg.content]
+                history.append({"role": "assistant", "content": content})
+                texts = [b["text"] for b in content if b.get("type") == "text"]
+                if texts:
+                    final_text = "\n".join(texts)
+                ctx.record({"type": "model", "turn": turn, "stop_reason": msg.stop_reason,
+                            "usage": msg.usage.model_dump(), "content": content})
+                uses = [b for b in content if b.get("type") == "tool_use"]
+                if not uses:
+                    return AgentOutcome(final_message=final_text)
+                results = []
+                for use in uses:
+                    tool = next((t for t in self.tools if t.name == use["name"]), None)
+                    if tool is None:
+                        output, is_error = f"unknown tool {use['name']!r}", True
+                    else:
+                        output, is_error = run_tool(tool, sandbox, use.get("input") or {},
+                                                    max(deadline - time.monotonic(), 1.0))
+                    ctx.record({"type": "tool", "name": use["name"], "input": use.get("input"),
+                                "output": output, "is_error": is_error})
+                    results.append({"type": "tool_result", "tool_use_id": use["id"],
+                                    "content": output, **({"is_error": True} if is_error else {})})
+                history.append({"role": "user", "content": results})
+        except anthropic.APIError as exc:
+            status = getattr(exc, "status_code", None)
+            return AgentOutcome(final_message=final_text, infra_error=(
+                f"model API failed after retries: {type(exc).__name__}"
+                + (f" {status}" if status else "") + f": {str(exc)[:200]}"))
+        return AgentOutcome(final_message=final_text, failure=f"max_turns ({max_turns}) reached")

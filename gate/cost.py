@@ -1,0 +1,117 @@
+"""Prices are data (``gate/data/prices.toml``, dated); cost is a pure function of usage.
+
+Cost is computed per model request, because a tier can depend on the size of one request's
+prompt (Haiku 5.5 charges long-context rates on every token of a request over 100k).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from gate.config import PriceOverride
+from gate.errors import BadInput
+from gate.usage import Usage
+
+_DATED = re.compile(r"^(?P<family>.+?)(?:-\d{8}|-latest)$")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """USD per million tokens."""
+
+    input: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+    output: float
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, float]) -> Rates:
+        base = float(m["input"])
+        return cls(
+            input=base,
+            cache_write_5m=float(m.get("cache_write_5m") or base * 1.25),
+            cache_write_1h=float(m.get("cache_write_1h") or base * 2),
+            cache_read=float(m.get("cache_read") or base * 0.1),
+            output=float(m["output"]),
+        )
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    rates: Rates
+    long_context: Rates | None = None
+    long_context_threshold: int | None = None
+
+    def rates_for(self, usage: Usage) -> Rates:
+        if self.long_context and self.long_context_threshold is not None \
+                and usage.prompt_tokens > self.long_context_threshold:
+            return self.long_context
+        return self.rates
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    date: str
+    models: Mapping[str, ModelPrice]
+
+    def resolve(self, model: str) -> ModelPrice:
+        """Exact id, else its family (a dated or ``-latest`` id), else a clear ``BadInput``."""
+        if model in self.models:
+            return self.models[model]
+        m = _DATED.match(model)
+        if m and m.group("family") in self.models:
+            return self.models[m.group("family")]
+        raise BadInput(
+            f"no price for model {model!r} (price table of {self.date}): add it to gate.toml as "
+            f'[agent.prices."{model}"] with input = ... and output = ... (USD per million tokens)'
+        )
+
+    def with_overrides(self, overrides: Mapping[str, PriceOverride]) -> PriceTable:
+        if not overrides:
+            return self
+        models = dict(self.models)
+        for name, o in overrides.items():
+            models[name] = ModelPrice(Rates.from_mapping(o.model_dump()))
+        return PriceTable(self.date, models)
+
+    def cost(self, model: str, usage: Usage) -> float:
+        return request_cost(self.resolve(model), usage)
+
+
+def request_cost(price: ModelPrice, usage: Usage) -> float:
+    """USD for one request's usage. ``input_tokens`` is the uncached part only."""
+    r = price.rates_for(usage)
+    # Writes with no TTL split recorded count as 5-minute writes (the API's default TTL).
+    unsplit = usage.cache_creation_input_tokens - usage.cache_creation_5m - usage.cache_creation_1h
+    total = (
+        usage.input_tokens * r.input
+        + (usage.cache_creation_5m + max(unsplit, 0)) * r.cache_write_5m
+        + usage.cache_creation_1h * r.cache_write_1h
+        + usage.cache_read_input_tokens * r.cache_read
+        + usage.output_tokens * r.output
+    )
+    return total / 1_000_000
+
+
+@lru_cache(maxsize=1)
+def default_prices() -> PriceTable:
+    raw = tomllib.loads(resources.files("gate").joinpath("data/prices.toml").read_text("utf-8"))
+    models: dict[str, ModelPrice] = {}
+    for name, m in raw["models"].items():
+        lc = m.get("long_context")
+        models[name] = ModelPrice(
+            Rates.from_mapping(m),
+            Rates.from_mapping(lc) if lc else None,
+            m.get("long_context_threshold"),
+        )
+    return PriceTable(str(raw["date"]), models)
+
+
+def price_table(overrides: Mapping[str, PriceOverride] | None = None) -> PriceTable:
+    return default_prices().with_overrides(overrides or {})

@@ -1,0 +1,58 @@
+"""The agent fingerprint: a sha256 over everything that defines the agent's behaviour.
+
+Kept as named parts (model, sampling, prompt, tools, skills, command) so a comparison can say
+*what* changed, not only that something did. ``model`` is kept as the plain id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from gate.agents._tools import TOOLS
+from gate.config import GateConfig
+from gate.errors import BadInput
+from gate.tasks import digest_dir
+
+
+def _h(obj: Any) -> str:
+    data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
+    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def system_prompt_text(cfg: GateConfig) -> str | None:
+    if not cfg.agent.system_prompt:
+        return None
+    path = cfg.path(cfg.agent.system_prompt)
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"[agent].system_prompt: cannot read {path}: {exc.strerror}") from None
+
+
+def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:
+    a = cfg.agent
+    parts: dict[str, str] = {}
+    if kind == "oracle":
+        return {"command": _h("solution/solve.sh")}
+    parts["model"] = a.model
+    if kind == "builtin":
+        parts["sampling"] = _h({"max_tokens": a.max_tokens, "temperature": a.temperature,
+                                "top_p": a.top_p, "max_turns": a.max_turns, "cache": a.cache})
+        parts["prompt"] = _h(system_prompt_text(cfg) or "(default)")
+        parts["tools"] = _h([TOOLS[t].schema() for t in a.tools if t in TOOLS])
+    else:
+        parts["command"] = _h(a.command or "")
+        parts["sampling"] = _h({"env": sorted(a.env)})
+    if a.skills:
+        skills = Path(cfg.path(a.skills))
+        if not skills.is_dir():
+            raise BadInput(f"[agent].skills: {skills} is not a directory")
+        parts["skills"] = digest_dir(skills)
+    return parts
+
+
+def fingerprint(parts: dict[str, str], kind: str) -> str:
+    return _h({"kind": kind, **parts})

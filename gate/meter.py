@@ -1,0 +1,342 @@
+"""The metering proxy: the single point every model request of every agent kind goes through.
+
+Each run gets its own base URL (``http://127.0.0.1:PORT/r/<run-id>``) and its own token.
+The proxy checks the token, swaps in the real credential (which only this process holds),
+forwards the request upstream unchanged (path, query string, ``anthropic-*`` headers, body),
+and passes the response back byte for byte — streams event by event, without buffering —
+while parsing ``usage`` on the side (``message_start``, then each ``message_delta`` replaces
+the fields it carries). A stream that breaks after ``message_start`` still counts the input
+it was billed for. ``turns`` = model requests of the run that the upstream answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+
+from gate.cost import PriceTable
+from gate.errors import BadInput
+from gate.usage import Usage
+
+PUBLIC_API = "https://api.anthropic.com"
+_HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
+    "x-api-key", "authorization",
+}
+_RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
+                  "content-encoding"}
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+@dataclass
+class MeteredRequest:
+    """What one model request of a run cost."""
+
+    model: str
+    status: int
+    stream: bool
+    usage: Usage
+    cost_usd: float
+    error: str | None = None
+    request_id: str | None = None
+    billed: bool = False  # the upstream started a message (billed input)
+
+
+@dataclass
+class RunMeter:
+    """One run's slice of the meter. Thread-safe: an agent may send requests concurrently."""
+
+    run_id: str
+    token: str
+    base_url: str
+    requests: list[MeteredRequest] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = False
+    _proxy: MeterProxy | None = field(default=None, repr=False)
+
+    def add(self, req: MeteredRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    def totals(self) -> tuple[int, Usage, float]:
+        with self._lock:
+            billed = [r for r in self.requests if r.billed]
+            usage = sum((r.usage for r in billed), Usage())
+            return len(billed), usage, sum(r.cost_usd for r in billed)
+
+    def api_failure(self) -> str | None:
+        """Why the model API last failed, if the run's newest request failed."""
+        with self._lock:
+            if not self.requests or self.requests[-1].error is None:
+                return None
+            last = self.requests[-1]
+        return f"model API failed: {last.error}"
+
+    def close(self) -> None:
+        if self._proxy is not None and not self._closed:
+            self._closed = True
+            self._proxy._forget(self.run_id)
+
+    def __repr__(self) -> str:  # the token stays out of logs
+        return f"RunMeter(run_id={self.run_id!r}, requests={len(self.requests)})"
+
+
+class _SSEUsage:
+    """Follows usage through an SSE byte stream without changing it."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self.usage: dict[str, Any] | None = None
+        self.started = False
+        self.error: str | None = None
+        self.stop_reason: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self._buf += chunk.replace(b"\r\n", b"\n")
+        while b"\n\n" in self._buf:
+            raw, self._buf = self._buf.split(b"\n\n", 1)
+            self._event(raw)
+
+    def _event(self, raw: bytes) -> None:
+        data_lines = [ln[5:].lstrip() for ln in raw.split(b"\n") if ln.startswith(b"data:")]
+        if not data_lines:
+            return
+        try:
+            ev = json.loads(b"\n".join(data_lines))
+        except ValueError:
+            return
+        kind = ev.get("type")
+        if kind == "message_start":
+            self.started = True
+            self.usage = dict((ev.get("message") or {}).get("usage") or {})
+        elif kind == "message_delta" and self.usage is not None:
+            for k, v in (ev.get("usage") or {}).items():
+                if v is not None:  # cumulative: each delta replaces the fields it carries
+                    self.usage[k] = v
+            self.stop_reason = (ev.get("delta") or {}).get("stop_reason") or self.stop_reason
+        elif kind == "error":
+            err = ev.get("error") or {}
+            self.error = f"{err.get('type', 'error')} (mid-stream): {err.get('message', '')}"
+
+
+class MeterProxy:
+    """A real HTTP server on loopback in front of the upstream API."""
+
+    def __init__(
+        self,
+        upstream: str,
+        credential: str,
+        prices: PriceTable,
+        *,
+        credential_header: str = "x-api-key",
+        host: str = "127.0.0.1",
+        timeout: float = 600,
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self._credential = credential
+        self._credential_header = credential_header
+        self.prices = prices
+        self.timeout = timeout
+        self._runs: dict[str, RunMeter] = {}
+        self.unpriced: set[str] = set()
+        self._lock = threading.Lock()
+        self._session = requests.Session()
+        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"MeterProxy(upstream={self.upstream!r}, url={self.url!r})"
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> MeterProxy:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="gate-meter",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._session.close()
+
+    def __enter__(self) -> MeterProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open_run(self, run_name: str) -> RunMeter:
+        run_id = f"{run_name}-{secrets.token_hex(4)}"
+        meter = RunMeter(run_id=run_id, token="gate-run-" + secrets.token_urlsafe(24),
+                         base_url=f"{self.url}/r/{run_id}", _proxy=self)
+        with self._lock:
+            self._runs[run_id] = meter
+        return meter
+
+    def _forget(self, run_id: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+
+    def _lookup(self, run_id: str) -> RunMeter | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    # -- request handling -----------------------------------------------------------------
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # request lines would carry run ids; keep logs quiet
+
+            def do_POST(self) -> None:
+                proxy._handle(self)
+
+            def do_GET(self) -> None:
+                proxy._handle(self)
+
+        return Handler
+
+    def _send_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
+        body = json.dumps({"type": "error", "error": {"type": kind, "message": msg},
+                           "request_id": None}).encode()
+        h.send_response(status)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        path, _, query = h.path.partition("?")
+        parts = path.split("/", 3)  # "", "r", run_id, rest
+        run = self._lookup(parts[2]) if len(parts) == 4 and parts[1] == "r" else None
+        if run is None:
+            self._send_error(h, 404, "not_found_error", "unknown run (the gate's meter)")
+            return
+        given = h.headers.get("x-api-key") or ""
+        auth = h.headers.get("authorization") or ""
+        if auth.lower().startswith("bearer "):
+            given = given or auth[7:].strip()
+        if not secrets.compare_digest(given.encode(), run.token.encode()):
+            self._send_error(h, 401, "authentication_error", "invalid run token")
+            return
+        length = int(h.headers.get("content-length") or 0)
+        body = h.rfile.read(length) if length else b""
+        model, stream = "unknown", False
+        try:
+            payload = json.loads(body) if body else {}
+            model = str(payload.get("model") or "unknown")
+            stream = bool(payload.get("stream"))
+        except ValueError:
+            pass
+        url = f"{self.upstream}/{parts[3]}" + (f"?{query}" if query else "")
+        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers[self._credential_header] = (
+            f"Bearer {self._credential}" if self._credential_header == "authorization"
+            else self._credential)
+        headers["accept-encoding"] = "identity"  # pass bytes through unchanged
+        is_messages = parts[3].rstrip("/").endswith("v1/messages")
+        try:
+            up = self._session.request(h.command, url, data=body, headers=headers, stream=True,
+                                       timeout=(10, self.timeout))
+        except requests.RequestException as exc:
+            if is_messages:
+                run.add(MeteredRequest(model, 0, stream, Usage(), 0.0,
+                                       error=f"connection error: {type(exc).__name__}"))
+            self._send_error(h, 502, "api_error", "upstream unreachable (the gate's meter)")
+            return
+        with up:
+            self._relay(h, up, run, model, is_messages)
+
+    def _relay(self, h: BaseHTTPRequestHandler, up: requests.Response, run: RunMeter,
+               model: str, is_messages: bool) -> None:
+        ctype = up.headers.get("content-type", "")
+        is_sse = "text/event-stream" in ctype
+        h.send_response(up.status_code)
+        for k, v in up.headers.items():
+            if k.lower() not in _RESPONSE_DROP:
+                h.send_header(k, v)
+        request_id = up.headers.get("request-id")
+        if is_sse:
+            h.send_header("transfer-encoding", "chunked")
+            h.end_headers()
+            tracker = _SSEUsage()
+            broken: str | None = None
+            try:
+                for chunk in _chunks(up):
+                    tracker.feed(chunk)
+                    h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    h.wfile.flush()
+                h.wfile.write(b"0\r\n\r\n")
+                h.wfile.flush()
+            except requests.RequestException as exc:
+                broken = f"stream broken: {type(exc).__name__}"
+                h.close_connection = True  # no terminating chunk: the client sees the break
+            except OSError:
+                broken = "client went away mid-stream"
+                h.close_connection = True
+            if is_messages:
+                usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
+                error = tracker.error or broken
+                run.add(MeteredRequest(
+                    model, up.status_code, True, usage,
+                    self._cost(model, usage) if tracker.started else 0.0,
+                    error=error, request_id=request_id, billed=tracker.started))
+            return
+        data = up.content
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        with contextlib.suppress(OSError):
+            h.wfile.write(data)
+        if not is_messages:
+            return
+        if up.status_code == 200:
+            try:
+                usage = Usage.from_api(json.loads(data).get("usage"))
+            except (ValueError, AttributeError):
+                usage = Usage()
+            run.add(MeteredRequest(model, 200, False, usage, self._cost(model, usage),
+                                   request_id=request_id, billed=True))
+        else:
+            try:
+                err = json.loads(data).get("error", {})
+                why = f"{up.status_code} {err.get('type', 'error')}"
+            except (ValueError, AttributeError):
+                why = f"HTTP {up.status_code}"
+            run.add(MeteredRequest(model, up.status_code, False, Usage(), 0.0, error=why,
+                                   request_id=request_id))
+
+    def _cost(self, model: str, usage: Usage) -> float:
+        """Priced by the model the request asked for (the run checked it has a price up front;
+        a model a command agent picks on its own and that has no price costs 0 and is noted)."""
+        try:
+            return self.prices.cost(model, usage)
+        except BadInput:
+            with self._lock:
+                self.unpriced.add(model)
+            return 0.0
+
+
+def _chunks(up: requests.Response) -> Iterator[bytes]:
+    """Bytes as they arrive (no re-chunking to a fixed size, no decoding)."""
+    while True:
+        chunk = up.raw.read1(65536) if hasattr(up.raw, "read1") else up.raw.read(65536)
+        if not chunk:
+            return
+        yield chunk
