@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -17,7 +18,8 @@ def console() -> Console:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
-    t = Table(*headers, pad_edge=False)
+    # box-drawing on a terminal; plain aligned columns in logs and pipes
+    t = Table(*headers, box=box.SIMPLE_HEAD if sys.stdout.isatty() else None, pad_edge=False)
     for row in rows:
         t.add_row(*(str(c) for c in row))
     return t
