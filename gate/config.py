@@ -75,6 +75,12 @@ class GateSettings(_Strict):
     permutations: int = Field(default=9999, ge=99)
     pool_size: int = Field(default=20, gt=0)
     seed: int = 0
+    ci_level: float = Field(default=0.95, gt=0, lt=1,
+                            description="confidence level of the pass-rate difference's interval")
+    infra_alpha: float = Field(default=0.01, gt=0, lt=0.5,
+                               description="Fisher test: the candidate errors more often")
+    power_simulations: int = Field(default=200, ge=0,
+                                   description="draws per step of the power search; 0 = skip")
 
 
 class CISettings(_Strict):
