@@ -1,0 +1,1 @@
+"""A tiny CSV extract/transform/load pipeline."""
