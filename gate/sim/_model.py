@@ -1,0 +1,434 @@
+"""The simulated model: recognises a suite task, then solves it (or fails) through a shell tool.
+
+The server keeps no conversation state. Everything comes from the request: the task from the
+first user message (a task's ``task.md`` text, whitespace-normalised, appears in it), the turn
+from how many assistant messages the history holds, and the episode from the simulator's own
+``tool_use`` ids (``toolu_sim_<episode>_<turn>_<hash>``), which every later request carries back.
+A new episode (turn 0 with a shell tool) takes the next number for its (task, model).
+
+An episode's outcome is ``decide_outcome(seed, model, task, difficulty, episode)``: one uniform
+draw ``u`` per episode; ``u < pass_rate(model, difficulty)`` → the model sets out to solve it.
+Otherwise it fails in one of three realistic ways (shares of the remaining probability):
+give up early with an apology (30 %), apply a partial or wrong fix and claim success (40 %), or
+keep re-reading files until it runs out of turns (30 %). Because every model uses the same draw,
+a stronger model solves every episode a weaker one solves (for the same seed), so pass rates
+order by strength. The simulator never decides pass/fail: the task's ``verify.sh`` does.
+
+A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9): look around
+(``ls``/``find``/``cat`` of files the task mentions or ships), act (the steps of
+``solution/solve.sh``, split at blank lines, grouped to fit), check (the task's test command, or
+``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
+verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate.sim._families import normalise, pass_rate
+from gate.sim._tokens import block_tokens
+from gate.tasks import Task
+
+TURNS: dict[str, int] = {"easy": 4, "medium": 6, "hard": 9}
+MAX_ACT_TURNS: dict[str, int] = {"easy": 1, "medium": 2, "hard": 4}
+FAILURE_SHARES = (("give_up", 0.3), ("partial", 0.4), ("loop", 0.3))
+LOOP_LIMIT = 60
+_SHELL_NAMES = {"bash", "shell", "sh", "terminal", "run_command", "execute_command",
+                "run_shell_command", "exec", "execute", "run"}
+_TOOL_ID = re.compile(r"^toolu_sim_(\d+)_(\d+)_")
+_MENTIONED_PATH = re.compile(r"`([\w][\w./-]*\.[A-Za-z0-9]+)`")
+_REPORT_LINE = re.compile(r"^\s*(echo|printf)\b")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One model turn: a tool call (with a short preface) or the final text answer."""
+
+    phase: str  # look | act | check | final
+    text: str
+    command: str | None = None
+
+
+@dataclass
+class Reply:
+    """What the model says to one request, before ``max_tokens`` is applied."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    task: str | None = None
+    episode: int | None = None
+    turn: int = 0
+    outcome: str | None = None
+
+
+def decide_outcome(seed: int, model: str, task_id: str, difficulty: str | None,
+                   episode: int) -> str:
+    """``solve`` / ``give_up`` / ``partial`` / ``loop`` for one episode; pure and seeded."""
+    u = random.Random(f"outcome\0{seed}\0{task_id}\0{episode}").random()
+    p = pass_rate(model, difficulty)
+    if u < p:
+        return "solve"
+    v = (u - p) / (1.0 - p)
+    acc = 0.0
+    for kind, share in FAILURE_SHARES:
+        acc += share
+        if v < acc:
+            return kind
+    return FAILURE_SHARES[-1][0]
+
+
+def split_solution(script: str) -> tuple[str, list[str]]:
+    """``solve.sh`` as (preamble, steps): ``set``/``shopt`` lines lead every step; steps are
+    separated by blank lines, merged until each one parses on its own (``bash -n``), so a
+    heredoc with blank lines stays whole."""
+    lines = script.splitlines()
+    preamble: list[str] = []
+    i = 0
+    while i < len(lines):
+        s = lines[i].strip()
+        if not s or s.startswith("#"):
+            i += 1
+        elif re.match(r"(set|shopt)\s", s):
+            preamble.append(s)
+            i += 1
+        else:
+            break
+    chunks: list[list[str]] = [[]]
+    for line in lines[i:]:
+        if line.strip():
+            chunks[-1].append(line)
+        elif chunks[-1]:
+            chunks.append([])
+    steps: list[str] = []
+    pending = ""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        pending = f"{pending}\n\n" + "\n".join(chunk) if pending else "\n".join(chunk)
+        only_comments = all(ln.strip().startswith("#") for ln in pending.splitlines())
+        if not only_comments and _parses(pending):
+            steps.append(pending)
+            pending = ""
+    if pending:
+        steps.append(pending)
+    return "\n".join(preamble), steps
+
+
+def _parses(code: str) -> bool:
+    try:
+        res = subprocess.run(["bash", "-n"], input=code.encode(), capture_output=True,
+                             timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return True
+    return res.returncode == 0
+
+
+def _is_report(step: str) -> bool:
+    """A step that only prints (``echo``/``printf``) changes nothing."""
+    body = [ln for ln in step.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    return bool(body) and all(_REPORT_LINE.match(ln) for ln in body)
+
+
+def _group(steps: list[str], n: int) -> list[str]:
+    """``steps`` joined into ``n`` consecutive groups of near-equal size."""
+    if not steps:
+        return []
+    n = max(1, min(n, len(steps)))
+    size, extra = divmod(len(steps), n)
+    out, k = [], 0
+    for g in range(n):
+        take = size + (1 if g < extra else 0)
+        out.append("\n\n".join(steps[k:k + take]))
+        k += take
+    return out
+
+
+@dataclass(frozen=True)
+class TaskScript:
+    """The moves the model knows for one task, derived from its files (computed once)."""
+
+    task: Task
+    looks: tuple[str, ...]
+    preamble: str
+    steps: tuple[str, ...]
+    check: str
+    mentioned: tuple[str, ...]
+
+    @classmethod
+    def of(cls, task: Task) -> TaskScript:
+        mentioned = tuple(dict.fromkeys(_MENTIONED_PATH.findall(task.prompt)))
+        shipped: list[str] = []
+        if task.starting_dir:
+            shipped = sorted(p.relative_to(task.starting_dir).as_posix()
+                             for p in task.starting_dir.rglob("*")
+                             if p.is_file() and p.stat().st_size < 20_000
+                             and "__pycache__" not in p.parts and p.name != "__init__.py")
+        readable = list(dict.fromkeys([*mentioned, *shipped]))
+        looks = ["ls -la", "find . -type f -not -path '*/.*' | sort | head -50",
+                 *[f"cat {f}" for f in readable[:6]]]
+        preamble, steps = "", list[str]()
+        if task.solution_script:
+            preamble, steps = split_solution(task.solution_script.read_text(encoding="utf-8"))
+        prompt = task.prompt.lower()
+        if "pytest" in prompt:
+            check = "timeout 120 python3 -m pytest -q 2>&1 | tail -n 15"
+        elif "unittest" in prompt:
+            check = "timeout 120 python3 -m unittest 2>&1 | tail -n 15"
+        else:
+            check = "ls -la"
+        return cls(task, tuple(looks), preamble, tuple(steps), check, mentioned)
+
+    def command(self, step: str) -> str:
+        return f"{self.preamble}\n{step}" if self.preamble else step
+
+    def plan(self, outcome: str, rng: random.Random) -> list[Action]:
+        """The episode's turns, in order; the final answer is added by the caller."""
+        diff = self.task.difficulty or "medium"
+        total = TURNS.get(diff, TURNS["medium"])
+        acts = _group(list(self.steps), MAX_ACT_TURNS.get(diff, 2))
+        n_looks = max(1, total - 2 - len(acts))
+        looks = [Action("look", _look_text(i), self.looks[i % len(self.looks)])
+                 for i in range(n_looks)]
+        check = Action("check", "Let me check that it works now.", self.check)
+        if outcome == "solve":
+            return [*looks, *[Action("act", _act_text(i), self.command(a))
+                              for i, a in enumerate(acts)], check]
+        if outcome == "give_up":
+            return looks[: max(1, rng.randint(1, len(looks)))]
+        if outcome == "partial":
+            fixes = [s for s in self.steps if not _is_report(s)]
+            k = rng.randint(0, max(0, len(fixes) - 1)) if len(fixes) > 1 else 0
+            applied = [Action("act", _act_text(i), self.command(s))
+                       for i, s in enumerate(fixes[:k])]
+            if not applied:
+                applied = [Action("act", "I'll make the change now.", self._wrong_fix())]
+            return [*looks, *applied, check]
+        return []  # loop: generated turn by turn
+
+    def _wrong_fix(self) -> str:
+        """An edit that looks like work but fixes nothing (a comment in the first named file)."""
+        for f in self.mentioned:
+            if f.endswith((".py", ".sh", ".rb", ".toml", ".yaml", ".yml")) and "test" not in f:
+                return f"printf '\\n# handle the edge case described in the issue\\n' >> {f}"
+        return "echo 'applied the change'"
+
+
+def _look_text(i: int) -> str:
+    return ["I'll start by looking at the project layout.", "Let me see which files are here.",
+            "Let me read the relevant code."][min(i, 2)]
+
+
+def _act_text(i: int) -> str:
+    return "Now I'll apply the fix." if i == 0 else "Continuing with the next part of the fix."
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict):
+                if b.get("type") == "text":
+                    parts.append(str(b.get("text", "")))
+                elif b.get("type") == "tool_result":
+                    parts.append(_text_of(b.get("content")))
+    return "\n".join(parts)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def shell_tool(request: dict[str, Any]) -> str | None:
+    """The name of a shell-like tool the request offers, if any (``tool_choice: none`` → none)."""
+    tc = request.get("tool_choice")
+    if isinstance(tc, dict) and tc.get("type") == "none":
+        return None
+    for tool in request.get("tools") or []:
+        name = str(tool.get("name", ""))
+        kind = str(tool.get("type", ""))
+        if kind.startswith("bash_"):
+            return name
+        props = (tool.get("input_schema") or {}).get("properties") or {}
+        cmd = props.get("command") if isinstance(props, dict) else None
+        named = name.lower() in _SHELL_NAMES or "bash" in name.lower() or "shell" in name.lower()
+        if named and isinstance(cmd, dict) and cmd.get("type") == "string":
+            return name
+    return None
+
+
+class SimModel:
+    """Answers Messages API requests as the simulated model; thread-safe."""
+
+    def __init__(self, tasks: list[Task], seed: int = 0) -> None:
+        self.seed = seed
+        self._tasks = sorted(tasks, key=lambda t: -len(t.prompt))
+        self._prompts = {t.id: _squash(t.prompt) for t in tasks}
+        self._scripts: dict[str, TaskScript] = {}
+        self._episodes: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def recognise(self, request: dict[str, Any]) -> Task | None:
+        """The suite task whose ``task.md`` appears in the first user message."""
+        first = next((m for m in request.get("messages") or [] if m.get("role") == "user"), None)
+        if first is None:
+            return None
+        text = _squash(_text_of(first.get("content")))
+        for t in self._tasks:
+            prompt = self._prompts[t.id]
+            if prompt and prompt in text:
+                return t
+        return None
+
+    def script(self, task: Task) -> TaskScript:
+        with self._lock:
+            if task.id not in self._scripts:
+                self._scripts[task.id] = TaskScript.of(task)
+            return self._scripts[task.id]
+
+    def _new_episode(self, task_id: str, model: str) -> int:
+        with self._lock:
+            key = (task_id, normalise(model))
+            n = self._episodes.get(key, 0)
+            self._episodes[key] = n + 1
+            return n
+
+    def reply(self, request: dict[str, Any]) -> Reply:
+        task = self.recognise(request)
+        if task is None:
+            return Reply([{"type": "text", "text": _generic_answer(request)}], "end_turn")
+        tool = shell_tool(request)
+        if tool is None:
+            text = (f"I can't work on this here: no shell tool (such as `bash` with a `command` "
+                    f"input) is available to me, so I cannot look at the files, run commands or "
+                    f"make the change for task {task.id}.")
+            return Reply([{"type": "text", "text": text}], "end_turn", task=task.id)
+        messages = request.get("messages") or []
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        episode = _episode_in(messages)
+        if episode is None:
+            episode = self._new_episode(task.id, str(request["model"])) if turn == 0 else 0
+        model = str(request["model"])
+        outcome = decide_outcome(self.seed, model, task.id, task.difficulty, episode)
+        script = self.script(task)
+        rng = random.Random(f"plan\0{self.seed}\0{task.id}\0{episode}")
+        plan = script.plan(outcome, rng)
+        if outcome == "loop":
+            action: Action | None = (
+                Action("look", "Let me re-read that to be sure.",
+                       script.looks[turn % len(script.looks)]) if turn < LOOP_LIMIT else None)
+        else:
+            action = plan[turn] if turn < len(plan) else None
+        base = Reply([], "end_turn", task=task.id, episode=episode, turn=turn, outcome=outcome)
+        if action is None:
+            base.content = [{"type": "text", "text": _final_text(outcome, plan, messages,
+                                                                 episode)}]
+            return base
+        digest = hashlib.sha256(f"{self.seed}\0{task.id}\0{episode}\0{turn}".encode())
+        tool_id = f"toolu_sim_{episode}_{turn}_{digest.hexdigest()[:12]}"
+        base.content = [{"type": "text", "text": action.text},
+                        {"type": "tool_use", "id": tool_id, "name": tool,
+                         "input": {"command": action.command}}]
+        base.stop_reason = "tool_use"
+        return base
+
+
+def _episode_in(messages: list[dict[str, Any]]) -> int | None:
+    for m in messages:
+        if m.get("role") != "assistant" or not isinstance(m.get("content"), list):
+            continue
+        for b in m["content"]:
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                match = _TOOL_ID.match(str(b.get("id", "")))
+                if match:
+                    return int(match.group(1))
+    return None
+
+
+def _tool_outputs(messages: list[dict[str, Any]], turns: set[int], episode: int) -> list[str]:
+    """The tool results of this episode's given turns, in order."""
+    out: list[str] = []
+    for m in messages:
+        if m.get("role") != "user" or not isinstance(m.get("content"), list):
+            continue
+        for b in m["content"]:
+            if not isinstance(b, dict) or b.get("type") != "tool_result":
+                continue
+            match = _TOOL_ID.match(str(b.get("tool_use_id", "")))
+            if match and int(match.group(1)) == episode and int(match.group(2)) in turns:
+                text = _text_of(b.get("content")).strip()
+                if text:
+                    out.append(text)
+    return out
+
+
+def _final_text(outcome: str, plan: list[Action], messages: list[dict[str, Any]],
+                episode: int) -> str:
+    if outcome == "give_up":
+        return ("I'm sorry — I looked through the code but couldn't work out a safe fix for "
+                "this, so I've left the files unchanged.")
+    if outcome == "loop":
+        return "I'm still reading through the files and haven't made any changes yet."
+    act_turns = {i for i, a in enumerate(plan) if a.phase == "act"}
+    outputs = _tool_outputs(messages, act_turns, episode)
+    if outcome == "partial":
+        return "I've fixed the issue; the change is in place."
+    found = "\n".join(outputs)
+    if found:
+        return f"{found}\n\nDone: I applied the fix and checked the result."
+    return "Done: I applied the fix and checked the result."
+
+
+def _generic_answer(request: dict[str, Any]) -> str:
+    """A plain answer for prompts that are not suite tasks (titles, quota checks, chat)."""
+    messages = request.get("messages") or []
+    last = _squash(_text_of(messages[-1].get("content"))) if messages else ""
+    system = _squash(_text_of(request.get("system")))
+    if "title" in (system + " " + last).lower():
+        return "Simulated session"
+    words = len(last.split())
+    return (f"Hello! I'm the agent-gate simulator, a stand-in for a real Claude model, so I can "
+            f"only work on the tasks of the suite I was started with. I read your message "
+            f"({words} words) but it isn't one of those tasks, so I have nothing more to add.")
+
+
+def output_tokens(content: list[dict[str, Any]]) -> int:
+    """Tokens of the answer, by the same estimate as the prompt."""
+    return sum(block_tokens(b) for b in content)
+
+
+def fit_max_tokens(content: list[dict[str, Any]], stop_reason: str,
+                   max_tokens: int) -> tuple[list[dict[str, Any]], str, int]:
+    """Cut the answer to ``max_tokens`` like the API: text truncated, a tool call that does not
+    fit dropped, ``stop_reason`` becomes ``max_tokens``. Returns (content, stop, output tokens)."""
+    used = 0
+    out: list[dict[str, Any]] = []
+    for b in content:
+        cost = block_tokens(b)
+        if used + cost <= max_tokens:
+            out.append(b)
+            used += cost
+            continue
+        room = max_tokens - used
+        if b.get("type") == "text" and room > 0:
+            cut = str(b["text"]).encode("utf-8")[: room * 4].decode("utf-8", "ignore")
+            out.append({"type": "text", "text": cut})
+        return out, "max_tokens", max_tokens
+    return out, stop_reason, max(used, 1)
+
+
+def load_tasks(tasks_dir: Path | None) -> list[Task]:
+    """The suite the model knows; none when no directory is given."""
+    if tasks_dir is None:
+        return []
+    from gate.tasks import load_suite
+
+    return list(load_suite(tasks_dir).tasks)

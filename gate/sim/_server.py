@@ -1,0 +1,309 @@
+"""The HTTP side: a real loopback server that speaks the Messages API (JSON and SSE).
+
+Responses follow the API's shapes: error bodies with ``request_id``, a ``request-id`` header on
+everything, SSE with ``message_start`` → content-block events → ``message_delta`` (cumulative
+usage) → ``message_stop``, and ``ping``s. Streams use chunked transfer encoding, so a dropped
+connection reaches the client as a broken body, not as a clean end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
+from gate.sim._families import sim_label
+from gate.sim._faults import FaultConfig, Latency
+from gate.sim._ledger import Ledger, key_id
+from gate.sim._model import SimModel, fit_max_tokens
+from gate.sim._protocol import ApiError, check_messages_request, error_body, invalid
+
+log = logging.getLogger("gate.sim")
+
+MAX_BODY = 32 * 1024 * 1024
+TEXT_CHUNK = 48  # characters per text_delta / input_json_delta
+
+
+class _Dropped(Exception):
+    """The simulator dropped the connection on purpose (a ``disconnect`` fault)."""
+
+
+@dataclass
+class Engine:
+    """Everything a request needs, shared by the handler threads."""
+
+    model: SimModel
+    cache: PromptCache
+    faults: FaultConfig
+    latency: Latency
+    ledger: Ledger | None
+    seed: int
+    clock: Callable[[], float]
+
+    def __post_init__(self) -> None:
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def next_n(self) -> int:
+        with self._lock:
+            return next(self._counter)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        entry["time"] = datetime.fromtimestamp(self.clock(), UTC).isoformat()
+        if self.ledger is not None:
+            self.ledger.record(entry)
+
+
+class SimServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], engine: Engine) -> None:
+        super().__init__(address, _Handler)
+        self.engine = engine
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("simulator: connection error from %s", client_address, exc_info=True)
+
+
+def _api_key(headers: Any) -> str | None:
+    key = headers.get("x-api-key")
+    if key:
+        return str(key)
+    auth = headers.get("authorization") or ""
+    if auth.lower().startswith("bearer ") and auth[7:].strip():
+        return str(auth[7:].strip())
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "gate-simulator"
+    sys_version = ""
+    server: SimServer
+
+    # -- plumbing -------------------------------------------------------------------------
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("simulator: " + format, *args)
+
+    def _send_json(self, status: int, body: dict[str, Any], request_id: str,
+                   headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", request_id)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error(self, err: ApiError, request_id: str) -> None:
+        self._send_json(err.status, error_body(err.error_type, err.message, request_id),
+                        request_id, err.headers)
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("content-length") or 0)
+        if length > MAX_BODY:
+            raise ApiError("request_too_large", "Request exceeds the maximum allowed size")
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise invalid("The request body is not valid JSON") from None
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        raise _Dropped
+
+    # -- routes ---------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        self._route()
+
+    def do_POST(self) -> None:
+        self._route()
+
+    def do_PUT(self) -> None:
+        self._route()
+
+    def do_DELETE(self) -> None:
+        self._route()
+
+    def _route(self) -> None:
+        engine = self.server.engine
+        request_id = "req_sim_" + uuid.uuid4().hex[:24]
+        path = self.path.split("?", 1)[0].rstrip("/")
+        entry: dict[str, Any] = {"request_id": request_id, "endpoint": path, "model": None,
+                                 "stream": False, "status": None, "usage": None,
+                                 "key_id": None, "task": None, "episode": None}
+        try:
+            if self.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+                self._read_body_quietly()
+                raise ApiError("not_found_error", f"Not found: {self.command} {path}")
+            body = self._read_body()
+            key = _api_key(self.headers)
+            if key is None:
+                raise ApiError("authentication_error", "x-api-key header is required")
+            entry["key_id"] = key_id(key)
+            if path == "/v1/messages/count_tokens":
+                req = check_messages_request(body, count_only=True)
+                entry["model"] = req["model"]
+                n = prompt_tokens(flatten(req))
+                entry["status"] = 200
+                self._send_json(200, {"input_tokens": n}, request_id)
+                return
+            self._messages(engine, body, request_id, entry)
+        except ApiError as err:
+            entry["status"] = err.status
+            entry["error"] = err.error_type
+            self._send_error(err, request_id)
+        except _Dropped:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            entry["fault"] = entry.get("fault") or "client_disconnected"
+            self.close_connection = True
+        finally:
+            if entry["status"] is not None or entry.get("fault"):
+                engine.record(entry)
+
+    def _read_body_quietly(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        if 0 < length <= MAX_BODY:
+            self.rfile.read(length)
+
+    def _messages(self, engine: Engine, body: Any, request_id: str,
+                  entry: dict[str, Any]) -> None:
+        req = check_messages_request(body)
+        stream = bool(req.get("stream"))
+        entry.update(model=req["model"], stream=stream)
+        blocks = flatten(req)
+        n = engine.next_n()
+        fault = engine.faults.pick(engine.seed, n, stream)
+        time.sleep(engine.latency.first_byte_s(engine.seed, n))
+        if fault in ("429", "529", "500"):
+            entry["fault"] = fault
+            raise {
+                "429": ApiError("rate_limit_error", "Number of request tokens has exceeded your "
+                                "per-minute rate limit (simulated)",
+                                {"retry-after": _fmt_seconds(engine.faults.retry_after)}),
+                "529": ApiError("overloaded_error", "Overloaded (simulated)"),
+                "500": ApiError("api_error", "Internal server error (simulated)"),
+            }[fault]
+        if fault == "disconnect" and not stream:
+            entry["fault"] = fault
+            entry["status"] = 0
+            self._drop()
+        reply = engine.model.reply(req)
+        content, stop, out_tokens = fit_max_tokens(reply.content, reply.stop_reason,
+                                                   int(req["max_tokens"]))
+        entry.update(task=reply.task, episode=reply.episode, turn=reply.turn,
+                     outcome=reply.outcome)
+        plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
+        message = {
+            "id": "msg_sim_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
+            "model": sim_label(str(req["model"])), "content": content, "stop_reason": stop,
+            "stop_sequence": None, "usage": plan.usage.as_api(out_tokens),
+        }
+        log.info("simulator: %s %s task=%s episode=%s turn=%s -> %s", request_id,
+                 message["model"], reply.task, reply.episode, reply.turn, stop)
+        if stream:
+            self._stream(engine, message, plan, fault, entry)
+            return
+        engine.cache.commit(plan)  # the response has begun: its cache entries become visible
+        time.sleep(engine.latency.tokens_s(out_tokens))
+        entry.update(status=200, usage=message["usage"])
+        self._send_json(200, message, entry["request_id"])
+
+    def _stream(self, engine: Engine, message: dict[str, Any], plan: CachePlan,
+                fault: str | None, entry: dict[str, Any]) -> None:
+        final_usage = message["usage"]
+        start_usage = {**final_usage, "output_tokens": 1}
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", entry["request_id"])
+        self.end_headers()
+        engine.cache.commit(plan)
+        entry.update(status=200, usage=start_usage)  # billed for its input from here on
+        head = {**message, "content": [], "stop_reason": None, "usage": start_usage}
+        self._event("message_start", {"type": "message_start", "message": head})
+        self._event("ping", {"type": "ping"})
+        tps = engine.latency.tokens_per_second
+        for index, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                self._event("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "text", "text": ""}})
+                pieces = _chunks(block["text"])
+                deltas = [{"type": "text_delta", "text": p} for p in pieces]
+            else:
+                self._event("content_block_start", {
+                    "type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": block["id"],
+                                      "name": block["name"], "input": {}}})
+                raw = json.dumps(block["input"])
+                deltas = [{"type": "input_json_delta", "partial_json": p}
+                          for p in ["", *_chunks(raw)]]
+            for i, delta in enumerate(deltas):
+                if index == 0 and i == 1 and fault in ("stream_error", "disconnect"):
+                    self._fail_stream(fault, entry)
+                    return
+                self._event("content_block_delta", {"type": "content_block_delta",
+                                                    "index": index, "delta": delta})
+                if tps:
+                    text = delta.get("text") or delta.get("partial_json") or ""
+                    time.sleep(max(1, len(text) // 4) / tps)
+            self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+        if fault in ("stream_error", "disconnect"):  # an answer too short to cut mid-block
+            self._fail_stream(fault, entry)
+            return
+        delta_usage = {k: final_usage[k] for k in ("input_tokens", "cache_creation_input_tokens",
+                                                   "cache_read_input_tokens", "output_tokens")}
+        self._event("message_delta", {"type": "message_delta",
+                                      "delta": {"stop_reason": message["stop_reason"],
+                                                "stop_sequence": None},
+                                      "usage": delta_usage})
+        self._event("message_stop", {"type": "message_stop"})
+        self._chunk(b"")
+        entry["usage"] = final_usage
+
+    def _fail_stream(self, fault: str, entry: dict[str, Any]) -> None:
+        entry["fault"] = fault
+        if fault == "stream_error":
+            self._event("error", {"type": "error", "error": {
+                "type": "overloaded_error", "message": "Overloaded (simulated)"},
+                "request_id": entry["request_id"]})
+            self._chunk(b"")
+            return
+        self._drop()
+
+    def _event(self, name: str, data: dict[str, Any]) -> None:
+        self._chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i:i + TEXT_CHUNK] for i in range(0, len(text), TEXT_CHUNK)] or [""]
+
+
+def _fmt_seconds(s: float) -> str:
+    return str(int(s)) if float(s).is_integer() else f"{s:g}"
