@@ -35,7 +35,8 @@ def main() -> None:
     """
 
 
-from gate.cli import _run, _validate  # noqa: E402  (commands register on import)
+from gate.cli import _ci, _run, _validate  # noqa: E402  (commands register on import)
 
 main.add_command(_run.run)
 main.add_command(_validate.validate)
+main.add_command(_ci.ci)

@@ -1,0 +1,473 @@
+"""``gate ci``: what one CI job does, by event.
+
+- ``pr``: run the suite, judge it against the **base branch's** baseline, upsert one comment,
+  write the step summary and outputs, exit by the verdict (a label can accept a regression).
+- ``main``: run the suite, pool it into ``baseline.json``, append to the history, and commit
+  both back or leave them for an artifact upload.
+- ``check``: a run on another branch (manual dispatch): judged like a PR, without a comment.
+- ``comment``: in a ``workflow_run`` job, post the report a fork PR's run uploaded.
+
+The library is the product: the CLI and ``action.yml`` are thin shells over ``run_ci``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from gate._files import atomic_write_text, describe_validation_error
+from gate.config import CISettings, GateConfig
+from gate.errors import BadInput, GateError, Unmeasurable
+from gate.github import _git
+from gate.github._comment import find_pr_for_run, pr_files, pr_labels, upsert_comment
+from gate.github._env import CIEnvironment, PullRequestInfo
+from gate.github._history import append_history, entry_for, parse_history, trend_markdown
+from gate.github._outputs import ActionsIO
+from gate.github._rest import GitHubClient, GitHubError
+from gate.results import Results, RunResult
+from gate.run import RunRequest, run_suite
+from gate.secrets import Redactor
+
+Mode = Literal["auto", "pr", "main", "check", "comment"]
+MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
+
+NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
+          "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
+          "against the built-in simulator")
+
+
+@dataclass
+class CIOverrides:
+    """CLI/env values that override ``[ci]`` in gate.toml; None keeps the file's value."""
+
+    comment: bool | None = None
+    fail_on_regression: bool | None = None
+    accept_label: str | None = None
+    baseline_refresh: str | None = None
+    history: str | None = None
+    fork_without_key: str | None = None
+
+    def apply(self, base: CISettings) -> CISettings:
+        update = {k: v for k, v in vars(self).items() if v is not None}
+        try:
+            return CISettings.model_validate({**base.model_dump(), **update})
+        except ValidationError as exc:
+            raise BadInput(f"gate ci: {describe_validation_error(exc)}") from None
+
+
+@dataclass
+class CIOptions:
+    run: RunRequest
+    mode: str = "auto"
+    overrides: CIOverrides = field(default_factory=CIOverrides)
+    report_path: Path = Path("gate-report.md")
+    on_result: Callable[[RunResult], None] | None = None
+    log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
+
+
+@dataclass
+class _Judgement:
+    """A run judged against a baseline: everything the report, outputs and exit need."""
+
+    results: Results
+    baseline: Results
+    comparison: Any
+    exit_code: int
+    accepted: bool
+    notes: list[str]
+    markdown: str
+
+
+class _CI:
+    """One ``gate ci`` invocation. Holds the context every mode shares."""
+
+    def __init__(self, opts: CIOptions, env: CIEnvironment, io: ActionsIO | None) -> None:
+        self.opts = opts
+        self.env = env
+        self.cfg: GateConfig = opts.run.config
+        self.settings = opts.overrides.apply(self.cfg.ci)
+        self.redact = Redactor(env.secrets)
+        self.io = io or ActionsIO(env.output, env.step_summary, redact=self.redact)
+        self._client: GitHubClient | None = None
+
+    # ----- shared pieces -------------------------------------------------------------------
+
+    @property
+    def client(self) -> GitHubClient:
+        if self._client is None:
+            if not self.env.repository:
+                raise BadInput("GITHUB_REPOSITORY is not set: gate ci talks to GitHub only "
+                               "inside Actions (locally: `gate run` and `gate compare`)")
+            token = self.env.token.get_secret_value() if self.env.token else None
+            if not token:
+                raise BadInput("no GitHub token: pass `github-token` to the action (default "
+                               "`${{ github.token }}`) or set GITHUB_TOKEN; or --no-comment")
+            self._client = GitHubClient(self.env.api_url, self.env.repository, token)
+        return self._client
+
+    def log(self, line: str) -> None:
+        self.opts.log(self.redact(line))
+
+    @property
+    def agent_kind(self) -> str:
+        return self.opts.run.agent_kind or self.cfg.agent.kind
+
+    @property
+    def needs_key(self) -> bool:
+        return self.agent_kind != "oracle" and not getattr(self.opts.run, "sim", False)
+
+    def mode(self) -> str:
+        mode = self.opts.mode
+        if mode != "auto":
+            return mode
+        event = self.env.event_name
+        if event == "pull_request":
+            return "pr"
+        if event == "pull_request_target":
+            raise BadInput("gate ci refuses pull_request_target: it would run the PR's code "
+                           "with the base repository's secrets and write token. Use "
+                           "`pull_request` (plus the two-workflow pattern in docs/github.md for "
+                           "fork PRs)")
+        if event == "workflow_run":
+            return "comment"
+        if event in ("push", "workflow_dispatch", "schedule", "merge_group"):
+            branch = self.env.branch
+            default = self.env.default_branch or "main"
+            return "main" if branch == default and event != "merge_group" else "check"
+        if not event:
+            raise BadInput("gate ci runs inside GitHub Actions (GITHUB_EVENT_NAME is not set): "
+                           "locally use `gate run` and `gate compare`, or pass --mode")
+        raise BadInput(f"gate ci does not know what to do on a {event!r} event: pass --mode "
+                       "pr, main or check")
+
+    def run_suite(self) -> Results:
+        if self.needs_key and self.env.anthropic_api_key is None:
+            raise Unmeasurable(NO_KEY)
+        self.log(f"gate ci: running the suite ({self.agent_kind} agent"
+                 + (", simulator" if getattr(self.opts.run, "sim", False) else "") + ")")
+        return run_suite(self.opts.run, on_result=self.opts.on_result)
+
+    def repo_root(self) -> Path:
+        return _git.toplevel(self.cfg.root)
+
+    def base_file(self, root: Path, base_ref: str, path: Path) -> tuple[str, str | None]:
+        rel = _git.repo_relative(root, path)
+        return rel, _git.show_file(root, base_ref, rel)
+
+    def base_trend(self, root: Path, base_ref: str) -> str | None:
+        _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
+        return trend_markdown(parse_history(text)) if text else None
+
+    def outputs_for(self, results: Results | None) -> dict[str, object]:
+        s = results.summary if results else None
+        return {
+            "pass_rate": _num(s.pass_rate if s else None),
+            "passed": s.passed if s else "",
+            "total": s.total if s else "",
+            "errors": s.errors if s else "",
+            "mean_turns": _num(s.mean_turns if s else None),
+            "cost_usd": _num(s.cost_usd if s else None),
+            "cache_hit_rate": _num(s.cache_hit_rate if s else None),
+            "model": results.model if results else "",
+            "results_path": str(self.opts.run.output.resolve()) if results else "",
+        }
+
+    # ----- pr / check ----------------------------------------------------------------------
+
+    def judge(self, base_branch: str, pr: PullRequestInfo | None) -> _Judgement:
+        """Run the suite and compare it with ``base_branch``'s baseline."""
+        from gate.compare import compare
+        from gate.report import render_markdown
+
+        root = self.repo_root()
+        base_ref = _git.ensure_base_ref(root, base_branch)
+        rel, text = self.base_file(root, base_ref, self.cfg.path(self.cfg.gate.baseline))
+        if text is None:
+            raise Unmeasurable(
+                f"no {rel} on the base branch {base_branch}: the gate has nothing to compare "
+                f"with. Refresh it on {base_branch} first (this action on a push to "
+                f"{base_branch}, with baseline-refresh: commit), or commit one made by "
+                "`gate run` + `gate baseline`")
+        try:
+            baseline = Results.model_validate_json(text)
+        except ValidationError as exc:
+            raise BadInput(f"{rel} on {base_branch}: invalid baseline: "
+                           f"{describe_validation_error(exc)}") from None
+
+        notes: list[str] = []
+        if pr is not None and self.pr_edits(root, base_ref, rel, pr):
+            notes.append(
+                f"This PR edits `{rel}`. It was judged against the copy on `{base_branch}`: a "
+                "pull request cannot move its own yardstick. The baseline changes when "
+                f"`{base_branch}` refreshes it after the merge.")
+        labels = self.labels(pr) if pr is not None else []
+        results = self.run_suite()
+        comparison = compare(baseline, results, self.cfg.gate)
+        verdict = comparison.verdict
+        code = int(comparison.exit_code)
+        label = self.settings.accept_label
+        accepted = verdict == "regression" and bool(label) and label in labels
+        if accepted:
+            notes.append(f"**Regression accepted** by the `{label}` label: reported, not "
+                         "blocking.")
+            code = 0
+        elif verdict == "regression" and not self.settings.fail_on_regression:
+            notes.append("`fail-on-regression` is off: this regression is reported, not "
+                         "blocking.")
+            code = 0
+        elif verdict == "regression" and label and pr is not None:
+            notes.append(f"A maintainer who accepts this regression can add the `{label}` "
+                         "label and re-run the check.")
+        trend = self.base_trend(root, base_ref)
+        markdown = render_markdown(comparison, run_url=self.env.run_url, notes=tuple(notes),
+                                   trend=trend)
+        return _Judgement(results, baseline, comparison, code, accepted, notes,
+                          self.redact(markdown))
+
+    def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
+        changed = _git.pr_changes_file(root, base_ref, rel)
+        if changed is not None:
+            return changed
+        # a shallow checkout has no merge base: GitHub knows the PR's files
+        try:
+            return rel in pr_files(self.client, pr.number)
+        except GateError as exc:
+            self.io.warning(f"cannot tell whether this PR edits {rel}: {exc}")
+            return False
+
+    def labels(self, pr: PullRequestInfo) -> list[str]:
+        """Live labels (a re-run after labelling has a stale payload); the payload's as a
+        fallback when the API cannot be asked."""
+        if self.env.token is None:
+            return list(pr.labels)
+        try:
+            return pr_labels(self.client, pr.number)
+        except GateError as exc:
+            self.io.warning(f"cannot read the PR's labels, using the event's: {exc}")
+            return list(pr.labels)
+
+    def report(self, j: _Judgement, *, extra: dict[str, object]) -> None:
+        verdict = str(j.comparison.verdict)
+        headline = self.redact(str(j.comparison.headline))
+        atomic_write_text(self.opts.report_path, j.markdown)
+        self.io.summary(j.markdown)
+        self.io.set_outputs({
+            "verdict": verdict, "exit_code": j.exit_code, "headline": headline,
+            "accepted": str(j.accepted).lower(),
+            "baseline_pass_rate": _num(j.baseline.summary.pass_rate),
+            **self.outputs_for(j.results),
+            "report_path": str(self.opts.report_path.resolve()),
+            **extra,
+        })
+        if verdict == "regression":
+            if j.exit_code == 0:
+                self.io.warning(headline, title="agent-gate: regression (not blocking)")
+            else:
+                self.io.error(headline, title="agent-gate: regression")
+        elif verdict == "inconclusive":
+            self.io.error(headline, title="agent-gate: inconclusive")
+        else:
+            self.io.notice(headline, title="agent-gate")
+
+    def pr(self) -> int:
+        pr = self.env.pull_request
+        if pr is None:
+            raise BadInput("--mode pr needs a pull_request event (GITHUB_EVENT_PATH with a "
+                           "pull_request payload)")
+        if not pr.base_ref:
+            raise BadInput("the pull_request event names no base branch")
+        if self.needs_key and self.env.anthropic_api_key is None and self.env.secrets_withheld:
+            return self.withheld(pr)
+        j = self.judge(pr.base_ref, pr)
+        extra: dict[str, object] = {
+            "mode": "pr", "pr_number": pr.number,
+            "baseline_edited": str(any("edits `" in n for n in j.notes)).lower(),
+        }
+        self.report(j, extra=extra)
+        self.post_comment(pr, j.markdown)
+        self.log(f"gate ci: {j.comparison.headline} (exit {j.exit_code})")
+        return j.exit_code
+
+    def check(self) -> int:
+        base = self.env.default_branch or "main"
+        j = self.judge(base, None)
+        self.report(j, extra={"mode": "check"})
+        return j.exit_code
+
+    def post_comment(self, pr: PullRequestInfo, markdown: str) -> None:
+        if not self.settings.comment:
+            self.io.set_outputs({"comment_url": "", "comment_id": ""})
+            return
+        if self.env.fork_repo:
+            self.io.notice(
+                "no PR comment: the token of a pull request from a fork is read-only. The "
+                f"report is in the step summary and in {self.opts.report_path}; docs/github.md "
+                "shows the two-workflow pattern that comments on fork PRs.")
+            self.io.set_outputs({"comment_url": "", "comment_id": ""})
+            return
+        ref = upsert_comment(self.client, pr.number, markdown)
+        self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment {ref.url}")
+        self.io.set_outputs({"comment_url": ref.url, "comment_id": ref.id})
+
+    def withheld(self, pr: PullRequestInfo) -> int:
+        who = f"the fork {self.env.fork_repo}" if self.env.fork_repo else self.env.actor
+        reason = (f"This pull request comes from {who}: GitHub gives such runs no secrets, so "
+                  "there is no ANTHROPIC_API_KEY and the suite cannot run against the model. "
+                  "A maintainer can run it by pushing the branch to this repository; "
+                  "docs/github.md shows the safe two-workflow pattern for fork PRs.")
+        if self.settings.fork_without_key == "fail":
+            raise Unmeasurable(reason)
+        markdown = f"### agent-gate: skipped\n\n{reason}\n"
+        atomic_write_text(self.opts.report_path, markdown)
+        self.io.summary(markdown)
+        self.io.notice(reason, title="agent-gate: skipped")
+        self.io.set_outputs({"verdict": "skipped", "exit_code": 0, "mode": "pr",
+                             "pr_number": pr.number, "reason": reason, "comment_url": "",
+                             "report_path": str(self.opts.report_path.resolve())})
+        return 0
+
+    # ----- main ----------------------------------------------------------------------------
+
+    def main(self) -> int:
+        from gate.baseline import promote_file
+
+        root = self.repo_root()
+        baseline_path = self.cfg.path(self.cfg.gate.baseline)
+        history_path = self.cfg.path(self.settings.history)
+        results = self.run_suite()
+        s = results.summary
+        if s.total == 0:
+            raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
+                               "not refreshed")
+        verdict: str | None = None
+        markdown = ""
+        if baseline_path.exists():
+            verdict, markdown = self.self_check(baseline_path, results)
+        message = promote_file(self.opts.run.output, baseline_path, self.cfg.gate.pool_size)
+        self.log(f"gate ci: {message}")
+        entries = append_history(history_path, entry_for(results, verdict=verdict,
+                                                         run_url=self.env.run_url),
+                                 keep=self.settings.history_size)
+        committed = ""
+        branch = self.env.branch or self.env.default_branch or "main"
+        if self.settings.baseline_refresh == "commit":
+            short = (results.commit or self.env.sha or "")[:7]
+            token = self.env.token.get_secret_value() if self.env.token else None
+            sha = _git.commit_and_push(
+                root, [baseline_path, history_path], branch,
+                f"gate: refresh {_git.repo_relative(root, baseline_path)} from {short or 'HEAD'}"
+                f"\n\n{message}\n\n[skip ci]", token=token, server_url=self.env.server_url)
+            committed = sha or ""
+            self.log(f"gate ci: pushed the refreshed baseline to {branch} ({committed[:7]})"
+                     if sha else "gate ci: the baseline did not change; nothing to commit")
+        trend = trend_markdown(entries)
+        head = (f"## agent-gate: baseline refreshed on `{branch}`\n\n{message}\n\n"
+                + ("Committed as " + committed[:7] + ".\n\n" if committed else
+                   "Left in the workspace for an artifact upload "
+                   f"(`{_git.repo_relative(root, baseline_path)}`).\n\n"
+                   if self.settings.baseline_refresh == "artifact" else ""))
+        self.io.summary(self.redact(head + (trend + "\n\n" if trend else "") + markdown))
+        self.io.set_outputs({
+            "mode": "main", "verdict": verdict or "refreshed", "exit_code": 0,
+            **self.outputs_for(results),
+            "baseline_path": str(baseline_path.resolve()),
+            "history_path": str(history_path.resolve()),
+            "baseline_commit": committed,
+        })
+        return 0
+
+    def self_check(self, baseline_path: Path, results: Results) -> tuple[str | None, str]:
+        """Main against its own baseline before pooling: the A/A check behind drift guards.
+        Never blocks main; a regression is a warning, since the change has already landed."""
+        from gate.compare import compare
+        from gate.report import render_markdown
+        from gate.results import load_results
+
+        try:
+            baseline = load_results(baseline_path, "baseline")
+            comparison = compare(baseline, results, self.cfg.gate)
+            markdown = render_markdown(comparison, run_url=self.env.run_url)
+        except GateError as exc:
+            self.io.warning(f"main was not compared with its previous baseline: {exc}")
+            return None, ""
+        if comparison.verdict == "regression":
+            self.io.warning(str(comparison.headline), title="agent-gate: main regressed")
+        return str(comparison.verdict), markdown
+
+    def try_comment_failure(self, mode: str, reason: str, what: str, exc: GateError) -> None:
+        """A PR whose gate could not measure still says why on the PR, not only in a log."""
+        pr = self.env.pull_request if mode == "pr" else None
+        if (pr is None or isinstance(exc, GitHubError) or not self.settings.comment
+                or self.env.fork_repo or self.env.token is None):
+            return
+        try:
+            upsert_comment(self.client, pr.number, f"### ⚠️ agent-gate: {what}\n\n{reason}\n"
+                           + (f"\n[Run]({self.env.run_url})\n" if self.env.run_url else ""))
+        except GateError as err:
+            self.io.warning(f"could not comment on the PR: {err}")
+
+    # ----- comment (workflow_run) ----------------------------------------------------------
+
+    def comment(self) -> int:
+        run = self.env.event.get("workflow_run")
+        if not isinstance(run, dict):
+            raise BadInput("--mode comment needs a workflow_run event")
+        if run.get("event") != "pull_request":
+            self.log("gate ci: the triggering run was not for a pull request; nothing to do")
+            self.io.set_outputs({"mode": "comment", "comment_url": ""})
+            return 0
+        path = self.opts.report_path
+        try:
+            markdown = path.read_text(encoding="utf-8")
+        except OSError:
+            raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
+                           "run uploaded first)") from None
+        head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
+        number = find_pr_for_run(self.client, head_repo or self.env.repository,
+                                 str(run.get("head_branch") or ""), str(run.get("head_sha")))
+        if number is None:
+            self.io.warning("no open pull request matches the triggering run; no comment")
+            self.io.set_outputs({"mode": "comment", "comment_url": ""})
+            return 0
+        ref = upsert_comment(self.client, number, self.redact(markdown))
+        self.io.set_outputs({"mode": "comment", "pr_number": number, "comment_url": ref.url,
+                             "comment_id": ref.id})
+        return 0
+
+
+def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
+           io: ActionsIO | None = None) -> int:
+    """Run ``gate ci`` and return its exit code. A ``GateError`` is reported (annotation,
+    step summary, outputs) and re-raised so the CLI prints it and exits with its code."""
+    env = env or CIEnvironment.from_environ()
+    ci = _CI(opts, env, io)
+    for secret in env.secrets:
+        ci.io.add_mask(secret)
+    mode = "?"
+    try:
+        mode = ci.mode()
+        if mode not in MODES:
+            raise BadInput(f"unknown mode {mode!r}")
+        handler: Callable[[], int] = getattr(ci, mode)
+        return handler()
+    except GateError as exc:
+        reason = ci.redact(str(exc))
+        what = "unmeasurable" if exc.exit_code == 3 else "error"
+        ci.io.error(reason, title=f"agent-gate: {what}")
+        ci.io.summary(f"### agent-gate: {what}\n\n{reason}\n")
+        ci.io.set_outputs({"mode": mode, "verdict": what, "exit_code": exc.exit_code,
+                           "reason": reason})
+        ci.try_comment_failure(mode, reason, what, exc)
+        raise
+    finally:
+        if ci._client is not None:
+            ci._client.close()
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"

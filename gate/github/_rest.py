@@ -1,0 +1,196 @@
+"""A small GitHub REST client on ``requests``: retries that respect GitHub's rules, clear errors.
+
+GitHub's guidance (REST docs, "Rate limits"): on 403/429 with ``retry-after``, wait that long;
+with ``x-ratelimit-remaining: 0``, wait until ``x-ratelimit-reset``; on a secondary limit with
+neither, wait at least a minute and back off. 5xx and dropped connections are retried with
+exponential backoff. Everything else is one clear error that says what permission is missing.
+The token lives only in the session's headers: never in ``repr``, messages or logs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import requests
+
+from gate import __version__
+from gate.errors import GateError
+
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+_SECONDARY_WORDS = ("secondary rate limit", "abuse", "rate limit")
+
+
+class GitHubError(GateError):
+    """GitHub refused or failed a request; the message says what to change (exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GitHubClient:
+    """REST calls against one repository with one token."""
+
+    def __init__(
+        self,
+        api_url: str,
+        repository: str,
+        token: str | None,
+        *,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        max_wait: float = 120.0,
+        timeout: float = 30.0,
+        secondary_wait: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.repository = repository
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.timeout = timeout
+        self.secondary_wait = secondary_wait
+        self._sleep = sleep
+        self._session = requests.Session()
+        self._session.headers.update({
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"agent-gate/{__version__}",
+        })
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
+
+    def __repr__(self) -> str:
+        return f"GitHubClient({self.api_url!r}, {self.repository!r}, token=<hidden>)"
+
+    def close(self) -> None:
+        self._session.close()
+
+    def repo_path(self, tail: str) -> str:
+        return f"/repos/{self.repository}/{tail.lstrip('/')}"
+
+    # ----- requests ------------------------------------------------------------------------
+
+    def request(
+        self, method: str, path: str, *, what: str, permission: str | None = None,
+        params: dict[str, Any] | None = None, json: Any = None,
+    ) -> requests.Response:
+        """One call, retried when GitHub says to wait. ``what`` and ``permission`` word errors.
+
+        ``path`` is a path under the API root or a full URL (a ``Link: rel=next`` target).
+        """
+        url = path if path.startswith(("http://", "https://")) else self.api_url + path
+        attempt = 0
+        while True:
+            try:
+                resp = self._session.request(method, url, params=params, json=json,
+                                             timeout=self.timeout)
+            except requests.RequestException as exc:
+                if attempt >= self.max_retries:
+                    raise GitHubError(f"cannot reach the GitHub API to {what}: "
+                                      f"{type(exc).__name__}") from None
+                self._sleep(self._backoff(attempt))
+                attempt += 1
+                continue
+            if resp.status_code < 400:
+                return resp
+            wait = self._retry_wait(resp, attempt)
+            if wait is not None and attempt < self.max_retries:
+                self._sleep(wait)
+                attempt += 1
+                continue
+            raise self._error(resp, what, permission)
+
+    def get_json(self, path: str, *, what: str, params: dict[str, Any] | None = None,
+                 permission: str | None = None) -> Any:
+        return self.request("GET", path, what=what, params=params, permission=permission).json()
+
+    def paginate(self, path: str, *, what: str, per_page: int = 100,
+                 permission: str | None = None) -> Iterator[Any]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` to the last page."""
+        url: str | None = path
+        params: dict[str, Any] | None = {"per_page": per_page}
+        while url:
+            resp = self.request("GET", url, what=what, params=params, permission=permission)
+            items = resp.json()
+            if not isinstance(items, list):
+                raise GitHubError(f"unexpected answer from GitHub when trying to {what}")
+            yield from items
+            url = resp.links.get("next", {}).get("url")
+            params = None  # the next link carries its own query
+
+    # ----- decisions -----------------------------------------------------------------------
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.backoff * (2 ** attempt), self.max_wait)
+
+    def _retry_wait(self, resp: requests.Response, attempt: int) -> float | None:
+        """Seconds to wait before retrying, or None when the error is final."""
+        status = resp.status_code
+        if status in RETRY_STATUSES:
+            return self._backoff(attempt)
+        if status not in (403, 429):
+            return None
+        h = resp.headers
+        retry_after = h.get("retry-after")
+        if retry_after is not None:
+            try:
+                return self._bounded(float(retry_after))
+            except ValueError:
+                return self._bounded(60.0)
+        if h.get("x-ratelimit-remaining") == "0":
+            try:
+                reset = float(h.get("x-ratelimit-reset", "0"))
+            except ValueError:
+                reset = 0.0
+            return self._bounded(max(reset - time.time(), 0.0) + 1.0)
+        if status == 429 or any(w in _message(resp).lower() for w in _SECONDARY_WORDS):
+            # a secondary limit with no hint: GitHub asks for at least a minute, then backoff
+            return self._bounded(max(self.secondary_wait, self._backoff(attempt)))
+        return None  # a plain 403: a permission problem, retrying will not help
+
+    def _bounded(self, seconds: float) -> float | None:
+        """A wait longer than ``max_wait`` is not worth blocking CI on: fail clearly instead."""
+        return seconds if seconds <= self.max_wait else None
+
+    def _error(self, resp: requests.Response, what: str, permission: str | None) -> GitHubError:
+        status = resp.status_code
+        msg = _message(resp)
+        detail = f" (GitHub said: {msg})" if msg else ""
+        if status == 401:
+            text = (f"GitHub rejected the token (401) when trying to {what}{detail}: pass a "
+                    "valid token (the action's `github-token` input, default "
+                    "`${{ github.token }}`)")
+        elif status in (403, 429) and ("rate limit" in msg.lower() or status == 429):
+            text = (f"GitHub's rate limit stopped the gate from trying to {what}{detail}; "
+                    "re-run the job later")
+        elif status == 403:
+            need = f"add `{permission}` to the workflow's `permissions:`" if permission \
+                else "check the workflow's `permissions:`"
+            text = (f"the token cannot {what} (403){detail}: {need} (on a pull request from a "
+                    "fork the token is read-only: see the two-workflow pattern in "
+                    "docs/github.md)")
+        elif status == 404:
+            need = f" or lacks `{permission}`" if permission else ""
+            text = (f"GitHub answered 404 when trying to {what}{detail}: the repository or pull "
+                    f"request does not exist, or the token cannot see it{need}")
+        elif status == 422:
+            text = f"GitHub refused to {what} (422){detail}"
+        else:
+            text = f"GitHub failed to {what} (HTTP {status}){detail}"
+        return GitHubError(text, status)
+
+
+def _message(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return ""
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])[:300]
+    return ""
