@@ -40,3 +40,7 @@ from gate.cli import _ci, _run, _validate  # noqa: E402  (commands register on i
 main.add_command(_run.run)
 main.add_command(_validate.validate)
 main.add_command(_ci.ci)
+
+from gate.cli import _sim  # noqa: E402
+
+main.add_command(_sim.sim)
