@@ -1,0 +1,1 @@
+"""A small command-line notebook."""
