@@ -53,7 +53,8 @@ def check_messages_request(body: Any, *, count_only: bool = False) -> dict[str, 
     if not isinstance(messages, list) or not messages:
         raise invalid("messages: at least one message is required")
     for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+        # "system" mid-conversation is a beta Claude Code uses; tolerate it like the API does
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
             raise invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         content = m.get("content")
         if isinstance(content, list):

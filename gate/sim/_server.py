@@ -136,6 +136,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._route()
 
+    def do_HEAD(self) -> None:
+        """Clients probe connectivity with ``HEAD /``: answer the headers, no body."""
+        self.send_response(404)
+        self.send_header("content-length", "0")
+        self.send_header("request-id", "req_sim_" + uuid.uuid4().hex[:24])
+        self.end_headers()
+
     def do_POST(self) -> None:
         self._route()
 
