@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import requests
+import urllib3
 
 from gate.cost import PriceTable
 from gate.errors import BadInput
@@ -90,6 +91,10 @@ class RunMeter:
         return f"RunMeter(run_id={self.run_id!r}, requests={len(self.requests)})"
 
 
+class _Broken(Exception):
+    pass
+
+
 class _SSEUsage:
     """Follows usage through an SSE byte stream without changing it."""
 
@@ -99,6 +104,7 @@ class _SSEUsage:
         self.started = False
         self.error: str | None = None
         self.stop_reason: str | None = None
+        self.stopped = False
 
     def feed(self, chunk: bytes) -> None:
         self._buf += chunk.replace(b"\r\n", b"\n")
@@ -123,6 +129,8 @@ class _SSEUsage:
                 if v is not None:  # cumulative: each delta replaces the fields it carries
                     self.usage[k] = v
             self.stop_reason = (ev.get("delta") or {}).get("stop_reason") or self.stop_reason
+        elif kind == "message_stop":
+            self.stopped = True
         elif kind == "error":
             err = ev.get("error") or {}
             self.error = f"{err.get('type', 'error')} (mid-stream): {err.get('message', '')}"
@@ -283,44 +291,50 @@ class MeterProxy:
                     tracker.feed(chunk)
                     h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     h.wfile.flush()
-                h.wfile.write(b"0\r\n\r\n")
-                h.wfile.flush()
-            except requests.RequestException as exc:
-                broken = f"stream broken: {type(exc).__name__}"
-                h.close_connection = True  # no terminating chunk: the client sees the break
+                if tracker.started and not tracker.stopped and tracker.error is None:
+                    raise _Broken("upstream closed the stream before message_stop")
+            except (requests.RequestException, urllib3.exceptions.HTTPError, _Broken) as exc:
+                broken = f"stream broken: {exc}"[:200]
             except OSError:
                 broken = "client went away mid-stream"
-                h.close_connection = True
-            if is_messages:
+            if is_messages:  # recorded before the client can see the end of the stream
                 usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
-                error = tracker.error or broken
                 run.add(MeteredRequest(
                     model, up.status_code, True, usage,
                     self._cost(model, usage) if tracker.started else 0.0,
-                    error=error, request_id=request_id, billed=tracker.started))
+                    error=tracker.error or broken, request_id=request_id,
+                    billed=tracker.started))
+            if broken:
+                h.close_connection = True  # no terminating chunk: the client sees the break
+            else:
+                with contextlib.suppress(OSError):
+                    h.wfile.write(b"0\r\n\r\n")
+                    h.wfile.flush()
             return
         data = up.content
+        if is_messages:
+            run.add(self._metered_json(model, up.status_code, data, request_id))
         h.send_header("content-length", str(len(data)))
         h.end_headers()
         with contextlib.suppress(OSError):
             h.wfile.write(data)
-        if not is_messages:
-            return
-        if up.status_code == 200:
+
+    def _metered_json(self, model: str, status: int, data: bytes,
+                      request_id: str | None) -> MeteredRequest:
+        if status == 200:
             try:
                 usage = Usage.from_api(json.loads(data).get("usage"))
             except (ValueError, AttributeError):
                 usage = Usage()
-            run.add(MeteredRequest(model, 200, False, usage, self._cost(model, usage),
-                                   request_id=request_id, billed=True))
-        else:
-            try:
-                err = json.loads(data).get("error", {})
-                why = f"{up.status_code} {err.get('type', 'error')}"
-            except (ValueError, AttributeError):
-                why = f"HTTP {up.status_code}"
-            run.add(MeteredRequest(model, up.status_code, False, Usage(), 0.0, error=why,
-                                   request_id=request_id))
+            return MeteredRequest(model, 200, False, usage, self._cost(model, usage),
+                                  request_id=request_id, billed=True)
+        try:
+            err = json.loads(data).get("error", {})
+            why = f"{status} {err.get('type', 'error')}"
+        except (ValueError, AttributeError):
+            why = f"HTTP {status}"
+        return MeteredRequest(model, status, False, Usage(), 0.0, error=why,
+                              request_id=request_id)
 
     def _cost(self, model: str, usage: Usage) -> float:
         """Priced by the model the request asked for (the run checked it has a price up front;

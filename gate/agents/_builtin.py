@@ -9,6 +9,8 @@ The system prompt is a Jinja2 template rendered for *every* request (``task_id``
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import random
 import time
 from datetime import UTC, datetime
@@ -27,6 +29,18 @@ Use the tools to inspect the files, make the change, and check it. When you are 
 reply with a short summary; if the task asks a question, state the answer plainly.
 """
 NOT_RETRYABLE = {400, 401, 403, 404, 413}
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The HTTP library's own errors, which the SDK lets escape when a stream breaks."""
+    found: list[type[Exception]] = [anthropic.APIError]
+    for name in ("httpx", "httpx2"):
+        with contextlib.suppress(ImportError, AttributeError):
+            found.append(importlib.import_module(name).HTTPError)
+    return tuple(found)
+
+
+TRANSPORT_ERRORS = _transport_errors()
 
 
 class BuiltinAgent(Agent):
@@ -117,7 +131,7 @@ class BuiltinAgent(Agent):
                 last = exc
             except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
                 last = exc
-            except anthropic.APIError as exc:  # e.g. an `error` event after HTTP 200
+            except TRANSPORT_ERRORS as exc:  # an `error` event after HTTP 200, a broken stream
                 last = exc
             delay = min(self.backoff_s * 2 ** attempt, 8.0) * (0.5 + random.random() / 2)
             time.sleep(delay)
@@ -167,7 +181,7 @@ class BuiltinAgent(Agent):
                     results.append({"type": "tool_result", "tool_use_id": use["id"],
                                     "content": output, **({"is_error": True} if is_error else {})})
                 history.append({"role": "user", "content": results})
-        except anthropic.APIError as exc:
+        except TRANSPORT_ERRORS as exc:
             status = getattr(exc, "status_code", None)
             return AgentOutcome(final_message=final_text, infra_error=(
                 f"model API failed after retries: {type(exc).__name__}"

@@ -1,0 +1,220 @@
+"""The metering proxy against a scripted upstream on loopback, driven by the real SDK."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anthropic
+import pytest
+import requests
+
+from gate.agents._builtin import TRANSPORT_ERRORS
+from gate.cost import price_table
+from gate.meter import MeterProxy
+
+REAL_KEY = "sk-ant-real-key-only-the-gate-holds"
+START_USAGE = {"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 50,
+               "cache_read_input_tokens": 200,
+               "cache_creation": {"ephemeral_5m_input_tokens": 50, "ephemeral_1h_input_tokens": 0}}
+
+
+def _sse(kind: str, data: dict[str, Any]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+class Upstream:
+    """A scripted Messages API. ``mode``: ok | broken | overloaded | hold."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.seen: list[dict[str, Any]] = []
+        self.release = threading.Event()
+        up = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                up.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if self.headers.get("x-api-key") != REAL_KEY:
+                    self._json(401, {"type": "error", "error": {"type": "authentication_error",
+                                                                "message": "bad key"}})
+                    return
+                if up.mode == "overloaded":
+                    self._json(529, {"type": "error", "error": {"type": "overloaded_error",
+                                                                "message": "busy"}})
+                    return
+                msg = {"id": "msg_1", "type": "message", "role": "assistant",
+                       "model": body["model"], "content": [], "stop_reason": None,
+                       "stop_sequence": None, "usage": START_USAGE}
+                if not body.get("stream"):
+                    done = {**msg, "content": [{"type": "text", "text": "hello"}],
+                            "stop_reason": "end_turn", "usage": {**START_USAGE,
+                                                                 "output_tokens": 42}}
+                    self._json(200, done)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("request-id", "req_up_1")
+                self.end_headers()  # close-delimited body
+                self.wfile.write(_sse("message_start", {"message": msg}))
+                self.wfile.flush()
+                if up.mode == "broken":
+                    self.close_connection = True
+                    return
+                if up.mode == "hold":
+                    up.release.wait(10)
+                for ev in (
+                    _sse("ping", {}),
+                    _sse("content_block_start", {"index": 0, "content_block":
+                                                 {"type": "text", "text": ""}}),
+                    _sse("content_block_delta", {"index": 0, "delta":
+                                                 {"type": "text_delta", "text": "hello"}}),
+                    _sse("content_block_stop", {"index": 0}),
+                    _sse("message_delta", {"delta": {"stop_reason": "end_turn",
+                                                     "stop_sequence": None},
+                                           "usage": {"output_tokens": 42}}),
+                    _sse("message_stop", {}),
+                ):
+                    self.wfile.write(ev)
+                    self.wfile.flush()
+                self.close_connection = True
+
+            def _json(self, status: int, obj: dict[str, Any]) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("request-id", "req_up_2")
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    up = Upstream()
+    yield up
+    up.server.shutdown()
+    up.server.server_close()
+
+
+@pytest.fixture
+def proxy(upstream: Upstream) -> Iterator[MeterProxy]:
+    with MeterProxy(upstream.url, REAL_KEY, price_table()) as p:
+        yield p
+
+
+def _client(run: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=run.base_url, api_key=run.token, max_retries=0)
+
+
+def test_stream_usage_metered_and_real_key_swapped_in(proxy: MeterProxy,
+                                                      upstream: Upstream) -> None:
+    run = proxy.open_run("t-r0")
+    with _client(run).messages.stream(model="claude-sonnet-5-5", max_tokens=10,
+                                      messages=[{"role": "user", "content": "hi"}]) as s:
+        final = s.get_final_message()
+    assert final.usage.output_tokens == 42
+    turns, usage, cost = run.totals()
+    assert turns == 1
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens) == (100, 42, 50, 200)
+    assert cost == pytest.approx((100 * 2 + 50 * 2.5 + 200 * 0.1 + 42 * 10) / 1e6)
+    seen = upstream.seen[-1]
+    assert seen["headers"]["x-api-key"] == REAL_KEY
+    assert run.token not in json.dumps(seen["headers"])
+    assert REAL_KEY not in repr(proxy) + repr(run)
+
+
+def test_json_response_metered(proxy: MeterProxy) -> None:
+    run = proxy.open_run("t-r1")
+    msg = _client(run).messages.create(model="claude-sonnet-5-5", max_tokens=10,
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert msg.content[0].text == "hello"  # type: ignore[union-attr]
+    turns, usage, _ = run.totals()
+    assert turns == 1 and usage.output_tokens == 42 and usage.cache_read_input_tokens == 200
+
+
+def test_query_string_and_anthropic_headers_preserved(proxy: MeterProxy,
+                                                      upstream: Upstream) -> None:
+    run = proxy.open_run("t-r2")
+    r = requests.post(f"{run.base_url}/v1/messages?beta=true",
+                      headers={"x-api-key": run.token, "anthropic-version": "2023-06-01",
+                               "anthropic-beta": "prompt-caching-2024-07-31"},
+                      json={"model": "claude-sonnet-5-5", "max_tokens": 5,
+                            "messages": [{"role": "user", "content": "x"}]}, timeout=10)
+    assert r.status_code == 200
+    seen = upstream.seen[-1]
+    assert seen["path"] == "/v1/messages?beta=true"
+    headers = {k.lower(): v for k, v in seen["headers"].items()}
+    assert headers["anthropic-beta"] == "prompt-caching-2024-07-31"
+    assert headers["anthropic-version"] == "2023-06-01"
+
+
+def test_request_without_run_token_is_rejected(proxy: MeterProxy, upstream: Upstream) -> None:
+    run = proxy.open_run("t-r3")
+    bad = anthropic.Anthropic(base_url=run.base_url, api_key="sk-guess", max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError):
+        bad.messages.create(model="claude-sonnet-5-5", max_tokens=5,
+                            messages=[{"role": "user", "content": "x"}])
+    assert upstream.seen == []  # never forwarded
+    r = requests.post(f"{proxy.url}/r/not-a-run/v1/messages", json={}, timeout=10)
+    assert r.status_code == 404
+
+
+def test_broken_stream_still_counts_billed_input(proxy: MeterProxy,
+                                                 upstream: Upstream) -> None:
+    upstream.mode = "broken"
+    run = proxy.open_run("t-r4")
+    with pytest.raises(TRANSPORT_ERRORS), _client(run).messages.stream(
+        model="claude-sonnet-5-5", max_tokens=10,
+        messages=[{"role": "user", "content": "hi"}],
+    ) as s:
+        s.get_final_message()
+    turns, usage, cost = run.totals()
+    assert turns == 1 and usage.input_tokens == 100 and usage.cache_read_input_tokens == 200
+    assert cost > 0
+    assert run.api_failure() is not None
+
+
+def test_upstream_error_passes_through_not_billed(proxy: MeterProxy,
+                                                  upstream: Upstream) -> None:
+    upstream.mode = "overloaded"
+    run = proxy.open_run("t-r5")
+    with pytest.raises(anthropic.APIStatusError) as err:
+        _client(run).messages.create(model="claude-sonnet-5-5", max_tokens=5,
+                                     messages=[{"role": "user", "content": "x"}])
+    assert err.value.status_code == 529
+    assert run.totals()[0] == 0
+    assert "529 overloaded_error" in (run.api_failure() or "")
+
+
+def test_stream_is_relayed_event_by_event(proxy: MeterProxy, upstream: Upstream) -> None:
+    """The client sees message_start while the upstream is still holding the rest."""
+    upstream.mode = "hold"
+    run = proxy.open_run("t-r6")
+    r = requests.post(f"{run.base_url}/v1/messages", stream=True, timeout=10,
+                      headers={"x-api-key": run.token},
+                      json={"model": "claude-sonnet-5-5", "max_tokens": 5, "stream": True,
+                            "messages": [{"role": "user", "content": "x"}]})
+    lines = r.iter_lines()
+    first = next(lines)
+    assert first == b"event: message_start"
+    assert not upstream.release.is_set()
+    upstream.release.set()
+    rest = b"\n".join(lines)
+    assert b"message_stop" in rest
+    assert run.totals()[1].output_tokens == 42
