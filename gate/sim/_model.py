@@ -127,7 +127,8 @@ def _parses(code: str) -> bool:
                              timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return True
-    return res.returncode == 0
+    # an unterminated heredoc is only a warning to bash -n, but it means "not whole yet"
+    return res.returncode == 0 and not res.stderr.strip()
 
 
 def _is_report(step: str) -> bool:

@@ -90,6 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "gate-simulator"
     sys_version = ""
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
     server: SimServer
 
     # -- plumbing -------------------------------------------------------------------------
