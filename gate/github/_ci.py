@@ -26,7 +26,13 @@ from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
 from gate.github._comment import find_pr_for_run, pr_files, pr_labels, upsert_comment
 from gate.github._env import CIEnvironment, PullRequestInfo
-from gate.github._history import append_history, entry_for, parse_history, trend_markdown
+from gate.github._history import (
+    append_history,
+    entry_for,
+    parse_history,
+    trend_entries,
+    trend_markdown,
+)
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
 from gate.results import Results, RunResult
@@ -159,9 +165,10 @@ class _CI:
         rel = _git.repo_relative(root, path)
         return rel, _git.show_file(root, base_ref, rel)
 
-    def base_trend(self, root: Path, base_ref: str) -> str | None:
+    def base_trend(self, root: Path, base_ref: str) -> list[dict[str, Any]] | None:
+        """Main's recent runs from the base branch's history file, for the comment's chart."""
         _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
-        return trend_markdown(parse_history(text)) if text else None
+        return [e.model_dump() for e in trend_entries(parse_history(text))] if text else None
 
     def outputs_for(self, results: Results | None) -> dict[str, object]:
         s = results.summary if results else None

@@ -70,16 +70,19 @@ def append_history(path: Path, entry: HistoryEntry, keep: int = 200) -> list[His
     return entries
 
 
-def trend_markdown(entries: list[HistoryEntry], last: int = 20) -> str | None:
-    """A Mermaid chart (GitHub renders it) of main's pass rate over its latest runs.
-
-    Only runs of the newest agent fingerprint are drawn: a line across a model change would
-    compare different agents. None when there is too little to draw.
-    """
+def trend_entries(entries: list[HistoryEntry], last: int = 20) -> list[HistoryEntry]:
+    """The latest runs of the newest agent fingerprint: a line across a model change would
+    compare different agents."""
     if not entries:
-        return None
+        return []
     fp = entries[-1].fingerprint
-    same = [e for e in entries if e.fingerprint == fp and e.pass_rate is not None][-last:]
+    return [e for e in entries if e.fingerprint == fp and e.pass_rate is not None][-last:]
+
+
+def trend_markdown(entries: list[HistoryEntry], last: int = 20) -> str | None:
+    """A Mermaid chart (GitHub renders it) of main's pass rate, for main's step summary.
+    None when there is too little to draw."""
+    same = trend_entries(entries, last)
     if len(same) < 2:
         return None
     labels = ", ".join(f'"{(e.commit or "?")[:7]}"' for e in same)

@@ -1,0 +1,190 @@
+"""A fake of the few GitHub REST endpoints ``gate ci`` uses: a real HTTP server on loopback.
+
+Comments (list with ``per_page``/``page`` and ``Link`` headers, create, update), labels, PR
+files, PR search by head, and one-shot injected failures (``fail_next``) for retry and error
+tests. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Failure:
+    method: str
+    pattern: str
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    times: int = 1
+
+
+class FakeGitHub:
+    """State of one repository; ``url`` is what ``GITHUB_API_URL`` should be."""
+
+    def __init__(self, repo: str = "acme/agent", token: str | None = None) -> None:
+        self.repo = repo
+        self.token = token
+        self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.labels: dict[int, list[str]] = {}
+        self.files: dict[int, list[str]] = {}
+        self.pulls: list[dict[str, Any]] = []
+        self.requests: list[Recorded] = []
+        self.failures: list[Failure] = []
+        self._next_id = 1000
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeGitHub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ----- test helpers --------------------------------------------------------------------
+
+    def add_comment(self, pr: int, body: str, user: str = "someone") -> dict[str, Any]:
+        with self._lock:
+            self._next_id += 1
+            c = {"id": self._next_id, "body": body, "user": {"login": user},
+                 "html_url": f"https://github.example/{self.repo}/pull/{pr}"
+                             f"#issuecomment-{self._next_id}"}
+            self.comments.setdefault(pr, []).append(c)
+            return c
+
+    def fail_next(self, method: str, pattern: str, status: int, *, times: int = 1,
+                  headers: dict[str, str] | None = None, body: Any = None) -> None:
+        self.failures.append(Failure(method, pattern, status, headers or {},
+                                     body if body is not None else {"message": f"fake {status}"},
+                                     times))
+
+    def calls(self, method: str, pattern: str = "") -> list[Recorded]:
+        return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
+
+    # ----- the server ----------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else None
+                rec = Recorded(method, parts.path, parse_qs(parts.query),
+                               {k.lower(): v for k, v in self.headers.items()}, body)
+                with fake._lock:
+                    fake.requests.append(rec)
+                    failure = next((f for f in fake.failures if f.method == method
+                                    and re.search(f.pattern, parts.path) and f.times > 0), None)
+                    if failure:
+                        failure.times -= 1
+                if failure:
+                    self._send(failure.status, failure.body, failure.headers)
+                    return
+                if fake.token is not None and \
+                        rec.headers.get("authorization") != f"Bearer {fake.token}":
+                    self._send(401, {"message": "Bad credentials"})
+                    return
+                status, payload, headers = fake._route(method, parts.path, rec.query, body)
+                self._send(status, payload, headers)
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def do_PATCH(self) -> None:
+                self._handle("PATCH")
+
+        return Handler
+
+    def _page(self, path: str, items: list[Any], query: dict[str, list[str]]
+              ) -> tuple[int, Any, dict[str, str]]:
+        per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+        page = int(query.get("page", ["1"])[0])
+        chunk = items[(page - 1) * per_page: page * per_page]
+        last = max(1, -(-len(items) // per_page))
+        keep = {k: v[0] for k, v in query.items() if k not in ("page", "per_page")}
+        extra = "".join(f"&{k}={v}" for k, v in keep.items())
+        links = []
+        if page < last:
+            links.append(f'<{self.url}{path}?per_page={per_page}&page={page + 1}{extra}>; '
+                         'rel="next"')
+            links.append(f'<{self.url}{path}?per_page={per_page}&page={last}{extra}>; '
+                         'rel="last"')
+        return 200, chunk, {"Link": ", ".join(links)} if links else {}
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any
+               ) -> tuple[int, Any, dict[str, str]]:
+        base = f"/repos/{self.repo}"
+        if not path.startswith(base + "/"):
+            return 404, {"message": "Not Found"}, {}
+        tail = path[len(base):]
+        if m := re.fullmatch(r"/issues/(\d+)/comments", tail):
+            pr = int(m.group(1))
+            if method == "GET":
+                with self._lock:
+                    items = list(self.comments.get(pr, []))
+                return self._page(path, items, query)
+            if method == "POST":
+                return 201, self.add_comment(pr, body["body"], user="github-actions[bot]"), {}
+        if (m := re.fullmatch(r"/issues/comments/(\d+)", tail)) and method == "PATCH":
+            cid = int(m.group(1))
+            with self._lock:
+                for items in self.comments.values():
+                    for c in items:
+                        if c["id"] == cid:
+                            c["body"] = body["body"]
+                            return 200, c, {}
+            return 404, {"message": "Not Found"}, {}
+        if (m := re.fullmatch(r"/issues/(\d+)/labels", tail)) and method == "GET":
+            return self._page(path, [{"name": n} for n in self.labels.get(int(m.group(1)), [])],
+                              query)
+        if (m := re.fullmatch(r"/pulls/(\d+)/files", tail)) and method == "GET":
+            return self._page(path, [{"filename": f} for f in self.files.get(int(m.group(1)),
+                                                                              [])], query)
+        if tail == "/pulls" and method == "GET":
+            head = query.get("head", [""])[0]
+            items = [p for p in self.pulls if not head or p.get("_head") == head]
+            return self._page(path, items, query)
+        return 404, {"message": "Not Found"}, {}

@@ -1,0 +1,398 @@
+"""``gate ci`` end to end: a real git repository (bare origin, main, PR branches), real
+``gate run`` baselines, the real CLI in a subprocess, and a fake GitHub REST API on loopback.
+
+The regressions here use the oracle agent: each task's solution calls a shared helper outside
+the task directories (``agent/solve.sh``), so a PR can break the "agent" without touching a
+task's digest — the tasks stay comparable, the pass rate drops for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fake_github import FakeGitHub
+from gate.config import load_config
+from gate.github import MARKER
+from gate.run import RunRequest, run_suite
+from test_github import _parse_output_file
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "ghs_e2eSECRETtoken_abcdef123456"
+API_KEY = "sk-ant-e2e-SECRET-key-987654321"
+REPO = "acme/agent"
+PR = 7
+WORDS = ("alpha", "beta", "gamma")
+GOOD_HELPER = 'echo "$1" > out.txt\n'
+BROKEN_HELPER = 'echo "nope" > out.txt\n'
+
+
+def sh(cwd: Path, *args: str) -> str:
+    p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=False,
+                       env={**_clean_env(), "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL":
+                            "dev@example.com", "GIT_COMMITTER_NAME": "dev",
+                            "GIT_COMMITTER_EMAIL": "dev@example.com"})
+    assert p.returncode == 0, f"{args}: {p.stderr}"
+    return p.stdout
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
+
+
+def write_suite(root: Path, helper: str = GOOD_HELPER, toml_extra: str = "") -> None:
+    for word in WORDS:
+        d = root / "tasks" / word
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text(f"Write `{word}` into out.txt.\n")
+        (d / "verify.sh").write_text(f"set -eu\ngrep -qx {word} out.txt\n")
+        (d / "solution" / "solve.sh").write_text(
+            f'set -eu\nbash "$TASK_DIR/../../agent/solve.sh" {word}\n')
+    (root / "agent").mkdir(exist_ok=True)
+    (root / "agent" / "solve.sh").write_text(helper)
+    (root / "gate.toml").write_text(
+        '[agent]\nkind = "oracle"\n\n[suite]\ntasks = "tasks"\nreplications = 3\njobs = 3\n\n'
+        f'[gate]\nbaseline = "baseline.json"\n{toml_extra}')
+    (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
+
+
+def make_baseline(root: Path) -> None:
+    """baseline.json from a real run of the suite (never hand-written)."""
+    cfg = load_config(root / "gate.toml")
+    run_suite(RunRequest(config=cfg, output=root / "baseline.json", transcripts=False))
+
+
+@dataclass
+class Project:
+    tmp: Path
+    origin: Path
+    gh: FakeGitHub
+
+    def clone(self, name: str, branch: str = "main", *, depth: int | None = None) -> Path:
+        dest = self.tmp / name
+        args = ["git", "clone", "--quiet", "--branch", branch]
+        if depth:
+            args += [f"--depth={depth}"]
+        sh(self.tmp, *args, f"file://{self.origin}", str(dest))
+        return dest
+
+    def pr_branch(self, name: str, change: Callable[[Path], None], *,
+                  depth: int | None = None) -> Path:
+        work = self.clone(f"{name}-author")
+        sh(work, "git", "checkout", "-q", "-b", name)
+        change(work)
+        sh(work, "git", "add", "-A")
+        sh(work, "git", "commit", "-q", "-m", f"PR {name}")
+        sh(work, "git", "push", "-q", "origin", name)
+        return self.clone(f"{name}-ci", name, depth=depth)
+
+    def event(self, checkout: Path, *, head_repo: str = REPO, labels: tuple[str, ...] = ()
+              ) -> Path:
+        path = checkout.parent / f"{checkout.name}-event.json"
+        path.write_text(json.dumps({
+            "action": "synchronize", "number": PR,
+            "pull_request": {
+                "number": PR, "html_url": f"https://github.example/{REPO}/pull/{PR}",
+                "base": {"ref": "main"},
+                "head": {"ref": "feature", "sha": "0" * 40, "repo": {"full_name": head_repo}},
+                "labels": [{"name": n} for n in labels],
+            },
+            "repository": {"full_name": REPO, "default_branch": "main"},
+        }))
+        return path
+
+    def gate_ci(self, checkout: Path, *args: str, event: str = "pull_request",
+                event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
+                env: dict[str, str] | None = None) -> CIRun:
+        out = checkout.parent / f"{checkout.name}-output-{len(self.gh.requests)}"
+        summary = checkout.parent / f"{checkout.name}-summary-{len(self.gh.requests)}.md"
+        full_env = {
+            **_clean_env(),
+            "GITHUB_ACTIONS": "true", "CI": "true",
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(event_path or self.event(checkout)),
+            "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": self.gh.url,
+            "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "4242",
+            "GITHUB_REF": ref, "GITHUB_WORKSPACE": str(checkout),
+            "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": API_KEY,
+            **(env or {}),
+        }
+        p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
+                           capture_output=True, text=True, env=full_env, timeout=240,
+                           check=False)
+        outputs = _parse_output_file(out.read_text()) if out.exists() else {}
+        return CIRun(p.returncode, p.stdout, p.stderr, outputs,
+                     summary.read_text() if summary.exists() else "")
+
+
+@dataclass
+class CIRun:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+
+    def no_secrets(self, gh: FakeGitHub) -> None:
+        """The token and the key appear nowhere but in the ::add-mask:: commands."""
+        visible = "\n".join([
+            *(ln for ln in self.stdout.splitlines() if not ln.startswith("::add-mask::")),
+            self.stderr, self.summary, json.dumps(self.outputs),
+            *(c["body"] for cs in gh.comments.values() for c in cs),
+        ])
+        assert TOKEN not in visible and API_KEY not in visible
+        assert f"::add-mask::{TOKEN}" in self.stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    origin = tmp_path / "origin.git"
+    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    sh(seed, "git", "init", "-q", "-b", "main")
+    write_suite(seed)
+    make_baseline(seed)
+    sh(seed, "git", "add", "-A")
+    sh(seed, "git", "commit", "-q", "-m", "suite and baseline")
+    sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    with FakeGitHub(REPO, token=TOKEN) as gh:
+        yield Project(tmp_path, origin, gh)
+
+
+def _break_agent(work: Path) -> None:
+    (work / "agent" / "solve.sh").write_text(BROKEN_HELPER)
+
+
+def _marker_comments(gh: FakeGitHub) -> list[dict]:
+    return [c for c in gh.comments.get(PR, []) if MARKER in c["body"]]
+
+
+# ----- pull requests ------------------------------------------------------------------------
+
+def test_regressed_pr_exits_1_with_one_comment_updated_in_place(project: Project) -> None:
+    gh = project.gh
+    for i in range(120):  # the gate's comment lands on page 2
+        gh.add_comment(PR, f"review chatter {i}")
+    ci = project.pr_branch("feature", _break_agent)
+
+    first = project.gate_ci(ci)
+    assert first.code == 1, first.stderr
+    (comment,) = _marker_comments(gh)
+    assert first.outputs["verdict"] == "regression"
+    assert first.outputs["comment_url"] == comment["html_url"]
+    assert first.outputs["comment_id"] == str(comment["id"])
+    assert first.outputs["pass_rate"] == "0" and first.outputs["baseline_pass_rate"] == "1"
+    assert Path(first.outputs["results_path"]).is_file()
+    assert Path(first.outputs["report_path"]).read_text().strip() in comment["body"]
+    assert "::error title=agent-gate%3A regression::" in first.stdout
+    # the same report goes to the step summary
+    assert first.summary.strip() and first.summary.strip()[:200] in comment["body"]
+    assert "label" in comment["body"]  # tells a maintainer how to accept it
+    first.no_secrets(gh)
+
+    second = project.gate_ci(ci)
+    assert second.code == 1
+    assert len(_marker_comments(gh)) == 1 and len(gh.comments[PR]) == 121
+    assert len(gh.calls("PATCH", "/issues/comments/")) == 1
+    pages = {r.query.get("page", ["1"])[0] for r in gh.calls("GET", "/comments")}
+    assert "2" in pages
+    assert second.outputs["comment_id"] == first.outputs["comment_id"]
+    # every call carried the token and GitHub's API headers
+    assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in gh.requests)
+    assert all(r.headers["x-github-api-version"] == "2022-11-28" for r in gh.requests)
+
+
+def test_accept_label_reports_but_does_not_block(project: Project) -> None:
+    project.gh.labels[PR] = ["gate:accept-regression"]
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci)  # the payload has no label: the live labels count
+    assert run.code == 0, run.stderr
+    assert run.outputs["verdict"] == "regression" and run.outputs["accepted"] == "true"
+    (comment,) = _marker_comments(project.gh)
+    assert "Regression accepted" in comment["body"]
+    assert "::warning title=agent-gate%3A regression (not blocking)::" in run.stdout
+
+
+def test_no_fail_and_no_comment(project: Project) -> None:
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci, "--no-fail", "--no-comment")
+    assert run.code == 0, run.stderr
+    assert run.outputs["verdict"] == "regression" and run.outputs["comment_url"] == ""
+    assert not project.gh.calls("POST") and not project.gh.calls("PATCH")
+
+
+def test_harmless_pr_exits_0(project: Project) -> None:
+    ci = project.pr_branch("docs", lambda w: (w / "README.md").write_text("# agent\n"))
+    run = project.gate_ci(ci)
+    assert run.code == 0, run.stderr
+    assert run.outputs["verdict"] == "pass" and run.outputs["baseline_edited"] == "false"
+    (comment,) = _marker_comments(project.gh)
+    assert "edits `baseline.json`" not in comment["body"]
+    run.no_secrets(project.gh)
+
+
+def test_pr_that_edits_baseline_is_judged_against_the_base_branch(project: Project) -> None:
+    def cheat(work: Path) -> None:
+        _break_agent(work)
+        make_baseline(work)  # a baseline where everything fails: the PR would "pass" on it
+
+    ci = project.pr_branch("cheat", cheat)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    assert run.outputs["baseline_edited"] == "true"
+    (comment,) = _marker_comments(project.gh)
+    assert "This PR edits `baseline.json`" in comment["body"]
+    assert "cannot move its own yardstick" in run.summary
+
+
+def test_shallow_checkout_fetches_the_base_and_asks_github_for_the_files(
+        project: Project) -> None:
+    project.gh.files[PR] = ["agent/solve.sh", "baseline.json"]
+    ci = project.pr_branch("shallow", _break_agent, depth=1)
+    assert "origin/main" not in sh(ci, "git", "branch", "-r")
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    assert "origin/main" in sh(ci, "git", "branch", "-r")
+    assert project.gh.calls("GET", f"/pulls/{PR}/files")
+    assert run.outputs["baseline_edited"] == "true"
+
+
+def test_missing_baseline_on_the_base_branch_exits_3(project: Project) -> None:
+    seed = project.tmp / "seed"
+    sh(seed, "git", "rm", "-q", "baseline.json")
+    sh(seed, "git", "commit", "-q", "-m", "drop baseline")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))
+    run = project.gate_ci(ci)
+    assert run.code == 3
+    assert "no baseline.json on the base branch main" in run.stderr
+    assert run.outputs["verdict"] == "unmeasurable"
+    (comment,) = _marker_comments(project.gh)
+    assert "unmeasurable" in comment["body"]
+
+
+def test_fork_pr_without_a_key_exits_3_or_skips(project: Project) -> None:
+    def builtin(work: Path) -> None:
+        toml = (work / "gate.toml").read_text().replace('kind = "oracle"', 'kind = "builtin"')
+        (work / "gate.toml").write_text(toml)
+
+    ci = project.pr_branch("from-fork", builtin)
+    event = project.event(ci, head_repo="stranger/agent")
+    run = project.gate_ci(ci, event_path=event, env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 3
+    assert "comes from the fork stranger/agent" in run.stderr
+    assert "no ANTHROPIC_API_KEY" in run.stderr
+    assert not project.gh.calls("POST")  # a fork's token cannot comment: not even tried
+
+    skipped = project.gate_ci(ci, "--fork-without-key", "skip", event_path=event,
+                              env={"ANTHROPIC_API_KEY": ""})
+    assert skipped.code == 0
+    assert skipped.outputs["verdict"] == "skipped"
+    assert "skipped" in skipped.summary
+
+
+def test_same_repo_pr_without_a_key_says_how_to_add_it(project: Project) -> None:
+    ci = project.pr_branch("nokey", lambda w: (w / "README.md").write_text("x\n"))
+    run = project.gate_ci(ci, "--agent", "builtin", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 3
+    assert "ANTHROPIC_API_KEY is empty" in run.stderr and "sim: true" in run.stderr
+
+
+def test_token_that_cannot_comment_is_a_clear_error(project: Project) -> None:
+    project.gh.fail_next("POST", "/comments", 403,
+                         body={"message": "Resource not accessible by integration"})
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci)
+    assert run.code == 2
+    assert "the token cannot write comments on PR #7 (403)" in run.stderr
+    assert "add `pull-requests: write`" in run.stderr
+    assert run.summary  # the report still reached the step summary
+    run.no_secrets(project.gh)
+
+
+def test_bad_token_is_a_clear_error(project: Project) -> None:
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci, env={"GITHUB_TOKEN": "ghs_not_the_right_one_123"})
+    assert run.code == 2
+    assert "rejected the token (401)" in run.stderr
+    assert "ghs_not_the_right_one_123" not in run.stderr + run.summary
+
+
+def test_5xx_is_retried(project: Project) -> None:
+    project.gh.fail_next("GET", "/comments", 502)
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    assert len(project.gh.calls("GET", "/comments")) == 2
+    assert len(_marker_comments(project.gh)) == 1
+
+
+def test_pull_request_target_is_refused(project: Project) -> None:
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci, event="pull_request_target")
+    assert run.code == 2 and "refuses pull_request_target" in run.stderr
+
+
+# ----- main ---------------------------------------------------------------------------------
+
+def _push_event(checkout: Path) -> Path:
+    path = checkout.parent / "push-event.json"
+    path.write_text(json.dumps({"ref": "refs/heads/main",
+                                "repository": {"full_name": REPO, "default_branch": "main"}}))
+    return path
+
+
+def test_push_to_main_pools_the_baseline_commits_it_and_feeds_the_trend(
+        project: Project) -> None:
+    pytest.importorskip("gate.baseline")
+    main = project.clone("main-ci")
+    before = json.loads((main / "baseline.json").read_text())
+    event = _push_event(main)
+    for _ in range(2):
+        run = project.gate_ci(main, "--baseline-refresh", "commit", event="push",
+                              event_path=event, ref="refs/heads/main")
+        assert run.code == 0, run.stderr
+        run.no_secrets(project.gh)
+    assert run.outputs["mode"] == "main" and run.outputs["verdict"] == "pass"
+    assert run.outputs["baseline_commit"]
+    check = project.clone("after-refresh")
+    log = sh(check, "git", "log", "--format=%an|%s", "-3")
+    assert log.splitlines()[0].startswith("github-actions[bot]|gate: refresh baseline.json")
+    after = json.loads((check / "baseline.json").read_text())
+    assert len(after["runs"]) == 3 * len(before["runs"])  # pooled: same agent fingerprint
+    history = (check / "gate-history.jsonl").read_text().splitlines()
+    assert len(history) == 2 and json.loads(history[-1])["verdict"] == "pass"
+    assert "baseline refreshed on `main`" in run.summary
+    assert not project.gh.requests  # main talks to git, not the REST API
+
+    # a PR now sees main's trend in its comment
+    ci = project.pr_branch("feature", _break_agent)
+    pr_run = project.gate_ci(ci)
+    assert pr_run.code == 1, pr_run.stderr
+    (comment,) = _marker_comments(project.gh)
+    assert "```mermaid" in comment["body"]
+
+
+def test_push_to_main_can_leave_the_baseline_as_a_file(project: Project) -> None:
+    pytest.importorskip("gate.baseline")
+    main = project.clone("main-ci")
+    head = sh(main, "git", "rev-parse", "HEAD")
+    run = project.gate_ci(main, event="push", event_path=_push_event(main),
+                          ref="refs/heads/main")
+    assert run.code == 0, run.stderr
+    assert run.outputs["baseline_commit"] == ""
+    assert sh(main, "git", "status", "--porcelain", "baseline.json").startswith(" M")
+    assert (main / "gate-history.jsonl").is_file()
+    assert sh(project.clone("untouched"), "git", "rev-parse", "HEAD") == head

@@ -1,0 +1,285 @@
+"""gate.github's pieces against a real HTTP fake on loopback: REST retries and errors, the
+sticky comment across pages, outputs and annotations, the environment, the history."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_github import FakeGitHub
+from gate.errors import BadInput
+from gate.github import (
+    MARKER,
+    ActionsIO,
+    CIEnvironment,
+    GitHubClient,
+    GitHubError,
+    HistoryEntry,
+    append_history,
+    comment_body,
+    parse_history,
+    trend_markdown,
+    upsert_comment,
+)
+from gate.github._comment import MAX_BODY, find_pr_for_run, pr_files, pr_labels
+
+TOKEN = "ghs_supersecrettoken123456"
+
+
+@pytest.fixture
+def gh() -> FakeGitHub:
+    with FakeGitHub(token=TOKEN) as fake:
+        yield fake
+
+
+def client(fake: FakeGitHub, **kw: object) -> GitHubClient:
+    sleeps: list[float] = []
+    c = GitHubClient(fake.url, fake.repo, TOKEN, sleep=sleeps.append, **kw)  # type: ignore[arg-type]
+    c.sleeps = sleeps  # type: ignore[attr-defined]
+    return c
+
+
+# ----- REST ---------------------------------------------------------------------------------
+
+def test_5xx_is_retried_with_backoff(gh: FakeGitHub) -> None:
+    gh.fail_next("GET", "/comments", 502, times=2)
+    c = client(gh)
+    assert upsert_comment(c, 7, "hello").created
+    assert c.sleeps == [1.0, 2.0]  # type: ignore[attr-defined]
+    assert len(gh.calls("GET", "/comments")) == 3
+
+
+def test_5xx_gives_up_after_max_retries(gh: FakeGitHub) -> None:
+    gh.fail_next("GET", "/comments", 503, times=10)
+    with pytest.raises(GitHubError, match=r"HTTP 503"):
+        upsert_comment(client(gh, max_retries=2), 7, "hello")
+    assert len(gh.calls("GET", "/comments")) == 3
+
+
+def test_secondary_rate_limit_retry_after_is_honoured(gh: FakeGitHub) -> None:
+    gh.fail_next("POST", "/comments", 403, headers={"retry-after": "3"},
+                 body={"message": "You have exceeded a secondary rate limit."})
+    c = client(gh)
+    assert upsert_comment(c, 7, "hi").created
+    assert c.sleeps == [3.0]  # type: ignore[attr-defined]
+
+
+def test_rate_limit_remaining_zero_waits_until_reset(gh: FakeGitHub) -> None:
+    reset = int(time.time()) + 5
+    gh.fail_next("GET", "/comments", 429, headers={"x-ratelimit-remaining": "0",
+                                                   "x-ratelimit-reset": str(reset)})
+    c = client(gh)
+    upsert_comment(c, 7, "hi")
+    (wait,) = c.sleeps  # type: ignore[attr-defined]
+    assert 3 <= wait <= 7
+
+
+def test_secondary_limit_without_hint_waits_a_minute(gh: FakeGitHub) -> None:
+    gh.fail_next("POST", "/comments", 403, body={"message": "secondary rate limit"})
+    c = client(gh)
+    upsert_comment(c, 7, "hi")
+    assert c.sleeps == [60.0]  # type: ignore[attr-defined]
+
+
+def test_rate_limit_reset_too_far_fails_clearly(gh: FakeGitHub) -> None:
+    gh.fail_next("GET", "/comments", 403, headers={
+        "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)},
+        body={"message": "API rate limit exceeded"})
+    with pytest.raises(GitHubError, match="rate limit"):
+        upsert_comment(client(gh), 7, "hi")
+
+
+def test_401_says_the_token_is_bad(gh: FakeGitHub) -> None:
+    c = GitHubClient(gh.url, gh.repo, "ghs_wrong_token_0000000", sleep=lambda s: None)
+    with pytest.raises(GitHubError, match=r"rejected the token \(401\)") as exc:
+        upsert_comment(c, 7, "hi")
+    assert "ghs_wrong" not in str(exc.value)
+
+
+def test_403_says_which_permission_is_missing(gh: FakeGitHub) -> None:
+    gh.fail_next("POST", "/comments", 403,
+                 body={"message": "Resource not accessible by integration"})
+    with pytest.raises(GitHubError) as exc:
+        upsert_comment(client(gh), 7, "hi")
+    msg = str(exc.value)
+    assert "cannot write comments" in msg
+    assert "add `pull-requests: write` to the workflow's `permissions:`" in msg
+    assert exc.value.exit_code == 2
+
+
+def test_404_is_clear(gh: FakeGitHub) -> None:
+    c = GitHubClient(gh.url, "acme/nope", TOKEN, sleep=lambda s: None)
+    with pytest.raises(GitHubError, match="404 .*does not exist, or the token cannot see it"):
+        upsert_comment(c, 7, "hi")
+
+
+def test_connection_refused_is_retried_then_clear() -> None:
+    sleeps: list[float] = []
+    c = GitHubClient("http://127.0.0.1:9", "a/b", TOKEN, max_retries=2, sleep=sleeps.append)
+    with pytest.raises(GitHubError, match="cannot reach the GitHub API"):
+        upsert_comment(c, 1, "x")
+    assert sleeps == [1.0, 2.0]
+
+
+def test_token_never_in_repr() -> None:
+    c = GitHubClient("http://127.0.0.1:9", "a/b", TOKEN)
+    assert TOKEN not in repr(c)
+    env = CIEnvironment.from_environ({"GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": "sk-ant-xyz123456"})
+    assert TOKEN not in repr(env) and "sk-ant" not in repr(env)
+    assert TOKEN not in str(env.model_dump())
+    assert env.secrets == [TOKEN, "sk-ant-xyz123456"]
+
+
+# ----- the sticky comment -------------------------------------------------------------------
+
+def test_creates_then_updates_one_comment(gh: FakeGitHub) -> None:
+    c = client(gh)
+    first = upsert_comment(c, 7, "report v1")
+    second = upsert_comment(c, 7, "report v2")
+    assert first.created and not second.created and first.id == second.id
+    assert len(gh.comments[7]) == 1
+    assert gh.comments[7][0]["body"] == f"{MARKER}\nreport v2"
+
+
+def test_finds_the_marker_comment_on_a_later_page(gh: FakeGitHub) -> None:
+    for i in range(130):
+        gh.add_comment(7, f"chatter {i}")
+    mine = gh.add_comment(7, f"{MARKER}\nold report", user="github-actions[bot]")
+    for i in range(120):
+        gh.add_comment(7, f"more chatter {i}")
+    ref = upsert_comment(client(gh), 7, "new report")
+    assert not ref.created and ref.id == mine["id"]
+    assert len(gh.comments[7]) == 251
+    pages = [r.query.get("page", ["1"])[0] for r in gh.calls("GET", "/comments")]
+    assert pages == ["1", "2"]  # stopped at the page that had it, followed rel=next
+
+
+def test_marker_inside_untrusted_text_is_removed_and_body_is_capped() -> None:
+    body = comment_body(f"evil {MARKER} text " + "x" * 70_000)
+    assert body.count(MARKER) == 1 and body.startswith(MARKER)
+    assert len(body) <= MAX_BODY and "cut to fit" in body
+
+
+def test_labels_files_and_pr_lookup(gh: FakeGitHub) -> None:
+    gh.labels[7] = ["bug", "gate:accept-regression"]
+    gh.files[7] = [f"src/f{i}.py" for i in range(150)] + ["baseline.json"]
+    gh.pulls = [{"number": 7, "head": {"sha": "abc"}, "_head": "forker:feature"},
+                {"number": 8, "head": {"sha": "def"}, "_head": "forker:other"}]
+    c = client(gh)
+    assert pr_labels(c, 7) == ["bug", "gate:accept-regression"]
+    assert "baseline.json" in pr_files(c, 7)
+    assert find_pr_for_run(c, "forker/agent", "feature", "abc") == 7
+    assert find_pr_for_run(c, "forker/agent", "feature", "zzz") is None
+
+
+# ----- outputs and annotations --------------------------------------------------------------
+
+def test_outputs_are_multiline_safe(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    aio = ActionsIO(out, None, stream=io.StringIO())
+    aio.set_outputs({"headline": "line one\nline two", "pass_rate": 0.8, "none": None})
+    text = out.read_text()
+    parsed = _parse_output_file(text)
+    assert parsed == {"headline": "line one\nline two", "pass_rate": "0.8", "none": ""}
+
+
+def test_annotations_are_escaped_and_redacted() -> None:
+    stream = io.StringIO()
+    aio = ActionsIO(None, None, stream=stream, redact=lambda s: s.replace(TOKEN, "***"))
+    aio.add_mask(TOKEN)
+    aio.error(f"bad 100%\nnext line ::warning::x {TOKEN}", title="agent-gate: a, b")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == f"::add-mask::{TOKEN}"
+    assert lines[1] == ("::error title=agent-gate%3A a%2C b::bad 100%25%0Anext line "
+                        "::warning::x ***")
+    assert len(lines) == 2
+
+
+def test_step_summary_appends(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    aio = ActionsIO(None, summary, stream=io.StringIO())
+    aio.summary("# one")
+    aio.summary("# two")
+    assert summary.read_text() == "# one\n\n# two\n\n"
+
+
+def _parse_output_file(text: str) -> dict[str, str]:
+    """Parse GITHUB_OUTPUT the way the runner does (name<<DELIM ... DELIM)."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if not lines[i]:
+            i += 1
+            continue
+        name, delim = lines[i].split("<<", 1)
+        j = lines.index(delim, i + 1)
+        out[name] = "\n".join(lines[i + 1:j])
+        i = j + 1
+    return out
+
+
+# ----- environment --------------------------------------------------------------------------
+
+def test_environment_reads_the_pull_request(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({
+        "number": 7,
+        "pull_request": {"number": 7, "base": {"ref": "main"},
+                         "head": {"ref": "feat", "sha": "abc", "repo": {"full_name": "x/agent"}},
+                         "labels": [{"name": "gate:accept-regression"}]},
+        "repository": {"default_branch": "main"},
+    }))
+    env = CIEnvironment.from_environ({
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "acme/agent", "GITHUB_RUN_ID": "9", "GITHUB_RUN_ATTEMPT": "2",
+        "GITHUB_SERVER_URL": "https://github.example/", "GITHUB_REF": "refs/pull/7/merge",
+    })
+    pr = env.pull_request
+    assert pr is not None and pr.number == 7 and pr.base_ref == "main"
+    assert pr.labels == ("gate:accept-regression",)
+    assert env.fork_repo == "x/agent" and env.secrets_withheld
+    assert env.run_url == "https://github.example/acme/agent/actions/runs/9/attempts/2"
+    assert env.default_branch == "main" and env.branch is None
+
+
+def test_dependabot_prs_have_no_secrets(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {
+        "number": 3, "base": {"ref": "main"}, "head": {"repo": {"full_name": "acme/agent"}}}}))
+    env = CIEnvironment.from_environ({"GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY":
+                                      "acme/agent", "GITHUB_ACTOR": "dependabot[bot]"})
+    assert env.fork_repo is None and env.secrets_withheld
+
+
+def test_bad_event_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="GITHUB_EVENT_PATH points at no file"):
+        CIEnvironment.from_environ({"GITHUB_EVENT_PATH": str(tmp_path / "missing.json")})
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(BadInput, match="not a JSON object"):
+        CIEnvironment.from_environ({"GITHUB_EVENT_PATH": str(tmp_path / "bad.json")})
+
+
+# ----- history ------------------------------------------------------------------------------
+
+def test_history_appends_keeps_newest_and_draws_a_trend(tmp_path: Path) -> None:
+    path = tmp_path / "gate-history.jsonl"
+    for i in range(6):
+        append_history(path, HistoryEntry(created_at=f"2026-11-{i + 1:02d}", commit=f"{i}" * 40,
+                                          fingerprint="fp", pass_rate=0.5 + i / 20, passed=i,
+                                          total=10), keep=4)
+    entries = parse_history(path.read_text())
+    assert [e.commit[0] for e in entries if e.commit] == ["2", "3", "4", "5"]
+    path.write_text(path.read_text() + "not json\n")
+    assert len(parse_history(path.read_text())) == 4
+    trend = trend_markdown(entries)
+    assert trend is not None and trend.startswith("```mermaid\nxychart-beta")
+    assert "line [60, 65, 70, 75]" in trend
+    assert trend_markdown(entries[:1]) is None
+    # a new fingerprint starts a new line: the old agent's runs are not drawn
+    other = [*entries, HistoryEntry(created_at="x", fingerprint="new", pass_rate=0.1)]
+    assert trend_markdown(other) is None
