@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from fake_github import FakeGitHub
+from test_github import _parse_output_file
+
 from gate.config import load_config
 from gate.github import MARKER
 from gate.run import RunRequest, run_suite
-from test_github import _parse_output_file
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_github import FakeGitHub
+
 from gate.errors import BadInput
 from gate.github import (
     MARKER,
@@ -113,7 +113,7 @@ def test_403_says_which_permission_is_missing(gh: FakeGitHub) -> None:
 
 def test_404_is_clear(gh: FakeGitHub) -> None:
     c = GitHubClient(gh.url, "acme/nope", TOKEN, sleep=lambda s: None)
-    with pytest.raises(GitHubError, match="404 .*does not exist, or the token cannot see it"):
+    with pytest.raises(GitHubError, match=r"404 .*does not exist, or the token cannot see it"):
         upsert_comment(c, 7, "hi")
 
 
@@ -128,7 +128,8 @@ def test_connection_refused_is_retried_then_clear() -> None:
 def test_token_never_in_repr() -> None:
     c = GitHubClient("http://127.0.0.1:9", "a/b", TOKEN)
     assert TOKEN not in repr(c)
-    env = CIEnvironment.from_environ({"GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": "sk-ant-xyz123456"})
+    env = CIEnvironment.from_environ({"GITHUB_TOKEN": TOKEN,
+                                      "ANTHROPIC_API_KEY": "sk-ant-xyz123456"})
     assert TOKEN not in repr(env) and "sk-ant" not in repr(env)
     assert TOKEN not in str(env.model_dump())
     assert env.secrets == [TOKEN, "sk-ant-xyz123456"]
