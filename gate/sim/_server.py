@@ -203,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         blocks = flatten(req)
         n = engine.next_n()
         fault = engine.faults.pick(engine.seed, n, stream)
+        # the lookup happens on arrival; its writes become visible only when the response begins,
+        # so a concurrent request in the meantime misses, like the API
+        plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
         time.sleep(engine.latency.first_byte_s(engine.seed, n))
         if fault in ("429", "529", "500"):
             entry["fault"] = fault
@@ -222,7 +225,6 @@ class _Handler(BaseHTTPRequestHandler):
                                                    int(req["max_tokens"]))
         entry.update(task=reply.task, episode=reply.episode, turn=reply.turn,
                      outcome=reply.outcome)
-        plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
         message = {
             "id": "msg_sim_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
             "model": sim_label(str(req["model"])), "content": content, "stop_reason": stop,

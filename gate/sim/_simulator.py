@@ -76,7 +76,7 @@ class Simulator:
         except OSError as exc:
             raise GateError(f"simulator: cannot listen on {self.host}:{self.port}: {exc}") \
                 from None
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         name="gate-simulator", daemon=True)
         self._thread.start()
         log.info("simulator: serving the Messages API at %s (seed %s)", self.base_url, self.seed)
