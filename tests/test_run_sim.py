@@ -1,0 +1,166 @@
+"""`gate run` end to end against the simulator: metering to the token, caching, faults, keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.config import GateConfig, load_config
+from gate.cost import price_table
+from gate.results import Results, load_results
+from gate.run import RunRequest, run_suite
+from gate.sim import FaultConfig, Simulator, key_id, ledger_totals, read_ledger
+from gate.usage import Usage
+
+REPO = Path(__file__).resolve().parents[1]
+SDK_AGENT = Path(__file__).parent / "agents" / "sdk_agent.py"
+EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]
+
+
+def _config(tmp_path: Path, **agent: object) -> GateConfig:
+    cfg = load_config(REPO / "gate.toml")
+    update = {"agent": cfg.agent.model_copy(update=agent)} if agent else {}
+    return cfg.model_copy(update=update)
+
+
+def _assert_meter_equals_ledger(results: Results) -> None:
+    ledger = results.model_extra["simulator"]["ledger"]  # type: ignore[index]
+    served = ledger_totals(ledger)
+    metered = sum((r.usage for r in results.runs), Usage())
+    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                  "cache_read_input_tokens", "cache_creation_5m", "cache_creation_1h"):
+        assert getattr(metered, field) == getattr(served, field), field
+    # cost: the meter's per-run costs equal a hand computation from what the ledger served
+    prices = price_table()
+    by_request = sum(prices.cost(e["requested_model"] if "requested_model" in e else
+                                 e["model"].removesuffix("-sim"), Usage.from_api(e["usage"]))
+                     for e in read_ledger(ledger) if e.get("usage"))
+    assert sum(r.cost_usd for r in results.runs) == pytest.approx(by_request, rel=1e-6)
+    assert results.summary.cost_usd == pytest.approx(by_request, rel=1e-4)
+    assert sum(r.turns for r in results.runs) == sum(
+        1 for e in read_ledger(ledger) if e.get("usage"))
+
+
+def test_builtin_agent_metered_to_the_token(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    res = run_suite(RunRequest(config=_config(tmp_path), output=out, task_ids=EASY,
+                               replications=2, jobs=2, sim=True, seed=3))
+    assert res.model == "claude-sonnet-5-5 (simulator)"
+    assert res.agent.kind == "builtin" and res.agent.parts["model"] == "claude-sonnet-5-5"
+    assert len(res.runs) == 6 and res.summary.errors == 0
+    assert res.summary.passed >= 3
+    assert all(r.turns >= 3 for r in res.runs)
+    _assert_meter_equals_ledger(load_results(out))
+    assert res.summary.cache_hit_rate is not None and res.summary.cache_hit_rate >= 0.85
+    transcript = (tmp_path / "results.transcripts" / f"{EASY[0]}-r0.jsonl").read_text()
+    kinds = {json.loads(line)["type"] for line in transcript.splitlines()}
+    assert {"model", "tool", "verify", "final"} <= kinds
+
+
+def test_command_agent_metered_to_the_token_and_never_sees_the_key(
+    tmp_path: Path, secret_env: dict[str, str]
+) -> None:
+    dump = tmp_path / "agent-env.json"
+    cfg = _config(tmp_path, kind="command",
+                  command=f"DUMP_ENV={dump} {sys.executable} {SDK_AGENT}")
+    out = tmp_path / "results.json"
+    res = run_suite(RunRequest(config=cfg, output=out, task_ids=EASY[:2], replications=1,
+                               jobs=1, sim=True, seed=1))
+    assert res.agent.kind == "command" and res.summary.errors == 0, res.runs
+    assert res.summary.passed >= 1
+    _assert_meter_equals_ledger(load_results(out))
+    env = json.loads(dump.read_text())
+    for name, value in secret_env.items():
+        assert value not in json.dumps(env), f"{name}'s value reached the agent"
+    assert env["ANTHROPIC_API_KEY"].startswith("gate-run-")
+    assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
+    assert env["GATE_TASK_ID"] in EASY[:2] and env["GATE_REPLICATION"] == "0"
+    assert "TASK_DIR" not in env
+    text = out.read_text() + "".join(
+        p.read_text() for p in (tmp_path / "results.transcripts").iterdir())
+    for value in secret_env.values():
+        assert value not in text
+
+
+def test_now_in_the_system_prompt_destroys_cache_hits(tmp_path: Path) -> None:
+    prompt = tmp_path / "system.md"
+    prompt.write_text("Current time: {{ now }}\n" + (REPO / "agent" / "system.md").read_text())
+    cfg = _config(tmp_path, system_prompt=str(prompt))
+    res = run_suite(RunRequest(config=cfg, output=tmp_path / "r.json", task_ids=EASY[:2],
+                               replications=1, jobs=1, sim=True))
+    assert res.summary.cache_hit_rate is not None and res.summary.cache_hit_rate < 0.30
+    baseline = run_suite(RunRequest(config=_config(tmp_path), output=tmp_path / "b.json",
+                                    task_ids=EASY[:2], replications=1, jobs=1, sim=True))
+    assert baseline.summary.cache_hit_rate is not None
+    assert baseline.summary.cache_hit_rate >= 0.75  # two cold runs; the whole suite: ≥ 0.90
+    assert res.agent.fingerprint != baseline.agent.fingerprint
+    assert res.agent.parts["prompt"] != baseline.agent.parts["prompt"]
+
+
+def test_bundled_suite_cache_hit_rate_at_least_0_90(tmp_path: Path) -> None:
+    res = run_suite(RunRequest(config=_config(tmp_path), output=tmp_path / "r.json",
+                               replications=1, jobs=2, sim=True, transcripts=False))
+    assert len(res.runs) == 16 and res.summary.errors == 0
+    assert res.summary.cache_hit_rate is not None and res.summary.cache_hit_rate >= 0.90
+    assert res.summary.passed >= 8  # the simulated sonnet solves most of the suite
+
+
+def test_faults_at_ten_percent_never_become_task_failures(tmp_path: Path) -> None:
+    faults = FaultConfig(rate_429=0.02, rate_529=0.02, rate_500=0.02, rate_stream_error=0.02,
+                         rate_disconnect=0.02, retry_after=0.01)
+    cfg = _config(tmp_path)
+    clean = run_suite(RunRequest(config=cfg, output=tmp_path / "clean.json", task_ids=EASY,
+                                 replications=2, jobs=1, sim=True, seed=5))
+    faulty = run_suite(RunRequest(config=cfg, output=tmp_path / "faulty.json", task_ids=EASY,
+                                  replications=2, jobs=1, sim=True, seed=5,
+                                  sim_options={"faults": faults}))
+    served = read_ledger(faulty.model_extra["simulator"]["ledger"])  # type: ignore[index]
+    assert any(e.get("fault") or e.get("status") != 200 for e in served), "no fault injected"
+    assert faulty.summary.errors == 0
+    assert [(r.task, r.status) for r in faulty.runs] == [(r.task, r.status) for r in clean.runs]
+    _assert_meter_equals_ledger(load_results(tmp_path / "faulty.json"))
+
+
+def test_same_code_path_to_a_real_base_url_with_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --sim the meter forwards to ANTHROPIC_BASE_URL with the real key."""
+    with Simulator(tasks_dir=REPO / "tasks", ledger_path=tmp_path / "ledger.jsonl") as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-a-real-looking-key-123456")
+        res = run_suite(RunRequest(config=_config(tmp_path), output=tmp_path / "r.json",
+                                   task_ids=EASY[:1], replications=1, jobs=1))
+    assert res.model == "claude-sonnet-5-5"  # not labelled simulated: the gate did not start it
+    assert res.model_extra["upstream"] == "custom-base-url"  # type: ignore[index]
+    entries = read_ledger(tmp_path / "ledger.jsonl")
+    assert entries and {e["key_id"] for e in entries} == {
+        key_id("sk-ant-a-real-looking-key-123456")}
+
+
+def _gate(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def test_without_key_and_without_sim_exit_3(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "GATE_"))}
+    p = _gate("run", "--config", str(REPO / "gate.toml"), "-o", str(tmp_path / "r.json"),
+              env=env, cwd=tmp_path)
+    assert p.returncode == 3
+    assert "no ANTHROPIC_API_KEY" in p.stderr and "--sim" in p.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_unknown_model_exit_2_with_how_to(tmp_path: Path) -> None:
+    import os
+
+    p = _gate("run", "--config", str(REPO / "gate.toml"), "--sim", "--model", "claude-nova-9",
+              "-o", str(tmp_path / "r.json"), env=dict(os.environ), cwd=tmp_path)
+    assert p.returncode == 2
+    assert 'agent.prices."claude-nova-9"' in p.stderr
