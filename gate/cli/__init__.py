@@ -44,3 +44,8 @@ main.add_command(_ci.ci)
 from gate.cli import _sim  # noqa: E402
 
 main.add_command(_sim.sim)
+
+from gate.cli import _compare  # noqa: E402
+
+main.add_command(_compare.compare_cmd)
+main.add_command(_compare.baseline_cmd)

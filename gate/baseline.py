@@ -1,0 +1,132 @@
+"""Promoting a run into ``baseline.json``: pool runs of the same agent, start afresh on a new one.
+
+A deep baseline is the cheapest power there is (STATISTICS.md): every refresh on ``main`` with
+the same agent fingerprint adds its runs, keeping the newest ``pool_size`` per task, so a PR's
+5 runs per task are judged against ~20. Pooling is only sound while the runs measure the same
+thing, hence:
+
+* a new agent fingerprint starts a new baseline (the old runs describe another agent);
+* a task whose digest changed keeps only the new runs (the old ones ran another task);
+* tasks no longer in the suite are dropped.
+
+Every run keeps its provenance (``commit``, ``created_at``) so the file says where each came
+from. The file is only ever written here, from a real results file, atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from gate.errors import BadInput, Unmeasurable
+from gate.results import Results, RunResult, load_results, summarize, write_results
+
+
+def _with_provenance(results: Results) -> list[RunResult]:
+    """The results' runs, each stamped with the file's commit and date unless it has its own."""
+    return [
+        r.model_copy(update={
+            "commit": r.commit if r.commit is not None else results.commit,
+            "created_at": r.created_at if r.created_at is not None else results.created_at,
+        })
+        for r in results.runs
+    ]
+
+
+def _sources(runs: list[RunResult]) -> list[dict[str, object]]:
+    """Which refreshes the pooled runs came from, oldest first."""
+    counts: dict[tuple[str | None, str | None], int] = defaultdict(int)
+    for r in runs:
+        counts[(r.commit, r.created_at)] += 1
+    return [{"commit": c, "created_at": d, "runs": n}
+            for (c, d), n in sorted(counts.items(), key=lambda kv: kv[0][1] or "")]
+
+
+def _fresh(results: Results, runs: list[RunResult]) -> Results:
+    runs = _renumber(runs)
+    return results.model_copy(update={"runs": runs, "summary": summarize(runs),
+                                      "sources": _sources(runs)})
+
+
+def _renumber(runs: list[RunResult]) -> list[RunResult]:
+    """Replications 0..n-1 per task, oldest first, so pooled (task, replication) stay unique."""
+    by_task: dict[str, list[RunResult]] = defaultdict(list)
+    for r in runs:
+        by_task[r.task].append(r)
+    out: list[RunResult] = []
+    for task in sorted(by_task):
+        out.extend(r.model_copy(update={"replication": i}) for i, r in enumerate(by_task[task]))
+    return out
+
+
+def _describe(results: Results) -> str:
+    tasks = {r.task for r in results.runs}
+    return f"{len(results.runs)} runs over {len(tasks)} tasks"
+
+
+def promote(results: Results, baseline: Results | None, *,
+            pool_size: int = 20) -> tuple[Results, str]:
+    """The new baseline after ``results`` and a one-line account of what happened."""
+    if pool_size < 1:
+        raise BadInput("pool size must be at least 1")
+    new_runs = _with_provenance(results)
+    if baseline is None:
+        fresh = _fresh(results, _keep_newest(new_runs, pool_size))
+        return fresh, f"new baseline: {_describe(fresh)}"
+    if baseline.agent.fingerprint != results.agent.fingerprint:
+        fresh = _fresh(results, _keep_newest(new_runs, pool_size))
+        return fresh, (f"agent fingerprint changed ({baseline.agent.fingerprint[:12]} → "
+                       f"{results.agent.fingerprint[:12]}): starting a new baseline with "
+                       f"{_describe(fresh)}")
+    already = {(r.commit, r.created_at) for r in baseline.runs}
+    if (results.commit, results.created_at) in already:
+        return baseline, (f"results of {results.commit or 'this commit'} "
+                          f"({results.created_at}) are already in the baseline: unchanged")
+    old_by_task: dict[str, list[RunResult]] = defaultdict(list)
+    for r in baseline.runs:
+        old_by_task[r.task].append(r)
+    pooled: list[RunResult] = []
+    replaced: list[str] = []
+    for task, info in results.suite.tasks.items():
+        old = baseline.suite.tasks.get(task)
+        keep_old = old is not None and old.digest == info.digest
+        if old is not None and not keep_old and old_by_task.get(task):
+            replaced.append(task)
+        pooled.extend(old_by_task[task] if keep_old else [])
+        pooled.extend(r for r in new_runs if r.task == task)
+    merged = _fresh(results, _keep_newest(pooled, pool_size))
+    dropped = sorted(set(baseline.suite.tasks) - set(results.suite.tasks))
+    msg = f"pooled {len(new_runs)} runs; now {_describe(merged)}"
+    if replaced:
+        msg += f"; {len(replaced)} changed task(s) restarted"
+    if dropped:
+        msg += f"; {len(dropped)} task(s) no longer in the suite dropped"
+    return merged, msg
+
+
+def _keep_newest(runs: list[RunResult], pool_size: int) -> list[RunResult]:
+    """Per task the newest ``pool_size`` runs, by ``created_at`` (stable: input order breaks
+    ties, and the runs being promoted come last)."""
+    by_task: dict[str, list[RunResult]] = defaultdict(list)
+    for r in runs:
+        by_task[r.task].append(r)
+    out: list[RunResult] = []
+    for task in sorted(by_task):
+        ordered = sorted(by_task[task], key=lambda r: r.created_at or "")
+        out.extend(ordered[-pool_size:])
+    return out
+
+
+def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.PathLike[str],
+                 pool_size: int = 20) -> str:
+    """Load, pool and write ``baseline_path`` atomically; return the message for the user."""
+    results = load_results(results_path)
+    if not any(r.status != "error" for r in results.runs):
+        raise Unmeasurable(f"{results_path}: no valid run to promote (empty or all infra errors)")
+    target = Path(baseline_path)
+    baseline = load_results(target, "baseline") if target.exists() else None
+    new, message = promote(results, baseline, pool_size=pool_size)
+    if new is not baseline:
+        write_results(target, new)
+    return message

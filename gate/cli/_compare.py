@@ -1,0 +1,105 @@
+"""``gate compare`` and ``gate baseline``: thin shells over the compare, report, baseline libs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gate.cli._output import console, table
+from gate.compare import Comparison, compare
+from gate.config import load_config
+from gate.results import load_results
+
+
+def _rich_report(c: Comparison) -> None:
+    """The terminal view: the same facts as ``render_text``, as rich tables."""
+    from gate.report._render import _change, _interesting, _task_rank, _task_row, _value, _verdict
+
+    out = console()
+    out.print(f"{c.verdict.upper()}: {c.headline}", markup=False)
+    rows = [[m.label, _value(m, m.baseline), _value(m, m.candidate),
+             _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
+            for m in c.metrics]
+    out.print(table(["metric", "baseline", "this run", "change", "verdict"], rows))
+    if c.power:
+        out.print(c.power.statement, markup=False)
+    if c.verdict == "inconclusive":
+        for r in c.reasons:
+            out.print(f"  - {r}", markup=False)
+    tasks = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
+    if tasks:
+        task_rows = []
+        for t in tasks:
+            row = _task_row(t)
+            task_rows.append([t.task, str(row["baseline"]), str(row["candidate"]), str(row["p"]),
+                              str(row["change"]), "; ".join(t.reasons[:2])[:120]])
+        out.print(table(["task", "baseline", "this run", "p", "change", "reasons"], task_rows))
+    if c.agent_changes:
+        out.print(table(["agent part", "baseline", "this run"],
+                        [[a.part, a.baseline or "—", a.candidate or "—"]
+                         for a in c.agent_changes]))
+
+
+@click.command("compare")
+@click.argument("baseline_path", metavar="BASELINE", type=click.Path(dir_okay=False))
+@click.argument("results_path", metavar="RESULTS", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]),
+              default="text", show_default=True, envvar="GATE_FORMAT",
+              help="text: a table (plain outside a terminal); markdown: the PR comment body; "
+                   "json: the full comparison.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GATE_CONFIG",
+              help="gate.toml whose [gate] settings (alpha, margins, block_on...) to use "
+                   "(default: ./gate.toml if present).")
+@click.option("--run-url", envvar="GATE_RUN_URL",
+              help="Link to the CI run, shown at the foot of the markdown report.")
+def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: str | None,
+                run_url: str | None) -> None:
+    """Compare RESULTS with BASELINE and give the verdict.
+
+    Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
+    3 when the comparison is inconclusive (too few comparable tasks, too many infra errors).
+    Noise is not a regression: pass rates are judged by an exact stratified test, turns, cost
+    and cache hits by a permutation test plus a practical margin (docs/statistics.md).
+    """
+    settings = load_config(config_path).gate
+    baseline = load_results(baseline_path, "baseline")
+    results = load_results(results_path)
+    comparison = compare(baseline, results, settings)
+    if fmt == "json":
+        click.echo(comparison.to_json())
+    elif fmt == "markdown":
+        from gate.report import render_markdown
+
+        click.echo(render_markdown(comparison, run_url=run_url), nl=False)
+    elif sys.stdout.isatty():
+        _rich_report(comparison)
+    else:
+        from gate.report import render_text
+
+        click.echo(render_text(comparison), nl=False)
+    sys.exit(comparison.exit_code)
+
+
+@click.command("baseline")
+@click.argument("results_path", metavar="RESULTS", type=click.Path(dir_okay=False))
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              envvar="GATE_BASELINE", help="Baseline file to update (default: [gate].baseline).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GATE_CONFIG",
+              help="gate.toml to read (default: ./gate.toml if present).")
+@click.option("--pool-size", type=click.IntRange(min=1), envvar="GATE_POOL_SIZE",
+              help="Newest runs kept per task (default: [gate].pool_size, 20).")
+def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str | None,
+                 pool_size: int | None) -> None:
+    """Promote RESULTS into the baseline.
+
+    Runs of the same agent fingerprint are pooled with the existing baseline (the newest
+    runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
+    keeps only its new runs. Each run keeps its commit and date. Written atomically.
+    """
+    from gate.baseline import promote_file
+
+    cfg = load_config(config_path)
+    target = baseline_path or str(cfg.path(cfg.gate.baseline))
+    message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
+    click.echo(f"{target}: {message}")

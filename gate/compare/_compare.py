@@ -1,0 +1,395 @@
+"""The pure comparison of a candidate's results with the baseline, and the verdict.
+
+No I/O: two ``Results`` and the settings in, one ``Comparison`` out. The CLI, CI and the
+benchmark all call :func:`compare`, so what the benchmark measures is what users get.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from statistics import median
+
+import numpy as np
+
+from gate.compare import _stats
+from gate.compare._model import (
+    AgentChange,
+    ArmInfo,
+    Comparison,
+    InfoMetric,
+    InfraCheck,
+    MetricName,
+    MetricResult,
+    PassRateTest,
+    Power,
+    SuiteChanges,
+    TaskChange,
+    TaskChangeKind,
+    TaskStatus,
+    Verdict,
+)
+from gate.config import GateSettings
+from gate.errors import BadInput
+from gate.results import Results, RunResult
+
+_EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
+_LABELS: dict[MetricName, str] = {
+    "pass_rate": "pass rate", "turns": "mean turns", "cost": "cost per run",
+    "cache_hit_rate": "cache-hit rate",
+}
+_MAX_REASONS = 3
+_REASON_CHARS = 160
+
+
+def _runs_by_task(results: Results) -> dict[str, list[RunResult]]:
+    """Runs of the tasks in the file's suite (runs of unknown tasks are not comparable)."""
+    out: dict[str, list[RunResult]] = defaultdict(list)
+    for run in results.runs:
+        if run.task in results.suite.tasks:
+            out[run.task].append(run)
+    return out
+
+
+def _valid(runs: Iterable[RunResult]) -> list[RunResult]:
+    return [r for r in runs if r.status != "error"]
+
+
+def _passes(runs: Iterable[RunResult]) -> int:
+    return sum(1 for r in runs if r.status == "passed")
+
+
+def _reasons(runs: Sequence[RunResult]) -> list[str]:
+    seen: list[str] = []
+    for r in runs:
+        if r.status != "passed" and r.reason:
+            text = r.reason.strip()[:_REASON_CHARS]
+            if text and text not in seen:
+                seen.append(text)
+        if len(seen) >= _MAX_REASONS:
+            break
+    return seen
+
+
+def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
+          cr: Sequence[RunResult]) -> TaskChange:
+    bv, cv = _valid(br), _valid(cr)
+    b, nb, c, nc = _passes(bv), len(bv), _passes(cv), len(cv)
+    measured = status == "compared"
+    return TaskChange(
+        task=tid, status=status, baseline_passed=b, baseline_runs=nb,
+        baseline_errors=len(br) - nb, candidate_passed=c, candidate_runs=nc,
+        candidate_errors=len(cr) - nc, reasons=_reasons(cr),
+        change=_classify(b, nb, c, nc) if measured else None,
+        flaky=measured and 0 < c < nc,
+    )
+
+
+def _classify(b: int, nb: int, c: int, nc: int) -> TaskChangeKind:
+    """Words for a task's change. Descriptive only: the verdict comes from the tests."""
+    rb, rc = b / nb, c / nc
+    if rb >= 0.5 and c == 0:
+        return "newly_failing"
+    if rb < 0.5 and c == nc:
+        return "newly_passing"
+    if rc < rb:
+        return "worse"
+    if rc > rb:
+        return "better"
+    return "same"
+
+
+def _samples(runs: Sequence[RunResult]) -> np.ndarray:
+    return np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
+                      r.usage.input_tokens + r.usage.cache_creation_input_tokens
+                      + r.usage.cache_read_input_tokens] for r in runs], dtype=float)
+
+
+def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
+         compared: Sequence[str]) -> ArmInfo:
+    runs = [r for rs in by_task.values() for r in rs]
+    errors = sum(1 for r in runs if r.status == "error")
+    depth = [len(_valid(by_task[t])) for t in compared]
+    return ArmInfo(
+        commit=results.commit, created_at=results.created_at, model=results.model,
+        kind=results.agent.kind, fingerprint=results.agent.fingerprint,
+        gate_version=results.gate_version, tasks=len(results.suite.tasks), runs=len(runs),
+        errors=errors, infra_rate=errors / len(runs) if runs else 0.0,
+        runs_per_task=float(median(depth)) if depth else 0.0,
+    )
+
+
+def _short(value: str | None) -> str | None:
+    """``sha256:<hex>`` digests shortened to 12 hex digits; anything else (a model id) kept."""
+    if value is None or not value.startswith("sha256:"):
+        return value
+    return value.removeprefix("sha256:")[:12]
+
+
+def _agent_changes(baseline: Results, candidate: Results) -> list[AgentChange]:
+    out: list[AgentChange] = []
+    if baseline.model != candidate.model:
+        out.append(AgentChange(part="model name", baseline=baseline.model,
+                               candidate=candidate.model))
+    if baseline.agent.kind != candidate.agent.kind:
+        out.append(AgentChange(part="kind", baseline=baseline.agent.kind,
+                               candidate=candidate.agent.kind))
+    bp, cp = baseline.agent.parts, candidate.agent.parts
+    order = ["model", "sampling", "prompt", "tools", "skills", "command"]
+    for part in order + sorted((set(bp) | set(cp)) - set(order)):
+        if (part in bp or part in cp) and bp.get(part) != cp.get(part):
+            out.append(AgentChange(part=part, baseline=_short(bp.get(part)),
+                                   candidate=_short(cp.get(part))))
+    if baseline.agent.fingerprint != candidate.agent.fingerprint and not any(
+            c.part in bp or c.part in cp for c in out):
+        out.append(AgentChange(part="fingerprint", baseline=_short(baseline.agent.fingerprint),
+                               candidate=_short(candidate.agent.fingerprint)))
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+def _signed_points(x: float) -> str:
+    return f"{x * 100:+.1f} pts"
+
+
+def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` and reach the verdict of STATISTICS.md.
+
+    Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
+    wrong argument, not a measurement. Tasks shared but none comparable is a measurement that
+    failed: the verdict is ``inconclusive``.
+    """
+    b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
+    if not b_tasks:
+        raise BadInput("the baseline has no tasks")
+    if not set(b_tasks) & set(c_tasks):
+        raise BadInput("the results and the baseline share no task: unrelated suites "
+                       f"({len(b_tasks)} baseline tasks, {len(c_tasks)} in the results)")
+    b_runs, c_runs = _runs_by_task(baseline), _runs_by_task(candidate)
+
+    # ---- bookkeeping: which tasks can be compared --------------------------------------------
+    tasks: list[TaskChange] = []
+    compared: list[str] = []
+    added, removed, changed, unmeasured = [], [], [], []
+    for tid in sorted(set(b_tasks) | set(c_tasks)):
+        br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
+        bv, cv = _valid(br), _valid(cr)
+        if tid not in b_tasks:
+            added.append(tid)
+            tasks.append(_task(tid, "added", br, cr))
+        elif tid not in c_tasks:
+            removed.append(tid)
+            tasks.append(_task(tid, "removed", br, cr))
+        elif b_tasks[tid].digest != c_tasks[tid].digest:
+            changed.append(tid)
+            tasks.append(_task(tid, "changed", br, cr))
+        elif not bv or not cv:
+            unmeasured.append(tid)
+            tasks.append(_task(tid, "unmeasured", br, cr))
+        else:
+            compared.append(tid)
+            tasks.append(_task(tid, "compared", br, cr))
+
+    # ---- pass rate: exact stratified tests ---------------------------------------------------
+    alpha = settings.alpha
+    by_id = {t.task: t for t in tasks}
+    b_arr = np.array([by_id[t].baseline_passed for t in compared], dtype=np.int64)
+    nb_arr = np.array([by_id[t].baseline_runs for t in compared], dtype=np.int64)
+    c_arr = np.array([by_id[t].candidate_passed for t in compared], dtype=np.int64)
+    nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
+    metrics: list[MetricResult] = []
+    pass_test: PassRateTest | None = None
+    power: Power | None = None
+    gating = set(settings.block_on)
+    if compared:
+        deep = _stats.is_deep(nb_arr)
+        p_sum = float(_stats.sum_test(b_arr, nb_arr, c_arr, nc_arr)[0])
+        p_max_arr, p_i = _stats.max_test(b_arr, nb_arr, c_arr, nc_arr)
+        p_max = float(p_max_arr[0])
+        for tid, p in zip(compared, p_i[0].tolist(), strict=True):
+            by_id[tid] = by_id[tid].model_copy(update={"p_value": p})
+        tasks = [by_id[t.task] for t in tasks]
+        significant = bool(_stats.pass_rate_blocks(np.array([p_sum]), np.array([p_max]),
+                                                   alpha, deep)[0])
+        rule = (f"deep baseline: p_sum ≤ {alpha / 2:g} or p_max ≤ {alpha / 2:g}" if deep
+                else f"p_sum ≤ {alpha:g}")
+        pass_test = PassRateTest(p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule=rule)
+        delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+        p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
+        metrics.append(MetricResult(
+            name="pass_rate", label=_LABELS["pass_rate"],
+            baseline=float(np.mean(b_arr / nb_arr)), candidate=float(np.mean(c_arr / nc_arr)),
+            delta=delta, ci_low=lo, ci_high=hi, ci_level=settings.ci_level,
+            p_values=p_values, p_value=min(p_values.values()),
+            threshold=alpha / 2 if deep else alpha, significant=significant,
+            exceeds_margin=significant, gating="pass_rate" in gating,
+            verdict="regression" if significant else "ok",
+            blocks=significant and "pass_rate" in gating,
+            note=None if "pass_rate" in gating else "not in block_on",
+        ))
+        drop = _stats.detectable_drop(b_arr, nb_arr, nc_arr, alpha,
+                                      sims=settings.power_simulations, seed=settings.seed)
+        if settings.power_simulations > 0:
+            k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
+            runs = f"{k:g} run{'s' if k != 1 else ''} per task against a {depth:g}-run baseline"
+            statement = (
+                f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
+                f"with 80 % power." if drop is not None else
+                f"With {runs}, this suite cannot reliably (80 % power) detect even a drop to 0: "
+                f"add tasks, replications or baseline depth.")
+            power = Power(detectable_drop=drop, power=0.8, alpha=alpha, candidate_runs=k,
+                          baseline_runs=depth, statement=statement)
+    else:
+        metrics.append(MetricResult(name="pass_rate", label=_LABELS["pass_rate"], baseline=None,
+                                    candidate=None, delta=None, verdict="n/a",
+                                    gating="pass_rate" in gating, note="no comparable task"))
+
+    # ---- turns, cost, cache-hit rate: within-task permutations + margins ---------------------
+    samples = [_stats.TaskSamples(_samples(_valid(b_runs[t])), _samples(_valid(c_runs[t])))
+               for t in compared]
+    perms = _stats.permutation_tests(samples, permutations=settings.permutations,
+                                     seed=settings.seed)
+    m_alpha = settings.metric_alpha / 2
+    margins = {"turns": settings.turns_margin, "cost": settings.cost_margin,
+               "cache_hit_rate": settings.cache_hit_margin}
+    for name in ("turns", "cost", "cache_hit_rate"):
+        res = perms[name]
+        metric_name: MetricName = name
+        if res is None:
+            metrics.append(MetricResult(
+                name=metric_name, label=_LABELS[metric_name], baseline=None, candidate=None,
+                delta=None, margin=margins[name], verdict="n/a", gating=name in gating,
+                note="not measured (no comparable task or all zero)"))
+            continue
+        p_min = min(res.p_aggregate, res.p_equal_weight)
+        if name == "cache_hit_rate":
+            delta = res.aggregate
+            over = delta <= -margins[name]
+        else:
+            delta = res.aggregate - 1
+            over = delta >= margins[name]
+        significant = p_min <= m_alpha
+        regression = significant and over
+        note = None if name in gating else "not in block_on"
+        if 1 / (settings.permutations + 1) > m_alpha:
+            note = (f"{settings.permutations} permutations cannot reach p ≤ {m_alpha:g}: "
+                    "this metric can never block")
+        metrics.append(MetricResult(
+            name=metric_name, label=_LABELS[metric_name], baseline=res.baseline,
+            candidate=res.candidate, delta=delta,
+            p_values={"aggregate": res.p_aggregate, "equal_weight": res.p_equal_weight},
+            p_value=p_min, threshold=m_alpha, margin=margins[name], significant=significant,
+            exceeds_margin=over, gating=name in gating,
+            verdict="regression" if regression else "ok",
+            blocks=regression and name in gating, note=note,
+        ))
+
+    # ---- infra errors and the inconclusive rules ---------------------------------------------
+    b_info = _arm(baseline, b_runs, compared)
+    c_info = _arm(candidate, c_runs, compared)
+    p_infra = _stats.infra_pvalue(b_info.errors, b_info.runs, c_info.errors, c_info.runs)
+    infra = InfraCheck(baseline_rate=b_info.infra_rate, candidate_rate=c_info.infra_rate,
+                       p_value=p_infra, max_rate=settings.max_infra_rate)
+    inconclusive: list[str] = []
+    share = len(compared) / len(b_tasks)
+    if share < settings.min_comparable:
+        inconclusive.append(
+            f"only {len(compared)} of {len(b_tasks)} baseline tasks are comparable "
+            f"(need {settings.min_comparable:.0%})")
+    for who, info in (("baseline", b_info), ("candidate", c_info)):
+        if info.infra_rate > settings.max_infra_rate:
+            inconclusive.append(f"infra errors in {info.errors} of {info.runs} {who} runs "
+                                f"({info.infra_rate:.0%} > {settings.max_infra_rate:.0%})")
+    if p_infra <= settings.infra_alpha and c_info.infra_rate > b_info.infra_rate:
+        inconclusive.append(
+            f"the candidate hits infra errors significantly more often "
+            f"({_pct(c_info.infra_rate)} vs {_pct(b_info.infra_rate)}, p = {p_infra:.2g})")
+
+    # ---- verdict ------------------------------------------------------------------------------
+    blocking = [m for m in metrics if m.blocks]
+    verdict: Verdict
+    if blocking:
+        # evidence of a regression on what could be measured outranks "could not measure all"
+        verdict = "regression"
+        reasons = [_metric_reason(m) for m in blocking]
+    elif inconclusive:
+        verdict, reasons = "inconclusive", inconclusive
+    else:
+        verdict, reasons = "pass", []
+    suite = SuiteChanges(
+        digest_changed=baseline.suite.digest != candidate.suite.digest,
+        baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
+        added=added, removed=removed, changed=changed, unmeasured=unmeasured,
+    )
+    return Comparison(
+        verdict=verdict, exit_code=_EXIT[verdict],
+        headline=_headline(verdict, metrics, reasons, suite),
+        reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
+        info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
+        power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
+        suite=suite, settings=settings.model_dump(mode="json"),
+    )
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "p n/a"
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
+
+
+def _metric_reason(m: MetricResult) -> str:
+    p = _p(m.p_value)
+    if m.baseline is None or m.candidate is None or m.delta is None:
+        return m.label
+    if m.name in ("pass_rate", "cache_hit_rate"):
+        return (f"{m.label} {_pct(m.baseline)} → {_pct(m.candidate)} "
+                f"({_signed_points(m.delta)}, {p})")
+    if m.name == "cost":
+        return f"{m.label} ${m.baseline:.4f} → ${m.candidate:.4f} ({m.delta * 100:+.1f} %, {p})"
+    return f"{m.label} {m.baseline:.1f} → {m.candidate:.1f} ({m.delta * 100:+.1f} %, {p})"
+
+
+def _headline(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Sequence[str],
+              suite: SuiteChanges) -> str:
+    pr = next(m for m in metrics if m.name == "pass_rate")
+    rate = ""
+    if pr.baseline is not None and pr.candidate is not None and pr.delta is not None:
+        rate = (f"pass rate {_pct(pr.baseline)} → {_pct(pr.candidate)} "
+                f"({_signed_points(pr.delta)}")
+        if pr.ci_low is not None and pr.ci_high is not None and pr.ci_level is not None:
+            rate += (f", {pr.ci_level * 100:g} % CI {pr.ci_low * 100:+.1f} to "
+                     f"{pr.ci_high * 100:+.1f}")
+        rate += ")"
+    tasks = f"{suite.compared}/{suite.baseline_tasks} tasks compared"
+    if verdict == "regression":
+        return "Regression: " + "; ".join(reasons)
+    if verdict == "inconclusive":
+        return "Inconclusive: " + "; ".join(reasons)
+    return f"No regression: {rate}, {tasks}" if rate else f"No regression: {tasks}"
+
+
+def _info(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
+          compared: Sequence[str]) -> list[InfoMetric]:
+    """Tokens and duration per task-run (task-equal weight, like the headline metrics)."""
+    fields: dict[str, Callable[[RunResult], float]] = {
+        "input tokens": lambda r: r.usage.input_tokens,
+        "output tokens": lambda r: r.usage.output_tokens,
+        "cache write tokens": lambda r: r.usage.cache_creation_input_tokens,
+        "cache read tokens": lambda r: r.usage.cache_read_input_tokens,
+        "duration (s)": lambda r: r.duration_s,
+    }
+
+    def mean(runs_by: Mapping[str, list[RunResult]],
+             get: Callable[[RunResult], float]) -> float | None:
+        per_task = []
+        for t in compared:
+            vals = [get(r) for r in _valid(runs_by[t])]
+            if vals:
+                per_task.append(sum(vals) / len(vals))
+        return sum(per_task) / len(per_task) if per_task else None
+
+    return [InfoMetric(name=name, baseline=mean(b_runs, get), candidate=mean(c_runs, get))
+            for name, get in fields.items()]

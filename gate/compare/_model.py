@@ -1,0 +1,162 @@
+"""The comparison as data: what the report renders, what ``--format json`` prints."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Verdict = Literal["pass", "regression", "inconclusive"]
+MetricName = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
+MetricVerdict = Literal["ok", "regression", "n/a"]
+TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured"]
+TaskChangeKind = Literal["newly_failing", "newly_passing", "worse", "better", "same"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MetricResult(_Frozen):
+    """One headline metric: both arms, the change, its uncertainty and whether it blocks.
+
+    Rates (pass rate, cache-hit rate) are fractions and ``delta`` is their difference (×100 for
+    points); turns and cost are per task-run means over the compared tasks and ``delta`` is the
+    relative change (0.5 = +50 %).
+    """
+
+    name: MetricName
+    label: str
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_level: float | None = None
+    p_values: dict[str, float] = {}
+    p_value: float | None = None  # the deciding one: min of the tests run
+    threshold: float | None = None  # p at or below which the test is significant
+    margin: float | None = None  # practical margin (turns/cost relative, cache-hit points)
+    significant: bool = False
+    exceeds_margin: bool = False
+    gating: bool = True  # listed in [gate].block_on
+    verdict: MetricVerdict = "ok"
+    blocks: bool = False
+    note: str | None = None
+
+
+class InfoMetric(_Frozen):
+    """Reported, never gated: tokens and duration per task-run."""
+
+    name: str
+    baseline: float | None
+    candidate: float | None
+
+
+class TaskChange(_Frozen):
+    """One task across the two arms."""
+
+    task: str
+    status: TaskStatus
+    baseline_passed: int = 0
+    baseline_runs: int = 0  # valid (non-error) runs
+    baseline_errors: int = 0
+    candidate_passed: int = 0
+    candidate_runs: int = 0
+    candidate_errors: int = 0
+    p_value: float | None = None  # one-sided Fisher: the candidate passes less
+    change: TaskChangeKind | None = None
+    flaky: bool = False  # mixed outcomes in the candidate (passes some runs, fails others)
+    reasons: list[str] = []  # the candidate's failure/error reasons (deduplicated, few)
+
+    @property
+    def baseline_rate(self) -> float | None:
+        return self.baseline_passed / self.baseline_runs if self.baseline_runs else None
+
+    @property
+    def candidate_rate(self) -> float | None:
+        return self.candidate_passed / self.candidate_runs if self.candidate_runs else None
+
+
+class AgentChange(_Frozen):
+    """A part of the agent configuration that differs (hashes shortened; model names kept)."""
+
+    part: str
+    baseline: str | None
+    candidate: str | None
+
+
+class ArmInfo(_Frozen):
+    """Where one side of the comparison came from."""
+
+    commit: str | None
+    created_at: str
+    model: str
+    kind: str
+    fingerprint: str
+    gate_version: str
+    tasks: int
+    runs: int
+    errors: int
+    infra_rate: float
+    runs_per_task: float  # median valid runs per compared task
+
+
+class SuiteChanges(_Frozen):
+    digest_changed: bool
+    baseline_tasks: int
+    candidate_tasks: int
+    compared: int
+    added: list[str]
+    removed: list[str]
+    changed: list[str]  # digest differs: not comparable
+    unmeasured: list[str]  # no valid run in one arm
+
+
+class PassRateTest(_Frozen):
+    p_sum: float
+    p_max: float
+    deep_baseline: bool
+    rule: str
+
+
+class InfraCheck(_Frozen):
+    baseline_rate: float
+    candidate_rate: float
+    p_value: float
+    max_rate: float
+
+
+class Power(_Frozen):
+    detectable_drop: float | None  # fraction; None = not even a drop to 0 is seen reliably
+    power: float
+    alpha: float
+    candidate_runs: float
+    baseline_runs: float
+    statement: str
+
+
+class Comparison(_Frozen):
+    """Everything ``gate compare`` concluded. Pure data: render it, dump it, gate on it."""
+
+    verdict: Verdict
+    exit_code: int
+    headline: str
+    reasons: list[str]
+    baseline: ArmInfo
+    candidate: ArmInfo
+    metrics: list[MetricResult]
+    info: list[InfoMetric]
+    pass_rate_test: PassRateTest | None
+    infra: InfraCheck
+    power: Power | None
+    tasks: list[TaskChange]
+    agent_changes: list[AgentChange]
+    suite: SuiteChanges
+    settings: dict[str, object]
+
+    def metric(self, name: MetricName) -> MetricResult:
+        return next(m for m in self.metrics if m.name == name)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return self.model_dump_json(indent=indent)

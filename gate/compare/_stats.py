@@ -1,0 +1,389 @@
+"""The statistics behind the verdict (STATISTICS.md), as pure, vectorised functions.
+
+Pass rate: an exact conditional test stratified by task. Under "nothing changed" a task's
+candidate runs are exchangeable with its baseline runs, so given the task's total number of
+passes t_i, the candidate's passes c_i follow Hypergeometric(M_i, t_i, n_i^C) whatever the
+task's unknown pass probability. Two exact tests use that:
+
+* the **sum test** (exact Cochran–Mantel–Haenszel; McNemar's exact test with one run per arm):
+  P(Σ c_i ≤ observed), by convolving the per-task hypergeometrics;
+* the **max test** (one or a few tasks broken): the smallest per-task one-sided Fisher p-value,
+  calibrated exactly with each task's *attainable* p-values.
+
+Every function here takes a *batch* of R outcomes at once (arrays shaped ``(R, N)``), so the
+single verdict, the power calculation and the benchmark all go through the same code.
+
+Turns, cost and cache-hit rate: a within-task permutation test (arm labels shuffled inside each
+task), for a suite-level aggregate and a task-equal-weight statistic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import fisher_exact, hypergeom, norm
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+_REL_TOL = 1e-9  # ties between floating p-values that are equal in exact arithmetic
+
+
+# --------------------------------------------------------------------------------------------
+# Pass rate: exact stratified sum and max tests
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _task_tables(n_b: int, n_c: int) -> tuple[FloatArray, FloatArray]:
+    """Null pmf and cdf of c for every possible total t, in absolute coordinates.
+
+    Returns ``(pmf, cdf)`` shaped ``(n_b + n_c + 1, n_c + 1)``: row t is the distribution of the
+    candidate's passes c = 0..n_c given t passes in all M = n_b + n_c runs. The cdf is built
+    from the normalised pmf so that observed p-values and attainable p-values are the very same
+    floating-point numbers (the max test compares them).
+    """
+    m = n_b + n_c
+    c = np.arange(n_c + 1)
+    pmf = np.zeros((m + 1, n_c + 1))
+    for t in range(m + 1):
+        row = hypergeom.pmf(c, m, t, n_c)
+        row[(c < max(0, t - n_b)) | (c > min(t, n_c))] = 0.0
+        pmf[t] = row / row.sum()
+    cdf = np.minimum(np.cumsum(pmf, axis=1), 1.0)
+    for t in range(m + 1):  # exactly 1 from the top of the support on
+        cdf[t, min(t, n_c):] = 1.0
+    pmf.setflags(write=False)
+    cdf.setflags(write=False)
+    return pmf, cdf
+
+
+def _shapes(n_b: IntArray, n_c: IntArray) -> list[tuple[int, int, list[int]]]:
+    """Group task columns by their (n_b, n_c) so each group shares lookup tables."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (nb, nc) in enumerate(zip(n_b.tolist(), n_c.tolist(), strict=True)):
+        groups.setdefault((nb, nc), []).append(i)
+    return [(nb, nc, cols) for (nb, nc), cols in groups.items()]
+
+
+def task_pvalues(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray) -> FloatArray:
+    """Per-task one-sided Fisher p-values P(C ≤ c_i | t_i), batch shaped like ``c``."""
+    c = np.atleast_2d(c)
+    out = np.empty(c.shape)
+    for nb, nc, cols in _shapes(n_b, n_c):
+        _, cdf = _task_tables(nb, nc)
+        cc = c[:, cols]
+        out[:, cols] = cdf[b[cols][None, :] + cc, cc]
+    return out
+
+
+def sum_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
+             *, exact_budget: float = 4e8) -> FloatArray:
+    """p_sum = P(Σ c_i ≤ observed Σ c_i | t) for each of R outcomes (rows of ``c``).
+
+    Exact by convolution. Above ``exact_budget`` (≈ R·N·k·Σk cells, only reached by the power
+    calculation on very large suites) it falls back to a continuity-corrected normal
+    approximation with the exact hypergeometric moments.
+    """
+    c = np.atleast_2d(c)
+    r, n = c.shape
+    width = int(n_c.sum()) + 1
+    t = b[None, :] + c
+    observed = c.sum(axis=1)
+    if float(r) * float(n_c.sum() + n) * width > exact_budget:
+        m = (n_b + n_c)[None, :].astype(float)
+        mean = t * n_c / m
+        var = np.where(m > 1, t * (m - t) * n_c * n_b / (m * m * np.maximum(m - 1, 1)), 0.0)
+        z = (observed + 0.5 - mean.sum(axis=1)) / np.sqrt(np.maximum(var.sum(axis=1), 1e-300))
+        return np.asarray(norm.cdf(z), dtype=float)
+    dist = np.zeros((r, width))
+    dist[:, 0] = 1.0
+    top = 0
+    for i in range(n):
+        nb, nc = int(n_b[i]), int(n_c[i])
+        pmf, _ = _task_tables(nb, nc)
+        kernel = pmf[t[:, i]]  # (R, nc + 1)
+        new = np.zeros((r, width))
+        for j in range(nc + 1):
+            new[:, j:top + j + 1] += kernel[:, j:j + 1] * dist[:, :top + 1]
+        dist = new
+        top += nc
+    cum = np.cumsum(dist, axis=1)
+    p = cum[np.arange(r), observed]
+    return np.clip(p, 0.0, 1.0)
+
+
+def max_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray) -> tuple[FloatArray,
+                                                                                FloatArray]:
+    """p_max = 1 − Π_i [1 − P(p_i ≤ m | t_i)] with m = min_i p_i; also returns the p_i.
+
+    P(p_i ≤ m | t_i) is the largest *attainable* value of task i's p-value distribution that is
+    ≤ m (a discrete p-value can only take the values of its cdf), which keeps the test exact
+    instead of Bonferroni-conservative.
+    """
+    c = np.atleast_2d(c)
+    p_i = task_pvalues(b, n_b, c, n_c)
+    m = p_i.min(axis=1) * (1 + _REL_TOL)
+    log_keep = np.zeros(c.shape[0])
+    for nb, nc, cols in _shapes(n_b, n_c):
+        _, cdf = _task_tables(nb, nc)
+        rows = cdf[b[cols][None, :] + c[:, cols]]  # (R, G, nc + 1): attainable p-values
+        q = np.where(rows <= m[:, None, None], rows, 0.0).max(axis=2)
+        with np.errstate(divide="ignore"):  # q = 1 (m = 1): p_max = 1
+            log_keep += np.log1p(-np.minimum(q, 1.0)).sum(axis=1)
+    return np.clip(-np.expm1(log_keep), 0.0, 1.0), p_i
+
+
+def is_deep(n_b: IntArray) -> bool:
+    """A deep baseline (median ≥ 10 runs per task) buys the max test its half of α."""
+    return bool(np.median(n_b) >= 10) if len(n_b) else False
+
+
+def pass_rate_blocks(p_sum: FloatArray, p_max: FloatArray, alpha: float,
+                     deep: bool) -> NDArray[np.bool_]:
+    """The decision rule of STATISTICS.md: false blocks ≤ α by construction."""
+    if deep:
+        return (p_sum <= alpha / 2) | (p_max <= alpha / 2)
+    return p_sum <= alpha
+
+
+def pass_rate_decide(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray, alpha: float,
+                     deep: bool) -> NDArray[np.bool_]:
+    """Batch verdict on R candidate outcomes (power, benchmark): True where the gate blocks."""
+    p_sum = sum_test(b, n_b, c, n_c)
+    if not deep:
+        return pass_rate_blocks(p_sum, p_sum, alpha, deep)
+    p_max, _ = max_test(b, n_b, c, n_c)
+    return pass_rate_blocks(p_sum, p_max, alpha, deep)
+
+
+# --------------------------------------------------------------------------------------------
+# Confidence interval for the pass-rate difference
+# --------------------------------------------------------------------------------------------
+
+
+def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
+    if n_eff <= 0:
+        return 0.0, 1.0
+    denom = 1 + z * z / n_eff
+    centre = (p + z * z / (2 * n_eff)) / denom
+    half = z * np.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """Δ = mean_i (c_i/n_i^C − b_i/n_i^B) and a stratified Newcombe (MOVER-Wilson) interval.
+
+    Each arm's task-equal-weight pass rate gets a Wilson score interval with the stratified
+    effective sample size n_eff = 1 / Σ_i (w_i² / n_i) (w_i = 1/N; Yan & Su 2010); the two are
+    combined by Newcombe's method of variance estimates recovery. Unlike a Wald interval it
+    stays sensible at 0 % and 100 % and with few runs; treating the arms' rates as a common p
+    makes it a little conservative when tasks differ in difficulty.
+    """
+    z = float(norm.ppf(0.5 + level / 2))
+    n = len(b)
+    w2 = 1.0 / (n * n)
+    pb = float(np.mean(b / n_b))
+    pc = float(np.mean(c / n_c))
+    lb, ub = _wilson(pb, 1.0 / float(np.sum(w2 / n_b)), z)
+    lc, uc = _wilson(pc, 1.0 / float(np.sum(w2 / n_c)), z)
+    d = pc - pb
+    low = d - float(np.sqrt((pc - lc) ** 2 + (ub - pb) ** 2))
+    high = d + float(np.sqrt((uc - pc) ** 2 + (pb - lb) ** 2))
+    return d, max(-1.0, low), min(1.0, high)
+
+
+# --------------------------------------------------------------------------------------------
+# Power: the smallest uniform drop the gate catches 80 % of the time
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _detectable_drop_cached(b: tuple[int, ...], n_b: tuple[int, ...], n_c: tuple[int, ...],
+                            alpha: float, target: float, sims: int,
+                            seed: int) -> float | None:
+    bb, nb, nc = (np.asarray(x, dtype=np.int64) for x in (b, n_b, n_c))
+    rates = bb / nb
+    deep = is_deep(nb)
+    rng = np.random.default_rng(seed)
+    u = rng.random((sims, len(bb), int(nc.max())))  # common random numbers: power ↑ in the drop
+    valid = np.arange(int(nc.max()))[None, None, :] < nc[None, :, None]
+
+    def power(drop_points: int) -> float:
+        p = np.clip(rates - drop_points / 100, 0.0, 1.0)
+        c = ((u < p[None, :, None]) & valid).sum(axis=2).astype(np.int64)
+        return float(pass_rate_decide(bb, nb, c, nc, alpha, deep).mean())
+
+    if power(100) < target:
+        return None
+    lo, hi = 0, 100  # power(lo) < target ≤ power(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi / 100
+
+
+def detectable_drop(b: IntArray, n_b: IntArray, n_c: IntArray, alpha: float, *,
+                    target: float = 0.8, sims: int = 200, seed: int = 0) -> float | None:
+    """Smallest uniform per-task drop (in rate, 0.01 steps) caught with ``target`` power.
+
+    Simulated with the baseline held as observed and each task's true rate taken to be its
+    baseline rate, the candidate drawn at that rate minus the drop (floored at 0), through the
+    same decision rule as the verdict. ``None``: even breaking every task is not reliably seen.
+    Cached: the answer depends only on the baseline counts and the candidate's depth.
+    """
+    if len(b) == 0 or sims <= 0:
+        return None
+    return _detectable_drop_cached(tuple(int(x) for x in b), tuple(int(x) for x in n_b),
+                                   tuple(int(x) for x in n_c), alpha, target, sims, seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Infra errors
+# --------------------------------------------------------------------------------------------
+
+
+def infra_pvalue(errors_b: int, runs_b: int, errors_c: int, runs_c: int) -> float:
+    """One-sided Fisher exact p that the candidate's infra-error rate is higher."""
+    if runs_b == 0 or runs_c == 0:
+        return 1.0
+    table = [[errors_c, runs_c - errors_c], [errors_b, runs_b - errors_b]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
+
+
+# --------------------------------------------------------------------------------------------
+# Turns, cost, cache-hit rate: within-task permutation tests
+# --------------------------------------------------------------------------------------------
+
+PermKind = Literal["ratio", "rate"]
+
+
+@dataclass(frozen=True)
+class TaskSamples:
+    """One task's valid runs: columns are (turns, cost, cache_read, prompt_tokens)."""
+
+    baseline: FloatArray  # (n_b, 4)
+    candidate: FloatArray  # (n_c, 4)
+
+
+@dataclass(frozen=True)
+class PermResult:
+    """Observed statistics and one-sided p-values in the harmful direction."""
+
+    baseline: float  # suite-level value, baseline arm
+    candidate: float
+    aggregate: float  # ratio (turns, cost) or difference of pooled rates (cache hit)
+    equal_weight: float  # mean per-task log ratio / rate difference
+    p_aggregate: float
+    p_equal_weight: float
+
+
+TURNS, COST, CACHE_READ, PROMPT = 0, 1, 2, 3
+
+
+def _arm_means(tasks: Sequence[TaskSamples], rng: np.random.Generator,
+               permutations: int) -> tuple[FloatArray, FloatArray]:
+    """Per-task arm means of every column, for the observed labels (row 0) and R relabellings.
+
+    Returns ``(base, cand)`` shaped ``(R + 1, N, 4)``. Tasks with the same (n_b, n_c) are
+    shuffled together, in chunks that bound memory (≈ 4M random numbers at a time).
+    """
+    n = len(tasks)
+    base = np.empty((permutations + 1, n, 4))
+    cand = np.empty((permutations + 1, n, 4))
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i, t in enumerate(tasks):
+        by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
+    for (nb, nc), idx in by_shape.items():
+        m = nb + nc
+        values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
+        totals = values.sum(axis=1)  # (G, 4)
+        obs_c = values[:, nb:].sum(axis=1)
+        base[0, idx] = (totals - obs_c) / nb
+        cand[0, idx] = obs_c / nc
+        chunk = max(1, 4_000_000 // max(1, m * permutations))
+        for start in range(0, len(idx), chunk):
+            cols = idx[start:start + chunk]
+            vals = values[start:start + chunk]
+            u = rng.random((permutations, len(cols), m))
+            kth = np.partition(u, nc - 1, axis=2)[:, :, nc - 1:nc]
+            mask = (u <= kth).astype(float)  # exactly nc "candidate" runs per relabelling
+            c_sum = np.einsum("rgm,gmd->rgd", mask, vals)
+            cand[1:, cols] = c_sum / nc
+            base[1:, cols] = (totals[start:start + chunk][None] - c_sum) / nb
+    return base, cand
+
+
+def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
+                      seed: int) -> dict[str, PermResult | None]:
+    """Turns, cost and cache-hit tests on the same relabellings (one seeded Generator).
+
+    Aggregate statistics compare one pass through the suite: Σ_i mean_i^C / Σ_i mean_i^B for
+    turns and cost, Σ read / Σ prompt (of per-task means) for cache hits, so a baseline pooled
+    deeper on some tasks does not tilt the mix. The equal-weight statistics give every task one
+    vote. p-values count the observed labelling among the relabellings: (1 + #≥) / (R + 1).
+    A metric with nothing to measure (all zero) is ``None``.
+    """
+    out: dict[str, PermResult | None] = {"turns": None, "cost": None, "cache_hit_rate": None}
+    if not tasks:
+        return out
+    rng = np.random.default_rng(seed)
+    base, cand = _arm_means(tasks, rng, permutations)
+    for name, col in (("turns", TURNS), ("cost", COST)):
+        out[name] = _ratio_test(base[:, :, col], cand[:, :, col])
+    out["cache_hit_rate"] = _rate_test(base[:, :, CACHE_READ], base[:, :, PROMPT],
+                                       cand[:, :, CACHE_READ], cand[:, :, PROMPT])
+    return out
+
+
+def _pvalue(stat: FloatArray, harmful_up: bool) -> float:
+    obs = stat[0]
+    rest = stat[1:]
+    tol = _REL_TOL * max(1.0, abs(float(obs)))
+    hits = np.count_nonzero(rest >= obs - tol) if harmful_up else np.count_nonzero(
+        rest <= obs + tol)
+    return float((1 + hits) / (len(rest) + 1))
+
+
+def _ratio_test(base: FloatArray, cand: FloatArray) -> PermResult | None:
+    sb, sc = base.sum(axis=1), cand.sum(axis=1)
+    if sb[0] <= 0 and sc[0] <= 0:
+        return None
+    n = base.shape[1]
+    # a small pseudo-count keeps per-task log ratios finite when a task's mean is 0
+    delta = max(1e-12, 0.01 * (sb[0] + sc[0]) / (2 * n))
+    agg = sc / np.maximum(sb, 1e-300)
+    eq = np.log((cand + delta) / (base + delta)).mean(axis=1)
+    return PermResult(
+        baseline=float(sb[0] / n), candidate=float(sc[0] / n),
+        aggregate=float(agg[0]), equal_weight=float(eq[0]),
+        p_aggregate=_pvalue(agg, True), p_equal_weight=_pvalue(eq, True),
+    )
+
+
+def _rate_test(read_b: FloatArray, prompt_b: FloatArray, read_c: FloatArray,
+               prompt_c: FloatArray) -> PermResult | None:
+    pb, pc = prompt_b.sum(axis=1), prompt_c.sum(axis=1)
+    if pb[0] <= 0 or pc[0] <= 0:
+        return None
+    rate_b = read_b.sum(axis=1) / np.maximum(pb, 1e-300)
+    rate_c = read_c.sum(axis=1) / np.maximum(pc, 1e-300)
+    agg = rate_c - rate_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_task = read_c / prompt_c - read_b / prompt_b
+    ok = np.isfinite(per_task)  # a task with no prompt tokens in an arm has no rate there
+    eq = np.where(ok, per_task, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1)
+    return PermResult(
+        baseline=float(rate_b[0]), candidate=float(rate_c[0]),
+        aggregate=float(agg[0]), equal_weight=float(eq[0]),
+        p_aggregate=_pvalue(agg, False), p_equal_weight=_pvalue(eq, False),
+    )

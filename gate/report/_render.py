@@ -1,0 +1,373 @@
+"""Rendering a ``Comparison``: the PR comment / step summary (Markdown) and a plain-text report.
+
+The Markdown comes from a Jinja2 template shipped in the package (``gate/templates``). The
+environment's ``finalize`` escapes *every* interpolated value as untrusted text unless the
+renderer wrapped it in ``Markup`` — numbers it formatted itself, and the CI layer's own notes —
+so forgetting a filter fails safe (escaped twice at worst), never open.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from gate.compare import Comparison, MetricResult, TaskChange
+from gate.report._escape import md, plain, slug
+
+#: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
+#: may redact secrets, so the body aims well below.
+GITHUB_LIMIT = 65_536
+BUDGET = 60_000
+MAX_LIST = 30  # names per suite list
+MAX_AGENT_ROWS = 20
+MAX_NOTES = 10
+MAX_TREND = 20
+
+_ICON = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
+_WORD = {"pass": "no regression", "regression": "regression", "inconclusive": "inconclusive"}
+_CHANGE = {
+    "newly_failing": (0, "🔴 newly failing"), "worse": (1, "🟠 worse"),
+    "newly_passing": (6, "🟢 newly passing"), "better": (7, "🟢 better"), "same": (8, "flaky"),
+}
+_STATUS = {
+    "unmeasured": (2, "⚠️ no valid run in one arm"),
+    "changed": (3, "✏️ task changed (digest differs): not compared"),
+    "added": (4, "➕ added: reported, not gated"), "removed": (5, "➖ removed"),
+}
+_MINUS = "−"
+
+
+# ---- number formatting: small pure filters, trusted output ------------------------------------
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    s = f"{x:+.{digits}f}"
+    return s.replace("-", _MINUS)
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:.1f} %"
+
+
+def pts(x: float | None) -> str:
+    return "n/a" if x is None else f"{_signed(x * 100)} pts"
+
+
+def rel(x: float | None) -> str:
+    return "n/a" if x is None else f"{_signed(x * 100)} %"
+
+
+def pval(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "n/a"
+    return "< 0.0001" if x < 1e-4 else f"{x:.2g}"
+
+
+def _p_is(x: float) -> str:
+    text = pval(x)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"${x:.4f}" if abs(x) < 1 else f"${x:,.2f}"
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.{digits}f}"
+
+
+# ---- view model -------------------------------------------------------------------------------
+
+
+def _value(m: MetricResult, x: float | None) -> str:
+    if m.name in ("pass_rate", "cache_hit_rate"):
+        return pct(x)
+    return usd(x) if m.name == "cost" else num(x)
+
+
+def _change(m: MetricResult) -> str:
+    if m.delta is None:
+        return m.note or "n/a"
+    if m.name == "pass_rate":
+        text = pts(m.delta)
+        if m.ci_low is not None and m.ci_high is not None and m.ci_level is not None:
+            text += (f" ({m.ci_level * 100:g} % CI {_signed(m.ci_low * 100)} to "
+                     f"{_signed(m.ci_high * 100)})")
+        ps = ", ".join(f"p<sub>{k}</sub> {pval(v)}" for k, v in m.p_values.items())
+        return f"{text} · {ps}"
+    change = pts(m.delta) if m.name == "cache_hit_rate" else rel(m.delta)
+    margin = ""
+    if m.margin is not None:
+        margin = (f" · margin {_MINUS}{m.margin * 100:g} pts" if m.name == "cache_hit_rate"
+                  else f" · margin +{m.margin * 100:g} %")
+    return f"{change} · p {pval(m.p_value)}{margin}"
+
+
+def _verdict(m: MetricResult) -> str:
+    if m.verdict == "n/a":
+        return "— n/a"
+    if m.verdict == "regression":
+        return "❌ regression" if m.blocks else "⚠️ regression (not gating)"
+    if m.significant and not m.exceeds_margin:
+        return "✅ ok (within margin)"
+    return "✅ ok"
+
+
+def _counts(tasks: Sequence[TaskChange], arm: str) -> str:
+    compared = [t for t in tasks if t.status == "compared"]
+    passed = sum(getattr(t, f"{arm}_passed") for t in compared)
+    runs = sum(getattr(t, f"{arm}_runs") for t in compared)
+    return f"{passed}/{runs}"
+
+
+def _task_rank(t: TaskChange) -> tuple[int, float, str]:
+    if t.status != "compared":
+        return _STATUS[t.status][0], 1.0, t.task
+    return _CHANGE[t.change or "same"][0], t.p_value if t.p_value is not None else 1.0, t.task
+
+
+def _interesting(t: TaskChange) -> bool:
+    return t.status != "compared" or t.change != "same" or t.flaky
+
+
+def _task_row(t: TaskChange) -> dict[str, Any]:
+    label = _CHANGE[t.change or "same"][1] if t.status == "compared" else _STATUS[t.status][1]
+
+    def arm(passed: int, runs: int, errors: int, present: bool) -> str:
+        if not present:
+            return "—"
+        return f"{passed}/{runs}" + (f" (+{errors} err)" if errors else "")
+
+    in_b = t.status != "added"
+    in_c = t.status != "removed"
+    return {
+        "task": md(t.task, 80),
+        "baseline": Markup(arm(t.baseline_passed, t.baseline_runs, t.baseline_errors, in_b)),
+        "candidate": Markup(arm(t.candidate_passed, t.candidate_runs, t.candidate_errors, in_c)),
+        "p": Markup(pval(t.p_value) if t.p_value is not None else "—"),
+        "change": Markup(label),
+        "reasons": Markup("; ".join(md(r, 120) for r in t.reasons[:2])),
+    }
+
+
+def _names(items: Sequence[str]) -> Markup:
+    shown = [md(x, 60) for x in items[:MAX_LIST]]
+    more = f" and {len(items) - MAX_LIST} more" if len(items) > MAX_LIST else ""
+    return Markup(", ".join(shown) + more)
+
+
+def _note(text: str) -> Markup:
+    """The CI layer's own lines: Markdown allowed, but one line and no raw HTML."""
+    return Markup(plain(text, 1000).replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _url(url: str | None) -> Markup | None:
+    if not url or not url.startswith(("https://", "http://")):
+        return None
+    return Markup(quote(url, safe=":/?#&=%+,;~@!$*'"))
+
+
+def _trend(trend: Sequence[Mapping[str, Any]] | None) -> dict[str, Any] | None:
+    if not trend:
+        return None
+    rows, labels, values = [], [], []
+    for e in list(trend)[-MAX_TREND:]:
+        rate = e.get("pass_rate")
+        rate = float(rate) if isinstance(rate, int | float) else None
+        commit = slug(e.get("commit") or "?", 7)
+
+        def f(key: str, e: Mapping[str, Any] = e) -> float | None:
+            v = e.get(key)
+            return float(v) if isinstance(v, int | float) else None
+
+        rows.append({"commit": Markup(commit), "date": md(str(e.get("created_at") or "")[:10]),
+                     "pass_rate": Markup(pct(rate)), "cost": Markup(usd(f("cost_usd"))),
+                     "cache": Markup(pct(f("cache_hit_rate"))),
+                     "turns": Markup(num(f("mean_turns")))})
+        if rate is not None:
+            labels.append(f'"{commit}"')
+            values.append(f"{rate * 100:.1f}")
+    if not values:
+        return {"rows": rows, "xs": None, "ys": None} if rows else None
+    return {"rows": rows, "xs": Markup(", ".join(labels)), "ys": Markup(", ".join(values))}
+
+
+def _method(c: Comparison) -> list[Markup]:
+    s = c.settings
+    lines = []
+    if c.pass_rate_test is not None:
+        t = c.pass_rate_test
+        lines.append(Markup(
+            f"Pass rate: exact stratified tests on the {c.suite.compared} compared tasks "
+            f"(sum test {_p_is(t.p_sum)}, max test {_p_is(t.p_max)}); block if "
+            f"{t.rule}. The interval is a stratified Newcombe (Wilson) interval."))
+    lines.append(Markup(
+        f"Turns, cost, cache hits: within-task permutation tests ({s.get('permutations')} "
+        f"relabellings); block only if p ≤ {float(str(s.get('metric_alpha'))) / 2:g} "
+        "and the change exceeds the margin."))
+    lines.append(Markup(
+        f"Infra errors: baseline {pct(c.infra.baseline_rate)}, this PR "
+        f"{pct(c.infra.candidate_rate)} (limit {pct(c.infra.max_rate)}; Fisher "
+        f"{_p_is(c.infra.p_value)}). Errors are never counted as failures."))
+    block_on = s.get("block_on")
+    if isinstance(block_on, list):
+        lines.append(Markup("Metrics that can block: " + ", ".join(
+            md(x) for x in block_on) + "."))
+    return lines
+
+
+def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
+             trend: Sequence[Mapping[str, Any]] | None, max_tasks: int | None) -> dict[str, Any]:
+    metrics = []
+    for m in c.metrics:
+        b, p = _value(m, m.baseline), _value(m, m.candidate)
+        if m.name == "pass_rate" and m.baseline is not None:
+            b += f" ({_counts(c.tasks, 'baseline')})"
+            p += f" ({_counts(c.tasks, 'candidate')})"
+        metrics.append({"label": Markup(m.label), "baseline": Markup(b), "candidate": Markup(p),
+                        "change": Markup(_change(m)), "verdict": Markup(_verdict(m))})
+    interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
+    shown = interesting if max_tasks is None else interesting[:max_tasks]
+    kinds: dict[str, int] = {}
+    for t in interesting:
+        key = (t.change or "same").replace("_", " ") if t.status == "compared" else t.status
+        if key != "same":
+            kinds[key] = kinds.get(key, 0) + 1
+    flaky = sum(1 for t in c.tasks if t.flaky)
+    parts = [f"{n} {k}" for k, n in kinds.items()] + ([f"{flaky} flaky"] if flaky else [])
+    suite_lines = [{"label": Markup(label), "items": _names(items)} for label, items in (
+        ("added (not gated)", c.suite.added), ("removed", c.suite.removed),
+        ("changed, not compared", c.suite.changed),
+        ("no valid run in one arm", c.suite.unmeasured)) if items]
+    suite_bits = [f"{c.suite.compared} of {c.suite.baseline_tasks} baseline tasks compared"]
+    suite_bits += [f"{len(x)} {w}" for w, x in (("added", c.suite.added),
+                   ("removed", c.suite.removed), ("changed", c.suite.changed)) if x]
+    if c.suite.digest_changed and len(suite_bits) == 1:
+        suite_bits.append("suite digest changed")
+
+    def arm(a: Any) -> dict[str, Any]:
+        return {"model": md(a.model, 80), "kind": md(a.kind, 40),
+                "fingerprint": md(a.fingerprint[:24], 40),
+                "commit": md((a.commit or "unknown")[:12], 12),
+                "created_at": md(a.created_at, 40), "runs_per_task": Markup(f"{a.runs_per_task:g}")}
+
+    agent = [{"part": md(x.part, 40), "baseline": md(x.baseline or "—", 60),
+              "candidate": md(x.candidate or "—", 60)} for x in c.agent_changes[:MAX_AGENT_ROWS]]
+    n_agent = len(c.agent_changes)
+    return {
+        "icon": Markup(_ICON[c.verdict]), "verdict_word": Markup(_WORD[c.verdict]),
+        "headline": md(c.headline, 1000),
+        "notes": [_note(n) for n in list(notes)[:MAX_NOTES]],
+        "metrics": metrics,
+        "power": Markup(c.power.statement) if c.power else None,
+        "reasons": [md(r, 300) for r in c.reasons] if c.verdict == "inconclusive" else [],
+        "task_summary": Markup(", ".join(parts) if parts else "none"),
+        "task_rows": [_task_row(t) for t in shown],
+        "tasks_hidden": len(interesting) - len(shown),
+        "agent_summary": Markup(f"{n_agent} change{'s' if n_agent != 1 else ''}"
+                                if n_agent else "unchanged"),
+        "agent_changes": agent,
+        "baseline": arm(c.baseline), "candidate": arm(c.candidate),
+        "suite_summary": Markup(", ".join(suite_bits)), "suite_lines": suite_lines,
+        "info": [{"name": Markup(i.name), "baseline": Markup(num(i.baseline)),
+                  "candidate": Markup(num(i.candidate))} for i in c.info],
+        "method": _method(c),
+        "trend": _trend(trend),
+        "run_url": _url(run_url),
+        "gate_version": md(c.candidate.gate_version, 30),
+    }
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool | int | float):
+        return str(value)
+    return md(value)
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("gate", "templates"), undefined=StrictUndefined, autoescape=False,
+        finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    return env
+
+
+def render_markdown(comparison: Comparison, *, run_url: str | None = None,
+                    notes: Sequence[str] = (),
+                    trend: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The PR comment body (no hidden marker: the GitHub layer adds its own).
+
+    Always under :data:`BUDGET` characters: when the per-task table would not fit, it shows
+    the most important rows (newly failing first, by p-value) and says how many it left out.
+    """
+    template = _env().get_template("comment.md.j2")
+
+    def render(max_tasks: int | None) -> str:
+        return template.render(**_context(comparison, run_url=run_url, notes=notes,
+                                          trend=trend, max_tasks=max_tasks))
+
+    body = render(None)
+    if len(body) <= BUDGET:
+        return body
+    lo, hi = 0, sum(1 for t in comparison.tasks if _interesting(t))
+    while lo < hi:  # the most rows that fit
+        mid = (lo + hi + 1) // 2
+        if len(render(mid)) <= BUDGET:
+            lo = mid
+        else:
+            hi = mid - 1
+    return render(lo)
+
+
+def render_summary(comparison: Comparison, *, run_url: str | None = None,
+                   notes: Sequence[str] = (),
+                   trend: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The step summary: the same content as the comment, so the two never disagree."""
+    return render_markdown(comparison, run_url=run_url, notes=notes, trend=trend)
+
+
+def render_text(comparison: Comparison) -> str:
+    """A plain-text report for logs and terminals without rich."""
+    c = comparison
+    lines = [f"{c.verdict.upper()}: {plain(c.headline, 1000)}", ""]
+    width = max(len(m.label) for m in c.metrics)
+    for m in c.metrics:
+        change = _change(m).replace("<sub>", "_").replace("</sub>", "")
+        lines.append(f"  {m.label:<{width}}  {_value(m, m.baseline):>10} → "
+                     f"{_value(m, m.candidate):>10}  {change}  [{_verdict(m)[2:]}]")
+    if c.power:
+        lines += ["", c.power.statement]
+    if c.verdict == "inconclusive":
+        lines += [""] + [f"  - {plain(r, 300)}" for r in c.reasons]
+    interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
+    if interesting:
+        lines += ["", "Tasks:"]
+        for t in interesting:
+            row = _task_row(t)
+            lines.append(f"  {plain(t.task, 80)}: {row['baseline']} → {row['candidate']}  "
+                         f"p {row['p']}  {row['change']!s}"
+                         + (f"  ({plain('; '.join(t.reasons[:2]), 160)})" if t.reasons else ""))
+    if c.agent_changes:
+        lines += ["", "Agent changes:"]
+        lines += [f"  {plain(a.part, 40)}: {plain(a.baseline or '—', 60)} → "
+                  f"{plain(a.candidate or '—', 60)}" for a in c.agent_changes]
+    lines += ["", f"baseline {plain(c.baseline.commit or 'unknown', 12)} "
+              f"({plain(c.baseline.model, 80)}, {c.baseline.runs_per_task:g} runs/task) vs "
+              f"{plain(c.candidate.commit or 'unknown', 12)} "
+              f"({plain(c.candidate.model, 80)}, {c.candidate.runs_per_task:g} runs/task)"]
+    return "\n".join(lines) + "\n"

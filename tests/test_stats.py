@@ -1,0 +1,199 @@
+"""The statistics of the verdict against brute force and textbook answers."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, fisher_exact, hypergeom
+
+from gate.compare import _stats
+
+
+def _random_case(rng: np.random.Generator, max_n: int = 4, max_nb: int = 5, max_nc: int = 3):
+    n = int(rng.integers(1, max_n + 1))
+    nb = rng.integers(1, max_nb + 1, n)
+    nc = rng.integers(1, max_nc + 1, n)
+    b = np.array([rng.integers(0, x + 1) for x in nb])
+    c = np.array([rng.integers(0, x + 1) for x in nc])
+    return b, nb, c, nc
+
+
+def _null_outcomes(b, nb, c, nc):
+    """Every joint candidate outcome given the margins, with its null probability."""
+    supports = []
+    for bi, nbi, ci, nci in zip(b, nb, c, nc, strict=True):
+        t, m = bi + ci, nbi + nci
+        xs = range(max(0, t - nbi), min(t, nci) + 1)
+        supports.append([(x, hypergeom.pmf(x, m, t, nci)) for x in xs])
+    for combo in itertools.product(*supports):
+        yield np.array([x for x, _ in combo]), float(np.prod([p for _, p in combo]))
+
+
+def test_sum_test_equals_brute_force_enumeration() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(150):
+        b, nb, c, nc = _random_case(rng)
+        expected = sum(p for xs, p in _null_outcomes(b, nb, c, nc) if xs.sum() <= c.sum())
+        assert _stats.sum_test(b, nb, c, nc)[0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_max_test_equals_brute_force_enumeration() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(150):
+        b, nb, c, nc = _random_case(rng)
+        m = _stats.task_pvalues(b, nb, c, nc)[0].min()
+        expected = 0.0
+        t = b + c  # the margins stay fixed: a null outcome x moves passes between the arms
+        for xs, p in _null_outcomes(b, nb, c, nc):
+            if _stats.task_pvalues(t - xs, nb, xs, nc)[0].min() <= m * (1 + 1e-9):
+                expected += p
+        p_max, _ = _stats.max_test(b, nb, c, nc)
+        assert p_max[0] == pytest.approx(expected, abs=1e-9)
+
+
+def test_task_pvalue_is_one_sided_fisher() -> None:
+    b, nb, c, nc = np.array([9]), np.array([10]), np.array([1]), np.array([5])
+    p = _stats.task_pvalues(b, nb, c, nc)[0, 0]
+    ref = fisher_exact([[1, 4], [9, 1]], alternative="less").pvalue
+    assert p == pytest.approx(ref)
+
+
+def test_sum_test_with_one_run_per_arm_is_mcnemar_exact() -> None:
+    rng = np.random.default_rng(3)
+    ones = np.ones(15, dtype=np.int64)
+    for _ in range(100):
+        b = rng.integers(0, 2, 15)
+        c = rng.integers(0, 2, 15)
+        discordant = b != c
+        n, k = int(discordant.sum()), int((c[discordant] == 1).sum())
+        ref = binomtest(k, n, 0.5, alternative="less").pvalue if n else 1.0
+        assert _stats.sum_test(b, ones, c, ones)[0] == pytest.approx(ref, abs=1e-12)
+
+
+def test_batch_rows_equal_single_calls() -> None:
+    rng = np.random.default_rng(4)
+    nb = np.array([3, 20, 5, 5])
+    nc = np.array([3, 5, 5, 2])
+    b = np.array([2, 17, 4, 1])
+    c = np.stack([[rng.integers(0, x + 1) for x in nc] for _ in range(20)])
+    batch_sum = _stats.sum_test(b, nb, c, nc)
+    batch_max, _ = _stats.max_test(b, nb, c, nc)
+    for row, ps, pm in zip(c, batch_sum, batch_max, strict=True):
+        assert _stats.sum_test(b, nb, row, nc)[0] == pytest.approx(ps)
+        assert _stats.max_test(b, nb, row, nc)[0][0] == pytest.approx(pm)
+
+
+def test_normal_fallback_is_close_to_exact() -> None:
+    rng = np.random.default_rng(5)
+    n = 60
+    nb, nc = np.full(n, 10), np.full(n, 5)
+    b = rng.integers(3, 10, n)
+    c = np.stack([rng.binomial(5, b / 10) - (rng.random(n) < 0.2) for _ in range(5)]).clip(0)
+    exact = _stats.sum_test(b, nb, c, nc)
+    approx = _stats.sum_test(b, nb, c, nc, exact_budget=0)
+    assert np.allclose(exact, approx, atol=0.02)
+
+
+def test_decision_rule_uses_max_test_only_with_a_deep_baseline() -> None:
+    assert not _stats.is_deep(np.array([3, 3, 20]))
+    assert _stats.is_deep(np.array([20, 20, 5]))
+    one = np.array([0.004])
+    big = np.array([0.5])
+    assert _stats.pass_rate_blocks(big, one, 0.01, deep=True)[0]
+    assert not _stats.pass_rate_blocks(big, one, 0.01, deep=False)[0]
+    assert _stats.pass_rate_blocks(np.array([0.009]), big, 0.01, deep=False)[0]
+    assert not _stats.pass_rate_blocks(np.array([0.009]), big, 0.01, deep=True)[0]
+
+
+def test_ci_covers_and_behaves_at_the_edges() -> None:
+    n = 15
+    same = np.full(n, 3)
+    d, lo, hi = _stats.pass_rate_ci(same, same, same, same)
+    assert d == 0 and lo < 0 < hi  # 100 % vs 100 %: still an interval, not a point
+    d, lo, hi = _stats.pass_rate_ci(np.full(n, 3), same, np.zeros(n, int), same)
+    assert d == -1 and lo >= -1 and hi < -0.5
+    # coverage by simulation, 95 % nominal
+    rng = np.random.default_rng(6)
+    p = np.array([0.95] * 6 + [0.7] * 6 + [0.35] * 3)
+    q = np.clip(p - 0.1, 0, 1)
+    k = np.full(n, 5)
+    hits = 0
+    for _ in range(400):
+        _, lo, hi = _stats.pass_rate_ci(rng.binomial(5, p), k, rng.binomial(5, q), k)
+        hits += lo <= -0.1 <= hi
+    assert hits / 400 >= 0.93
+
+
+def test_fisher_infra() -> None:
+    assert _stats.infra_pvalue(0, 100, 10, 50) < 0.01
+    assert _stats.infra_pvalue(5, 100, 3, 50) > 0.3
+    assert _stats.infra_pvalue(0, 0, 3, 50) == 1.0
+
+
+def _samples(rng: np.random.Generator, n: int, scale: float = 1.0) -> np.ndarray:
+    turns = rng.poisson(8, n).astype(float) * scale
+    cost = rng.gamma(4, 0.01, n) * scale
+    prompt = rng.integers(1000, 5000, n).astype(float)
+    return np.stack([turns, cost, prompt * 0.8, prompt], axis=1)
+
+
+def test_permutation_detects_a_cost_shift_and_not_noise() -> None:
+    rng = np.random.default_rng(7)
+    same = [_stats.TaskSamples(_samples(rng, 20), _samples(rng, 5)) for _ in range(15)]
+    up = [_stats.TaskSamples(_samples(rng, 20), _samples(rng, 5, 1.5)) for _ in range(15)]
+    r_same = _stats.permutation_tests(same, permutations=999, seed=0)
+    r_up = _stats.permutation_tests(up, permutations=999, seed=0)
+    assert r_same["cost"] is not None and r_up["cost"] is not None
+    assert min(r_same["cost"].p_aggregate, r_same["cost"].p_equal_weight) > 0.005
+    assert r_up["cost"].p_aggregate <= 0.002 and r_up["cost"].aggregate > 1.3
+
+
+def test_permutation_is_seeded_and_reproducible() -> None:
+    rng = np.random.default_rng(8)
+    tasks = [_stats.TaskSamples(_samples(rng, 4), _samples(rng, 3)) for _ in range(5)]
+    a = _stats.permutation_tests(tasks, permutations=199, seed=42)
+    b = _stats.permutation_tests(tasks, permutations=199, seed=42)
+    assert a == b
+
+
+def test_permutation_pvalues_are_calibrated_under_the_null() -> None:
+    rng = np.random.default_rng(9)
+    ps = []
+    for _ in range(200):
+        tasks = [_stats.TaskSamples(_samples(rng, 3), _samples(rng, 3)) for _ in range(6)]
+        res = _stats.permutation_tests(tasks, permutations=199, seed=int(rng.integers(1 << 30)))
+        assert res["turns"] is not None
+        ps.append(res["turns"].p_aggregate)
+    assert np.mean(np.array(ps) <= 0.1) <= 0.16  # ~0.10 nominal
+
+
+def test_zero_metrics_are_not_measured() -> None:
+    zero = np.zeros((3, 4))
+    tasks = [_stats.TaskSamples(zero, zero) for _ in range(3)]
+    res = _stats.permutation_tests(tasks, permutations=99, seed=0)
+    assert res == {"turns": None, "cost": None, "cache_hit_rate": None}
+
+
+def test_permutations_are_fast() -> None:
+    rng = np.random.default_rng(10)
+    tasks = [_stats.TaskSamples(_samples(rng, 25), _samples(rng, 25)) for _ in range(15)]
+    _stats.permutation_tests(tasks, permutations=99, seed=0)  # warm up
+    start = time.perf_counter()
+    _stats.permutation_tests(tasks, permutations=9999, seed=0)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_detectable_drop_matches_the_power_table() -> None:
+    """STATISTICS.md: a pooled 20-run baseline with k = 5 sees −20 points ~85 % of the time."""
+    rates = np.array([0.95] * 6 + [0.7] * 6 + [0.35] * 3)
+    nb = np.full(15, 20)
+    b = np.round(rates * 20).astype(np.int64)
+    deep = _stats.detectable_drop(b, nb, np.full(15, 5), 0.01)
+    shallow = _stats.detectable_drop(np.round(rates * 3).astype(np.int64), np.full(15, 3),
+                                     np.full(15, 3), 0.01)
+    assert deep is not None and 0.12 <= deep <= 0.25
+    assert shallow is None or shallow > deep
+    assert _stats.detectable_drop(np.zeros(15, np.int64), nb, np.full(15, 5), 0.01) is None
