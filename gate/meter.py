@@ -15,7 +15,7 @@ import contextlib
 import json
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -148,12 +148,15 @@ class MeterProxy:
         credential_header: str = "x-api-key",
         host: str = "127.0.0.1",
         timeout: float = 600,
+        observer: Callable[[str, bytes], None] | None = None,
     ) -> None:
+        """``observer(run_id, body)`` sees each authenticated request body (benchmarks)."""
         self.upstream = upstream.rstrip("/")
         self._credential = credential
         self._credential_header = credential_header
         self.prices = prices
         self.timeout = timeout
+        self._observer = observer
         self._runs: dict[str, RunMeter] = {}
         self.unpriced: set[str] = set()
         self._lock = threading.Lock()
@@ -246,6 +249,8 @@ class MeterProxy:
             return
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
+        if self._observer is not None:
+            self._observer(run.run_id, body)
         model, stream = "unknown", False
         try:
             payload = json.loads(body) if body else {}

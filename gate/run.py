@@ -55,6 +55,8 @@ class RunRequest:
     model: str | None = None
     seed: int | None = None
     sim_options: dict[str, Any] = field(default_factory=dict)
+    # sees every model request body the meter forwards (run id, raw JSON); for benchmarks
+    request_observer: Callable[[str, bytes], None] | None = None
 
 
 def suite_info(suite: Suite) -> SuiteInfo:
@@ -139,7 +141,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         if kind != "oracle":
             ledger = Path(f"{stem}.sim-ledger.jsonl")
             base, credential, upstream = stack.enter_context(_upstream(req, suite, ledger))
-            meter = stack.enter_context(MeterProxy(base, credential, prices))
+            meter = stack.enter_context(MeterProxy(base, credential, prices,
+                                                   observer=req.request_observer))
         label = f"{model} (simulator)" if upstream == "simulator" else model
         agent = build_agent(cfg, kind, model, label)
         extra: dict[str, Any] = {"replications": replications, "upstream": upstream,
