@@ -110,6 +110,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
+    def _record(self, entry: dict[str, Any]) -> None:
+        """Write the ledger line once, before the response's last byte, so a client that has
+        its answer can already read what it was billed."""
+        if not getattr(self, "_recorded", False):
+            self._recorded = True
+            self.server.engine.record(entry)
+
     def _send_error(self, err: ApiError, request_id: str) -> None:
         self._send_json(err.status, error_body(err.error_type, err.message, request_id),
                         request_id, err.headers)
@@ -124,7 +131,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise invalid("The request body is not valid JSON") from None
 
-    def _drop(self) -> None:
+    def _drop(self, entry: dict[str, Any]) -> None:
+        self._record(entry)
         self.close_connection = True
         try:
             self.wfile.flush()
@@ -155,6 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         engine = self.server.engine
+        self._recorded = False
         request_id = "req_sim_" + uuid.uuid4().hex[:24]
         path = self.path.split("?", 1)[0].rstrip("/")
         entry: dict[str, Any] = {"request_id": request_id, "endpoint": path, "model": None,
@@ -174,12 +183,14 @@ class _Handler(BaseHTTPRequestHandler):
                 entry["model"] = req["model"]
                 n = prompt_tokens(flatten(req))
                 entry["status"] = 200
+                self._record(entry)
                 self._send_json(200, {"input_tokens": n}, request_id)
                 return
             self._messages(engine, body, request_id, entry)
         except ApiError as err:
             entry["status"] = err.status
             entry["error"] = err.error_type
+            self._record(entry)
             self._send_error(err, request_id)
         except _Dropped:
             pass
@@ -188,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             if entry["status"] is not None or entry.get("fault"):
-                engine.record(entry)
+                self._record(entry)
 
     def _read_body_quietly(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -219,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "disconnect" and not stream:
             entry["fault"] = fault
             entry["status"] = 0
-            self._drop()
+            self._drop(entry)
         reply = engine.model.reply(req)
         content, stop, out_tokens = fit_max_tokens(reply.content, reply.stop_reason,
                                                    int(req["max_tokens"]))
@@ -238,6 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         engine.cache.commit(plan)  # the response has begun: its cache entries become visible
         time.sleep(engine.latency.tokens_s(out_tokens))
         entry.update(status=200, usage=message["usage"])
+        self._record(entry)
         self._send_json(200, message, entry["request_id"])
 
     def _stream(self, engine: Engine, message: dict[str, Any], plan: CachePlan,
@@ -289,9 +301,10 @@ class _Handler(BaseHTTPRequestHandler):
                                       "delta": {"stop_reason": message["stop_reason"],
                                                 "stop_sequence": None},
                                       "usage": delta_usage})
+        entry["usage"] = final_usage
+        self._record(entry)
         self._event("message_stop", {"type": "message_stop"})
         self._chunk(b"")
-        entry["usage"] = final_usage
 
     def _fail_stream(self, fault: str, entry: dict[str, Any]) -> None:
         entry["fault"] = fault
@@ -299,9 +312,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._event("error", {"type": "error", "error": {
                 "type": "overloaded_error", "message": "Overloaded (simulated)"},
                 "request_id": entry["request_id"]})
+            self._record(entry)
             self._chunk(b"")
             return
-        self._drop()
+        self._drop(entry)
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
         self._chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
