@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,10 +65,31 @@ def write_suite(root: Path, helper: str = GOOD_HELPER, toml_extra: str = "") -> 
     (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
 
 
-def make_baseline(root: Path) -> None:
+def write_sim_suite(root: Path, max_turns: int = 10) -> None:
+    """Easy tasks the simulator solves in 4 turns, for the built-in agent under ``--sim``."""
+    for word in WORDS:
+        d = root / "tasks" / word
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text(f"Write `{word}` into out.txt.\n")
+        (d / "task.toml").write_text('difficulty = "easy"\n')
+        (d / "verify.sh").write_text(f"set -eu\ngrep -qx {word} out.txt\n")
+        (d / "solution" / "solve.sh").write_text(f"echo {word} > out.txt\n")
+    set_max_turns(root, max_turns)
+    (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
+
+
+def set_max_turns(root: Path, max_turns: int) -> None:
+    (root / "gate.toml").write_text(
+        f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\nmax_turns = {max_turns}\n\n'
+        '[suite]\ntasks = "tasks"\nreplications = 3\njobs = 3\n\n'
+        '[gate]\nbaseline = "baseline.json"\n')
+
+
+def make_baseline(root: Path, *, sim: bool = False) -> None:
     """baseline.json from a real run of the suite (never hand-written)."""
     cfg = load_config(root / "gate.toml")
-    run_suite(RunRequest(config=cfg, output=root / "baseline.json", transcripts=False))
+    run_suite(RunRequest(config=cfg, output=root / "baseline.json", transcripts=False,
+                         sim=sim))
 
 
 @dataclass
@@ -154,21 +175,36 @@ class CIRun:
         assert f"::add-mask::{TOKEN}" in self.stdout
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Project:
+def _project(tmp_path: Path, *, sim: bool) -> Iterator[Project]:
     origin = tmp_path / "origin.git"
     sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
     seed = tmp_path / "seed"
     seed.mkdir()
     sh(seed, "git", "init", "-q", "-b", "main")
-    write_suite(seed)
-    make_baseline(seed)
+    if sim:
+        write_sim_suite(seed)
+    else:
+        write_suite(seed)
+    make_baseline(seed, sim=sim)
     sh(seed, "git", "add", "-A")
     sh(seed, "git", "commit", "-q", "-m", "suite and baseline")
     sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
     sh(seed, "git", "push", "-q", "origin", "main")
     with FakeGitHub(REPO, token=TOKEN) as gh:
         yield Project(tmp_path, origin, gh)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    """An oracle-agent suite: fast and deterministic."""
+    yield from _project(tmp_path, sim=False)
+
+
+@pytest.fixture
+def sim_project(tmp_path: Path) -> Iterator[Project]:
+    """The built-in agent against the simulator: the model's behaviour responds to gate.toml."""
+    pytest.importorskip("gate.sim")
+    yield from _project(tmp_path, sim=True)
 
 
 def _break_agent(work: Path) -> None:
@@ -343,6 +379,21 @@ def test_pull_request_target_is_refused(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
     run = project.gate_ci(ci, event="pull_request_target")
     assert run.code == 2 and "refuses pull_request_target" in run.stderr
+
+
+def test_sim_pr_that_cuts_max_turns_regresses(sim_project: Project) -> None:
+    """The real agent loop, metered, against the simulator: a PR that gives the agent fewer
+    turns than the tasks need regresses, with no API key in the environment at all."""
+    ci = sim_project.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
+    run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stderr
+    assert run.outputs["verdict"] == "regression"
+    (comment,) = _marker_comments(sim_project.gh)
+    assert "simulator" in comment["body"]
+    harmless = sim_project.pr_branch("docs", lambda w: (w / "README.md").write_text("hi\n"))
+    again = sim_project.gate_ci(harmless, env={"GATE_SIM": "1", "ANTHROPIC_API_KEY": ""})
+    assert again.code == 0, again.stderr
+    assert again.outputs["verdict"] == "pass" and float(again.outputs["cost_usd"]) > 0
 
 
 # ----- main ---------------------------------------------------------------------------------
