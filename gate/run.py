@@ -108,6 +108,16 @@ def _upstream(req: RunRequest, suite: Suite, ledger: Path) -> Iterator[tuple[str
     yield base, key, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
 
 
+def infra_gate(results: Results, max_rate: float) -> None:
+    """Too many infra errors make a run unmeasurable (exit 3), never a quiet pass."""
+    runs = len(results.runs)
+    errors = results.summary.errors
+    if runs and errors / runs > max_rate:
+        first = next((r.reason for r in results.runs if r.status == "error"), None)
+        raise Unmeasurable(f"{errors} of {runs} runs were infra errors (more than "
+                           f"{max_rate:.0%}); first: {first}")
+
+
 def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None) -> Results:
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)

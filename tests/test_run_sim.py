@@ -164,3 +164,31 @@ def test_unknown_model_exit_2_with_how_to(tmp_path: Path) -> None:
               "-o", str(tmp_path / "r.json"), env=dict(os.environ), cwd=tmp_path)
     assert p.returncode == 2
     assert 'agent.prices."claude-nova-9"' in p.stderr
+
+
+def test_model_api_failing_after_retries_is_infra_and_billed_tokens_count(
+    tmp_path: Path,
+) -> None:
+    faults = FaultConfig(rate_stream_error=1.0, retry_after=0.01)
+    res = run_suite(RunRequest(config=_config(tmp_path), output=tmp_path / "r.json",
+                               task_ids=EASY[:1], replications=1, jobs=1, sim=True,
+                               sim_options={"faults": faults}))
+    (run,) = res.runs
+    assert run.status == "error"
+    assert run.reason is not None and "model API failed after retries" in run.reason
+    assert res.summary.total == 0 and res.summary.errors == 1
+    assert run.usage.prompt_tokens > 0 and run.cost_usd > 0  # billed input still counted
+    _assert_meter_equals_ledger(load_results(tmp_path / "r.json"))
+
+
+def test_too_many_infra_errors_exit_3_with_results_kept(make_task, suite_dir: Path,
+                                                        tmp_path: Path) -> None:
+    import os
+
+    make_task("broken-setup", setup="exit 7\n")
+    out = tmp_path / "r.json"
+    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1", "-o", str(out),
+              env=dict(os.environ), cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    assert "1 of 1 runs were infra errors" in p.stderr
+    assert load_results(out).runs[0].status == "error"

@@ -6,7 +6,7 @@ import click
 
 from gate.config import load_config
 from gate.results import RunResult
-from gate.run import RunRequest, run_suite
+from gate.run import RunRequest, infra_gate, run_suite
 
 
 @click.command()
@@ -57,3 +57,4 @@ def run(
     click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
                f"mean turns {s.mean_turns if s.mean_turns is not None else 'n/a'}, "
                f"cost ${s.cost_usd:.4f}, cache hit {hit} → {output}")
+    infra_gate(results, req.config.gate.max_infra_rate)
