@@ -245,7 +245,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
             kinds[key] = kinds.get(key, 0) + 1
     flaky = sum(1 for t in c.tasks if t.flaky)
     parts = [f"{n} {k}" for k, n in kinds.items()] + ([f"{flaky} flaky"] if flaky else [])
-    suite_lines = [{"label": Markup(label), "items": _names(items)} for label, items in (
+    suite_lines = [{"label": Markup(label), "names": _names(items)} for label, items in (
         ("added (not gated)", c.suite.added), ("removed", c.suite.removed),
         ("changed, not compared", c.suite.changed),
         ("no valid run in one arm", c.suite.unmeasured)) if items]

@@ -1,0 +1,117 @@
+"""Promoting results into baseline.json: pooling, resets, provenance, atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gate.baseline import promote, promote_file
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.errors import BadInput, Unmeasurable
+from gate.results import Results, TaskInfo, load_results, summarize, write_results
+
+RATES = reference_rates(6)
+
+
+def _run(i: int, *, k: int = 5, fingerprint: str = "agent-a", seed: int | None = None,
+         model: str = "simulated") -> Results:
+    rng = np.random.default_rng(seed if seed is not None else i)
+    return synthetic_results(RATES, k, rng, fingerprint=fingerprint, model=model,
+                             commit=f"{i:x}" * 40, created_at=f"2026-11-{10 + i:02d}T00:00:00Z")
+
+
+def _runs_per_task(res: Results) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in res.runs:
+        out[r.task] = out.get(r.task, 0) + 1
+    return out
+
+
+def test_first_promotion_stamps_provenance() -> None:
+    new, msg = promote(_run(1), None)
+    assert msg.startswith("new baseline: 30 runs over 6 tasks")
+    assert all(r.commit == "1" * 40 and r.created_at == "2026-11-11T00:00:00Z" for r in new.runs)
+
+
+def test_same_fingerprint_pools_and_keeps_the_newest() -> None:
+    baseline = None
+    for i in range(1, 7):
+        baseline, msg = promote(_run(i), baseline, pool_size=20)
+    assert baseline is not None
+    assert msg == "pooled 30 runs; now 120 runs over 6 tasks"
+    assert set(_runs_per_task(baseline).values()) == {20}
+    commits = {r.commit for r in baseline.runs}
+    assert commits == {f"{i:x}" * 40 for i in range(3, 7)}  # the two oldest fell out
+    assert baseline.summary == summarize(baseline.runs)
+    reps = [(r.task, r.replication) for r in baseline.runs]
+    assert len(reps) == len(set(reps))  # replications renumbered, still unique
+    assert [s["commit"] for s in baseline.sources] == [f"{i:x}" * 40 for i in range(3, 7)]
+
+
+def test_new_fingerprint_starts_a_new_baseline() -> None:
+    old, _ = promote(_run(1), None)
+    old, _ = promote(_run(2), old)
+    new, msg = promote(_run(3, fingerprint="agent-b", model="other"), old)
+    assert "agent fingerprint changed (agent-a → agent-b): starting a new baseline" in msg
+    assert {r.commit for r in new.runs} == {"3" * 40}
+    assert new.model == "other" and new.agent.fingerprint == "agent-b"
+
+
+def test_changed_task_restarts_and_removed_task_is_dropped() -> None:
+    base, _ = promote(_run(1), None)
+    nxt = _run(2)
+    tasks = {t: TaskInfo(digest="changed" if t == "t00" else info.digest)
+             for t, info in nxt.suite.tasks.items() if t != "t05"}
+    runs = [r for r in nxt.runs if r.task != "t05"]
+    nxt = nxt.model_copy(update={"suite": nxt.suite.model_copy(update={"tasks": tasks}),
+                                 "runs": runs, "summary": summarize(runs)})
+    new, msg = promote(nxt, base)
+    per_task = _runs_per_task(new)
+    assert per_task["t00"] == 5 and per_task["t01"] == 10 and "t05" not in per_task
+    assert "t05" not in new.suite.tasks and new.suite.tasks["t00"].digest == "changed"
+    assert "1 changed task(s) restarted" in msg and "1 task(s) no longer in the suite" in msg
+
+
+def test_promoting_the_same_results_twice_is_a_no_op() -> None:
+    base, _ = promote(_run(1), None)
+    again, msg = promote(_run(1), base)
+    assert again is base and "already in the baseline" in msg
+
+
+def test_promote_file_writes_atomically_and_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gate.cli import main
+
+    bl = tmp_path / "baseline.json"
+    for i in (1, 2):
+        write_results(tmp_path / f"r{i}.json", _run(i))
+    assert promote_file(tmp_path / "r1.json", bl).startswith("new baseline")
+    res = CliRunner().invoke(main, ["baseline", str(tmp_path / "r2.json"), "--baseline", str(bl)])
+    assert res.exit_code == 0, res.output
+    assert "pooled 30 runs; now 60 runs over 6 tasks" in res.output
+    data = json.loads(bl.read_text())
+    assert data["schema_version"] == 1 and len(data["runs"]) == 60
+    assert load_results(bl).summary.total == 60
+    assert not list(tmp_path.glob(".baseline.json.*"))  # no temp file left behind
+
+
+def test_promote_refuses_bad_files(tmp_path: Path) -> None:
+    bl = tmp_path / "baseline.json"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "runs": [')
+    with pytest.raises(BadInput):
+        promote_file(bad, bl)
+    empty = _run(1).model_copy(update={"runs": [], "summary": summarize([])})
+    write_results(tmp_path / "empty.json", empty)
+    with pytest.raises(Unmeasurable):
+        promote_file(tmp_path / "empty.json", bl)
+    assert not bl.exists()
+    write_results(tmp_path / "ok.json", _run(1))
+    bl.write_text("not json")  # a damaged baseline is an error, not silently replaced
+    with pytest.raises(BadInput):
+        promote_file(tmp_path / "ok.json", bl)
+    assert bl.read_text() == "not json"

@@ -1,0 +1,111 @@
+"""``gate compare`` from the outside: formats, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gate.cli import main
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.results import TaskInfo, write_results
+
+RATES = reference_rates()
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    rng = np.random.default_rng(0)
+    paths = {name: tmp_path / f"{name}.json" for name in
+             ("base", "same", "broken", "changed", "unrelated")}
+    base = synthetic_results(RATES, 20, rng)
+    write_results(paths["base"], base)
+    write_results(paths["same"], synthetic_results(RATES, 5, rng))
+    write_results(paths["broken"], synthetic_results([0.0] * 15, 5, rng))
+    changed = synthetic_results(RATES, 5, rng, digests="new")
+    write_results(paths["changed"], changed)
+    unrelated = synthetic_results(RATES, 5, rng)
+    unrelated = unrelated.model_copy(update={
+        "suite": unrelated.suite.model_copy(update={"tasks": {"other": TaskInfo(digest="o")}}),
+        "runs": [r.model_copy(update={"task": "other"}) for r in unrelated.runs]})
+    write_results(paths["unrelated"], unrelated)
+    (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 50\n")
+    paths["config"] = tmp_path / "gate.toml"
+    return paths
+
+
+def _run(*args: str | Path) -> tuple[int, str, str]:
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_pass_and_regression_exit_codes(files: dict[str, Path]) -> None:
+    code, out, _ = _run("compare", files["base"], files["same"], "--config", files["config"])
+    assert code == 0 and out.startswith("PASS: No regression")
+    code, out, _ = _run("compare", files["base"], files["broken"], "--config", files["config"])
+    assert code == 1 and out.startswith("REGRESSION:")
+
+
+def test_nothing_comparable_exits_3(files: dict[str, Path]) -> None:
+    code, out, _ = _run("compare", files["base"], files["changed"], "--config", files["config"])
+    assert code == 3 and out.startswith("INCONCLUSIVE:")
+
+
+def test_json_and_markdown_formats(files: dict[str, Path]) -> None:
+    code, out, _ = _run("compare", files["base"], files["broken"], "--format", "json",
+                        "--config", files["config"])
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "regression" and data["exit_code"] == 1
+    assert {m["name"] for m in data["metrics"]} == {"pass_rate", "turns", "cost",
+                                                    "cache_hit_rate"}
+    code, out, _ = _run("compare", files["base"], files["same"], "--format", "markdown",
+                        "--run-url", "https://ci.example/run/1", "--config", files["config"])
+    assert code == 0 and out.startswith("### ✅ agent-gate: no regression")
+    assert "[CI run](https://ci.example/run/1)" in out
+
+
+def _one_line_error(code: int, out: str, err: str, expected: int) -> None:
+    assert code == expected
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gate: error: ")
+    assert "Traceback" not in err
+
+
+def test_bad_inputs_are_one_line_errors(files: dict[str, Path], tmp_path: Path) -> None:
+    good = files["base"].read_text()
+    cases = {
+        "truncated.json": good[: len(good) // 2],
+        "notjson.json": "hello",
+        "array.json": "[1, 2]",
+        "schema.json": json.dumps({**json.loads(good), "schema_version": 2}),
+        "missing.json": json.dumps({k: v for k, v in json.loads(good).items() if k != "suite"}),
+        "badrun.json": json.dumps({**json.loads(good), "runs": [{"task": "t00"}]}),
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        code, out, err = _run("compare", files["base"], tmp_path / name)
+        _one_line_error(code, out, err, 2)
+        assert name in err
+    code, out, err = _run("compare", tmp_path / "nope.json", files["same"])
+    _one_line_error(code, out, err, 2)
+    code, out, err = _run("compare", files["base"], files["unrelated"])
+    _one_line_error(code, out, err, 2)
+    assert "unrelated suites" in err
+    (tmp_path / "bad.toml").write_text("[gate]\nalpha = 7\n")
+    code, out, err = _run("compare", files["base"], files["same"],
+                          "--config", tmp_path / "bad.toml")
+    _one_line_error(code, out, err, 2)
+
+
+def test_real_process_plain_text_and_exit_code(files: dict[str, Path]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "compare", str(files["base"]), str(files["broken"]),
+         "--config", str(files["config"])], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("REGRESSION:") and "\x1b[" not in proc.stdout

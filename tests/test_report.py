@@ -1,0 +1,175 @@
+"""The PR comment: complete, escaped, and under GitHub's size limit."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from gate.compare import Comparison, compare
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.config import GateSettings
+from gate.report import GITHUB_LIMIT, md, render_markdown, render_summary, render_text
+from gate.results import Results, TaskInfo, summarize
+
+FAST = GateSettings(permutations=999, power_simulations=50)
+HOSTILE = ("</details><img src=x onerror=alert(1)> @everyone | col | `code` "
+           "[link](javascript:alert(1)) **bold**\nsecond line <!-- x -->")
+
+
+def _comparison(seed: int = 0, broken: bool = True) -> Comparison:
+    rng = np.random.default_rng(seed)
+    rates = reference_rates()
+    cand = [0.0 if broken and i in (0, 6) else r for i, r in enumerate(rates)]
+    return compare(synthetic_results(rates, 20, rng),
+                   synthetic_results(cand, 5, rng, cost_scale=1.5), FAST)
+
+
+def _hostile_results(base: Results) -> tuple[Results, Results]:
+    """The same suite with a hostile task id, reason, model name and parts in the candidate."""
+    evil = "evil|</details>@everyone`x`"
+
+    def rename(res: Results, reason: str | None) -> Results:
+        tasks = {(evil if t == "t00" else t): info for t, info in res.suite.tasks.items()}
+        runs = [r.model_copy(update={"task": evil if r.task == "t00" else r.task,
+                                     "status": "failed" if r.task == "t00" else r.status,
+                                     "reason": reason if r.task == "t00" else r.reason})
+                for r in res.runs]
+        return res.model_copy(update={"suite": res.suite.model_copy(update={"tasks": tasks}),
+                                      "runs": runs, "summary": summarize(runs)})
+
+    cand = rename(base, HOSTILE)
+    cand = cand.model_copy(update={"model": "@octocat <b>model</b> | x"})
+    agent = cand.agent.model_copy(update={"parts": {"model": "@here </details>",
+                                                    "`tools`|": "sha256:" + "f" * 16}})
+    cand = cand.model_copy(update={"agent": agent})
+    base = rename(base, None)
+    base = base.model_copy(update={"runs": [r.model_copy(update={"status": "passed"})
+                                            if r.task == evil else r for r in base.runs]})
+    return base, cand
+
+
+def test_comment_has_verdict_first_then_metrics_then_details() -> None:
+    c = _comparison()
+    body = render_markdown(c, run_url="https://github.com/o/r/actions/runs/7",
+                           notes=["This PR edits `baseline.json`; it was judged against the "
+                                  "base branch's."])
+    lines = body.splitlines()
+    assert lines[0].startswith("### ❌ agent-gate: regression")
+    assert "**Regression:" in lines[2]
+    assert body.index("| pass rate |") < body.index("<details><summary>Per-task")
+    for name in ("pass rate", "mean turns", "cost per run", "cache-hit rate"):
+        assert f"| {name} |" in body
+    assert "95 % CI" in body and "80 % power" in body
+    assert "[CI run](https://github.com/o/r/actions/runs/7)" in body
+    assert "> This PR edits `baseline.json`" in body  # our own notes keep their Markdown
+    assert body.count("<details>") == body.count("</details>")
+    assert render_summary(c) == render_markdown(c)
+
+
+def test_hostile_text_is_escaped_everywhere() -> None:
+    rng = np.random.default_rng(1)
+    base, cand = _hostile_results(synthetic_results(reference_rates(), 5, rng))
+    c = compare(base, cand, FAST)
+    body = render_markdown(c, notes=["note\nwith a newline <script>"])
+    assert "<img" not in body and "<script>" not in body and "<b>" not in body
+    assert "<!--" not in body
+    assert body.count("<details>") == body.count("</details>") == 4
+    assert re.search(r"@(everyone|here|octocat)", body) is None  # a ZWJ follows every @
+    assert "@\u200deveryone" in body
+    assert "`x`" not in body and "`code`" not in body and "`tools`" not in body
+    assert "[link](javascript" not in body and "\\[link\\]" in body
+    # a task row keeps its 6 columns: no raw | from the data
+    task_rows = [ln for ln in body.splitlines() if ln.startswith("| evil")]
+    assert task_rows and all(ln.count("|") == 7 for ln in task_rows)
+    assert "second line" in body and "\nsecond line" not in body
+
+
+def test_escape_filter() -> None:
+    assert md("a|b") == "a&#124;b"
+    assert md("<x>") == "&lt;x&gt;"
+    assert md("@all") == "@\u200dall"
+    assert md("`x`") == "&#96;x&#96;"
+    assert md("a\nb\r\nc") == "a b c"
+    assert md("*x* _y_ [z]") == "\\*x\\* \\_y\\_ \\[z\\]"
+    assert len(md("x" * 1000, limit=50)) == 50
+
+
+def _big_comparison(n: int = 500) -> Comparison:
+    """Every one of n tasks changed: half broken, the rest added/removed/changed/flaky."""
+    rng = np.random.default_rng(2)
+    long_ids = [f"task-{i:03d}-" + "x" * 60 for i in range(n)]
+    base = synthetic_results([0.9] * n, 3, rng)
+    cand = synthetic_results([0.0 if i % 2 else 0.5 for i in range(n)], 3, rng)
+
+    def rename(res: Results, drop: int, digest_from: int) -> Results:
+        tasks = {long_ids[int(t[1:])]: TaskInfo(digest=("z" if int(t[1:]) >= digest_from
+                                                        else info.digest))
+                 for t, info in res.suite.tasks.items() if int(t[1:]) != drop}
+        runs = [r.model_copy(update={"task": long_ids[int(r.task[1:])],
+                                     "reason": "AssertionError: " + "y" * 300})
+                for r in res.runs if int(r.task[1:]) != drop]
+        return res.model_copy(update={"suite": res.suite.model_copy(update={"tasks": tasks}),
+                                      "runs": runs, "summary": summarize(runs)})
+
+    return compare(rename(base, n - 1, n), rename(cand, 0, n - 20), FAST)
+
+
+def test_500_changed_tasks_stay_under_githubs_limit() -> None:
+    c = _big_comparison()
+    assert sum(1 for t in c.tasks if t.status == "compared" and t.change != "same") > 200
+    notes = ["n" * 900] * 12
+    trend = [{"commit": "a" * 40, "created_at": "2026-11-29T00:00:00Z", "pass_rate": 0.8,
+              "cost_usd": 1.0, "cache_hit_rate": 0.7, "mean_turns": 8.0}] * 50
+    body = render_markdown(c, run_url="https://example.com/run", notes=notes, trend=trend)
+    assert len(body) < GITHUB_LIMIT
+    assert "more task(s) not shown" in body
+    assert "- removed: task-000-" in body and "- added (not gated): task-499-" in body
+    assert "built-in method" not in body and " and " in body.split("changed, not compared:")[1]
+    assert body.count("<details>") == body.count("</details>")
+    # the most important rows survive the cut: newly failing first
+    first_row = next(ln for ln in body.splitlines() if ln.startswith("| task-"))
+    assert "newly failing" in first_row
+
+
+def test_trend_renders_a_mermaid_chart_with_safe_labels() -> None:
+    c = _comparison(broken=False)
+    trend = [{"commit": f"{i:07d}\"];evil", "created_at": f"2026-11-2{i}T00:00:00Z",
+              "pass_rate": 0.7 + i / 100, "cost_usd": 1.5, "cache_hit_rate": 0.8,
+              "mean_turns": 7.0} for i in range(5)]
+    body = render_markdown(c, trend=trend)
+    assert "```mermaid" in body and "xychart-beta" in body
+    assert 'x-axis ["0000000", "0000001"' in body
+    assert "evil" not in body
+    assert "line [70.0, 71.0, 72.0, 73.0, 74.0]" in body
+    assert "```mermaid" not in render_markdown(c)
+
+
+def test_plain_text_report() -> None:
+    c = _comparison()
+    text = render_text(c)
+    assert text.startswith("REGRESSION: Regression:")
+    assert "pass rate" in text and "cost per run" in text and "newly failing" in text
+    assert "<sub>" not in text
+
+
+@pytest.mark.parametrize("verdict", ["pass", "inconclusive"])
+def test_other_verdicts_render(verdict: str) -> None:
+    rng = np.random.default_rng(3)
+    rates = reference_rates()
+    base = synthetic_results(rates, 5, rng)
+    cand = synthetic_results(rates, 5, rng, error_rate=0.5 if verdict == "inconclusive" else 0)
+    c = compare(base, cand, FAST)
+    assert c.verdict == verdict
+    body = render_markdown(c)
+    icon = {"pass": "✅ agent-gate: no regression", "inconclusive": "⚠️ agent-gate: inconclusive"}
+    assert body.startswith("### " + icon[verdict])
+    if verdict == "inconclusive":
+        assert "infra errors" in body
+
+
+def test_templates_ship_with_the_package() -> None:
+    from importlib.resources import files
+
+    assert files("gate").joinpath("templates/comment.md.j2").is_file()
