@@ -396,6 +396,40 @@ def test_sim_pr_that_cuts_max_turns_regresses(sim_project: Project) -> None:
     assert again.outputs["verdict"] == "pass" and float(again.outputs["cost_usd"]) > 0
 
 
+def test_workflow_run_posts_the_uploaded_report_on_the_right_pr(project: Project) -> None:
+    """The fork pattern's second half: no checkout, no PR code, the PR found from the trusted
+    event (not from the artifact), one comment, a planted marker defused."""
+    gh = project.gh
+    gh.pulls = [{"number": 99, "head": {"sha": "f" * 40}, "_head": "stranger:other"},
+                {"number": PR, "head": {"sha": "a" * 40}, "_head": "stranger:feature"}]
+    work = project.tmp / "comment-job"
+    work.mkdir()
+    (work / "gate-report.md").write_text(f"### agent-gate: skipped\n\nfork {MARKER} text\n")
+    event = work.parent / "workflow-run.json"
+    event.write_text(json.dumps({"workflow_run": {
+        "event": "pull_request", "head_sha": "a" * 40, "head_branch": "feature",
+        "head_repository": {"full_name": "stranger/agent"}, "pull_requests": []}}))
+    for _ in range(2):
+        run = project.gate_ci(work, event="workflow_run", event_path=event,
+                              ref="refs/heads/main")
+        assert run.code == 0, run.stderr
+    (comment,) = _marker_comments(gh)
+    assert comment["body"].count(MARKER) == 1 and "fork  text" in comment["body"]
+    assert gh.comments.keys() == {PR}
+    assert run.outputs["comment_url"] == comment["html_url"]
+    run.no_secrets(gh)
+
+
+def test_failed_pr_run_still_leaves_a_report_to_upload(project: Project) -> None:
+    ci = project.pr_branch("from-fork", lambda w: (w / "README.md").write_text("x\n"))
+    event = project.event(ci, head_repo="stranger/agent")
+    run = project.gate_ci(ci, "--agent", "builtin", event_path=event,
+                          env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 3
+    report = Path(run.outputs["report_path"]).read_text()
+    assert "unmeasurable" in report and "stranger/agent" in report
+
+
 # ----- main ---------------------------------------------------------------------------------
 
 def _push_event(checkout: Path) -> Path:

@@ -173,3 +173,40 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], sim_rep
     bodies = [c["body"] for c in sim_repo.gh.comments[PR]]
     assert len(bodies) == 1
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + "".join(bodies)
+
+
+# ----- the documented workflows -------------------------------------------------------------
+
+def _doc_blocks(lang: str) -> list[str]:
+    text = (ROOT / "docs" / "github.md").read_text()
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str, Any]) -> None:
+    workflows = [yaml.safe_load(b) for b in _doc_blocks("yaml")]
+    full = [w for w in workflows if isinstance(w, dict) and "jobs" in w]
+    assert len(full) >= 5  # PR check, main refresh, manual dispatch, the fork pair
+    uses_action = 0
+    for block in _doc_blocks("yaml"):
+        for name in re.findall(r"steps\.gate\.outputs\.([\w-]+)", block):
+            assert name in action["outputs"], f"docs use a non-existent output {name}"
+    for wf in full:
+        assert True in wf or "on" in wf  # PyYAML reads the bare key `on` as True
+        for job in wf["jobs"].values():
+            for step in job["steps"]:
+                assert "${{" not in str(step.get("run", ""))
+                if "agent-gate" in str(step.get("uses", "")):
+                    uses_action += 1
+                    unknown = set(step.get("with") or {}) - set(action["inputs"])
+                    assert not unknown, f"docs pass inputs the action does not have: {unknown}"
+    assert uses_action >= 5
+
+
+def test_documented_ci_table_is_valid_config() -> None:
+    import tomllib
+
+    from gate.config import GateConfig
+
+    (block,) = [b for b in _doc_blocks("toml") if "[ci]" in b]
+    cfg = GateConfig.model_validate(tomllib.loads(block))
+    assert cfg.ci.baseline_refresh == "commit"

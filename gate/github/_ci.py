@@ -414,7 +414,7 @@ class _CI:
             return
         try:
             upsert_comment(self.client, pr.number, f"### ⚠️ agent-gate: {what}\n\n{reason}\n"
-                           + (f"\n[Run]({self.env.run_url})\n" if self.env.run_url else ""))
+                           + (f"\n[CI run]({self.env.run_url})\n" if self.env.run_url else ""))
         except GateError as err:
             self.io.warning(f"could not comment on the PR: {err}")
 
@@ -465,10 +465,18 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     except GateError as exc:
         reason = ci.redact(str(exc))
         what = "unmeasurable" if exc.exit_code == 3 else "error"
+        markdown = f"### ⚠️ agent-gate: {what}\n\n{reason}\n"
         ci.io.error(reason, title=f"agent-gate: {what}")
-        ci.io.summary(f"### agent-gate: {what}\n\n{reason}\n")
-        ci.io.set_outputs({"mode": mode, "verdict": what, "exit_code": exc.exit_code,
-                           "reason": reason})
+        ci.io.summary(markdown)
+        outputs: dict[str, object] = {"mode": mode, "verdict": what,
+                                      "exit_code": exc.exit_code, "reason": reason}
+        if mode in ("pr", "check"):  # the two-workflow pattern posts this file
+            try:
+                atomic_write_text(ci.opts.report_path, markdown)
+                outputs["report_path"] = str(ci.opts.report_path.resolve())
+            except OSError:
+                pass
+        ci.io.set_outputs(outputs)
         ci.try_comment_failure(mode, reason, what, exc)
         raise
     finally:
