@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,9 @@ def tiny_suite(root: Path) -> Path:
 
 def prepare_workspace(task: Task, parent: Path) -> Path:
     """A fresh workspace as the runner makes it: ``starting/`` copied, then ``setup.sh``."""
-    ws = parent / f"ws-{task.id}-{len(list(parent.glob('ws-*')))}"
+    parent.mkdir(parents=True, exist_ok=True)
+    ws = Path(tempfile.mkdtemp(prefix=f"ws-{task.id}-", dir=parent))
+    ws.rmdir()
     if task.starting_dir:
         shutil.copytree(task.starting_dir, ws)
     else:

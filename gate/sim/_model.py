@@ -291,9 +291,12 @@ class SimModel:
 
     def script(self, task: Task) -> TaskScript:
         with self._lock:
-            if task.id not in self._scripts:
-                self._scripts[task.id] = TaskScript.of(task)
-            return self._scripts[task.id]
+            known = self._scripts.get(task.id)
+        if known is None:  # built outside the lock: it runs `bash -n`, other tasks need not wait
+            built = TaskScript.of(task)
+            with self._lock:
+                known = self._scripts.setdefault(task.id, built)
+        return known
 
     def _new_episode(self, task_id: str, model: str) -> int:
         with self._lock:
