@@ -126,6 +126,13 @@ def test_max_tokens_truncates(client: anthropic.Anthropic) -> None:
     assert len(msg.content[0].text) <= 20  # type: ignore[union-attr]
 
 
+def test_stop_sequences_cut_the_answer(client: anthropic.Anthropic) -> None:
+    msg = client.messages.create(model=MODEL, max_tokens=300, stop_sequences=["simulator"],
+                                 messages=[{"role": "user", "content": "hello"}])
+    assert msg.stop_reason == "stop_sequence" and msg.stop_sequence == "simulator"
+    assert msg.content[0].text.endswith("agent-gate ")  # type: ignore[union-attr]
+
+
 def test_title_side_request_gets_a_short_answer(client: anthropic.Anthropic) -> None:
     msg = client.messages.create(model="claude-haiku-4-5", max_tokens=30,
                                  system="Generate a concise title for this conversation.",

@@ -155,6 +155,7 @@ def test_own_ledger_is_removed_on_close_but_a_given_path_is_kept(tmp_path: Any) 
         assert auto.exists()
     assert not auto.exists()
     path = tmp_path / "ledger.jsonl"
+    path.write_text('{"left": "over from an earlier run"}\n')
     with Simulator(ledger_path=path) as sim:
         _client(sim).messages.create(**KW)
     assert len(read_ledger(path)) == 1

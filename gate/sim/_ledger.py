@@ -17,13 +17,16 @@ def key_id(api_key: str) -> str:
 
 
 class Ledger:
-    """Appends entries as they happen (thread-safe); a line is complete when written."""
+    """Appends entries as they happen (thread-safe); a line is complete when written.
+
+    A new ledger starts empty (an existing file is truncated): it describes one simulator's
+    life, so a rerun with the same path cannot double-count."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
+        path.write_text("", encoding="utf-8")
 
     def record(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, sort_keys=True) + "\n"

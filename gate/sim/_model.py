@@ -429,6 +429,24 @@ def fit_max_tokens(content: list[dict[str, Any]], stop_reason: str,
     return out, stop_reason, max(used, 1)
 
 
+def apply_stop_sequences(content: list[dict[str, Any]], stop_reason: str,
+                         stops: Any) -> tuple[list[dict[str, Any]], str, str | None]:
+    """Cut the answer at the first of the request's ``stop_sequences``, like the API (the
+    sequence itself is not included). Returns (content, stop_reason, matched sequence)."""
+    wanted = [s for s in stops if isinstance(s, str) and s] if isinstance(stops, list) else []
+    if not wanted:
+        return content, stop_reason, None
+    for i, block in enumerate(content):
+        if block.get("type") != "text":
+            continue
+        text = str(block.get("text", ""))
+        hits = [(text.find(s), s) for s in wanted if s in text]
+        if hits:
+            at, seq = min(hits)
+            return [*content[:i], {"type": "text", "text": text[:at]}], "stop_sequence", seq
+    return content, stop_reason, None
+
+
 def load_tasks(tasks_dir: Path | None) -> list[Task]:
     """The suite the model knows; none when no directory is given."""
     if tasks_dir is None:

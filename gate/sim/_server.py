@@ -25,7 +25,7 @@ from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
 from gate.sim._faults import FaultConfig, Latency
 from gate.sim._ledger import Ledger, key_id
-from gate.sim._model import SimModel, fit_max_tokens
+from gate.sim._model import SimModel, apply_stop_sequences, fit_max_tokens
 from gate.sim._protocol import ApiError, check_messages_request, error_body, invalid
 
 log = logging.getLogger("gate.sim")
@@ -232,14 +232,16 @@ class _Handler(BaseHTTPRequestHandler):
             entry["status"] = 0
             self._drop(entry)
         reply = engine.model.reply(req)
-        content, stop, out_tokens = fit_max_tokens(reply.content, reply.stop_reason,
-                                                   int(req["max_tokens"]))
+        content, stop, seq = apply_stop_sequences(reply.content, reply.stop_reason,
+                                                  req.get("stop_sequences"))
+        content, stop, out_tokens = fit_max_tokens(content, stop, int(req["max_tokens"]))
         entry.update(task=reply.task, episode=reply.episode, turn=reply.turn,
-                     outcome=reply.outcome)
+                     outcome=reply.outcome, reported_model=sim_label(str(req["model"])))
         message = {
             "id": "msg_sim_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
             "model": sim_label(str(req["model"])), "content": content, "stop_reason": stop,
-            "stop_sequence": None, "usage": plan.usage.as_api(out_tokens),
+            "stop_sequence": seq if stop == "stop_sequence" else None,
+            "usage": plan.usage.as_api(out_tokens),
         }
         log.info("simulator: %s %s task=%s episode=%s turn=%s -> %s", request_id,
                  message["model"], reply.task, reply.episode, reply.turn, stop)
@@ -299,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                    "cache_read_input_tokens", "output_tokens")}
         self._event("message_delta", {"type": "message_delta",
                                       "delta": {"stop_reason": message["stop_reason"],
-                                                "stop_sequence": None},
+                                                "stop_sequence": message["stop_sequence"]},
                                       "usage": delta_usage})
         entry["usage"] = final_usage
         self._record(entry)

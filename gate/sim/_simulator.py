@@ -25,8 +25,9 @@ class Simulator:
 
     ``tasks_dir`` is the suite the model can solve (none: generic answers only). ``seed`` fixes
     outcomes and faults. ``clock`` (seconds, default ``time.time``) drives cache TTLs and ledger
-    times, so tests can expire entries without sleeping. Without ``ledger_path`` the ledger goes
-    to a temporary file that is removed on ``close()``; pass a path to keep it.
+    times, so tests can expire entries without sleeping. The ledger starts empty at ``start()``;
+    without ``ledger_path`` it goes to a temporary file that is removed on ``close()``, so pass a
+    path to keep it.
     """
 
     def __init__(
