@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -61,6 +62,20 @@ def test_x_api_key_and_bearer_both_work_and_every_response_has_a_request_id(
         assert status == 200, raw
         assert h["request-id"].startswith("req_")
         assert json.loads(raw)["model"] == MODEL + "-sim"
+
+
+def test_chunked_request_body_is_read(sim: Simulator) -> None:
+    host, port = sim.base_url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    body = json.dumps(BODY).encode()
+    conn.putrequest("POST", "/v1/messages")
+    conn.putheader("x-api-key", "k")
+    conn.putheader("transfer-encoding", "chunked")
+    conn.endheaders()
+    conn.send(b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (10, body[:10], len(body) - 10, body[10:]))
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    assert json.loads(resp.read())["type"] == "message"
 
 
 def test_bad_requests_get_400_and_unknown_routes_404(sim: Simulator) -> None:

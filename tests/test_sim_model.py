@@ -137,6 +137,8 @@ def test_max_turns_below_what_the_task_needs_fails_it(suite: Suite, tmp_path: Pa
         enough = run_episode(_client(s), task, tmp_path, model=STRONG, max_turns=9)
     assert not short.passed and short.turns == 4
     assert enough.passed and enough.turns == 9
+    assert "report written to out/report.md" in enough.final
+    assert "(no output)" not in enough.final  # the tool loop's placeholder is not an answer
 
 
 @pytest.mark.parametrize(("outcome", "check"), [

@@ -45,6 +45,7 @@ _SHELL_NAMES = {"bash", "shell", "sh", "terminal", "run_command", "execute_comma
 _TOOL_ID = re.compile(r"^toolu_sim_(\d+)_(\d+)_")
 _MENTIONED_PATH = re.compile(r"`([\w][\w./-]*\.[A-Za-z0-9]+)`")
 _REPORT_LINE = re.compile(r"^\s*(echo|printf)\b")
+_NO_OUTPUT = re.compile(r"^\(.*no output.*\)$", re.IGNORECASE)  # agents' "(no output)" notes
 
 
 @dataclass(frozen=True)
@@ -369,7 +370,7 @@ def _tool_outputs(messages: list[dict[str, Any]], turns: set[int], episode: int)
             match = _TOOL_ID.match(str(b.get("tool_use_id", "")))
             if match and int(match.group(1)) == episode and int(match.group(2)) in turns:
                 text = _text_of(b.get("content")).strip()
-                if text:
+                if text and not _NO_OUTPUT.match(text):
                     out.append(text)
     return out
 

@@ -122,14 +122,34 @@ class _Handler(BaseHTTPRequestHandler):
                         request_id, err.headers)
 
     def _read_body(self) -> Any:
-        length = int(self.headers.get("content-length") or 0)
-        if length > MAX_BODY:
-            raise ApiError("request_too_large", "Request exceeds the maximum allowed size")
-        raw = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            raw = self._read_chunked()
+        else:
+            length = int(self.headers.get("content-length") or 0)
+            if length > MAX_BODY:
+                self.close_connection = True  # the unread body makes the connection unusable
+                raise ApiError("request_too_large", "Request exceeds the maximum allowed size")
+            raw = self.rfile.read(length) if length else b""
         try:
             return json.loads(raw or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise invalid("The request body is not valid JSON") from None
+
+    def _read_chunked(self) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            n = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if n == 0:
+                while self.rfile.readline().strip():  # trailers
+                    pass
+                return b"".join(parts)
+            size += n
+            if size > MAX_BODY:
+                self.close_connection = True
+                raise ApiError("request_too_large", "Request exceeds the maximum allowed size")
+            parts.append(self.rfile.read(n))
+            self.rfile.readline()
 
     def _drop(self, entry: dict[str, Any]) -> None:
         self._record(entry)
