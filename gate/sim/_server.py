@@ -8,6 +8,7 @@ connection reaches the client as a broken body, not as a clean end.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -217,6 +218,13 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             entry["fault"] = entry.get("fault") or "client_disconnected"
             self.close_connection = True
+        except Exception as exc:  # a simulator bug: answer like the API's 500, and say so
+            log.exception("simulator: internal error on %s", request_id)
+            entry.update(status=500, error="api_error")
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._send_error(ApiError("api_error", f"simulator internal error: {exc}"),
+                                 request_id)
         finally:
             if entry["status"] is not None or entry.get("fault"):
                 self._record(entry)
