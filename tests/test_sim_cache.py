@@ -10,7 +10,15 @@ import anthropic
 import pytest
 from sim_helpers import long_text
 
-from gate.sim import Latency, Simulator, block_tokens, text_tokens, tool_tokens
+from gate.sim import (
+    Latency,
+    Simulator,
+    block_tokens,
+    min_cacheable_tokens,
+    sim_label,
+    text_tokens,
+    tool_tokens,
+)
 
 MODEL = "claude-sonnet-5-5"  # not in the table: family sonnet, minimum 1,024 tokens
 EPH = {"type": "ephemeral"}
@@ -248,6 +256,28 @@ def test_streamed_and_non_streamed_usage_agree(client: anthropic.Anthropic) -> N
     assert streamed.usage.model_dump() == plain.usage.model_dump()
     assert [b.model_dump(exclude={"parsed_output"}) for b in streamed.content] == [
         b.model_dump() for b in plain.content]
+
+
+def test_a_timestamp_in_the_system_prompt_destroys_every_hit(
+        client: anthropic.Anthropic) -> None:
+    tools = [tool(long_text(1100, "tooldoc"))]
+    reads = []
+    for minute in range(3):
+        sys_blocks = system(f"Now: 2026-11-30T07:0{minute}Z\n" + long_text(2000))
+        reads.append(usage(client, tools=tools, system=sys_blocks).cache_read_input_tokens)
+    assert reads == [0, 0, 0]
+
+
+def test_minimum_cacheable_length_by_model_id() -> None:
+    assert min_cacheable_tokens("claude-opus-5-5") == 512
+    assert min_cacheable_tokens("claude-sonnet-4-5-20250929") == 1024  # dated id → its family
+    assert min_cacheable_tokens("claude-opus-4-7") == 2048
+    assert min_cacheable_tokens("claude-haiku-4-5") == 4096
+    assert min_cacheable_tokens("claude-haiku-5-5") == 4096  # new: newest known haiku
+    assert min_cacheable_tokens("claude-sonnet-5-5-sim") == 1024
+    assert min_cacheable_tokens("some-other-model") == 1024
+    assert sim_label("claude-sonnet-5-5") == "claude-sonnet-5-5-sim"
+    assert sim_label("claude-sonnet-5-5-sim") == "claude-sonnet-5-5-sim"
 
 
 def test_token_estimate_is_documented_rule() -> None:
