@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -174,7 +175,7 @@ class TaskScript:
                              and "__pycache__" not in p.parts and p.name != "__init__.py")
         readable = list(dict.fromkeys([*mentioned, *shipped]))
         looks = ["ls -la", "find . -type f -not -path '*/.*' | sort | head -50",
-                 *[f"cat {f}" for f in readable[:6]]]
+                 *[f"cat {shlex.quote(f)}" for f in readable[:6]]]
         preamble, steps = "", list[str]()
         if task.solution_script:
             preamble, steps = split_solution(task.solution_script.read_text(encoding="utf-8"))
@@ -218,7 +219,8 @@ class TaskScript:
         """An edit that looks like work but fixes nothing (a comment in the first named file)."""
         for f in self.mentioned:
             if f.endswith((".py", ".sh", ".rb", ".toml", ".yaml", ".yml")) and "test" not in f:
-                return f"printf '\\n# handle the edge case described in the issue\\n' >> {f}"
+                return (f"printf '\\n# handle the edge case described in the issue\\n' >> "
+                        f"{shlex.quote(f)}")
         return "echo 'applied the change'"
 
 
