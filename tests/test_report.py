@@ -173,3 +173,20 @@ def test_templates_ship_with_the_package() -> None:
     from importlib.resources import files
 
     assert files("gate").joinpath("templates/comment.md.j2").is_file()
+
+
+def test_hostile_comment_renders_to_clean_html() -> None:
+    """Render with a CommonMark + GFM-tables parser: only our own tags, every row whole."""
+    markdown_it = pytest.importorskip("markdown_it")
+    rng = np.random.default_rng(1)
+    base, cand = _hostile_results(synthetic_results(reference_rates(), 5, rng))
+    body = render_markdown(compare(base, cand, FAST), notes=["x <script>alert(1)</script>"],
+                           trend=[{"commit": "<img src=x>", "pass_rate": 0.5}])
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(body)
+    tags = set(re.findall(r"<([a-z0-9]+)", html))
+    assert tags <= {"h3", "p", "strong", "blockquote", "table", "thead", "tbody", "tr", "th",
+                    "td", "details", "summary", "ul", "li", "sub", "pre", "code", "a"}
+    for table in re.findall(r"<table>.*?</table>", html, re.S):
+        widths = {len(re.findall(r"<t[hd][ >]", row))
+                  for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)}
+        assert len(widths) == 1

@@ -85,6 +85,11 @@ def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
     )
 
 
+#: a task's pass rate must move this much to be called worse/better in the report; smaller
+#: moves at a few runs per task are mostly noise (the verdict never uses these words)
+NOTABLE_CHANGE = 0.25
+
+
 def _classify(b: int, nb: int, c: int, nc: int) -> TaskChangeKind:
     """Words for a task's change. Descriptive only: the verdict comes from the tests."""
     rb, rc = b / nb, c / nc
@@ -92,9 +97,9 @@ def _classify(b: int, nb: int, c: int, nc: int) -> TaskChangeKind:
         return "newly_failing"
     if rb < 0.5 and c == nc:
         return "newly_passing"
-    if rc < rb:
+    if rc <= rb - NOTABLE_CHANGE:
         return "worse"
-    if rc > rb:
+    if rc >= rb + NOTABLE_CHANGE:
         return "better"
     return "same"
 
