@@ -217,7 +217,16 @@ def test_agent_changes_come_from_the_fingerprint_parts() -> None:
     assert changed["prompt"] == ("a" * 12, "b" * 12)
     assert changed["skills"] == (None, "c" * 12)
     assert "tools" not in changed
-    assert changed["model name"] == ("claude-a", "claude-b")
+    assert "model name" not in changed  # the model part already says it
+
+
+def test_model_label_change_without_parts_is_reported() -> None:
+    rng = np.random.default_rng(23)
+    base = synthetic_results(RATES, 3, rng, model="claude-a")
+    cand = synthetic_results(RATES, 3, rng, model="claude-a (simulator)")
+    c = compare(base, cand, FAST)
+    assert [(a.part, a.baseline, a.candidate) for a in c.agent_changes] == [
+        ("model name", "claude-a", "claude-a (simulator)")]
 
 
 def test_pooled_baseline_uses_all_its_runs() -> None:

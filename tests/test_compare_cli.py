@@ -109,3 +109,31 @@ def test_real_process_plain_text_and_exit_code(files: dict[str, Path]) -> None:
          "--config", str(files["config"])], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("REGRESSION:") and "\x1b[" not in proc.stdout
+
+
+def test_terminal_view_never_parses_untrusted_text_as_markup(
+        files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from gate.cli import _compare
+    from gate.compare import compare
+    from gate.config import GateSettings
+    from gate.results import load_results, summarize
+
+    buf = io.StringIO()
+    monkeypatch.setattr(_compare, "console",
+                        lambda: Console(file=buf, force_terminal=True, width=100))
+    base = load_results(files["base"])
+    cand = load_results(files["broken"])
+    evil = "[/bold][link=https://x]t00[/]"
+    runs = [r.model_copy(update={"task": evil if r.task == "t00" else r.task,
+                                 "reason": "[red]boom[/oops]"}) for r in cand.runs]
+    tasks = {(evil if t == "t00" else t): i for t, i in cand.suite.tasks.items()}
+    cand = cand.model_copy(update={"runs": runs, "summary": summarize(runs),
+                                   "suite": cand.suite.model_copy(update={"tasks": tasks})})
+    _compare._rich_report(compare(base, cand, GateSettings(permutations=999,
+                                                           power_simulations=0)))
+    out = buf.getvalue()
+    assert "REGRESSION" in out and "[/bold][link=https://x]t00[/]" in out

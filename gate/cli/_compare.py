@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import click
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
-from gate.cli._output import console, table
+from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
 from gate.results import load_results
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+           wrap: Sequence[int] = ()) -> Table:
+    """Cells as ``Text``, never parsed as rich markup: task ids and reasons are untrusted.
+
+    Columns not in ``wrap`` stay on one line and are cut with an ellipsis when the terminal is
+    narrow.
+    """
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, h in enumerate(headers):
+        t.add_column(h, no_wrap=i not in wrap, overflow="fold" if i in wrap else "ellipsis")
+    for row in rows:
+        t.add_row(*(Text(cell) if i in wrap else Text(cell, no_wrap=True, overflow="ellipsis")
+                    for i, cell in enumerate(row)))
+    return t
 
 
 def _rich_report(c: Comparison) -> None:
@@ -17,28 +37,29 @@ def _rich_report(c: Comparison) -> None:
     from gate.report._render import _change, _interesting, _task_rank, _task_row, _value, _verdict
 
     out = console()
-    out.print(f"{c.verdict.upper()}: {c.headline}", markup=False)
+    out.print(Text(f"{c.verdict.upper()}: {c.headline}", style="bold"))
     rows = [[m.label, _value(m, m.baseline), _value(m, m.candidate),
              _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
             for m in c.metrics]
-    out.print(table(["metric", "baseline", "this run", "change", "verdict"], rows))
+    out.print(_table(["metric", "baseline", "this run", "change", "verdict"], rows, wrap=(3,)))
     if c.power:
-        out.print(c.power.statement, markup=False)
+        out.print(Text(c.power.statement))
     if c.verdict == "inconclusive":
         for r in c.reasons:
-            out.print(f"  - {r}", markup=False)
+            out.print(Text(f"  - {r}"))
     tasks = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
     if tasks:
         task_rows = []
         for t in tasks:
             row = _task_row(t)
             task_rows.append([t.task, str(row["baseline"]), str(row["candidate"]), str(row["p"]),
-                              str(row["change"]), "; ".join(t.reasons[:2])[:120]])
-        out.print(table(["task", "baseline", "this run", "p", "change", "reasons"], task_rows))
+                              str(row["change"])])
+        # failure reasons are in --format text/markdown/json; here they would crowd the table
+        out.print(_table(["task", "baseline", "this run", "p", "change"], task_rows))
     if c.agent_changes:
-        out.print(table(["agent part", "baseline", "this run"],
-                        [[a.part, a.baseline or "—", a.candidate or "—"]
-                         for a in c.agent_changes]))
+        out.print(_table(["agent part", "baseline", "this run"],
+                         [[a.part, a.baseline or "—", a.candidate or "—"]
+                          for a in c.agent_changes]))
 
 
 @click.command("compare")

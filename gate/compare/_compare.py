@@ -133,13 +133,15 @@ def _short(value: str | None) -> str | None:
 
 def _agent_changes(baseline: Results, candidate: Results) -> list[AgentChange]:
     out: list[AgentChange] = []
-    if baseline.model != candidate.model:
+    bp, cp = baseline.agent.parts, candidate.agent.parts
+    if baseline.model != candidate.model and bp.get("model") == cp.get("model"):
+        # the label (e.g. "... (simulator)") differs though the model part does not, or there
+        # are no parts to tell: show the labels
         out.append(AgentChange(part="model name", baseline=baseline.model,
                                candidate=candidate.model))
     if baseline.agent.kind != candidate.agent.kind:
         out.append(AgentChange(part="kind", baseline=baseline.agent.kind,
                                candidate=candidate.agent.kind))
-    bp, cp = baseline.agent.parts, candidate.agent.parts
     order = ["model", "sampling", "prompt", "tools", "skills", "command"]
     for part in order + sorted((set(bp) | set(cp)) - set(order)):
         if (part in bp or part in cp) and bp.get(part) != cp.get(part):

@@ -366,8 +366,8 @@ def render_text(comparison: Comparison) -> str:
         lines += ["", "Agent changes:"]
         lines += [f"  {plain(a.part, 40)}: {plain(a.baseline or '—', 60)} → "
                   f"{plain(a.candidate or '—', 60)}" for a in c.agent_changes]
-    lines += ["", f"baseline {plain(c.baseline.commit or 'unknown', 12)} "
+    lines += ["", f"baseline {plain((c.baseline.commit or 'unknown')[:12])} "
               f"({plain(c.baseline.model, 80)}, {c.baseline.runs_per_task:g} runs/task) vs "
-              f"{plain(c.candidate.commit or 'unknown', 12)} "
+              f"{plain((c.candidate.commit or 'unknown')[:12])} "
               f"({plain(c.candidate.model, 80)}, {c.candidate.runs_per_task:g} runs/task)"]
     return "\n".join(lines) + "\n"
