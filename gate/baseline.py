@@ -5,7 +5,8 @@ the same agent fingerprint adds its runs, keeping the newest ``pool_size`` per t
 5 runs per task are judged against ~20. Pooling is only sound while the runs measure the same
 thing, hence:
 
-* a new agent fingerprint starts a new baseline (the old runs describe another agent);
+* a new agent fingerprint, or a different model label (a simulator's runs vs a real model's),
+  starts a new baseline (the old runs describe another agent);
 * a task whose digest changed keeps only the new runs (the old ones ran another task);
 * tasks no longer in the suite are dropped.
 
@@ -79,6 +80,12 @@ def promote(results: Results, baseline: Results | None, *,
         return fresh, (f"agent fingerprint changed ({baseline.agent.fingerprint[:12]} → "
                        f"{results.agent.fingerprint[:12]}): starting a new baseline with "
                        f"{_describe(fresh)}")
+    if baseline.model != results.model:
+        # same configuration, different producer: e.g. the simulator's runs must never pool
+        # with a real model's (the fingerprint covers the configuration, not the upstream)
+        fresh = _fresh(results, _keep_newest(new_runs, pool_size))
+        return fresh, (f"model changed ({baseline.model} → {results.model}): starting a new "
+                       f"baseline with {_describe(fresh)}")
     already = {(r.commit, r.created_at) for r in baseline.runs}
     if (results.commit, results.created_at) in already:
         return baseline, (f"results of {results.commit or 'this commit'} "

@@ -60,6 +60,13 @@ def test_new_fingerprint_starts_a_new_baseline() -> None:
     assert new.model == "other" and new.agent.fingerprint == "agent-b"
 
 
+def test_simulated_and_real_runs_never_pool() -> None:
+    sim, _ = promote(_run(1, model="claude-x (simulator)"), None)
+    real, msg = promote(_run(2, model="claude-x"), sim)
+    assert msg.startswith("model changed (claude-x (simulator) → claude-x)")
+    assert {r.commit for r in real.runs} == {"2" * 40} and real.model == "claude-x"
+
+
 def test_changed_task_restarts_and_removed_task_is_dropped() -> None:
     base, _ = promote(_run(1), None)
     nxt = _run(2)

@@ -11,7 +11,7 @@ from gate.baseline import promote
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
-from gate.errors import BadInput
+from gate.errors import BadInput, Unmeasurable
 from gate.results import AgentInfo, Results, TaskInfo, summarize
 
 RATES = reference_rates(15)
@@ -181,6 +181,17 @@ def test_unrelated_suites_are_bad_input() -> None:
                                      "runs": runs})
     with pytest.raises(BadInput, match="unrelated suites"):
         compare(base, other, FAST)
+
+
+def test_results_without_tasks_are_unmeasurable() -> None:
+    rng = np.random.default_rng(24)
+    base = synthetic_results(RATES, 3, rng)
+    empty = base.model_copy(update={"suite": base.suite.model_copy(update={"tasks": {}}),
+                                    "runs": [], "summary": summarize([])})
+    with pytest.raises(Unmeasurable):
+        compare(base, empty, FAST)
+    with pytest.raises(BadInput, match="baseline has no tasks"):
+        compare(empty, base, FAST)
 
 
 def test_added_and_removed_tasks_are_reported_not_gated() -> None:

@@ -30,7 +30,7 @@ from gate.compare._model import (
     Verdict,
 )
 from gate.config import GateSettings
-from gate.errors import BadInput
+from gate.errors import BadInput, Unmeasurable
 from gate.results import Results, RunResult
 
 _EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
@@ -166,12 +166,14 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     """Compare ``candidate`` with ``baseline`` and reach the verdict of STATISTICS.md.
 
     Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
-    wrong argument, not a measurement. Tasks shared but none comparable is a measurement that
-    failed: the verdict is ``inconclusive``.
+    wrong argument, not a measurement; ``Unmeasurable`` when the results hold no task. Tasks
+    shared but none comparable is a measurement that failed: the verdict is ``inconclusive``.
     """
     b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
     if not b_tasks:
         raise BadInput("the baseline has no tasks")
+    if not c_tasks:
+        raise Unmeasurable("the results have no tasks: nothing was measured")
     if not set(b_tasks) & set(c_tasks):
         raise BadInput("the results and the baseline share no task: unrelated suites "
                        f"({len(b_tasks)} baseline tasks, {len(c_tasks)} in the results)")
