@@ -55,6 +55,6 @@ def run(
     rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"
     click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
-               f"mean turns {s.mean_turns if s.mean_turns is not None else 'n/a'}, "
+               f"mean turns {f'{s.mean_turns:.1f}' if s.mean_turns is not None else 'n/a'}, "
                f"cost ${s.cost_usd:.4f}, cache hit {hit} → {output}")
     infra_gate(results, req.config.gate.max_infra_rate)
