@@ -19,7 +19,7 @@ task), for a suite-level aggregate and a task-equal-weight statistic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -290,37 +290,30 @@ class PermResult:
 TURNS, COST, CACHE_READ, PROMPT = 0, 1, 2, 3
 
 
-def _arm_means(tasks: Sequence[TaskSamples], rng: np.random.Generator,
-               permutations: int) -> tuple[FloatArray, FloatArray]:
-    """Per-task arm means of every column, for the observed labels (row 0) and R relabellings.
+def _relabelled_means(tasks: Sequence[TaskSamples], rng: np.random.Generator,
+                      permutations: int) -> Iterator[tuple[FloatArray, FloatArray]]:
+    """Per-task arm means for the observed labels (row 0) and R relabellings, in chunks.
 
-    Returns ``(base, cand)`` shaped ``(R + 1, N, 4)``. Tasks with the same (n_b, n_c) are
-    shuffled together, in chunks that bound memory (≈ 4M random numbers at a time).
+    Yields ``(base, cand)`` shaped ``(R + 1, G, 4)`` for successive groups of tasks. Tasks with
+    the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers, so memory
+    stays flat however large the suite.
     """
-    n = len(tasks)
-    base = np.empty((permutations + 1, n, 4))
-    cand = np.empty((permutations + 1, n, 4))
     by_shape: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(tasks):
         by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
     for (nb, nc), idx in by_shape.items():
         m = nb + nc
         values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
-        totals = values.sum(axis=1)  # (G, 4)
-        obs_c = values[:, nb:].sum(axis=1)
-        base[0, idx] = (totals - obs_c) / nb
-        cand[0, idx] = obs_c / nc
         chunk = max(1, 4_000_000 // max(1, m * permutations))
         for start in range(0, len(idx), chunk):
-            cols = idx[start:start + chunk]
-            vals = values[start:start + chunk]
-            u = rng.random((permutations, len(cols), m))
+            vals = values[start:start + chunk]  # (G, M, 4)
+            totals = vals.sum(axis=1)
+            u = rng.random((permutations, len(vals), m))
             kth = np.partition(u, nc - 1, axis=2)[:, :, nc - 1:nc]
             mask = (u <= kth).astype(float)  # exactly nc "candidate" runs per relabelling
-            c_sum = np.einsum("rgm,gmd->rgd", mask, vals)
-            cand[1:, cols] = c_sum / nc
-            base[1:, cols] = (totals[start:start + chunk][None] - c_sum) / nb
-    return base, cand
+            c_sum = np.concatenate([vals[None, :, nb:].sum(axis=2),
+                                    np.einsum("rgm,gmd->rgd", mask, vals)])
+            yield (totals[None] - c_sum) / nb, c_sum / nc
 
 
 def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
@@ -330,18 +323,51 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
     Aggregate statistics compare one pass through the suite: Σ_i mean_i^C / Σ_i mean_i^B for
     turns and cost, Σ read / Σ prompt (of per-task means) for cache hits, so a baseline pooled
     deeper on some tasks does not tilt the mix. The equal-weight statistics give every task one
-    vote. p-values count the observed labelling among the relabellings: (1 + #≥) / (R + 1).
-    A metric with nothing to measure (all zero) is ``None``.
+    vote: the mean per-task log ratio (a pseudo-count of 1 % of the overall mean keeps a task
+    whose mean is 0 finite) or the mean per-task cache-hit difference. Only sums over tasks are
+    kept per relabelling. p-values count the observed labelling among the relabellings:
+    (1 + #as extreme) / (R + 1). A metric with nothing to measure (all zero) is ``None``.
     """
     out: dict[str, PermResult | None] = {"turns": None, "cost": None, "cache_hit_rate": None}
     if not tasks:
         return out
+    n = len(tasks)
+    overall = np.concatenate([np.concatenate([t.baseline, t.candidate]) for t in tasks])
+    delta = np.maximum(1e-12, 0.01 * overall.mean(axis=0))
+    rows = permutations + 1
+    sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
+    log_ratio = np.zeros((rows, 2))  # turns, cost
+    hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
     rng = np.random.default_rng(seed)
-    base, cand = _arm_means(tasks, rng, permutations)
+    for base, cand in _relabelled_means(tasks, rng, permutations):
+        sum_b += base.sum(axis=1)
+        sum_c += cand.sum(axis=1)
+        log_ratio += np.log((cand[:, :, :2] + delta[:2]) / (base[:, :, :2] + delta[:2])).sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = cand[:, :, CACHE_READ] / cand[:, :, PROMPT] - \
+                base[:, :, CACHE_READ] / base[:, :, PROMPT]
+        ok = np.isfinite(diff)  # a task with no prompt tokens in an arm has no rate there
+        hit_diff += np.where(ok, diff, 0.0).sum(axis=1)
+        hit_n += ok.sum(axis=1)
     for name, col in (("turns", TURNS), ("cost", COST)):
-        out[name] = _ratio_test(base[:, :, col], cand[:, :, col])
-    out["cache_hit_rate"] = _rate_test(base[:, :, CACHE_READ], base[:, :, PROMPT],
-                                       cand[:, :, CACHE_READ], cand[:, :, PROMPT])
+        sb, sc = sum_b[:, col], sum_c[:, col]
+        if sb[0] <= 0 and sc[0] <= 0:
+            continue
+        agg = sc / np.maximum(sb, 1e-300)
+        eq = log_ratio[:, col] / n
+        out[name] = PermResult(
+            baseline=float(sb[0] / n), candidate=float(sc[0] / n),
+            aggregate=float(agg[0]), equal_weight=float(eq[0]),
+            p_aggregate=_pvalue(agg, True), p_equal_weight=_pvalue(eq, True))
+    if sum_b[0, PROMPT] > 0 and sum_c[0, PROMPT] > 0:
+        rate_b = sum_b[:, CACHE_READ] / np.maximum(sum_b[:, PROMPT], 1e-300)
+        rate_c = sum_c[:, CACHE_READ] / np.maximum(sum_c[:, PROMPT], 1e-300)
+        agg = rate_c - rate_b
+        eq = hit_diff / np.maximum(hit_n, 1)
+        out["cache_hit_rate"] = PermResult(
+            baseline=float(rate_b[0]), candidate=float(rate_c[0]),
+            aggregate=float(agg[0]), equal_weight=float(eq[0]),
+            p_aggregate=_pvalue(agg, False), p_equal_weight=_pvalue(eq, False))
     return out
 
 
@@ -352,38 +378,3 @@ def _pvalue(stat: FloatArray, harmful_up: bool) -> float:
     hits = np.count_nonzero(rest >= obs - tol) if harmful_up else np.count_nonzero(
         rest <= obs + tol)
     return float((1 + hits) / (len(rest) + 1))
-
-
-def _ratio_test(base: FloatArray, cand: FloatArray) -> PermResult | None:
-    sb, sc = base.sum(axis=1), cand.sum(axis=1)
-    if sb[0] <= 0 and sc[0] <= 0:
-        return None
-    n = base.shape[1]
-    # a small pseudo-count keeps per-task log ratios finite when a task's mean is 0
-    delta = max(1e-12, 0.01 * (sb[0] + sc[0]) / (2 * n))
-    agg = sc / np.maximum(sb, 1e-300)
-    eq = np.log((cand + delta) / (base + delta)).mean(axis=1)
-    return PermResult(
-        baseline=float(sb[0] / n), candidate=float(sc[0] / n),
-        aggregate=float(agg[0]), equal_weight=float(eq[0]),
-        p_aggregate=_pvalue(agg, True), p_equal_weight=_pvalue(eq, True),
-    )
-
-
-def _rate_test(read_b: FloatArray, prompt_b: FloatArray, read_c: FloatArray,
-               prompt_c: FloatArray) -> PermResult | None:
-    pb, pc = prompt_b.sum(axis=1), prompt_c.sum(axis=1)
-    if pb[0] <= 0 or pc[0] <= 0:
-        return None
-    rate_b = read_b.sum(axis=1) / np.maximum(pb, 1e-300)
-    rate_c = read_c.sum(axis=1) / np.maximum(pc, 1e-300)
-    agg = rate_c - rate_b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_task = read_c / prompt_c - read_b / prompt_b
-    ok = np.isfinite(per_task)  # a task with no prompt tokens in an arm has no rate there
-    eq = np.where(ok, per_task, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1)
-    return PermResult(
-        baseline=float(rate_b[0]), candidate=float(rate_c[0]),
-        aggregate=float(agg[0]), equal_weight=float(eq[0]),
-        p_aggregate=_pvalue(agg, False), p_equal_weight=_pvalue(eq, False),
-    )
