@@ -351,6 +351,11 @@ class _CI:
         if s.total == 0:
             raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
                                "not refreshed")
+        infra = s.errors / (s.total + s.errors)
+        if infra > self.cfg.gate.max_infra_rate:
+            raise Unmeasurable(f"{infra:.0%} of this refresh's runs were infra errors (limit "
+                               f"{self.cfg.gate.max_infra_rate:.0%}): the baseline was not "
+                               "refreshed")
         verdict: str | None = None
         markdown = ""
         if baseline_path.exists():

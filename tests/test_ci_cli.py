@@ -1,0 +1,88 @@
+"""``gate ci``'s options: the same GATE_* variables as ``gate run``, and the action's empty
+inputs mean "not set" (gate.toml decides), never "false"."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from click.testing import CliRunner
+
+import gate.cli._ci as cli
+from gate.config import CISettings
+from gate.errors import BadInput
+from gate.github import CIOptions, CIOverrides
+from gate.github._git import _auth_env
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[CIOptions]:
+    seen: list[CIOptions] = []
+
+    def fake(opts: CIOptions) -> int:
+        seen.append(opts)
+        return 0
+
+    monkeypatch.setattr(cli, "run_ci", fake)
+    return seen
+
+
+def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: object) -> None:
+    env = {"GATE_COMMENT": "false", "GATE_FAIL_ON_REGRESSION": "true", "GATE_SIM": "true",
+           "GATE_REPLICATIONS": "2", "GATE_MODE": "pr", "GATE_ACCEPT_LABEL": "ok-slower",
+           "GATE_BASELINE_REFRESH": "commit", "GATE_FORK_WITHOUT_KEY": "skip",
+           "GATE_REPORT": "r.md", "GATE_OUTPUT": "res.json"}
+    r = CliRunner().invoke(cli.ci, [], env=env)
+    assert r.exit_code == 0, r.output
+    (o,) = captured
+    assert o.mode == "pr" and o.run.sim and o.run.replications == 2
+    assert str(o.run.output) == "res.json" and str(o.report_path) == "r.md"
+    ov = o.overrides
+    assert (ov.comment, ov.fail_on_regression, ov.accept_label, ov.baseline_refresh,
+            ov.fork_without_key) == (False, True, "ok-slower", "commit", "skip")
+
+
+def test_empty_inputs_leave_gate_toml_in_charge(captured: list[CIOptions]) -> None:
+    env = {k: "" for k in ("GATE_COMMENT", "GATE_FAIL_ON_REGRESSION", "GATE_SIM",
+                           "GATE_REPLICATIONS", "GATE_ACCEPT_LABEL", "GATE_MODE",
+                           "GATE_BASELINE_REFRESH", "GATE_OUTPUT")}
+    assert CliRunner().invoke(cli.ci, [], env=env).exit_code == 0
+    (o,) = captured
+    assert o.mode == "auto" and not o.run.sim and str(o.run.output) == "results.json"
+    assert o.overrides == CIOverrides()
+    merged = o.overrides.apply(CISettings(comment=False, baseline_refresh="commit"))
+    assert merged.comment is False and merged.baseline_refresh == "commit"
+
+
+def test_flags_override_the_file(captured: list[CIOptions]) -> None:
+    CliRunner().invoke(cli.ci, ["--no-comment", "--no-fail", "--accept-label", "x"], env={})
+    merged = captured[0].overrides.apply(CISettings())
+    assert not merged.comment and not merged.fail_on_regression and merged.accept_label == "x"
+
+
+def test_bad_override_is_one_clear_error() -> None:
+    with pytest.raises(BadInput, match="baseline_refresh"):
+        CIOverrides(baseline_refresh="sometimes").apply(CISettings())
+
+
+def test_push_token_goes_through_env_not_argv() -> None:
+    env = _auth_env("ghs_tok_123456789", "https://github.com/")
+    assert env["GIT_CONFIG_COUNT"] == "2"
+    key = "http.https://github.com/.extraheader"
+    assert env["GIT_CONFIG_KEY_0"] == key and env["GIT_CONFIG_VALUE_0"] == ""  # reset first
+    assert env["GIT_CONFIG_KEY_1"] == key
+    header = env["GIT_CONFIG_VALUE_1"]
+    assert header.startswith("AUTHORIZATION: basic ")
+    assert base64.b64decode(header.split()[-1]) == b"x-access-token:ghs_tok_123456789"
+    assert _auth_env(None, "https://github.com") == {}
+
+
+def test_outside_actions_it_says_what_to_run_instead(tmp_path: object) -> None:
+    from gate.cli import main
+
+    env = {"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": "", "GITHUB_OUTPUT": "",
+           "GITHUB_STEP_SUMMARY": "", "GITHUB_TOKEN": "", "GATE_GITHUB_TOKEN": ""}
+    r = CliRunner().invoke(main, ["ci"], env=env)
+    assert r.exit_code == 2
+    assert "gate ci runs inside GitHub Actions" in r.output
+    assert "gate run" in r.output and "Traceback" not in r.output
