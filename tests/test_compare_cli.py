@@ -46,14 +46,14 @@ def _run(*args: str | Path) -> tuple[int, str, str]:
 
 def test_pass_and_regression_exit_codes(files: dict[str, Path]) -> None:
     code, out, _ = _run("compare", files["base"], files["same"], "--config", files["config"])
-    assert code == 0 and out.startswith("PASS: No regression")
+    assert code == 0 and out.startswith("No regression: ")
     code, out, _ = _run("compare", files["base"], files["broken"], "--config", files["config"])
-    assert code == 1 and out.startswith("REGRESSION:")
+    assert code == 1 and out.startswith("Regression: ")
 
 
 def test_nothing_comparable_exits_3(files: dict[str, Path]) -> None:
     code, out, _ = _run("compare", files["base"], files["changed"], "--config", files["config"])
-    assert code == 3 and out.startswith("INCONCLUSIVE:")
+    assert code == 3 and out.startswith("Inconclusive: ")
 
 
 def test_json_and_markdown_formats(files: dict[str, Path]) -> None:
@@ -108,7 +108,7 @@ def test_real_process_plain_text_and_exit_code(files: dict[str, Path]) -> None:
         [sys.executable, "-m", "gate", "compare", str(files["base"]), str(files["broken"]),
          "--config", str(files["config"])], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.startswith("REGRESSION:") and "\x1b[" not in proc.stdout
+    assert proc.stdout.startswith("Regression: ") and "\x1b[" not in proc.stdout
 
 
 def test_terminal_view_never_parses_untrusted_text_as_markup(
@@ -136,4 +136,4 @@ def test_terminal_view_never_parses_untrusted_text_as_markup(
     _compare._rich_report(compare(base, cand, GateSettings(permutations=999,
                                                            power_simulations=0)))
     out = buf.getvalue()
-    assert "REGRESSION" in out and "[/bold][link=https://x]t00[/]" in out
+    assert "Regression: " in out and "[/bold][link=https://x]t00[/]" in out

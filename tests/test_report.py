@@ -149,7 +149,7 @@ def test_trend_renders_a_mermaid_chart_with_safe_labels() -> None:
 def test_plain_text_report() -> None:
     c = _comparison()
     text = render_text(c)
-    assert text.startswith("REGRESSION: Regression:")
+    assert text.startswith("Regression: ") and "REGRESSION" not in text
     assert "pass rate" in text and "cost per run" in text and "newly failing" in text
     assert "<sub>" not in text
 

@@ -37,7 +37,7 @@ def _rich_report(c: Comparison) -> None:
     from gate.report._render import _change, _interesting, _task_rank, _task_row, _value, _verdict
 
     out = console()
-    out.print(Text(f"{c.verdict.upper()}: {c.headline}", style="bold"))
+    out.print(Text(c.headline, style="bold"))
     rows = [[m.label, _value(m, m.baseline), _value(m, m.candidate),
              _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
             for m in c.metrics]

@@ -344,7 +344,7 @@ def render_summary(comparison: Comparison, *, run_url: str | None = None,
 def render_text(comparison: Comparison) -> str:
     """A plain-text report for logs and terminals without rich."""
     c = comparison
-    lines = [f"{c.verdict.upper()}: {plain(c.headline, 1000)}", ""]
+    lines = [plain(c.headline, 1000), ""]
     width = max(len(m.label) for m in c.metrics)
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")
