@@ -375,6 +375,15 @@ def test_5xx_is_retried(project: Project) -> None:
     assert len(_marker_comments(project.gh)) == 1
 
 
+def test_github_outage_keeps_the_verdict_and_warns(project: Project) -> None:
+    project.gh.fail_next("POST", "/comments", 503, times=20, headers={"retry-after": "0"})
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr  # the regression still blocks; the outage does not decide
+    assert "::warning title=agent-gate::the PR comment was not posted" in run.stdout
+    assert run.outputs["comment_url"] == ""
+
+
 def test_pull_request_target_is_refused(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
     run = project.gate_ci(ci, event="pull_request_target")

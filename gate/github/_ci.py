@@ -317,7 +317,15 @@ class _CI:
                 "shows the two-workflow pattern that comments on fork PRs.")
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
-        ref = upsert_comment(self.client, pr.number, markdown)
+        try:
+            ref = upsert_comment(self.client, pr.number, markdown)
+        except GitHubError as exc:
+            if not exc.transient:
+                raise  # a token or permission problem: the user must fix the workflow
+            # GitHub is down or rate-limiting: the verdict stands, the comment waits
+            self.io.warning(f"the PR comment was not posted: {exc}", title="agent-gate")
+            self.io.set_outputs({"comment_url": "", "comment_id": ""})
+            return
         self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment {ref.url}")
         self.io.set_outputs({"comment_url": ref.url, "comment_id": ref.id})
 

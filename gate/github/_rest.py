@@ -27,9 +27,12 @@ class GitHubError(GateError):
 
     exit_code = 2
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *,
+                 transient: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        # GitHub being down or rate-limiting us, not something the user must fix
+        self.transient = transient
 
 
 class GitHubClient:
@@ -93,7 +96,7 @@ class GitHubClient:
             except requests.RequestException as exc:
                 if attempt >= self.max_retries:
                     raise GitHubError(f"cannot reach the GitHub API to {what}: "
-                                      f"{type(exc).__name__}") from None
+                                      f"{type(exc).__name__}", transient=True) from None
                 self._sleep(self._backoff(attempt))
                 attempt += 1
                 continue
@@ -132,17 +135,17 @@ class GitHubClient:
     def _retry_wait(self, resp: requests.Response, attempt: int) -> float | None:
         """Seconds to wait before retrying, or None when the error is final."""
         status = resp.status_code
-        if status in RETRY_STATUSES:
-            return self._backoff(attempt)
-        if status not in (403, 429):
+        if status not in RETRY_STATUSES and status not in (403, 429):
             return None
         h = resp.headers
         retry_after = h.get("retry-after")
-        if retry_after is not None:
+        if retry_after is not None:  # GitHub's own word wins, on a 5xx too
             try:
                 return self._bounded(float(retry_after))
             except ValueError:
                 return self._bounded(60.0)
+        if status in RETRY_STATUSES:
+            return self._backoff(attempt)
         if h.get("x-ratelimit-remaining") == "0":
             try:
                 reset = float(h.get("x-ratelimit-reset", "0"))
@@ -167,8 +170,8 @@ class GitHubClient:
                     "valid token (the action's `github-token` input, default "
                     "`${{ github.token }}`)")
         elif status in (403, 429) and ("rate limit" in msg.lower() or status == 429):
-            text = (f"GitHub's rate limit stopped the gate from trying to {what}{detail}; "
-                    "re-run the job later")
+            return GitHubError(f"GitHub's rate limit stopped the gate from trying to {what}"
+                               f"{detail}; re-run the job later", status, transient=True)
         elif status == 403:
             need = f"add `{permission}` to the workflow's `permissions:`" if permission \
                 else "check the workflow's `permissions:`"
@@ -183,7 +186,7 @@ class GitHubClient:
             text = f"GitHub refused to {what} (422){detail}"
         else:
             text = f"GitHub failed to {what} (HTTP {status}){detail}"
-        return GitHubError(text, status)
+        return GitHubError(text, status, transient=status >= 500)
 
 
 def _message(resp: requests.Response) -> str:
