@@ -439,6 +439,19 @@ def test_failed_pr_run_still_leaves_a_report_to_upload(project: Project) -> None
     assert "unmeasurable" in report and "stranger/agent" in report
 
 
+def test_dispatch_on_a_branch_checks_against_the_default_branch(project: Project) -> None:
+    ci = project.pr_branch("experiment", _break_agent)
+    event = ci.parent / "dispatch.json"
+    event.write_text(json.dumps({"ref": "refs/heads/experiment", "inputs": {},
+                                 "repository": {"full_name": REPO, "default_branch": "main"}}))
+    run = project.gate_ci(ci, event="workflow_dispatch", event_path=event,
+                          ref="refs/heads/experiment")
+    assert run.code == 1, run.stderr
+    assert run.outputs["mode"] == "check" and run.outputs["verdict"] == "regression"
+    assert not project.gh.requests  # no PR, no comment
+    assert "regression" in run.summary
+
+
 # ----- main ---------------------------------------------------------------------------------
 
 def _push_event(checkout: Path) -> Path:

@@ -4,9 +4,11 @@ inputs mean "not set" (gate.toml decides), never "false"."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pydantic import SecretStr
 
 import gate.cli._ci as cli
 from gate.config import CISettings
@@ -86,3 +88,31 @@ def test_outside_actions_it_says_what_to_run_instead(tmp_path: object) -> None:
     assert r.exit_code == 2
     assert "gate ci runs inside GitHub Actions" in r.output
     assert "gate run" in r.output and "Traceback" not in r.output
+
+
+def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """e.g. git echoing a remote URL with credentials in it."""
+    import io
+
+    from gate.config import GateConfig
+    from gate.github import ActionsIO, CIEnvironment, run_ci
+    from gate.github._ci import _CI
+    from gate.run import RunRequest
+
+    token = "ghs_leaky_token_1234567890"
+
+    def boom(self: _CI) -> int:
+        raise BadInput(f"cannot push to https://x-access-token:{token}@github.com/a/b")
+
+    monkeypatch.setattr(_CI, "main", boom)
+    env = CIEnvironment(token=SecretStr(token), event_name="push", ref="refs/heads/main")
+    stream = io.StringIO()
+    aio = ActionsIO(tmp_path / "out", tmp_path / "summary", stream=stream,
+                    redact=lambda s: s.replace(token, "[REDACTED]"))
+    opts = CIOptions(run=RunRequest(config=GateConfig(root=tmp_path)), mode="main")
+    with pytest.raises(BadInput) as exc:
+        run_ci(opts, env, aio)
+    assert token not in str(exc.value) and "[REDACTED]" in str(exc.value)
+    shown = stream.getvalue().replace(f"::add-mask::{token}", "")
+    assert token not in shown + (tmp_path / "out").read_text() + (tmp_path / "summary").read_text()

@@ -491,6 +491,7 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
                 pass
         ci.io.set_outputs(outputs)
         ci.try_comment_failure(mode, reason, what, exc)
+        exc.args = (reason,)  # the CLI prints str(exc): never with a secret in it
         raise
     finally:
         if ci._client is not None:
