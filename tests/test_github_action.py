@@ -210,3 +210,11 @@ def test_documented_ci_table_is_valid_config() -> None:
     (block,) = [b for b in _doc_blocks("toml") if "[ci]" in b]
     cfg = GateConfig.model_validate(tomllib.loads(block))
     assert cfg.ci.baseline_refresh == "commit"
+
+
+def test_docs_list_every_action_output(action: dict[str, Any]) -> None:
+    text = (ROOT / "docs" / "github.md").read_text()
+    for name in action["outputs"]:
+        assert f"`{name}`" in text, f"docs/github.md does not mention the output {name}"
+    for name in action["inputs"]:
+        assert f"| `{name}` |" in text, f"docs/github.md's input table lacks {name}"

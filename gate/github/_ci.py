@@ -85,6 +85,7 @@ class _Judgement:
     comparison: Any
     exit_code: int
     accepted: bool
+    baseline_edited: bool
     notes: list[str]
     markdown: str
 
@@ -207,7 +208,8 @@ class _CI:
                            f"{describe_validation_error(exc)}") from None
 
         notes: list[str] = []
-        if pr is not None and self.pr_edits(root, base_ref, rel, pr):
+        edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
+        if edited:
             notes.append(
                 f"This PR edits `{rel}`. It was judged against the copy on `{base_branch}`: a "
                 "pull request cannot move its own yardstick. The baseline changes when "
@@ -233,7 +235,7 @@ class _CI:
         trend = self.base_trend(root, base_ref)
         markdown = render_markdown(comparison, run_url=self.env.run_url, notes=tuple(notes),
                                    trend=trend)
-        return _Judgement(results, baseline, comparison, code, accepted, notes,
+        return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
@@ -293,7 +295,7 @@ class _CI:
         j = self.judge(pr.base_ref, pr)
         extra: dict[str, object] = {
             "mode": "pr", "pr_number": pr.number,
-            "baseline_edited": str(any("edits `" in n for n in j.notes)).lower(),
+            "baseline_edited": str(j.baseline_edited).lower(),
         }
         self.report(j, extra=extra)
         self.post_comment(pr, j.markdown)
