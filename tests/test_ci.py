@@ -384,6 +384,12 @@ def test_github_outage_keeps_the_verdict_and_warns(project: Project) -> None:
     assert run.outputs["comment_url"] == ""
 
 
+def test_main_mode_is_refused_on_a_pull_request(project: Project) -> None:
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci, "--mode", "main", "--baseline-refresh", "commit")
+    assert run.code == 2 and "refresh the baseline it is judged by" in run.stderr
+
+
 def test_pull_request_target_is_refused(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
     run = project.gate_ci(ci, event="pull_request_target")

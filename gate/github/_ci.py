@@ -353,6 +353,13 @@ class _CI:
     def main(self) -> int:
         from gate.baseline import promote_file
 
+        if self.env.pull_request is not None:
+            raise BadInput("--mode main on a pull request would let the PR refresh the "
+                           "baseline it is judged by: use mode pr (or auto)")
+        branch = self.env.branch
+        if self.settings.baseline_refresh == "commit" and not branch:
+            raise BadInput(f"baseline-refresh commit needs a run on a branch (GITHUB_REF="
+                           f"refs/heads/…), not {self.env.ref or 'no ref'}")
         root = self.repo_root()
         baseline_path = self.cfg.path(self.cfg.gate.baseline)
         history_path = self.cfg.path(self.settings.history)
@@ -376,8 +383,7 @@ class _CI:
                                                          run_url=self.env.run_url),
                                  keep=self.settings.history_size)
         committed = ""
-        branch = self.env.branch or self.env.default_branch or "main"
-        if self.settings.baseline_refresh == "commit":
+        if self.settings.baseline_refresh == "commit" and branch:
             short = (results.commit or self.env.sha or "")[:7]
             token = self.env.token.get_secret_value() if self.env.token else None
             sha = _git.commit_and_push(
@@ -388,7 +394,8 @@ class _CI:
             self.log(f"gate ci: pushed the refreshed baseline to {branch} ({committed[:7]})"
                      if sha else "gate ci: the baseline did not change; nothing to commit")
         trend = trend_markdown(entries)
-        head = (f"## agent-gate: baseline refreshed on `{branch}`\n\n{message}\n\n"
+        head = (f"## agent-gate: baseline refreshed on `{branch or self.env.ref or 'HEAD'}`"
+                f"\n\n{message}\n\n"
                 + ("Committed as " + committed[:7] + ".\n\n" if committed else
                    "Left in the workspace for an artifact upload "
                    f"(`{_git.repo_relative(root, baseline_path)}`).\n\n"

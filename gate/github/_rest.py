@@ -109,10 +109,6 @@ class GitHubClient:
                 continue
             raise self._error(resp, what, permission)
 
-    def get_json(self, path: str, *, what: str, params: dict[str, Any] | None = None,
-                 permission: str | None = None) -> Any:
-        return self.request("GET", path, what=what, params=params, permission=permission).json()
-
     def paginate(self, path: str, *, what: str, per_page: int = 100,
                  permission: str | None = None) -> Iterator[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` to the last page."""
