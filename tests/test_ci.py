@@ -339,6 +339,16 @@ def test_fork_pr_without_a_key_exits_3_or_skips(project: Project) -> None:
     assert "skipped" in skipped.summary
 
 
+def test_fork_pr_that_needs_no_key_runs_but_does_not_comment(project: Project) -> None:
+    ci = project.pr_branch("from-fork", _break_agent)  # the oracle agent needs no key
+    event = project.event(ci, head_repo="stranger/agent")
+    run = project.gate_ci(ci, event_path=event, env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stderr
+    assert not project.gh.calls("POST") and not project.gh.calls("PATCH")
+    assert "token of a pull request from a fork is read-only" in run.stdout
+    assert Path(run.outputs["report_path"]).read_text().strip()  # for the upload
+
+
 def test_same_repo_pr_without_a_key_says_how_to_add_it(project: Project) -> None:
     ci = project.pr_branch("nokey", lambda w: (w / "README.md").write_text("x\n"))
     run = project.gate_ci(ci, "--agent", "builtin", env={"ANTHROPIC_API_KEY": ""})
