@@ -4,44 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from gate.config import load_config
+from gate.cli._options import progress, run_options, run_request
 from gate.github import CIOptions, CIOverrides, run_ci
 from gate.github._ci import MODES
-from gate.results import RunResult
-from gate.run import RunRequest
-
-
-def _progress(r: RunResult) -> None:
-    mark = {"passed": "PASS", "failed": "FAIL", "error": "ERR "}[r.status]
-    tail = f"  {r.reason}" if r.reason else ""
-    click.echo(f"{mark} {r.task} #{r.replication} ({r.turns} turns, ${r.cost_usd:.4f}, "
-               f"{r.duration_s:.1f}s){tail}", err=True)
 
 
 @click.command()
-# --- the same run options as `gate run`, from the same GATE_* variables -------------------
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GATE_CONFIG",
-              help="gate.toml to read (default: ./gate.toml if present).")
-@click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
-              help="Suite directory (default: [suite].tasks).")
-@click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable).")
-@click.option("--agent", "agent_kind", type=click.Choice(["builtin", "command", "oracle"]),
-              envvar="GATE_AGENT", help="Agent kind (default: [agent].kind).")
-@click.option("--model", envvar="GATE_MODEL", help="Model id (default: [agent].model).")
-@click.option("--sim", is_flag=True, envvar="GATE_SIM",
-              help="Run against the built-in simulator (no API key needed; labelled as such).")
-@click.option("--seed", type=int, envvar="GATE_SEED", help="Simulator seed (default 0).")
-@click.option("-k", "--replications", type=click.IntRange(min=1), envvar="GATE_REPLICATIONS",
-              help="Runs per task (default: [suite].replications).")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), envvar="GATE_JOBS",
-              help="Runs at once (default: [suite].jobs).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="results.json",
-              show_default=True, envvar="GATE_OUTPUT", help="Results file to write.")
-@click.option("--keep-workspaces", is_flag=True, help="Keep each run's workspace for debugging.")
-@click.option("--no-transcripts", is_flag=True, help="Do not save per-run transcripts.")
+@run_options
 # --- what CI does with the verdict (each overrides [ci] in gate.toml) ----------------------
 @click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
               envvar="GATE_MODE",
@@ -70,12 +43,9 @@ def _progress(r: RunResult) -> None:
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
 def ci(
-    config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...],
-    agent_kind: str | None, model: str | None, sim: bool, seed: int | None,
-    replications: int | None, jobs: int | None, output: str, keep_workspaces: bool,
-    no_transcripts: bool, mode: str, comment: bool | None, fail_on_regression: bool | None,
+    mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, history: str | None,
-    fork_without_key: str | None, report_path: str,
+    fork_without_key: str | None, report_path: str, **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
 
@@ -87,15 +57,9 @@ def ci(
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
-    req = RunRequest(
-        config=load_config(config_path), output=Path(output),
-        tasks_dir=Path(tasks_dir) if tasks_dir else None, task_ids=list(task_ids),
-        agent_kind=agent_kind, replications=replications, jobs=jobs,
-        keep_workspaces=keep_workspaces, transcripts=not no_transcripts,
-        sim=sim, model=model, seed=seed,
-    )
+    req = run_request(run_kw)
     opts = CIOptions(
-        run=req, mode=mode, report_path=Path(report_path), on_result=_progress,
+        run=req, mode=mode, report_path=Path(report_path), on_result=progress,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, history=history,

@@ -12,6 +12,7 @@ The library is the product: the CLI and ``action.yml`` are thin shells over ``ru
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,9 +156,14 @@ class _CI:
     def run_suite(self) -> Results:
         if self.needs_key and self.env.anthropic_api_key is None:
             raise Unmeasurable(NO_KEY)
+        req = self.opts.run
+        if req.sim and req.seed is None and self.env.run_id.isdigit():
+            # Each CI run is a fresh sample, as with a real model: repeated refreshes of main
+            # must not pool identical copies of one simulated run into the baseline.
+            req = dataclasses.replace(req, seed=int(self.env.run_id) % 2**31)
         self.log(f"gate ci: running the suite ({self.agent_kind} agent"
-                 + (", simulator" if getattr(self.opts.run, "sim", False) else "") + ")")
-        return run_suite(self.opts.run, on_result=self.opts.on_result)
+                 + (f", simulator seed {req.seed or 0}" if req.sim else "") + ")")
+        return run_suite(req, on_result=self.opts.on_result)
 
     def repo_root(self) -> Path:
         return _git.toplevel(self.cfg.root)
