@@ -177,9 +177,19 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], sim_rep
 
 # ----- the documented workflows -------------------------------------------------------------
 
-def _doc_blocks(lang: str) -> list[str]:
-    text = (ROOT / "docs" / "github.md").read_text()
+def _doc_blocks(lang: str, doc: str = "docs/github.md") -> list[str]:
+    text = (ROOT / doc).read_text()
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_workflow_uses_only_real_inputs(action: dict[str, Any]) -> None:
+    (block,) = [b for b in _doc_blocks("yaml", "README.md") if "jobs:" in b]
+    wf = yaml.safe_load(block)
+    steps = [s for job in wf["jobs"].values() for s in job["steps"]]
+    gate_steps = [s for s in steps if "agent-gate" in str(s.get("uses", ""))]
+    assert len(gate_steps) == 1
+    assert set(gate_steps[0]["with"]) <= set(action["inputs"])
+    assert wf["permissions"]["pull-requests"] == "write"
 
 
 def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str, Any]) -> None:
