@@ -25,11 +25,13 @@ from gate.results import Results, RunResult, load_results, summarize, write_resu
 
 
 def _with_provenance(results: Results) -> list[RunResult]:
-    """The results' runs, each stamped with the file's commit and date unless it has its own."""
+    """The results' runs, each stamped with the refresh it comes from (the results file's
+    ``created_at``), and with the file's commit and date unless it has its own."""
     return [
         r.model_copy(update={
             "commit": r.commit if r.commit is not None else results.commit,
             "created_at": r.created_at if r.created_at is not None else results.created_at,
+            "refresh": r.refresh if r.refresh is not None else results.created_at,
         })
         for r in results.runs
     ]
@@ -39,7 +41,7 @@ def _sources(runs: list[RunResult]) -> list[dict[str, object]]:
     """Which refreshes the pooled runs came from, oldest first."""
     counts: dict[tuple[str | None, str | None], int] = defaultdict(int)
     for r in runs:
-        counts[(r.commit, r.created_at)] += 1
+        counts[(r.commit, r.refresh or r.created_at)] += 1
     return [{"commit": c, "created_at": d, "runs": n}
             for (c, d), n in sorted(counts.items(), key=lambda kv: kv[0][1] or "")]
 
@@ -86,7 +88,7 @@ def promote(results: Results, baseline: Results | None, *,
         fresh = _fresh(results, _keep_newest(new_runs, pool_size))
         return fresh, (f"model changed ({baseline.model} → {results.model}): starting a new "
                        f"baseline with {_describe(fresh)}")
-    already = {(r.commit, r.created_at) for r in baseline.runs}
+    already = {(r.commit, r.refresh or r.created_at) for r in baseline.runs}
     if (results.commit, results.created_at) in already:
         return baseline, (f"results of {results.commit or 'this commit'} "
                           f"({results.created_at}) are already in the baseline: unchanged")

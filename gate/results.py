@@ -52,6 +52,8 @@ class RunResult(_Open):
     condition: str | None = None
     commit: str | None = None
     created_at: str | None = None
+    # in a pooled baseline: the ``created_at`` of the results file (the refresh) it came from
+    refresh: str | None = None
     transcript: str | None = None
 
 

@@ -122,3 +122,21 @@ def test_promote_refuses_bad_files(tmp_path: Path) -> None:
     with pytest.raises(BadInput):
         promote_file(tmp_path / "ok.json", bl)
     assert bl.read_text() == "not json"
+
+
+def test_runs_with_their_own_timestamps_group_by_refresh() -> None:
+    """`gate run` stamps each run with its own time; provenance still groups by refresh."""
+    def stamped(i: int) -> Results:
+        res = _run(i)
+        res.runs = [r.model_copy(update={"created_at": f"2026-11-{10 + i:02d}T00:00:{j:02d}Z"})
+                    for j, r in enumerate(res.runs[:50])]
+        return res
+
+    first, second = stamped(1), stamped(2)
+    base, _ = promote(first, None)
+    base, msg = promote(second, base)
+    assert msg.startswith("pooled")
+    assert [s["created_at"] for s in base.model_extra["sources"]] == [  # type: ignore[index]
+        first.created_at, second.created_at]
+    again, msg = promote(second, base)
+    assert again is base and "already in the baseline" in msg

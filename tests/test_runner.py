@@ -159,3 +159,20 @@ def test_results_file_with_only_required_fields_loads(tmp_path: Path) -> None:
     assert r.runs[0].usage.cache_read_input_tokens == 4
     assert r.summary.pass_rate == 1.0
     os.chmod(p, 0o644)
+
+
+def test_atomic_write_gives_a_normal_file_mode(tmp_path: Path) -> None:
+    from gate._files import atomic_write_text
+
+    p = tmp_path / "f.json"
+    atomic_write_text(p, "{}")
+    assert p.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    os.chmod(p, 0o640)
+    atomic_write_text(p, "{}\n")
+    assert p.stat().st_mode & 0o777 == 0o640 and p.read_text() == "{}\n"
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
