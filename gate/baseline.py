@@ -1,6 +1,6 @@
 """Promoting a run into ``baseline.json``: pool runs of the same agent, start afresh on a new one.
 
-A deep baseline is the cheapest power there is (STATISTICS.md): every refresh on ``main`` with
+A deep baseline is the cheapest power there is (docs/statistics.md): every refresh on ``main`` with
 the same agent fingerprint adds its runs, keeping the newest ``pool_size`` per task, so a PR's
 5 runs per task are judged against ~20. Pooling is only sound while the runs measure the same
 thing, hence:

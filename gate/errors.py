@@ -1,6 +1,6 @@
 """Errors that end a command with a defined exit code and one clear line.
 
-Exit codes (DESIGN.md): 0 ok, 1 regression, 2 bad input or configuration,
+Exit codes: 0 ok, 1 regression, 2 bad input or configuration,
 3 unmeasurable (no API key, too many infra errors, budget hit, no baseline).
 """
 

@@ -1,6 +1,6 @@
 """The results file (schema v1). ``baseline.json`` uses the same schema.
 
-Required fields are exactly those of DESIGN.md; everything else is optional so that a file
+Required fields are exactly the documented schema v1; everything else is optional so that a file
 holding only the required fields loads, and newer writers can add fields older readers keep.
 """
 

@@ -187,7 +187,7 @@ def test_permutations_are_fast() -> None:
 
 
 def test_detectable_drop_matches_the_power_table() -> None:
-    """STATISTICS.md: a pooled 20-run baseline with k = 5 sees −20 points ~85 % of the time."""
+    """docs/statistics.md: a pooled 20-run baseline with k = 5 sees −20 points ~85 % of the time."""
     rates = np.array([0.95] * 6 + [0.7] * 6 + [0.35] * 3)
     nb = np.full(15, 20)
     b = np.round(rates * 20).astype(np.int64)

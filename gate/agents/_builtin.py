@@ -1,6 +1,6 @@
 """The builtin reference agent: a tool loop on the ``anthropic`` SDK with prompt caching.
 
-Caching follows DESIGN.md: a breakpoint on the last tool, one on the last system block, and a
+Caching follows the design: a breakpoint on the last tool, one on the last system block, and a
 moving breakpoint on the newest conversation turn, so every request re-reads the whole
 conversation so far from cache and writes only the new turn. Never more than 3 breakpoints.
 The system prompt is a Jinja2 template rendered for *every* request (``task_id``, ``workdir``,

@@ -1,4 +1,4 @@
-"""Compare a candidate's results with the baseline and reach a verdict (STATISTICS.md).
+"""Compare a candidate's results with the baseline and reach a verdict (docs/statistics.md).
 
 ``compare`` is pure: two ``Results`` and the ``GateSettings`` in, a ``Comparison`` out.
 Rendering it is :mod:`gate.report`'s job; acting on it (exit code, comment, label) the caller's.

@@ -163,7 +163,7 @@ def _signed_points(x: float) -> str:
 
 
 def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Comparison:
-    """Compare ``candidate`` with ``baseline`` and reach the verdict of STATISTICS.md.
+    """Compare ``candidate`` with ``baseline`` and reach the verdict of docs/statistics.md.
 
     Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
     wrong argument, not a measurement; ``Unmeasurable`` when the results hold no task. Tasks

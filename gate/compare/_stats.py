@@ -1,4 +1,4 @@
-"""The statistics behind the verdict (STATISTICS.md), as pure, vectorised functions.
+"""The statistics behind the verdict (docs/statistics.md), as pure, vectorised functions.
 
 Pass rate: an exact conditional test stratified by task. Under "nothing changed" a task's
 candidate runs are exchangeable with its baseline runs, so given the task's total number of
@@ -146,7 +146,7 @@ def is_deep(n_b: IntArray) -> bool:
 
 def pass_rate_blocks(p_sum: FloatArray, p_max: FloatArray, alpha: float,
                      deep: bool) -> NDArray[np.bool_]:
-    """The decision rule of STATISTICS.md: false blocks ≤ α by construction."""
+    """The decision rule of docs/statistics.md: false blocks ≤ α by construction."""
     if deep:
         return (p_sum <= alpha / 2) | (p_max <= alpha / 2)
     return p_sum <= alpha

@@ -25,7 +25,7 @@ from gate.results import (
 
 
 def reference_rates(n_tasks: int = 15) -> list[float]:
-    """STATISTICS.md's suite: 6 easy (0.95), 6 medium (0.7), 3 hard (0.35), scaled to n."""
+    """the statistics design's suite: 6 easy (0.95), 6 medium (0.7), 3 hard (0.35), scaled to n."""
     base = [0.95] * 6 + [0.7] * 6 + [0.35] * 3
     return [base[i * 15 // n_tasks] for i in range(n_tasks)]
 

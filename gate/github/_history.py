@@ -1,6 +1,6 @@
 """The history of ``main``: one JSON line per refresh, and the trend the PR comment shows.
 
-STATISTICS.md ("Drift") wants the record of main's runs: it shows reviewers where the suite
+The statistics design ("Drift", docs/statistics.md) wants the record of main's runs: it shows reviewers where the suite
 has been heading, and each line keeps main's verdict against its own baseline (an A/A check),
 so the real false-block rate can be measured. JSONL, so a refresh only appends.
 """

@@ -1,7 +1,7 @@
 """What the simulator knows about model ids: family, minimum cacheable length, strength.
 
 Model ids are normalised first: a ``-sim`` suffix and a date suffix (``-20250929``) are dropped.
-An exact id from API-FACTS.md uses its documented minimum cacheable length; an id the table
+An exact id documented by Anthropic uses its documented minimum cacheable length; an id the table
 does not know (a new release such as ``claude-sonnet-5-5`` or ``claude-haiku-5-5``) takes the
 value of the newest documented member of its family: opus 512, sonnet 1,024, haiku 4,096,
 fable / mythos 512; a family we do not know at all gets 1,024.
