@@ -64,7 +64,7 @@ class GateSettings(_Strict):
 
     baseline: str = "baseline.json"
     alpha: float = Field(default=0.01, gt=0, lt=0.5)
-    # Per secondary metric (turns, cost, cache-hit). the statistics design's 0.01 each lets the three
+    # Per secondary metric (turns, cost, cache-hit). A level of 0.01 each lets the three
     # together block ~1-2 % of harmless PRs at small k; 0.003 (≈ 0.01 / 3, Bonferroni) keeps the
     # whole verdict under 1 % (bench/bench_verdict.py) and still blocks a +50 % cost every time.
     metric_alpha: float = Field(default=0.003, gt=0, lt=0.5)

@@ -1,8 +1,8 @@
 """The history of ``main``: one JSON line per refresh, and the trend the PR comment shows.
 
-The statistics design ("Drift", docs/statistics.md) wants the record of main's runs: it shows reviewers where the suite
-has been heading, and each line keeps main's verdict against its own baseline (an A/A check),
-so the real false-block rate can be measured. JSONL, so a refresh only appends.
+Drift (docs/statistics.md) is why the record of main's runs is kept: it shows reviewers where
+the suite has been heading, and each line keeps main's verdict against its own baseline (an
+A/A check), so the real false-block rate can be measured. JSONL, so a refresh only appends.
 """
 
 from __future__ import annotations
