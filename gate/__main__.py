@@ -1,3 +1,3 @@
-from gate.cli import main
+from gate.cli import entry
 
-main()
+entry()

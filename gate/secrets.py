@@ -7,8 +7,12 @@ about to be stored (transcripts, logs, comments).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 
 # Names that carry credentials, or that point a process at one.
@@ -64,3 +68,46 @@ class Redactor:
 
     def __repr__(self) -> str:  # never show the values
         return "Redactor(<hidden>)"
+
+
+_FD_VAR = "_GATE_SECRETS_FD"
+_PIPE_LIMIT = 60_000  # a pipe holds 64 KiB without a reader
+
+
+def reexec_without_secrets(argv: list[str]) -> None:
+    """Keep credentials out of ``/proc/<gate>/environ``.
+
+    Scrubbing a child's environment is not enough: any process the gate starts can read its
+    parent's *initial* environment from ``/proc/$PPID/environ``, and unsetting a variable does
+    not erase that block. So, on Linux, the gate re-executes itself once with the credentials
+    removed from its environment and hands them over through an inherited pipe; they then live
+    only in this process's memory (``os.environ`` additions are not part of that block), and
+    the process is marked non-dumpable so other users' processes cannot read its memory.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    fd = os.environ.pop(_FD_VAR, None)
+    if fd is not None:
+        with contextlib.suppress(OSError, ValueError), os.fdopen(int(fd), "rb") as fh:
+            os.environ.update(json.loads(fh.read() or b"{}"))
+        _not_dumpable()
+        return
+    secrets = {k: v for k, v in os.environ.items() if is_secret_name(k)}
+    payload = json.dumps(secrets).encode()
+    if not secrets or len(payload) > _PIPE_LIMIT:
+        _not_dumpable()
+        return
+    r, w = os.pipe()
+    os.write(w, payload)
+    os.close(w)
+    os.set_inheritable(r, True)
+    env = {k: v for k, v in os.environ.items() if k not in secrets}
+    env[_FD_VAR] = str(r)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "gate", *argv], env)
+
+
+def _not_dumpable() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4

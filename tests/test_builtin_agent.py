@@ -66,3 +66,16 @@ def test_breakpoints_last_tool_system_and_moving_turn() -> None:
     assert "cache_control" not in json.dumps(msgs[:-1])
     off = BuiltinAgent(model="claude-sonnet-5-5", cache="off")
     assert "cache_control" not in json.dumps([off._tool_schemas(), off._messages(history)])
+
+
+def test_file_tools_are_confined_to_the_workspace(make_task, suite_dir: Path,
+                                                  tmp_path: Path) -> None:
+    sb = _sandbox(make_task, suite_dir, tmp_path)
+    for path in ("/etc/passwd", "../home/x", "/proc/self/environ"):
+        out, err = run_tool(TOOLS["read_file"], sb, {"path": path}, 5)
+        assert err and "outside the workspace" in out, (path, out)
+    out, err = run_tool(TOOLS["write_file"], sb, {"path": "../escape.txt", "content": "x"}, 5)
+    assert err and not (Path(sb.workdir).parent / "escape.txt").exists()
+    out, err = run_tool(TOOLS["read_file"], sb, {"path": f"{sb.workdir}/a.py"}, 5)
+    assert not err and "x = 1" in out
+    sb.close()

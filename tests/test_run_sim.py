@@ -192,3 +192,28 @@ def test_too_many_infra_errors_exit_3_with_results_kept(make_task, suite_dir: Pa
     assert p.returncode == 3, p.stderr
     assert "1 of 1 runs were infra errors" in p.stderr
     assert load_results(out).runs[0].status == "error"
+
+
+def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None:
+    """/proc/$PPID/environ of the gate holds no credential, though the gate was given them."""
+    import os
+
+    dump = tmp_path / "parent-environ"
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(
+        (REPO / "gate.toml").read_text()
+        .replace('kind = "builtin"', 'kind = "command"\n'
+                 f'command = "tr \\"\\\\\\\\0\\" \\"\\\\\\\\n\\" < /proc/$PPID/environ > {dump}"')
+        .replace('tasks = "tasks"', f'tasks = "{REPO / "tasks"}"')
+        .replace('system_prompt = "agent/system.md"', "")
+    )
+    env = dict(os.environ)
+    env.update({"ANTHROPIC_API_KEY": "sk-ant-parent-SECRET-123456",
+                "GITHUB_TOKEN": "ghp_parentSECRET1234567890"})
+    p = _gate("run", "--config", str(cfg), "--sim", "--task", EASY[0], "-k", "1",
+              "-o", str(tmp_path / "r.json"), env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = dump.read_text()
+    assert "PATH=" in text  # it did read the gate's environment
+    assert "sk-ant-parent-SECRET-123456" not in text
+    assert "ghp_parentSECRET1234567890" not in text

@@ -9,6 +9,7 @@ import click
 
 from gate import __version__
 from gate.errors import GateError
+from gate.secrets import reexec_without_secrets
 
 
 class _GateGroup(click.Group):
@@ -49,3 +50,9 @@ from gate.cli import _compare  # noqa: E402
 
 main.add_command(_compare.compare_cmd)
 main.add_command(_compare.baseline_cmd)
+
+
+def entry() -> None:
+    """The console script: credentials out of the process's visible environment, then the CLI."""
+    reexec_without_secrets(sys.argv[1:])
+    main()

@@ -114,8 +114,12 @@ class LocalSandbox(Sandbox):
         )
 
     def _resolve(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else self.host_workdir / p
+        """A path inside the workspace; anything that resolves outside it is refused."""
+        root = self.host_workdir.resolve()
+        p = (root / path).resolve()
+        if not p.is_relative_to(root):
+            raise PermissionError(13, "outside the workspace", path)
+        return p
 
     def read_file(self, path: str) -> str:
         return self._resolve(path).read_text(encoding="utf-8", errors="replace")
