@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from gate._git import current_commit
 from gate.agents import Agent, OracleAgent
 from gate.config import GateConfig
@@ -81,6 +83,11 @@ def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
             )
         except ValueError as exc:
             raise BadInput(f"[agent].tools: {exc}") from None
+        except jinja2.TemplateError as exc:
+            where = a.system_prompt or "the default system prompt"
+            line = getattr(exc, "lineno", None)
+            raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
+                           "(variables: task_id, workdir, date, now)") from None
     if kind == "command":
         from gate.agents._command import CommandAgent
 

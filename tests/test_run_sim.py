@@ -217,3 +217,21 @@ def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None
     assert "PATH=" in text  # it did read the gate's environment
     assert "sk-ant-parent-SECRET-123456" not in text
     assert "ghp_parentSECRET1234567890" not in text
+
+
+@pytest.mark.parametrize("template,needle", [("Hi {{ task_id ", "template error"),
+                                              ("Hi {{ nope }}", "'nope' is undefined")])
+def test_bad_system_prompt_template_is_exit_2_before_anything_runs(
+    tmp_path: Path, template: str, needle: str
+) -> None:
+    import os
+
+    prompt = tmp_path / "system.md"
+    prompt.write_text(template)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nsystem_prompt = "{prompt}"\n[suite]\ntasks = "{REPO / "tasks"}"\n')
+    p = _gate("run", "--config", str(cfg), "--sim", "-o", str(tmp_path / "r.json"),
+              env=dict(os.environ), cwd=tmp_path)
+    assert p.returncode == 2
+    assert needle in p.stderr and str(prompt) in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -76,7 +76,10 @@ class BuiltinAgent(Agent):
         self._label = label or model
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
                                  keep_trailing_newline=True)
+        # errors surface now, as bad configuration, not as a failed run per task later
         self._template = env.from_string(system_template)
+        self._template.render(task_id="t", workdir="/w", date="2026-01-01",
+                              now="2026-01-01T00:00:00+00:00")
 
     def model_label(self) -> str:
         return self._label

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -24,6 +25,14 @@ class _GateGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("gate: interrupted", err=True)
             sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug of ours: never exit 1, which would mean "regression"
+            if os.environ.get("GATE_DEBUG"):
+                raise
+            click.echo(f"gate: internal error: {type(exc).__name__}: {exc} "
+                       "(set GATE_DEBUG=1 for the traceback; please report it)", err=True)
+            sys.exit(3)
 
 
 @click.group(cls=_GateGroup, context_settings={"help_option_names": ["-h", "--help"]})
