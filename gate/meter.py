@@ -35,7 +35,6 @@ _HOP_BY_HOP = {
 }
 _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
                   "content-encoding"}
-RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
 @dataclass

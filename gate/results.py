@@ -17,7 +17,6 @@ from gate import __version__
 from gate._files import atomic_write_json, load_json_model
 from gate.usage import Usage
 
-SCHEMA_VERSION = 1
 Status = Literal["passed", "failed", "error"]
 
 

@@ -21,7 +21,14 @@ from typing import Any, Protocol
 
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.results import RunResult, RunUsage, now_iso
-from gate.sandbox import LocalSandboxProvider, Sandbox, SandboxError, SandboxProvider
+from gate.sandbox import (
+    LocalSandboxProvider,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    script_env,
+    task_script,
+)
 from gate.secrets import Redactor
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
@@ -59,11 +66,6 @@ class RunOptions:
     commit: str | None = None
     transcripts_dir: Path | None = None
     redactor: Redactor = field(default_factory=Redactor.from_environ)
-
-
-def script_env(sandbox: Sandbox) -> dict[str, str]:
-    """Extra environment for the task's own scripts (setup, verify, solution)."""
-    return {"TASK_DIR": sandbox.task_dir}
 
 
 def _tail(text: str, limit: int = 200) -> str:
@@ -128,7 +130,7 @@ def run_one(
     try:
         sandbox = provider.create(task, run_name)
         if task.setup_script:
-            res = sandbox.exec(f'bash "{sandbox.task_dir}/setup.sh"', env=script_env(sandbox),
+            res = sandbox.exec(task_script(sandbox, "setup.sh"), env=script_env(sandbox),
                                timeout=task.task_timeout(opts.task_timeout))
             record({"type": "setup", "returncode": res.returncode, "output": res.output[-4000:]})
             if res.returncode != 0 or res.timed_out:
@@ -137,7 +139,7 @@ def run_one(
         ctx = RunContext(
             task=task, replication=replication, run_name=run_name,
             timeout=task.task_timeout(opts.task_timeout),
-            max_turns=task.meta.max_turns or opts.max_turns,
+            max_turns=min((t for t in (task.meta.max_turns, opts.max_turns) if t), default=None),
             base_url=meter_run.base_url if meter_run else None,
             api_key=meter_run.token if meter_run else None,
             record=record,
@@ -157,7 +159,7 @@ def run_one(
             status, reason = "error", outcome.infra_error
         else:
             sandbox.write_file(".runner/final.txt", outcome.final_message)
-            res = sandbox.exec(f'bash "{sandbox.task_dir}/verify.sh"', env=script_env(sandbox),
+            res = sandbox.exec(task_script(sandbox, "verify.sh"), env=script_env(sandbox),
                                timeout=task.verify_timeout(opts.verify_timeout))
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
                     "output": res.output[-4000:]})
@@ -233,8 +235,14 @@ def run_many(
         for item in work:
             land(one(item))
     else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             for fut in as_completed([pool.submit(one, item) for item in work]):
                 land(fut.result())
+        except BaseException:
+            # Ctrl-C or a crash: start nothing new; what landed is already written
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     results.sort(key=lambda r: (r.task, r.replication))
     return results

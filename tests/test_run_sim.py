@@ -235,3 +235,11 @@ def test_bad_system_prompt_template_is_exit_2_before_anything_runs(
     assert p.returncode == 2
     assert needle in p.stderr and str(prompt) in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_agent_max_turns_caps_a_task_that_allows_more(tmp_path: Path) -> None:
+    res = run_suite(RunRequest(config=_config(tmp_path, max_turns=2), output=tmp_path / "r.json",
+                               task_ids=["rename-get-user"], replications=1, jobs=1, sim=True))
+    (run,) = res.runs
+    assert run.turns == 2 and run.status == "failed"
+    assert run.reason == "max_turns (2) reached"

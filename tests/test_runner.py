@@ -176,3 +176,13 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_suite_path_with_shell_metacharacters(tmp_path: Path) -> None:
+    from tests.conftest import write_task
+
+    odd = tmp_path / "su$ite `x` 'q'"
+    write_task(odd, "t", setup="echo ok > s.txt\n")
+    task = load_suite(odd).get("t")
+    res = run_one(task, 0, OracleAgent(), provider=LocalSandboxProvider(base_dir=tmp_path / "w"))
+    assert res.status == "passed", res.reason

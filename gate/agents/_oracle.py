@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
-from gate.sandbox import Sandbox
+from gate.sandbox import Sandbox, script_env, task_script
 
 NO_SOLUTION = "no-solution: the task has no solution/solve.sh"
 
@@ -15,8 +15,8 @@ class OracleAgent(Agent):
         script = ctx.task.solution_script
         if script is None:
             return AgentOutcome(infra_error=NO_SOLUTION)
-        res = sandbox.exec(f'bash "{sandbox.task_dir}/solution/solve.sh"', timeout=ctx.timeout,
-                           env={"TASK_DIR": sandbox.task_dir})
+        res = sandbox.exec(task_script(sandbox, "solution/solve.sh"), timeout=ctx.timeout,
+                           env=script_env(sandbox))
         ctx.record({"type": "oracle", "returncode": res.returncode,
                     "stdout": res.stdout[-4000:], "stderr": res.stderr[-4000:]})
         if res.timed_out:

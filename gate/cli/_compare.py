@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 from rich import box
@@ -13,6 +14,7 @@ from rich.text import Text
 from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
+from gate.errors import Unmeasurable
 from gate.results import load_results
 
 
@@ -79,13 +81,18 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
     """Compare RESULTS with BASELINE and give the verdict.
 
     Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
-    3 when the comparison is inconclusive (too few comparable tasks, too many infra errors).
+    3 when the comparison is inconclusive (too few comparable tasks, too many infra errors) or
+    there is no BASELINE file to compare with.
     Noise is not a regression: pass rates are judged by an exact stratified test, turns, cost
     and cache hits by a permutation test plus a practical margin (docs/statistics.md).
     """
     settings = load_config(config_path).gate
-    baseline = load_results(baseline_path, "baseline")
     results = load_results(results_path)
+    if not Path(baseline_path).exists():  # nothing to measure against: unmeasurable, not bad
+        raise Unmeasurable(f"{baseline_path}: baseline not found: this suite has no baseline "
+                           "yet (make one with `gate run` and `gate baseline` on the default "
+                           "branch)")
+    baseline = load_results(baseline_path, "baseline")
     comparison = compare(baseline, results, settings)
     if fmt == "json":
         click.echo(comparison.to_json())

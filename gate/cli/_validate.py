@@ -7,6 +7,7 @@ import click
 
 from gate.cli._output import console, table
 from gate.config import load_config
+from gate.errors import BadInput
 from gate.runner import RunOptions
 from gate.tasks import load_suite
 from gate.validate import validate_suite
@@ -21,11 +22,14 @@ from gate.validate import validate_suite
 def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...]) -> None:
     """Check each task is sound: verify FAILS untouched and PASSES after the oracle.
 
-    Exit 1 if any task is broken, 0 if all are sound.
+    Exit 1 if any task is broken, 0 if all are sound, 2 if the suite has no task at all.
     """
     cfg = load_config(config_path)
-    suite = load_suite(Path(tasks_dir) if tasks_dir else cfg.path(cfg.suite.tasks),
-                       task_ids or None)
+    root = Path(tasks_dir) if tasks_dir else cfg.path(cfg.suite.tasks)
+    suite = load_suite(root, task_ids or None)
+    if not suite.tasks and not suite.problems:  # "0 sound, 0 broken" would read as a pass
+        raise BadInput(f"{root}: no task found to validate (a task is a directory with "
+                       "task.md and verify.sh)")
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
     checks = validate_suite(suite, options=opts)
     rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]

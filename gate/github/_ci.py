@@ -469,7 +469,11 @@ class _CI:
             self.io.warning("no open pull request matches the triggering run; no comment")
             self.io.set_outputs({"mode": "comment", "comment_url": ""})
             return 0
-        ref = upsert_comment(self.client, number, self.redact(markdown))
+        # The artifact is the fork's to write: posted with our write token, it must not
+        # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
+        from gate.report import defuse_markdown
+
+        ref = upsert_comment(self.client, number, defuse_markdown(self.redact(markdown)))
         self.io.set_outputs({"mode": "comment", "pr_number": number, "comment_url": ref.url,
                              "comment_id": ref.id})
         return 0

@@ -5,7 +5,7 @@ file cannot break the Markdown, inject HTML or mention anyone; the body stays un
 comment limit however large the suite.
 """
 
-from gate.report._escape import md
+from gate.report._escape import defuse_markdown, md
 from gate.report._render import (
     BUDGET,
     GITHUB_LIMIT,
@@ -14,4 +14,5 @@ from gate.report._render import (
     render_text,
 )
 
-__all__ = ["BUDGET", "GITHUB_LIMIT", "md", "render_markdown", "render_summary", "render_text"]
+__all__ = ["BUDGET", "GITHUB_LIMIT", "defuse_markdown", "md", "render_markdown",
+           "render_summary", "render_text"]

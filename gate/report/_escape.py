@@ -6,6 +6,10 @@ open a code span, or ping ``@everyone``. :func:`md` turns any such text into one
 literal characters: HTML-significant characters become entities, Markdown punctuation is
 backslash-escaped, ``|`` cannot end a cell, and ``@`` gets a zero-width joiner so it can never
 form a mention.
+
+:func:`defuse_markdown` is for a whole report that came from elsewhere (the artifact a fork's
+run uploads in the two-workflow pattern): it keeps the Markdown and the few tags our own
+template emits, and makes mentions, any other HTML and hidden comments inert.
 """
 
 from __future__ import annotations
@@ -18,6 +22,40 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _NEWLINES = re.compile(r"\s*[\r\n\u2028\u2029]+\s*")
 _MD_PUNCT = re.compile(r"([\\*_\[\]~])")  # emphasis, links/images, strikethrough
 _ZWJ = "\u200d"
+# An ``@`` not yet followed by the joiner, and the entity spellings GitHub decodes to ``@``.
+_AT = re.compile(r"(?:@|&#0*64;|&#[xX]0*40;|&commat;)(?!\u200d)")
+# The only HTML our comment template and renderer emit: bare tags, no attributes.
+_OUR_TAGS = re.compile(r"<(?:/?(?:details|summary|sub|sup)|br\s*/?)>", re.IGNORECASE)
+# Anything else that could open HTML: a tag, an end tag, a comment, a declaration, a PI.
+_HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def no_mentions(text: str) -> str:
+    """Every ``@`` followed by a zero-width joiner: it can never ping a user or a team.
+
+    Idempotent, so text :func:`md` already escaped is left as it is.
+    """
+    return _AT.sub("@" + _ZWJ, text)
+
+
+def defuse_markdown(text: str) -> str:
+    """A whole untrusted Markdown report, made inert but still rendered as Markdown.
+
+    ``@`` cannot mention; every ``<`` that could open HTML becomes ``&lt;`` except the bare
+    ``details``/``summary``/``sub``/``sup``/``br`` tags our template uses, so no ``<img>``,
+    ``<script>``, attribute or ``<!-- -->`` comment survives — and with it no copy or lookalike
+    of the hidden marker that finds the gate's sticky comment (only we add that). A report we
+    rendered ourselves comes out unchanged.
+    """
+    text = _CONTROL.sub("", text.replace("\r\n", "\n"))
+    out: list[str] = []
+    pos = 0
+    for tag in _OUR_TAGS.finditer(text):
+        out.append(_HTML_OPEN.sub("&lt;", text[pos:tag.start()]))
+        out.append(tag.group(0))
+        pos = tag.end()
+    out.append(_HTML_OPEN.sub("&lt;", text[pos:]))
+    return no_mentions("".join(out))
 
 
 def md(value: object, limit: int = 200) -> Markup:
@@ -32,8 +70,7 @@ def md(value: object, limit: int = 200) -> Markup:
     text = (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
     text = _MD_PUNCT.sub(r"\\\1", text)
-    text = (text.replace("|", "&#124;").replace("`", "&#96;")
-            .replace("@", "@" + _ZWJ))
+    text = no_mentions(text.replace("|", "&#124;").replace("`", "&#96;"))
     return Markup(text)
 
 

@@ -5,7 +5,14 @@ The local backend runs real subprocesses in a fresh temporary directory; a conta
 plugs in behind the same contract.
 """
 
-from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
+from gate.sandbox._base import (
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    script_env,
+    task_script,
+)
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
 
 __all__ = [
@@ -16,4 +23,6 @@ __all__ = [
     "SandboxError",
     "SandboxProvider",
     "run_process_group",
+    "script_env",
+    "task_script",
 ]

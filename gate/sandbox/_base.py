@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import abc
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -32,8 +33,8 @@ class Sandbox(abc.ABC):
     """A prepared workspace for one (task, replication).
 
     ``workdir`` and ``task_dir`` are paths as commands inside the sandbox see them. Every
-    command runs with cwd = ``workdir`` and ``WORK_DIR`` / ``TASK_DIR`` in its environment, and
-    never with a credential.
+    command runs with cwd = ``workdir`` and ``WORK_DIR`` in its environment, and never with a
+    credential; the runner adds ``TASK_DIR`` for the task's own scripts only.
     """
 
     workdir: str
@@ -77,3 +78,13 @@ class SandboxProvider(abc.ABC):
     @abc.abstractmethod
     def create(self, task: Task, run_name: str) -> Sandbox:
         """A fresh sandbox with ``starting/`` copied in (``setup.sh`` is run by the runner)."""
+
+
+def script_env(sandbox: Sandbox) -> dict[str, str]:
+    """Extra environment for the task's own scripts (setup, verify, solution)."""
+    return {"TASK_DIR": sandbox.task_dir}
+
+
+def task_script(sandbox: Sandbox, rel: str) -> str:
+    """The command that runs one of the task's own scripts (path quoted for the shell)."""
+    return f"bash {shlex.quote(f'{sandbox.task_dir}/{rel}')}"
