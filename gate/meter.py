@@ -60,8 +60,22 @@ class RunMeter:
     base_url: str
     requests: list[MeteredRequest] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _idle: threading.Condition = field(init=False, repr=False)
+    _in_flight: int = 0
     _closed: bool = False
     _proxy: MeterProxy | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._idle = threading.Condition(self._lock)
+
+    def begin(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._idle.notify_all()
 
     def add(self, req: MeteredRequest) -> None:
         with self._lock:
@@ -81,10 +95,14 @@ class RunMeter:
             last = self.requests[-1]
         return f"model API failed: {last.error}"
 
-    def close(self) -> None:
+    def close(self, wait: float = 10.0) -> None:
+        """Stop accepting this run's requests; give those in flight (an agent killed
+        mid-stream) up to ``wait`` seconds to be counted."""
         if self._proxy is not None and not self._closed:
             self._closed = True
             self._proxy._forget(self.run_id)
+        with self._lock:
+            self._idle.wait_for(lambda: self._in_flight == 0, timeout=wait)
 
     def __repr__(self) -> str:  # the token stays out of logs
         return f"RunMeter(run_id={self.run_id!r}, requests={len(self.requests)})"
@@ -246,24 +264,36 @@ class MeterProxy:
         if not secrets.compare_digest(given.encode(), run.token.encode()):
             self._send_error(h, 401, "authentication_error", "invalid run token")
             return
-        length = int(h.headers.get("content-length") or 0)
-        body = h.rfile.read(length) if length else b""
+        try:
+            length = int(h.headers.get("content-length") or 0)
+        except ValueError:
+            self._send_error(h, 400, "invalid_request_error", "bad content-length")
+            return
+        body = h.rfile.read(length) if length > 0 else b""
         if self._observer is not None:
             self._observer(run.run_id, body)
+        run.begin()
+        try:
+            self._forward(h, run, parts[3], query, body)
+        finally:
+            run.end()
+
+    def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, rest: str, query: str,
+                 body: bytes) -> None:
         model, stream = "unknown", False
         try:
             payload = json.loads(body) if body else {}
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
-        except ValueError:
+        except (ValueError, AttributeError):
             pass
-        url = f"{self.upstream}/{parts[3]}" + (f"?{query}" if query else "")
+        url = f"{self.upstream}/{rest}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers[self._credential_header] = (
             f"Bearer {self._credential}" if self._credential_header == "authorization"
             else self._credential)
         headers["accept-encoding"] = "identity"  # pass bytes through unchanged
-        is_messages = parts[3].rstrip("/").endswith("v1/messages")
+        is_messages = rest.rstrip("/").endswith("v1/messages")
         try:
             up = self._session.request(h.command, url, data=body, headers=headers, stream=True,
                                        timeout=(10, self.timeout))
@@ -315,7 +345,15 @@ class MeterProxy:
                     h.wfile.write(b"0\r\n\r\n")
                     h.wfile.flush()
             return
-        data = up.content
+        try:
+            data = up.content
+        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            if is_messages:
+                run.add(MeteredRequest(model, up.status_code, False, Usage(), 0.0,
+                                       error=f"response broken: {type(exc).__name__}",
+                                       request_id=request_id))
+            h.close_connection = True  # headers are out; a cut connection tells the client
+            return
         if is_messages:
             run.add(self._metered_json(model, up.status_code, data, request_id))
         h.send_header("content-length", str(len(data)))

@@ -99,20 +99,34 @@ def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
 
 
 @contextlib.contextmanager
-def _upstream(req: RunRequest, suite: Suite, ledger: Path) -> Iterator[tuple[str, str, str]]:
-    """(base URL, credential, label) of the model API this run talks to."""
+def _upstream(req: RunRequest, suite: Suite,
+              ledger: Path) -> Iterator[tuple[str, str, str, str]]:
+    """(base URL, credential, its header, label) of the model API this run talks to."""
     if req.sim:
         from gate.sim import Simulator
 
         with Simulator(tasks_dir=suite.root, seed=req.seed or 0, ledger_path=ledger,
                        **req.sim_options) as sim:
-            yield sim.base_url, SIM_CREDENTIAL, "simulator"
+            yield sim.base_url, SIM_CREDENTIAL, "x-api-key", "simulator"
         return
-    key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    # An API key goes as x-api-key; an auth token (ANTHROPIC_AUTH_TOKEN) as a bearer token.
+    key, header = os.environ.get("ANTHROPIC_API_KEY"), "x-api-key"
+    if not key:
+        key, header = os.environ.get("ANTHROPIC_AUTH_TOKEN"), "authorization"
     if not key:
         raise Unmeasurable(NO_KEY)
     base = os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API
-    yield base, key, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
+    yield base, key, header, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
+
+
+def _bypass_proxies_for_loopback() -> None:
+    """The agent→meter and meter→simulator hops are on loopback: an HTTP(S)_PROXY set for the
+    real API must not capture them (command agents inherit the same NO_PROXY)."""
+    for var in ("NO_PROXY", "no_proxy"):
+        have = [h for h in os.environ.get(var, "").split(",") if h.strip()]
+        missing = [h for h in ("127.0.0.1", "localhost") if h not in have]
+        if missing:
+            os.environ[var] = ",".join([*have, *missing])
 
 
 def infra_gate(results: Results, max_rate: float) -> None:
@@ -157,8 +171,11 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         upstream = "none"
         if kind != "oracle":
             ledger = Path(f"{stem}.sim-ledger.jsonl")
-            base, credential, upstream = stack.enter_context(_upstream(req, suite, ledger))
+            base, credential, header, upstream = stack.enter_context(
+                _upstream(req, suite, ledger))
+            _bypass_proxies_for_loopback()
             meter = stack.enter_context(MeterProxy(base, credential, prices,
+                                                   credential_header=header,
                                                    observer=req.request_observer))
         label = f"{model} (simulator)" if upstream == "simulator" else model
         agent = build_agent(cfg, kind, model, label)

@@ -181,8 +181,8 @@ def run_one(
             sandbox.close()
         turns, usage, cost = (0, Usage(), 0.0)
         if meter_run is not None:
+            meter_run.close()  # waits briefly for requests still in flight to be counted
             turns, usage, cost = meter_run.totals()
-            meter_run.close()
     return RunResult(
         task=task.id,
         replication=replication,

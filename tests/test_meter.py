@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,13 +46,27 @@ class Upstream:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 up.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                if self.headers.get("x-api-key") != REAL_KEY:
+                bearer = self.headers.get("authorization") == f"Bearer {REAL_KEY}"
+                if self.headers.get("x-api-key") != REAL_KEY and not bearer:
                     self._json(401, {"type": "error", "error": {"type": "authentication_error",
                                                                 "message": "bad key"}})
                     return
                 if up.mode == "overloaded":
                     self._json(529, {"type": "error", "error": {"type": "overloaded_error",
                                                                 "message": "busy"}})
+                    return
+                if up.mode in ("spend-limit", "rate-limit"):
+                    self._json(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                                "message": "limit"}},
+                               {"retry-after": "0"} if up.mode == "rate-limit" else {})
+                    return
+                if up.mode == "truncated-json":
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", "500")
+                    self.end_headers()
+                    self.wfile.write(b'{"id": "msg_1", "usage": {')
+                    self.close_connection = True
                     return
                 msg = {"id": "msg_1", "type": "message", "role": "assistant",
                        "model": body["model"], "content": [], "stop_reason": None,
@@ -88,9 +104,12 @@ class Upstream:
                     self.wfile.flush()
                 self.close_connection = True
 
-            def _json(self, status: int, obj: dict[str, Any]) -> None:
+            def _json(self, status: int, obj: dict[str, Any],
+                      extra: dict[str, str] | None = None) -> None:
                 data = json.dumps(obj).encode()
                 self.send_response(status)
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.send_header("request-id", "req_up_2")
@@ -218,3 +237,64 @@ def test_stream_is_relayed_event_by_event(proxy: MeterProxy, upstream: Upstream)
     rest = b"\n".join(lines)
     assert b"message_stop" in rest
     assert run.totals()[1].output_tokens == 42
+
+
+def test_auth_token_is_forwarded_as_bearer(upstream: Upstream) -> None:
+    with MeterProxy(upstream.url, REAL_KEY, price_table(),
+                    credential_header="authorization") as proxy:
+        run = proxy.open_run("t-bearer")
+        _client(run).messages.create(model="claude-sonnet-5-5", max_tokens=5,
+                                     messages=[{"role": "user", "content": "x"}])
+    headers = {k.lower(): v for k, v in upstream.seen[-1]["headers"].items()}
+    assert headers["authorization"] == f"Bearer {REAL_KEY}" and "x-api-key" not in headers
+
+
+def test_truncated_json_reply_is_recorded_not_a_traceback(proxy: MeterProxy,
+                                                          upstream: Upstream,
+                                                          capfd: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    upstream.mode = "truncated-json"
+    run = proxy.open_run("t-trunc")
+    with pytest.raises(TRANSPORT_ERRORS):
+        _client(run).messages.create(model="claude-sonnet-5-5", max_tokens=5,
+                                     messages=[{"role": "user", "content": "x"}])
+    run.close()
+    assert "response broken" in (run.api_failure() or "")
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_close_waits_for_a_request_in_flight(proxy: MeterProxy, upstream: Upstream) -> None:
+    upstream.mode = "hold"
+    run = proxy.open_run("t-flight")
+    done = threading.Event()
+
+    def call() -> None:
+        with contextlib.suppress(Exception), _client(run).messages.stream(
+                model="claude-sonnet-5-5", max_tokens=5,
+                messages=[{"role": "user", "content": "x"}]) as s:
+            s.get_final_message()
+        done.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    while not upstream.seen:
+        time.sleep(0.01)
+    threading.Timer(0.5, upstream.release.set).start()
+    run.close(wait=10)  # returns only once the held stream has been counted
+    assert run.totals()[0] == 1 and run.totals()[1].output_tokens == 42
+    done.wait(5)
+
+
+@pytest.mark.parametrize("mode,requests_made", [("spend-limit", 1), ("rate-limit", 3)])
+def test_builtin_agent_never_retries_a_spend_limit(proxy: MeterProxy, upstream: Upstream,
+                                                   mode: str, requests_made: int) -> None:
+    from gate.agents._builtin import BuiltinAgent
+
+    upstream.mode = mode
+    run = proxy.open_run("t-429")
+    agent = BuiltinAgent(model="claude-sonnet-5-5", attempts=3, backoff_s=0.01)
+    client = anthropic.Anthropic(base_url=run.base_url, api_key=run.token, max_retries=0)
+    with pytest.raises(anthropic.RateLimitError):
+        agent._call(client, {"model": "claude-sonnet-5-5", "max_tokens": 5,
+                             "messages": [{"role": "user", "content": "x"}]},
+                    time.monotonic() + 60)
+    assert len(upstream.seen) == requests_made

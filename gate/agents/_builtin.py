@@ -120,32 +120,40 @@ class BuiltinAgent(Agent):
         return msgs
 
     # -- the loop -------------------------------------------------------------------------
-    def _call(self, client: anthropic.Anthropic, params: dict[str, Any]) -> Any:
-        """One model turn, streamed; transient failures retried with backoff (also those
-        that arrive mid-stream, which the SDK's own retries do not cover)."""
+    def _call(self, client: anthropic.Anthropic, params: dict[str, Any],
+              deadline: float) -> Any:
+        """One model turn, streamed. This is the one retry layer (the SDK's is off): it also
+        covers failures that arrive mid-stream, honours ``retry-after``, never retries a 429
+        without one (a spend limit), and never waits past the run's deadline."""
         last: Exception | None = None
         for attempt in range(self.attempts):
+            remaining = deadline - time.monotonic()
+            if remaining <= 1:
+                break
+            delay = min(self.backoff_s * 2 ** attempt, 8.0) * (0.5 + random.random() / 2)
             try:
-                with client.messages.stream(**params) as stream:
+                with client.with_options(timeout=min(300.0, remaining)).messages.stream(
+                        **params) as stream:
                     return stream.get_final_message()
             except anthropic.APIStatusError as exc:
-                if exc.status_code in NOT_RETRYABLE:
+                after = exc.response.headers.get("retry-after")
+                if exc.status_code in NOT_RETRYABLE or (exc.status_code == 429 and not after):
                     raise
+                with contextlib.suppress(ValueError, TypeError):
+                    delay = min(float(after), 60.0) if after else delay
                 last = exc
-            except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
+            except TRANSPORT_ERRORS as exc:  # connection, an `error` event, a broken stream
                 last = exc
-            except TRANSPORT_ERRORS as exc:  # an `error` event after HTTP 200, a broken stream
-                last = exc
-            delay = min(self.backoff_s * 2 ** attempt, 8.0) * (0.5 + random.random() / 2)
-            time.sleep(delay)
-        assert last is not None
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic() - 1)))
+        if last is None:
+            raise TimeoutError("no time left for a model request")
         raise last
 
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
         if not ctx.base_url or not ctx.api_key:
             return AgentOutcome(infra_error="builtin agent needs the meter's URL and token")
         client = anthropic.Anthropic(base_url=ctx.base_url, api_key=ctx.api_key,
-                                     max_retries=2, timeout=300)
+                                     max_retries=0, timeout=300)
         deadline = time.monotonic() + ctx.timeout
         max_turns = ctx.max_turns or self.max_turns
         history: list[dict[str, Any]] = [{"role": "user", "content": ctx.task.prompt}]
@@ -160,7 +168,10 @@ class BuiltinAgent(Agent):
                     "tools": self._tool_schemas(), "messages": self._messages(history),
                     **self.sampling,
                 }
-                msg = self._call(client, params)
+                try:
+                    msg = self._call(client, params, deadline)
+                except TimeoutError:
+                    return AgentOutcome(final_message=final_text, failure="timeout: agent")
                 content = [b.model_dump(exclude_none=True) for b in msg.content]
                 history.append({"role": "assistant", "content": content})
                 texts = [b["text"] for b in content if b.get("type") == "text"]
