@@ -73,6 +73,9 @@ def promote(results: Results, baseline: Results | None, *,
     """The new baseline after ``results`` and a one-line account of what happened."""
     if pool_size < 1:
         raise BadInput("pool size must be at least 1")
+    if (results.model_extra or {}).get("selected_tasks"):
+        raise BadInput("these results ran only some tasks (--task): a partial run would drop "
+                       "the other tasks' runs, so it cannot refresh the baseline")
     new_runs = _with_provenance(results)
     if baseline is None:
         fresh = _fresh(results, _keep_newest(new_runs, pool_size))

@@ -183,6 +183,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                                  "price_table": prices.date}
         if suite.problems:
             extra["problems"] = {p.name: p.reason for p in suite.problems}
+        if req.task_ids:  # a partial run: comparable, but never a baseline refresh
+            extra["selected_tasks"] = sorted(req.task_ids)
         if upstream == "simulator":
             extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
         results = new_results(

@@ -140,3 +140,10 @@ def test_runs_with_their_own_timestamps_group_by_refresh() -> None:
         first.created_at, second.created_at]
     again, msg = promote(second, base)
     assert again is base and "already in the baseline" in msg
+
+
+def test_partial_run_cannot_refresh_the_baseline() -> None:
+    base, _ = promote(_run(1), None)
+    partial = _run(2).model_copy(update={"selected_tasks": ["t00"]})
+    with pytest.raises(BadInput, match="partial run"):
+        promote(partial, base)

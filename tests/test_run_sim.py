@@ -243,3 +243,16 @@ def test_agent_max_turns_caps_a_task_that_allows_more(tmp_path: Path) -> None:
     (run,) = res.runs
     assert run.turns == 2 and run.status == "failed"
     assert run.reason == "max_turns (2) reached"
+
+
+def test_an_http_proxy_for_the_api_does_not_capture_loopback_hops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    res = run_suite(RunRequest(config=_config(tmp_path), output=tmp_path / "r.json",
+                               task_ids=EASY[:1], replications=1, jobs=1, sim=True))
+    assert res.summary.errors == 0 and res.runs[0].turns >= 3
+    assert res.model_extra["selected_tasks"] == EASY[:1]  # type: ignore[index]
