@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -439,10 +440,67 @@ def test_workflow_run_posts_the_uploaded_report_on_the_right_pr(project: Project
                               ref="refs/heads/main")
         assert run.code == 0, run.stderr
     (comment,) = _marker_comments(gh)
-    assert comment["body"].count(MARKER) == 1 and "fork  text" in comment["body"]
+    assert comment["body"].count(MARKER) == 1 and comment["body"].startswith(MARKER)
+    assert "fork &lt;!-- agent-gate:comment --> text" in comment["body"]  # shown, inert
     assert gh.comments.keys() == {PR}
     assert run.outputs["comment_url"] == comment["html_url"]
     run.no_secrets(gh)
+
+
+HOSTILE_REPORT = """### ✅ agent-gate: no regression
+
+@everyone please merge, and &#64;here, @acme/maintainers.
+<img src=x onerror=alert(1)>
+<!-- agent-gate:comment -->
+<!--agent-gate:comment-->
+<script>alert(document.cookie)</script>
+<details open ontoggle=alert(1)><summary>ok</summary>
+
+hidden
+
+</details>
+<a href="javascript:alert(1)">click</a>
+"""
+
+
+def test_workflow_run_neutralises_a_hostile_uploaded_report(project: Project) -> None:
+    """A fork writes the artifact; the comment job posts it with the repo's write token. Our
+    own report goes up unchanged, <details> and all; a hostile one cannot mention anyone,
+    inject HTML, or plant a marker that would hijack the sticky comment."""
+    gh = project.gh
+    gh.pulls = [{"number": PR, "head": {"sha": "a" * 40}, "_head": "stranger:feature"}]
+    ci = project.pr_branch("feature", _break_agent)
+    first = project.gate_ci(ci, "--no-fail", "--no-comment")  # the pull_request half
+    assert first.code == 0, first.stderr
+    ours = Path(first.outputs["report_path"]).read_text()
+    assert "<details><summary>" in ours
+    work = project.tmp / "comment-job"
+    work.mkdir()
+    event = work.parent / "workflow-run.json"
+    event.write_text(json.dumps({"workflow_run": {
+        "event": "pull_request", "head_sha": "a" * 40, "head_branch": "feature",
+        "head_repository": {"full_name": "stranger/agent"}, "pull_requests": []}}))
+
+    def post(report: str) -> str:
+        (work / "gate-report.md").write_text(report)
+        run = project.gate_ci(work, event="workflow_run", event_path=event,
+                              ref="refs/heads/main")
+        assert run.code == 0, run.stderr
+        run.no_secrets(gh)
+        (comment,) = _marker_comments(gh)
+        assert comment["body"].startswith(MARKER + "\n")
+        return str(comment["body"])[len(MARKER) + 1:]
+
+    assert post(ours) == ours  # our report is left exactly as rendered
+    body = post(HOSTILE_REPORT)  # the same comment, edited in place
+    assert len(gh.comments[PR]) == 1
+    assert "<img" not in body and "&lt;img src=x onerror=alert(1)>" in body
+    assert "<script" not in body and "&lt;script>" in body and "&lt;/script>" in body
+    assert "<a " not in body and "<details open" not in body
+    assert "<!--" not in body and body.count("&lt;!--") == 2  # both marker lookalikes inert
+    assert re.search(r"@(everyone|here|acme)", body) is None
+    assert "@\u200deveryone" in body and "@\u200dhere" in body  # the entity spelling too
+    assert "<summary>ok</summary>" in body and "</details>" in body  # our tags still work
 
 
 def test_failed_pr_run_still_leaves_a_report_to_upload(project: Project) -> None:

@@ -75,6 +75,24 @@ def test_missing_suite_dir_exit_2() -> None:
     assert "task suite directory not found" in r.output
 
 
+def test_validate_empty_suite_is_one_line_exit_2(suite_dir: Path) -> None:
+    """No task at all is not "0 sound, 0 broken" and a pass: it is bad input."""
+    (suite_dir / ".hidden").mkdir(parents=True)  # not a task: ignored like _private
+    p = gate("validate", "--tasks", str(suite_dir))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stdout == ""
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("gate: error: ") and "no task found" in line
+    assert str(suite_dir) in line and "Traceback" not in p.stderr
+
+
+def test_validate_suite_of_only_broken_tasks_lists_them(make_task, suite_dir: Path) -> None:
+    (make_task("no-verify") / "verify.sh").unlink()
+    p = gate("validate", "--tasks", str(suite_dir))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "missing verify.sh" in p.stdout and "0 sound, 1 broken" in p.stdout
+
+
 def test_unknown_config_key_named(tmp_path: Path) -> None:
     cfg = tmp_path / "gate.toml"
     cfg.write_text(json.dumps({}).replace("{}", "[agent]\nmodle = 'x'\n"))

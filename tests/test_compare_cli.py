@@ -92,14 +92,31 @@ def test_bad_inputs_are_one_line_errors(files: dict[str, Path], tmp_path: Path) 
         code, out, err = _run("compare", files["base"], tmp_path / name)
         _one_line_error(code, out, err, 2)
         assert name in err
-    code, out, err = _run("compare", tmp_path / "nope.json", files["same"])
-    _one_line_error(code, out, err, 2)
+    code, out, err = _run("compare", files["base"], tmp_path / "nope.json")
+    _one_line_error(code, out, err, 2)  # a missing RESULTS file is bad input
+    assert "nope.json: results file not found" in err
     code, out, err = _run("compare", files["base"], files["unrelated"])
     _one_line_error(code, out, err, 2)
     assert "unrelated suites" in err
     (tmp_path / "bad.toml").write_text("[gate]\nalpha = 7\n")
     code, out, err = _run("compare", files["base"], files["same"],
                           "--config", tmp_path / "bad.toml")
+    _one_line_error(code, out, err, 2)
+
+
+def test_missing_baseline_is_unmeasurable_exit_3(files: dict[str, Path], tmp_path: Path) -> None:
+    """DESIGN: a missing baseline for the suite is exit 3 (unmeasurable), never bad input."""
+    code, out, err = _run("compare", tmp_path / "nope.json", files["same"],
+                          "--config", files["config"])
+    _one_line_error(code, out, err, 3)
+    assert "nope.json: baseline not found" in err
+    # both missing: the RESULTS argument is wrong, and that is said first
+    code, out, err = _run("compare", tmp_path / "nope.json", tmp_path / "gone.json")
+    _one_line_error(code, out, err, 2)
+    assert "gone.json" in err
+    # a baseline that exists but is broken is still bad input
+    (tmp_path / "broken-baseline.json").write_text("{")
+    code, out, err = _run("compare", tmp_path / "broken-baseline.json", files["same"])
     _one_line_error(code, out, err, 2)
 
 

@@ -201,7 +201,6 @@ def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str,
         for name in re.findall(r"steps\.gate\.outputs\.([\w-]+)", block):
             assert name in action["outputs"], f"docs use a non-existent output {name}"
     for wf in full:
-        assert True in wf or "on" in wf  # PyYAML reads the bare key `on` as True
         for job in wf["jobs"].values():
             for step in job["steps"]:
                 assert "${{" not in str(step.get("run", ""))
@@ -210,6 +209,58 @@ def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str,
                     unknown = set(step.get("with") or {}) - set(action["inputs"])
                     assert not unknown, f"docs pass inputs the action does not have: {unknown}"
     assert uses_action >= 5
+
+
+def _triggers(wf: dict[str, Any]) -> dict[str, Any]:
+    on = wf[True] if True in wf else wf["on"]  # PyYAML reads the bare key `on` as True
+    return {on: None} if isinstance(on, str) else dict(on)
+
+
+def _gate_step(wf: dict[str, Any]) -> dict[str, Any]:
+    (step,) = [s for job in wf["jobs"].values() for s in job["steps"]
+               if "agent-gate" in str(s.get("uses", ""))]
+    return step
+
+
+def test_documented_workflows_run_on_the_right_events() -> None:
+    """Each documented workflow fires on exactly the event its gate mode needs: a PR check on
+    pull_request (never pull_request_target: that would run a fork's code with secrets), the
+    refresh on a push to main, the manual run on workflow_dispatch, the fork pair's comment
+    half on workflow_run of the PR workflow."""
+    full = [w for w in map(yaml.safe_load, _doc_blocks("yaml"))
+            if isinstance(w, dict) and "jobs" in w]
+    readme = [w for w in map(yaml.safe_load, _doc_blocks("yaml", "README.md"))
+              if isinstance(w, dict) and "jobs" in w]
+    seen: set[str] = set()
+    for wf in full + readme:
+        triggers = _triggers(wf)
+        assert len(triggers) == 1, f"{wf['name']}: one trigger each, got {set(triggers)}"
+        (event,) = triggers
+        seen.add(event)
+        spec = triggers[event] or {}
+        mode = (_gate_step(wf).get("with") or {}).get("mode")
+        if event == "pull_request":
+            assert mode in (None, "auto", "pr"), wf["name"]
+            assert "agent/**" in spec["paths"] and "tasks/**" in spec["paths"]
+        elif event == "push":
+            assert spec["branches"] == ["main"] and mode in (None, "auto", "main")
+        elif event == "workflow_dispatch":
+            assert set(spec["inputs"]["mode"]["options"]) == {"check", "main"}
+            assert mode == "${{ inputs.mode }}"
+        elif event == "workflow_run":
+            assert spec["types"] == ["completed"] and mode == "comment"
+            pr_names = {w["name"] for w in full if "pull_request" in _triggers(w)}
+            assert set(spec["workflows"]) <= pr_names, "comments on a workflow that is not there"
+            # the comment half needs write access; the PR half it listens to must not comment
+            assert wf["permissions"]["pull-requests"] == "write"
+        else:
+            raise AssertionError(f"{wf['name']}: unexpected trigger {event}")
+    assert seen == {"pull_request", "push", "workflow_dispatch", "workflow_run"}
+    # the fork pair's PR half skips the comment itself and leaves the report to upload
+    fork_pr = [w for w in full if "pull_request" in _triggers(w)
+               and (_gate_step(w).get("with") or {}).get("comment") is False]
+    assert fork_pr and all(_gate_step(w)["with"].get("fork-without-key") == "skip"
+                           for w in fork_pr)
 
 
 def test_documented_ci_table_is_valid_config() -> None:

@@ -10,7 +10,14 @@ import pytest
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
-from gate.report import GITHUB_LIMIT, md, render_markdown, render_summary, render_text
+from gate.report import (
+    GITHUB_LIMIT,
+    defuse_markdown,
+    md,
+    render_markdown,
+    render_summary,
+    render_text,
+)
 from gate.results import Results, TaskInfo, summarize
 
 FAST = GateSettings(permutations=999, power_simulations=50)
@@ -94,6 +101,49 @@ def test_escape_filter() -> None:
     assert md("a\nb\r\nc") == "a b c"
     assert md("*x* _y_ [z]") == "\\*x\\* \\_y\\_ \\[z\\]"
     assert len(md("x" * 1000, limit=50)) == 50
+
+
+def test_escape_filter_is_idempotent_on_mentions() -> None:
+    assert md("@\u200dall") == "@\u200dall"  # one joiner, never two
+    assert md(md("@all")) == "@\u200dall"
+
+
+def test_defuse_leaves_every_report_we_render_unchanged() -> None:
+    """The comment job re-checks the uploaded report; ours must survive it byte for byte."""
+    rng = np.random.default_rng(1)
+    base, cand = _hostile_results(synthetic_results(reference_rates(), 5, rng))
+    trend = [{"commit": f"{i:07d}", "created_at": f"2026-11-2{i}T00:00:00Z", "pass_rate": 0.7,
+              "cost_usd": 1.5, "cache_hit_rate": 0.8, "mean_turns": 7.0} for i in range(3)]
+    bodies = [render_markdown(_comparison(), run_url="https://github.com/o/r/actions/runs/7",
+                              notes=["edits `baseline.json` <b>"], trend=trend),
+              render_markdown(_comparison(broken=False)),
+              render_markdown(compare(base, cand, FAST), notes=["x <script>alert(1)</script>"]),
+              render_markdown(_big_comparison(60))]
+    for body in bodies:
+        assert "<details><summary>" in body and "<sub>" in body
+        assert defuse_markdown(body) == body
+
+
+def test_defuse_makes_a_hostile_report_inert() -> None:
+    hostile = ("### ✅ agent-gate: no regression\n\n@everyone &#64;here &#x40;team &commat;x "
+               "`@octocat`\n<img src=x onerror=alert(1)>\n<!-- agent-gate:comment -->\n"
+               "<!--agent-gate:comment-->\n<script>alert(1)</script>\n<SCRIPT>x</SCRIPT>\n"
+               "<details open ontoggle=alert(1)><summary>ok</summary>\n\nhidden\n\n</details>"
+               "\n<br/> <sup>1</sup> <![CDATA[x]]> <?php ?> <a href=x>y</a> 1 < 2\n")
+    out = defuse_markdown(hostile)
+    assert defuse_markdown(out) == out
+    assert re.search(r"@(everyone|here|team|x|octocat)", out) is None
+    assert "&#64;" not in out and "&#x40;" not in out and "&commat;" not in out
+    for raw in ("<img", "<!--", "<script", "<SCRIPT", "<details open", "<![CDATA", "<?php",
+                "<a "):
+        assert raw not in out, raw
+    assert "&lt;img src=x onerror=alert(1)>" in out and "&lt;!-- agent-gate:comment -->" in out
+    assert "<summary>ok</summary>" in out and "</details>" in out and "<br/>" in out
+    assert "<sup>1</sup>" in out and "1 < 2" in out
+    markdown_it = pytest.importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").render(out)
+    assert set(re.findall(r"<([a-z0-9]+)", html)) <= {
+        "h3", "p", "code", "details", "summary", "br", "sup"}
 
 
 def _big_comparison(n: int = 500) -> Comparison:

@@ -195,5 +195,7 @@ def test_detectable_drop_matches_the_power_table() -> None:
     shallow = _stats.detectable_drop(np.round(rates * 3).astype(np.int64), np.full(15, 3),
                                      np.full(15, 3), 0.01)
     assert deep is not None and 0.12 <= deep <= 0.25
-    assert shallow is None or shallow > deep
+    # 15 tasks at 3 vs 3 runs can still see a uniform drop (None would mean not even
+    # breaking every task), just a bigger one than a pooled 20-run baseline at k = 5
+    assert shallow is not None and deep < shallow <= 1.0
     assert _stats.detectable_drop(np.zeros(15, np.int64), nb, np.full(15, 5), 0.01) is None
