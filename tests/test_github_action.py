@@ -279,3 +279,20 @@ def test_docs_list_every_action_output(action: dict[str, Any]) -> None:
         assert f"`{name}`" in text, f"docs/github.md does not mention the output {name}"
     for name in action["inputs"]:
         assert f"| `{name}` |" in text, f"docs/github.md's input table lacks {name}"
+
+
+def test_this_repositorys_own_workflows_use_the_action_correctly(
+    action: dict[str, Any],
+) -> None:
+    workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+    assert workflows
+    used = 0
+    for path in workflows:
+        wf = yaml.safe_load(path.read_text())
+        for job in wf["jobs"].values():
+            for step in job["steps"]:
+                assert "${{" not in str(step.get("run", "")), path
+                if step.get("uses") == "./":
+                    used += 1
+                    assert set(step.get("with") or {}) <= set(action["inputs"]), path
+    assert used == 1
