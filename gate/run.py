@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,7 +165,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     prices = price_table(cfg.agent.prices)
     if kind != "oracle":
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
-    provider = LocalSandboxProvider(keep=req.keep_workspaces)
+    cancel = threading.Event()
+    provider = LocalSandboxProvider(keep=req.keep_workspaces, cancel=cancel)
 
     with contextlib.ExitStack() as stack:
         meter: MeterProxy | None = None
@@ -202,7 +204,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                 on_result(res)
 
         run_many(plan(suite.tasks, replications), agent, jobs=jobs, provider=provider,
-                 meter=meter, options=options, on_result=land)
+                 meter=meter, options=options, on_result=land, cancel=cancel)
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
     write_results(req.output, results)

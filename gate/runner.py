@@ -217,8 +217,13 @@ def run_many(
     meter: Meter | None = None,
     options: RunOptions | None = None,
     on_result: Callable[[RunResult], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[RunResult]:
-    """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands."""
+    """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands.
+
+    On Ctrl-C (or any escape) queued runs are dropped and ``cancel`` is set, which makes the
+    sandboxes built with it kill what they are running, so the gate stops in about a second.
+    """
     results: list[RunResult] = []
     lock = threading.Lock()
 
@@ -232,15 +237,22 @@ def run_many(
                 on_result(res)
 
     if jobs <= 1:
-        for item in work:
-            land(one(item))
+        try:
+            for item in work:
+                land(one(item))
+        except BaseException:
+            if cancel is not None:
+                cancel.set()
+            raise
     else:
         pool = ThreadPoolExecutor(max_workers=jobs)
         try:
             for fut in as_completed([pool.submit(one, item) for item in work]):
                 land(fut.result())
         except BaseException:
-            # Ctrl-C or a crash: start nothing new; what landed is already written
+            # Ctrl-C or a crash: start nothing new, stop what runs; what landed is written
+            if cancel is not None:
+                cancel.set()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()

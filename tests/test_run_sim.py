@@ -256,3 +256,38 @@ def test_an_http_proxy_for_the_api_does_not_capture_loopback_hops(
                                task_ids=EASY[:1], replications=1, jobs=1, sim=True))
     assert res.summary.errors == 0 and res.runs[0].turns >= 3
     assert res.model_extra["selected_tasks"] == EASY[:1]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupt_stops_running_agents_promptly(make_task, suite_dir: Path, tmp_path: Path,
+                                                 sig: str) -> None:
+    """Agents run in their own sessions (no terminal Ctrl-C reaches them): the gate kills them."""
+    import signal
+    import time
+
+    from tests.test_runner import _alive
+
+    for name in ("a", "b"):
+        make_task(name)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "echo $$ > {pids}/$GATE_TASK_ID; '
+                   f'sleep 120"\n[suite]\ntasks = "{suite_dir}"\n')
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "gate", "run", "--config", str(cfg), "--sim",
+                             "-k", "1", "-j", "2", "-o", str(out)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    agent_pids = [int(p.read_text()) for p in pids.iterdir()]
+    assert len(agent_pids) == 2
+    t0 = time.monotonic()
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    time.sleep(0.3)
+    assert not any(_alive(p) for p in agent_pids), "an agent outlived the gate"
+    assert load_results(out).runs == []  # nothing half-measured was recorded

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any
 
@@ -64,4 +65,10 @@ main.add_command(_compare.baseline_cmd)
 def entry() -> None:
     """The console script: credentials out of the process's visible environment, then the CLI."""
     reexec_without_secrets(sys.argv[1:])
+    # CI cancels a job with SIGTERM: stop the way Ctrl-C does, so runs are killed, not orphaned
+    signal.signal(signal.SIGTERM, _terminate)
     main()
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

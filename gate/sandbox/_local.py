@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,13 +30,19 @@ def run_process_group(
     env: Mapping[str, str],
     timeout: float,
     stdin: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> ExecResult:
     """Run ``argv`` as the leader of a new session and process group.
 
     On timeout the whole group is killed. When the leader exits, whatever it left running in
-    its group (a background child) is killed too, so no process of a run outlives it.
+    its group (a background child) is killed too, so no process of a run outlives it. Being in
+    its own session, the group does not see the terminal's Ctrl-C: ``cancel`` is how the gate
+    stops it early (raises ``SandboxError``).
     """
+    if cancel is not None and cancel.is_set():
+        raise SandboxError("cancelled")
     start = time.monotonic()
+    deadline = start + timeout
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -45,10 +52,23 @@ def run_process_group(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    timed_out = False
+    timed_out = cancelled = False
+    data = stdin.encode() if stdin is not None else None
     try:
-        out, err = proc.communicate(input=stdin.encode() if stdin is not None else None,
-                                    timeout=timeout)
+        while True:
+            # short waits, so a cancel is seen within a second; retrying loses no output
+            remaining = max(0.0, deadline - time.monotonic())
+            step = min(0.5, remaining) if cancel is not None else remaining
+            try:
+                out, err = proc.communicate(input=data, timeout=step)
+                break
+            except subprocess.TimeoutExpired:
+                data = None  # stdin was written by the first call
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc.pid)
@@ -62,6 +82,8 @@ def run_process_group(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    if cancelled:
+        raise SandboxError("cancelled")
     return ExecResult(
         returncode=proc.returncode if not timed_out else -signal.SIGKILL,
         stdout=out.decode("utf-8", "replace"),
@@ -72,13 +94,15 @@ def run_process_group(
 
 
 class LocalSandbox(Sandbox):
-    def __init__(self, root: Path, task: Task, keep: bool = False) -> None:
+    def __init__(self, root: Path, task: Task, keep: bool = False,
+                 cancel: threading.Event | None = None) -> None:
         self.root = root
         self.host_workdir = root / "work"
         self.workdir = str(self.host_workdir)
         self.task_dir = str(task.path)
         self.home = root / "home"
         self._keep = keep
+        self._cancel = cancel
         self._closed = False
 
     def script_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -111,6 +135,7 @@ class LocalSandbox(Sandbox):
             env=self.script_env(env),
             timeout=timeout,
             stdin=stdin,
+            cancel=self._cancel,
         )
 
     def _resolve(self, path: str) -> Path:
@@ -140,9 +165,13 @@ class LocalSandbox(Sandbox):
 class LocalSandboxProvider(SandboxProvider):
     """Fresh workspaces under ``base_dir`` (default: the system temp dir)."""
 
-    def __init__(self, base_dir: str | os.PathLike[str] | None = None, keep: bool = False) -> None:
+    def __init__(self, base_dir: str | os.PathLike[str] | None = None, keep: bool = False,
+                 cancel: threading.Event | None = None) -> None:
+        """``cancel``, once set, kills whatever runs in this provider's sandboxes and makes
+        further commands fail (the gate sets it on Ctrl-C or SIGTERM)."""
         self.base_dir = Path(base_dir) if base_dir else None
         self.keep = keep
+        self.cancel = cancel
 
     def create(self, task: Task, run_name: str) -> LocalSandbox:
         if self.base_dir:
@@ -150,7 +179,7 @@ class LocalSandboxProvider(SandboxProvider):
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
         try:
             root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=self.base_dir))
-            sandbox = LocalSandbox(root, task, keep=self.keep)
+            sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
             if task.starting_dir:
                 shutil.copytree(task.starting_dir, sandbox.host_workdir, symlinks=True)
             else:
