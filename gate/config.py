@@ -77,6 +77,12 @@ class GateSettings(_Strict):
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
     permutations: int = Field(default=9999, ge=99)
     pool_size: int = Field(default=20, gt=0)
+    # Sequential PR runs: `first` runs per task; block if p ≤ α/2, pass if p > pass_p;
+    # otherwise `more` runs and a decision on all of them at α/2 (docs/statistics.md).
+    sequential: bool = False
+    sequential_first: int = Field(default=2, gt=0)
+    sequential_more: int = Field(default=3, gt=0)
+    sequential_pass_p: float = Field(default=0.25, gt=0, lt=1)
     seed: int = 0
     ci_level: float = Field(default=0.95, gt=0, lt=1,
                             description="confidence level of the pass-rate difference's interval")

@@ -58,6 +58,10 @@ class RunRequest:
     model: str | None = None
     seed: int | None = None
     sim_options: dict[str, Any] = field(default_factory=dict)
+    # replications first_replication .. first_replication + replications - 1 are run; runs of
+    # an earlier stage (``keep_runs``) stay in the results file
+    first_replication: int = 0
+    keep_runs: list[RunResult] = field(default_factory=list)
     # sees every model request body the meter forwards (run id, raw JSON); for benchmarks
     request_observer: Callable[[str, bytes], None] | None = None
 
@@ -181,7 +185,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                                                    observer=req.request_observer))
         label = f"{model} (simulator)" if upstream == "simulator" else model
         agent = build_agent(cfg, kind, model, label)
-        extra: dict[str, Any] = {"replications": replications, "upstream": upstream,
+        extra: dict[str, Any] = {"replications": req.first_replication + replications,
+                                 "upstream": upstream,
                                  "price_table": prices.date}
         if suite.problems:
             extra["problems"] = {p.name: p.reason for p in suite.problems}
@@ -192,7 +197,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         results = new_results(
             model=agent.model_label(),
             agent=AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
-            suite=suite_info(suite), commit=commit, **extra,
+            suite=suite_info(suite), commit=commit, runs=list(req.keep_runs), **extra,
         )
         write_results(req.output, results)  # an empty, valid file from the start
 
@@ -203,8 +208,9 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             if on_result:
                 on_result(res)
 
-        run_many(plan(suite.tasks, replications), agent, jobs=jobs, provider=provider,
-                 meter=meter, options=options, on_result=land, cancel=cancel)
+        run_many(plan(suite.tasks, replications, req.first_replication), agent, jobs=jobs,
+                 provider=provider, meter=meter, options=options, on_result=land,
+                 cancel=cancel)
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
     write_results(req.output, results)

@@ -202,10 +202,10 @@ def run_one(
     )
 
 
-def plan(tasks: Iterable[Task], replications: int) -> list[tuple[Task, int]]:
+def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple[Task, int]]:
     """Every (task, replication) pair, replication-major so early results cover every task."""
     tasks = list(tasks)
-    return [(t, r) for r in range(replications) for t in tasks]
+    return [(t, r) for r in range(first, first + replications) for t in tasks]
 
 
 def run_many(

@@ -23,6 +23,7 @@ from test_github import _parse_output_file
 
 from gate.config import load_config
 from gate.github import MARKER
+from gate.results import load_results
 from gate.run import RunRequest, run_suite
 
 pytestmark = pytest.mark.slow
@@ -577,3 +578,19 @@ def test_push_to_main_can_leave_the_baseline_as_a_file(project: Project) -> None
     assert sh(main, "git", "status", "--porcelain", "baseline.json").startswith(" M")
     assert (main / "gate-history.jsonl").is_file()
     assert sh(project.clone("untouched"), "git", "rev-parse", "HEAD") == head
+
+
+def test_sequential_pr_run_stops_early_on_a_clear_regression(sim_project: Project) -> None:
+    """[gate] sequential = true: 2 runs per task first; a clear regression needs no more."""
+    def fewer_turns_sequential(w: Path) -> None:
+        set_max_turns(w, 1)
+        with (w / "gate.toml").open("a") as fh:
+            fh.write("sequential = true\n")
+
+    ci = sim_project.pr_branch("seq", fewer_turns_sequential)
+    run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stderr
+    results = load_results(ci / "results.json")
+    assert {r.replication for r in results.runs} == {0, 1}  # stopped after the first look
+    (comment,) = _marker_comments(sim_project.gh)
+    assert "2 runs per task were enough" in comment["body"]

@@ -153,7 +153,8 @@ class _CI:
         raise BadInput(f"gate ci does not know what to do on a {event!r} event: pass --mode "
                        "pr, main or check")
 
-    def run_suite(self) -> Results:
+    def run_request(self) -> RunRequest:
+        """The run as configured, checked for a key, seeded per CI run under the simulator."""
         if self.needs_key and self.env.anthropic_api_key is None:
             raise Unmeasurable(NO_KEY)
         req = self.opts.run
@@ -163,7 +164,10 @@ class _CI:
             req = dataclasses.replace(req, seed=int(self.env.run_id) % 2**31)
         self.log(f"gate ci: running the suite ({self.agent_kind} agent"
                  + (f", simulator seed {req.seed or 0}" if req.sim else "") + ")")
-        return run_suite(req, on_result=self.opts.on_result)
+        return req
+
+    def run_suite(self) -> Results:
+        return run_suite(self.run_request(), on_result=self.opts.on_result)
 
     def repo_root(self) -> Path:
         return _git.toplevel(self.cfg.root)
@@ -221,8 +225,16 @@ class _CI:
                 "pull request cannot move its own yardstick. The baseline changes when "
                 f"`{base_branch}` refreshes it after the merge.")
         labels = self.labels(pr) if pr is not None else []
-        results = self.run_suite()
-        comparison = compare(baseline, results, self.cfg.gate)
+        if self.cfg.gate.sequential:
+            from gate.sequential import run_sequential
+
+            seq = run_sequential(self.run_request(), baseline, self.cfg.gate,
+                                 self.opts.on_result)
+            results, comparison = seq.results, seq.comparison
+            notes.append(seq.note)
+        else:
+            results = self.run_suite()
+            comparison = compare(baseline, results, self.cfg.gate)
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
