@@ -594,3 +594,23 @@ def test_sequential_pr_run_stops_early_on_a_clear_regression(sim_project: Projec
     assert {r.replication for r in results.runs} == {0, 1}  # stopped after the first look
     (comment,) = _marker_comments(sim_project.gh)
     assert "2 runs per task were enough" in comment["body"]
+
+
+def test_drift_guard_reports_a_pass_rate_regression_main_itself_shows(project: Project) -> None:
+    """Main's own A/A checks keep blocking (the provider drifts): a PR no worse than main's
+    worst recent run is reported, not blocked."""
+    main = project.clone("main-history")
+    fp = json.loads((main / "baseline.json").read_text())["agent"]["fingerprint"]
+    lines = [{"created_at": f"2026-11-{i + 1:02d}T00:00:00Z", "fingerprint": fp,
+              "pass_rate": 0.0 if i == 3 else 1.0,
+              "verdict": "regression" if i % 2 else "pass"} for i in range(12)]
+    (main / "gate-history.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    sh(main, "git", "add", "gate-history.jsonl")
+    sh(main, "git", "commit", "-q", "-m", "history")
+    sh(main, "git", "push", "-q", "origin", "main")
+    ci = project.pr_branch("drifty", _break_agent)
+    run = project.gate_ci(ci)
+    assert run.code == 0, run.stderr
+    assert run.outputs["verdict"] == "pass"
+    (comment,) = _marker_comments(project.gh)
+    assert "Drift guard" in comment["body"] and "not blocking" in comment["body"]

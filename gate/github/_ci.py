@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -29,6 +29,7 @@ from gate.github._comment import find_pr_for_run, pr_files, pr_labels, upsert_co
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
     append_history,
+    drift_guard,
     entry_for,
     parse_history,
     trend_entries,
@@ -39,6 +40,9 @@ from gate.github._rest import GitHubClient, GitHubError
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
+
+if TYPE_CHECKING:
+    from gate.compare import Comparison
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
 MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
@@ -235,6 +239,7 @@ class _CI:
         else:
             results = self.run_suite()
             comparison = compare(baseline, results, self.cfg.gate)
+        comparison = self.guard_drift(root, base_ref, comparison, results, notes)
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
@@ -255,6 +260,27 @@ class _CI:
                                    trend=trend)
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
+
+    def guard_drift(self, root: Path, base_ref: str, comparison: Comparison, results: Results,
+                    notes: list[str]) -> Comparison:
+        """A pass-rate-only regression must survive main's drift guard to block."""
+        if comparison.verdict != "regression":
+            return comparison
+        blocking = [m.name for m in comparison.metrics if m.blocks]
+        if blocking != ["pass_rate"]:
+            return comparison  # turns, cost or cache hits block on their own
+        _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
+        pr = next(m for m in comparison.metrics if m.name == "pass_rate")
+        stands, note = drift_guard(parse_history(text or ""),
+                                   fingerprint=results.agent.fingerprint,
+                                   alpha=self.cfg.gate.alpha, candidate_pass_rate=pr.candidate)
+        if note:
+            notes.append(note)
+        if stands:
+            return comparison
+        return comparison.model_copy(update={
+            "verdict": "pass", "exit_code": 0,
+            "headline": "No regression (drift guard): " + comparison.headline})
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
         changed = _git.pr_changes_file(root, base_ref, rel)
