@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 # Names that carry credentials, or that point a process at one.
 _SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT)", re.IGNORECASE
+    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)", re.IGNORECASE
 )
 _SECRET_PREFIXES = (
     "ANTHROPIC_", "GITHUB_", "GH_", "ACTIONS_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",

@@ -67,7 +67,7 @@ def entry() -> None:
     reexec_without_secrets(sys.argv[1:])
     # CI cancels a job with SIGTERM: stop the way Ctrl-C does, so runs are killed, not orphaned
     signal.signal(signal.SIGTERM, _terminate)
-    main()
+    main(prog_name="gate")  # the same name in usage lines after the re-exec (`python -m gate`)
 
 
 def _terminate(signum: int, frame: object) -> None:
