@@ -186,3 +186,12 @@ def test_suite_path_with_shell_metacharacters(tmp_path: Path) -> None:
     task = load_suite(odd).get("t")
     res = run_one(task, 0, OracleAgent(), provider=LocalSandboxProvider(base_dir=tmp_path / "w"))
     assert res.status == "passed", res.reason
+
+
+def test_ca_bundle_paths_pass_through_but_credentials_do_not() -> None:
+    from gate.secrets import scrubbed_env
+
+    env = scrubbed_env(environ={"SSL_CERT_FILE": "/etc/ssl/ca.pem", "PATH": "/bin",
+                                "MY_API_KEY": "abcdefgh12345", "COPY": "abcdefgh12345",
+                                "GH_TOKEN": "ghp_0123456789"})
+    assert env == {"SSL_CERT_FILE": "/etc/ssl/ca.pem", "PATH": "/bin"}
