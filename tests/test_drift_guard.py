@@ -35,3 +35,34 @@ def test_only_the_same_agent_counts() -> None:
     other = _entries(20, 10, [0.9], fp="other")
     stands, note = drift_guard(other, fingerprint="fp", alpha=0.01, candidate_pass_rate=0.5)
     assert stands and note is None
+
+
+def test_gate_compare_applies_the_guard_with_history(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Locally, `gate compare --history` gives the answer `gate ci` gives on the PR."""
+    import json
+
+    import numpy as np
+    from click.testing import CliRunner
+
+    from gate.cli import main
+    from gate.compare._synthetic import reference_rates, synthetic_results
+    from gate.results import write_results
+
+    rates = reference_rates(15)
+    rng = np.random.default_rng(1)
+    base = synthetic_results(rates, 20, rng)
+    broken = synthetic_results([0.0] * 5 + rates[5:], 5, rng)  # five tasks broken
+    write_results(tmp_path / "b.json", base)
+    write_results(tmp_path / "r.json", broken)
+    args = ["compare", str(tmp_path / "b.json"), str(tmp_path / "r.json"), "--config",
+            str(tmp_path / "none.toml")]
+    (tmp_path / "none.toml").write_text("")
+    plain = CliRunner().invoke(main, args)
+    assert plain.exit_code == 1, plain.output
+    history = tmp_path / "h.jsonl"
+    floor = broken.summary.pass_rate
+    history.write_text("".join(json.dumps(e.model_dump()) + "\n" for e in _entries(
+        12, 6, [floor or 0.0, 0.9], fp=base.agent.fingerprint)))
+    guarded = CliRunner().invoke(main, [*args, "--history", str(history)])
+    assert guarded.exit_code == 0, guarded.output
+    assert "Drift guard" in guarded.output

@@ -14,7 +14,7 @@ from rich.text import Text
 from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
-from gate.errors import Unmeasurable
+from gate.errors import BadInput, Unmeasurable
 from gate.results import load_results
 
 
@@ -76,8 +76,12 @@ def _rich_report(c: Comparison) -> None:
                    "(default: ./gate.toml if present).")
 @click.option("--run-url", envvar="GATE_RUN_URL",
               help="Link to the CI run, shown at the foot of the markdown report.")
+@click.option("--history", "history_path", type=click.Path(dir_okay=False),
+              envvar="GATE_HISTORY",
+              help="Main's history file (gate-history.jsonl): apply the drift guard as "
+                   "`gate ci` does on a pull request.")
 def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: str | None,
-                run_url: str | None) -> None:
+                run_url: str | None, history_path: str | None) -> None:
     """Compare RESULTS with BASELINE and give the verdict.
 
     Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
@@ -94,18 +98,32 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
                            "branch)")
     baseline = load_results(baseline_path, "baseline")
     comparison = compare(baseline, results, settings)
+    notes: tuple[str, ...] = ()
+    if history_path:
+        from gate.github._history import apply_drift_guard, parse_history
+
+        try:
+            text = Path(history_path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"{history_path}: cannot read history: {exc.strerror}") from None
+        comparison, note = apply_drift_guard(comparison, parse_history(text),
+                                             fingerprint=results.agent.fingerprint,
+                                             alpha=settings.alpha)
+        notes = (note,) if note else ()
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":
         from gate.report import render_markdown
 
-        click.echo(render_markdown(comparison, run_url=run_url), nl=False)
+        click.echo(render_markdown(comparison, run_url=run_url, notes=notes), nl=False)
     elif sys.stdout.isatty():
         _rich_report(comparison)
     else:
         from gate.report import render_text
 
         click.echo(render_text(comparison), nl=False)
+    if notes and fmt != "markdown":
+        click.echo(notes[0], err=True)
     sys.exit(comparison.exit_code)
 
 

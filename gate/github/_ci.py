@@ -29,7 +29,7 @@ from gate.github._comment import find_pr_for_run, pr_files, pr_labels, upsert_co
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
     append_history,
-    drift_guard,
+    apply_drift_guard,
     entry_for,
     parse_history,
     trend_entries,
@@ -263,24 +263,16 @@ class _CI:
 
     def guard_drift(self, root: Path, base_ref: str, comparison: Comparison, results: Results,
                     notes: list[str]) -> Comparison:
-        """A pass-rate-only regression must survive main's drift guard to block."""
+        """Main's drift guard, from the base branch's history file."""
         if comparison.verdict != "regression":
             return comparison
-        blocking = [m.name for m in comparison.metrics if m.blocks]
-        if blocking != ["pass_rate"]:
-            return comparison  # turns, cost or cache hits block on their own
         _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
-        pr = next(m for m in comparison.metrics if m.name == "pass_rate")
-        stands, note = drift_guard(parse_history(text or ""),
-                                   fingerprint=results.agent.fingerprint,
-                                   alpha=self.cfg.gate.alpha, candidate_pass_rate=pr.candidate)
+        guarded, note = apply_drift_guard(comparison, parse_history(text or ""),
+                                          fingerprint=results.agent.fingerprint,
+                                          alpha=self.cfg.gate.alpha)
         if note:
             notes.append(note)
-        if stands:
-            return comparison
-        return comparison.model_copy(update={
-            "verdict": "pass", "exit_code": 0,
-            "headline": "No regression (drift guard): " + comparison.headline})
+        return guarded
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
         changed = _git.pr_changes_file(root, base_ref, rel)

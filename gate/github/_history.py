@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gate._files import atomic_write_text
 from gate.results import Results
+
+if TYPE_CHECKING:
+    from gate.compare import Comparison
 
 
 class HistoryEntry(BaseModel):
@@ -142,3 +146,23 @@ def drift_guard(entries: list[HistoryEntry], *, fingerprint: str, alpha: float,
                       "regression stands.")
     return False, (f"{head} ({floor:.1%}). This PR's {candidate_pass_rate:.1%} does not: "
                    "the pass-rate regression is reported, not blocking.")
+
+
+def apply_drift_guard(comparison: Comparison, entries: list[HistoryEntry], *, fingerprint: str,
+                      alpha: float) -> tuple[Comparison, str | None]:
+    """The comparison after main's drift guard, and the note explaining it (None: no say).
+
+    Only a regression that rests on pass rate alone is subject to it; turns, cost and cache-hit
+    regressions block on their own."""
+    if comparison.verdict != "regression":
+        return comparison, None
+    if [m.name for m in comparison.metrics if m.blocks] != ["pass_rate"]:
+        return comparison, None
+    pr = next(m for m in comparison.metrics if m.name == "pass_rate")
+    stands, note = drift_guard(entries, fingerprint=fingerprint, alpha=alpha,
+                               candidate_pass_rate=pr.candidate)
+    if stands:
+        return comparison, note
+    return comparison.model_copy(update={
+        "verdict": "pass", "exit_code": 0,
+        "headline": "No regression (drift guard): " + comparison.headline}), note
