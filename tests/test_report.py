@@ -240,3 +240,24 @@ def test_hostile_comment_renders_to_clean_html() -> None:
         widths = {len(re.findall(r"<t[hd][ >]", row))
                   for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)}
         assert len(widths) == 1
+
+
+def test_behaviour_notes_are_counted_and_escaped() -> None:
+    rng = np.random.default_rng(3)
+    base = synthetic_results(reference_rates(6), 4, rng)
+    cand = synthetic_results(reference_rates(6), 2, rng)
+
+    def noted(res, note_for):  # type: ignore[no-untyped-def]
+        return res.model_copy(update={"runs": [
+            r.model_copy(update={"notes": note_for(r)}) if r.task == "t00" else r
+            for r in res.runs]})
+
+    base = noted(base, lambda r: "offloaded=yes" if r.replication < 3 else "offloaded=no")
+    cand = noted(cand, lambda r: "<img src=x onerror=alert(1)> @team offloaded=no")
+    c = compare(base, cand, GateSettings(power_simulations=0))
+    (t00,) = [t for t in c.tasks if t.task == "t00"]
+    assert t00.baseline_notes == {"offloaded=yes": 3, "offloaded=no": 1}
+    body = render_markdown(c)
+    assert "Behaviour notes from verify (1 task(s)" in body
+    assert "offloaded=yes 3/4 · offloaded=no 1/4" in body
+    assert "<img" not in body and "@team" not in body

@@ -40,6 +40,8 @@ _LABELS: dict[MetricName, str] = {
 }
 _MAX_REASONS = 3
 _REASON_CHARS = 160
+_MAX_NOTES = 4
+_NOTE_CHARS = 80
 
 
 def _runs_by_task(results: Results) -> dict[str, list[RunResult]]:
@@ -71,6 +73,16 @@ def _reasons(runs: Sequence[RunResult]) -> list[str]:
     return seen
 
 
+def _notes(runs: Sequence[RunResult]) -> dict[str, int]:
+    """Behaviour notes of valid runs, counted (a signal, never part of the verdict)."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        if r.notes:
+            key = " ".join(r.notes.split())[:_NOTE_CHARS]
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:_MAX_NOTES])
+
+
 def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
           cr: Sequence[RunResult]) -> TaskChange:
     bv, cv = _valid(br), _valid(cr)
@@ -80,6 +92,7 @@ def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
         task=tid, status=status, baseline_passed=b, baseline_runs=nb,
         baseline_errors=len(br) - nb, candidate_passed=c, candidate_runs=nc,
         candidate_errors=len(cr) - nc, reasons=_reasons(cr),
+        baseline_notes=_notes(bv), candidate_notes=_notes(cv),
         change=_classify(b, nb, c, nc) if measured else None,
         flaky=measured and 0 < c < nc,
     )

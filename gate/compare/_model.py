@@ -68,6 +68,9 @@ class TaskChange(_Frozen):
     change: TaskChangeKind | None = None
     flaky: bool = False  # mixed outcomes in the candidate (passes some runs, fails others)
     reasons: list[str] = []  # the candidate's failure/error reasons (deduplicated, few)
+    # what verify.sh noted about the agent's behaviour (.runner/notes.txt), note → runs
+    baseline_notes: dict[str, int] = {}
+    candidate_notes: dict[str, int] = {}
 
     @property
     def baseline_rate(self) -> float | None:

@@ -226,6 +226,24 @@ def _method(c: Comparison) -> list[Markup]:
     return lines
 
 
+MAX_BEHAVIOUR_ROWS = 30
+
+
+def _note_counts(notes: Mapping[str, int], runs: int) -> Markup:
+    if not notes:
+        return Markup("—")
+    return Markup(" · ".join(f"{md(k, 80)} {n}/{runs}" for k, n in notes.items()))
+
+
+def _behaviour_rows(c: Comparison) -> list[dict[str, Markup]]:
+    """Tasks whose verify.sh noted something about how the agent worked (never gated)."""
+    rows = [t for t in c.tasks if t.baseline_notes or t.candidate_notes]
+    return [{"task": md(t.task, 80),
+             "baseline": _note_counts(t.baseline_notes, t.baseline_runs),
+             "candidate": _note_counts(t.candidate_notes, t.candidate_runs)}
+            for t in rows[:MAX_BEHAVIOUR_ROWS]]
+
+
 def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
              trend: Sequence[Mapping[str, Any]] | None, max_tasks: int | None) -> dict[str, Any]:
     metrics = []
@@ -273,6 +291,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "reasons": [md(r, 300) for r in c.reasons] if c.verdict == "inconclusive" else [],
         "task_summary": Markup(", ".join(parts) if parts else "none"),
         "task_rows": [_task_row(t) for t in shown],
+        "behaviour_rows": _behaviour_rows(c),
         "tasks_hidden": len(interesting) - len(shown),
         "agent_summary": Markup(f"{n_agent} change{'s' if n_agent != 1 else ''}"
                                 if n_agent else "unchanged"),
