@@ -120,7 +120,6 @@ class _SSEUsage:
         self.usage: dict[str, Any] | None = None
         self.started = False
         self.error: str | None = None
-        self.stop_reason: str | None = None
         self.stopped = False
 
     def feed(self, chunk: bytes) -> None:
@@ -145,7 +144,6 @@ class _SSEUsage:
             for k, v in (ev.get("usage") or {}).items():
                 if v is not None:  # cumulative: each delta replaces the fields it carries
                     self.usage[k] = v
-            self.stop_reason = (ev.get("delta") or {}).get("stop_reason") or self.stop_reason
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "error":

@@ -169,6 +169,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     prices = price_table(cfg.agent.prices)
     if kind != "oracle":
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
+    label = f"{model} (simulator)" if req.sim and kind != "oracle" else model
+    agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
     cancel = threading.Event()
     provider = LocalSandboxProvider(keep=req.keep_workspaces, cancel=cancel)
 
@@ -183,8 +185,6 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             meter = stack.enter_context(MeterProxy(base, credential, prices,
                                                    credential_header=header,
                                                    observer=req.request_observer))
-        label = f"{model} (simulator)" if upstream == "simulator" else model
-        agent = build_agent(cfg, kind, model, label)
         extra: dict[str, Any] = {"replications": req.first_replication + replications,
                                  "upstream": upstream,
                                  "price_table": prices.date}
@@ -203,7 +203,6 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
 
         def land(res: RunResult) -> None:
             results.runs.append(res)
-            results.runs.sort(key=lambda r: (r.task, r.replication))
             write_results(req.output, results)
             if on_result:
                 on_result(res)
@@ -213,5 +212,6 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                  cancel=cancel)
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
+    results.runs.sort(key=lambda r: (r.task, r.replication))
     write_results(req.output, results)
     return results

@@ -172,9 +172,7 @@ def run_one(
             else:
                 status = "failed"
                 reason = outcome.failure or f"verify exited {res.returncode}: {_tail(res.output)}"
-    except SandboxError as exc:
-        status, reason = "error", f"infra: {exc}"
-    except OSError as exc:
+    except (SandboxError, OSError) as exc:
         status, reason = "error", f"infra: {exc}"
     finally:
         if sandbox is not None:

@@ -23,8 +23,6 @@ _SECRET_PREFIXES = (
     "ANTHROPIC_", "GITHUB_", "GH_", "ACTIONS_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
     "OPENAI_", "INPUT_", "GATE_",
 )
-# Well-known secret variables, named for readers of this file; the rules above cover them.
-KNOWN_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
 
 
 def is_secret_name(name: str) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -263,9 +262,6 @@ def infra_pvalue(errors_b: int, runs_b: int, errors_c: int, runs_c: int) -> floa
 # --------------------------------------------------------------------------------------------
 # Turns, cost, cache-hit rate: within-task permutation tests
 # --------------------------------------------------------------------------------------------
-
-PermKind = Literal["ratio", "rate"]
-
 
 @dataclass(frozen=True)
 class TaskSamples:

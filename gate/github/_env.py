@@ -51,12 +51,10 @@ class CIEnvironment(BaseModel):
     ref: str = ""
     base_ref: str = ""
     actor: str = ""
-    workspace: Path | None = None
     step_summary: Path | None = None
     output: Path | None = None
     token: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
-    in_actions: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> CIEnvironment:
@@ -96,12 +94,10 @@ class CIEnvironment(BaseModel):
             ref=get("GITHUB_REF"),
             base_ref=get("GITHUB_BASE_REF"),
             actor=get("GITHUB_ACTOR"),
-            workspace=path("GITHUB_WORKSPACE"),
             step_summary=path("GITHUB_STEP_SUMMARY"),
             output=path("GITHUB_OUTPUT"),
             token=SecretStr(token) if token else None,
             anthropic_api_key=SecretStr(key) if key else None,
-            in_actions=get("GITHUB_ACTIONS") == "true",
         )
 
     # ----- derived facts -------------------------------------------------------------------

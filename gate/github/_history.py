@@ -158,7 +158,7 @@ def apply_drift_guard(comparison: Comparison, entries: list[HistoryEntry], *, fi
         return comparison, None
     if [m.name for m in comparison.metrics if m.blocks] != ["pass_rate"]:
         return comparison, None
-    pr = next(m for m in comparison.metrics if m.name == "pass_rate")
+    pr = comparison.metric("pass_rate")
     stands, note = drift_guard(entries, fingerprint=fingerprint, alpha=alpha,
                                candidate_pass_rate=pr.candidate)
     if stands:

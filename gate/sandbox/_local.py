@@ -105,7 +105,7 @@ class LocalSandbox(Sandbox):
         self._cancel = cancel
         self._closed = False
 
-    def script_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment every command here gets: no credentials, a private HOME/TMPDIR.
 
         ``TASK_DIR`` is not in it: the runner adds it for the task's own scripts (setup,
@@ -132,7 +132,7 @@ class LocalSandbox(Sandbox):
         return run_process_group(
             ["bash", "-c", command],
             cwd=self.host_workdir,
-            env=self.script_env(env),
+            env=self.command_env(env),
             timeout=timeout,
             stdin=stdin,
             cancel=self._cancel,
