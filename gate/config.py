@@ -115,6 +115,8 @@ class GateConfig(_Strict):
     gate: GateSettings = Field(default_factory=GateSettings)
     ci: CISettings = Field(default_factory=CISettings)
     root: Path = Field(default_factory=Path.cwd, exclude=True)
+    # the file this came from (None: no gate.toml, the defaults)
+    source: Path | None = Field(default=None, exclude=True)
 
     def path(self, relative: str) -> Path:
         p = Path(relative)
@@ -130,16 +132,26 @@ def load_config(path: str | Path | None) -> GateConfig:
         path = candidate
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadInput(f"{p}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{p}: cannot read config: {exc}") from None
+    cfg = parse_config(text, where=str(p), root=p.resolve().parent)
+    cfg.source = p.resolve()
+    return cfg
+
+
+def parse_config(text: str, *, where: str, root: Path) -> GateConfig:
+    """A ``gate.toml``'s text (e.g. the base branch's copy), validated; ``where`` names it in
+    errors. Relative paths in it resolve against ``root``."""
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{p}: not valid TOML: {exc}") from None
+        raise BadInput(f"{where}: not valid TOML: {exc}") from None
     try:
         cfg = GateConfig.model_validate(data)
     except ValidationError as exc:
-        raise BadInput(f"{p}: {describe_validation_error(exc)}") from None
-    cfg.root = p.resolve().parent
+        raise BadInput(f"{where}: {describe_validation_error(exc)}") from None
+    cfg.root = root
     return cfg

@@ -2,8 +2,9 @@
 ``gate run`` baselines, the real CLI in a subprocess, and a fake GitHub REST API on loopback.
 
 The regressions here use the oracle agent: each task's solution calls a shared helper outside
-the task directories (``agent/solve.sh``), so a PR can break the "agent" without touching a
-task's digest — the tasks stay comparable, the pass rate drops for real.
+the task directories (``agent/solve.sh``, the checkout's, found through ``$AGENT_HELPER``), so a
+PR can break the "agent" without touching a task's digest — the tasks stay comparable (and are
+the base branch's anyway), the pass rate drops for real.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def write_suite(root: Path, helper: str = GOOD_HELPER, toml_extra: str = "") -> 
         (d / "task.md").write_text(f"Write `{word}` into out.txt.\n")
         (d / "verify.sh").write_text(f"set -eu\ngrep -qx {word} out.txt\n")
         (d / "solution" / "solve.sh").write_text(
-            f'set -eu\nbash "$TASK_DIR/../../agent/solve.sh" {word}\n')
+            f'set -eu\nbash "${{AGENT_HELPER:-$TASK_DIR/../../agent/solve.sh}}" {word}\n')
     (root / "agent").mkdir(exist_ok=True)
     (root / "agent" / "solve.sh").write_text(helper)
     (root / "gate.toml").write_text(
@@ -148,6 +149,9 @@ class Project:
             "GITHUB_REF": ref, "GITHUB_WORKSPACE": str(checkout),
             "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary),
             "GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": API_KEY,
+            # the oracle "agent" under test is the checkout's helper; the tasks that call it
+            # are the base branch's (extracted elsewhere), so they find it through this
+            "AGENT_HELPER": str(checkout / "agent" / "solve.sh"),
             **(env or {}),
         }
         p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
@@ -581,13 +585,14 @@ def test_push_to_main_can_leave_the_baseline_as_a_file(project: Project) -> None
 
 
 def test_sequential_pr_run_stops_early_on_a_clear_regression(sim_project: Project) -> None:
-    """[gate] sequential = true: 2 runs per task first; a clear regression needs no more."""
-    def fewer_turns_sequential(w: Path) -> None:
-        set_max_turns(w, 1)
-        with (w / "gate.toml").open("a") as fh:
-            fh.write("sequential = true\n")
-
-    ci = sim_project.pr_branch("seq", fewer_turns_sequential)
+    """[gate] sequential = true (on main: the PR's own [gate] does not count): 2 runs per task
+    first; a clear regression needs no more."""
+    main = sim_project.clone("main-seq")
+    with (main / "gate.toml").open("a") as fh:
+        fh.write("sequential = true\n")
+    sh(main, "git", "commit", "-q", "-am", "sequential PR runs")
+    sh(main, "git", "push", "-q", "origin", "main")
+    ci = sim_project.pr_branch("seq", lambda w: set_max_turns(w, 1))
     run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
     assert run.code == 1, run.stderr
     results = load_results(ci / "results.json")

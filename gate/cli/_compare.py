@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from pydantic import ValidationError
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from gate._files import describe_validation_error
 from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
 from gate.errors import BadInput, Unmeasurable
-from gate.results import load_results
+from gate.results import Results, load_results
+
+if TYPE_CHECKING:
+    from gate.yardstick import Yardstick
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
@@ -65,8 +72,8 @@ def _rich_report(c: Comparison) -> None:
 
 
 @click.command("compare")
-@click.argument("baseline_path", metavar="BASELINE", type=click.Path(dir_okay=False))
-@click.argument("results_path", metavar="RESULTS", type=click.Path(dir_okay=False))
+@click.argument("paths", metavar="[BASELINE] RESULTS", nargs=-1,
+                type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]),
               default="text", show_default=True, envvar="GATE_FORMAT",
               help="text: a table (plain outside a terminal); markdown: the PR comment body; "
@@ -80,8 +87,13 @@ def _rich_report(c: Comparison) -> None:
               envvar="GATE_HISTORY",
               help="Main's history file (gate-history.jsonl): apply the drift guard as "
                    "`gate ci` does on a pull request.")
-def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: str | None,
-                run_url: str | None, history_path: str | None) -> None:
+@click.option("--base-ref", metavar="REF", envvar="GATE_BASE_REF",
+              help="Judge exactly as `gate ci` judges a pull request into REF: REF's "
+                   "baseline, [gate] settings and history (read with git; no BASELINE "
+                   "argument), and what this checkout changes in them listed. Pair it with "
+                   "`gate run --base-ref REF`.")
+def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
+                run_url: str | None, history_path: str | None, base_ref: str | None) -> None:
     """Compare RESULTS with BASELINE and give the verdict.
 
     Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
@@ -90,23 +102,45 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
     Noise is not a regression: pass rates are judged by an exact stratified test, turns, cost
     and cache hits by a permutation test plus a practical margin (docs/statistics.md).
     """
-    settings = load_config(config_path).gate
-    results = load_results(results_path)
-    if not Path(baseline_path).exists():  # nothing to measure against: unmeasurable, not bad
-        raise Unmeasurable(f"{baseline_path}: baseline not found: this suite has no baseline "
-                           "yet (make one with `gate run` and `gate baseline` on the default "
-                           "branch)")
-    baseline = load_results(baseline_path, "baseline")
+    if len(paths) != (1 if base_ref else 2):
+        raise click.UsageError("--base-ref REF takes one argument, RESULTS" if base_ref else
+                               "BASELINE and RESULTS are required (or --base-ref REF RESULTS)")
+    with contextlib.ExitStack() as stack:
+        if base_ref:
+            ys = stack.enter_context(_yardstick(config_path, base_ref))
+            settings = ys.config.gate
+            results = load_results(paths[0])
+            baseline = _base_baseline(ys)
+            history_text = ys.history_text if history_path is None else None
+            if results.suite.digest != ys.base_digest:
+                click.echo(f"warning: {paths[0]} ran a different suite than {base_ref}'s: "
+                           "CI runs the base's tasks (`gate run --base-ref "
+                           f"{base_ref}`); tasks that differ are left out of this verdict",
+                           err=True)
+            ys.validate_changed_tasks()
+            yardstick = ys.note()
+            for line in ys.lines(markdown=False):
+                click.echo(f"yardstick: {line}", err=True)
+        else:
+            settings = load_config(config_path).gate
+            results = load_results(paths[1])
+            if not Path(paths[0]).exists():  # nothing to measure against: not bad input
+                raise Unmeasurable(f"{paths[0]}: baseline not found: this suite has no "
+                                   "baseline yet (make one with `gate run` and `gate "
+                                   "baseline` on the default branch)")
+            baseline = load_results(paths[0], "baseline")
+            history_text, yardstick = None, None
     comparison = compare(baseline, results, settings)
     notes: tuple[str, ...] = ()
     if history_path:
-        from gate.github._history import apply_drift_guard, parse_history
-
         try:
-            text = Path(history_path).read_text(encoding="utf-8")
+            history_text = Path(history_path).read_text(encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"{history_path}: cannot read history: {exc.strerror}") from None
-        comparison, note = apply_drift_guard(comparison, parse_history(text),
+    if history_text is not None:
+        from gate.github._history import apply_drift_guard, parse_history
+
+        comparison, note = apply_drift_guard(comparison, parse_history(history_text),
                                              fingerprint=results.agent.fingerprint,
                                              alpha=settings.alpha)
         notes = (note,) if note else ()
@@ -115,7 +149,8 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
     elif fmt == "markdown":
         from gate.report import render_markdown
 
-        click.echo(render_markdown(comparison, run_url=run_url, notes=notes), nl=False)
+        click.echo(render_markdown(comparison, run_url=run_url, notes=notes,
+                                   yardstick=yardstick), nl=False)
     elif sys.stdout.isatty():
         _rich_report(comparison)
     else:
@@ -125,6 +160,28 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
     if notes and fmt != "markdown":
         click.echo(notes[0], err=True)
     sys.exit(comparison.exit_code)
+
+
+@contextlib.contextmanager
+def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
+    from gate.github._git import toplevel
+    from gate.yardstick import open_yardstick
+
+    cfg = load_config(config_path)
+    with open_yardstick(cfg, root=toplevel(cfg.root), ref=ref) as ys:
+        yield ys
+
+
+def _base_baseline(ys: Yardstick) -> Results:
+    where = f"{ys.baseline_rel} on {ys.label}"
+    if ys.baseline_text is None:
+        raise Unmeasurable(f"no {where}: nothing to compare with (a PR into {ys.label} would "
+                           "be unmeasurable too)")
+    try:
+        return Results.model_validate_json(ys.baseline_text)
+    except ValidationError as exc:
+        raise BadInput(f"{where}: invalid baseline: {describe_validation_error(exc)}") \
+            from None
 
 
 @click.command("baseline")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from typing import Any
 
 import click
@@ -10,13 +12,28 @@ from gate.run import infra_gate, run_suite
 
 @click.command()
 @run_options
-def run(**kw: Any) -> None:
+@click.option("--base-ref", metavar="REF", envvar="GATE_BASE_REF",
+              help="Measure as a pull request into REF is measured: this checkout's [agent], "
+                   "REF's tasks, [suite] and [gate] (read with git). Then `gate compare "
+                   "--base-ref REF` judges exactly as CI does.")
+def run(base_ref: str | None, **kw: Any) -> None:
     """Run the suite and write a results file (written as runs land, atomically).
 
     Exit 3 when more than [gate].max_infra_rate of the runs were infra errors.
     """
     req = run_request(kw)
-    results = run_suite(req, on_result=progress)
+    with contextlib.ExitStack() as stack:
+        if base_ref:
+            from gate.github._git import toplevel
+            from gate.yardstick import open_yardstick
+
+            ys = stack.enter_context(open_yardstick(
+                req.config, root=toplevel(req.config.root), ref=base_ref,
+                tasks_override=req.tasks_dir))
+            for line in ys.lines(markdown=False):
+                click.echo(f"yardstick: {line}", err=True)
+            req = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
+        results = run_suite(req, on_result=progress)
     s = results.summary
     rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"

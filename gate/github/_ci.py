@@ -12,9 +12,10 @@ The library is the product: the CLI and ``action.yml`` are thin shells over ``ru
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,6 +44,7 @@ from gate.secrets import Redactor
 
 if TYPE_CHECKING:
     from gate.compare import Comparison
+    from gate.yardstick import Yardstick
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
 MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
@@ -176,13 +178,9 @@ class _CI:
     def repo_root(self) -> Path:
         return _git.toplevel(self.cfg.root)
 
-    def base_file(self, root: Path, base_ref: str, path: Path) -> tuple[str, str | None]:
-        rel = _git.repo_relative(root, path)
-        return rel, _git.show_file(root, base_ref, rel)
-
-    def base_trend(self, root: Path, base_ref: str) -> list[dict[str, Any]] | None:
+    def base_trend(self, ys: Yardstick) -> list[dict[str, Any]] | None:
         """Main's recent runs from the base branch's history file, for the comment's chart."""
-        _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
+        text = ys.history_text
         return [e.model_dump() for e in trend_entries(parse_history(text))] if text else None
 
     def outputs_for(self, results: Results | None) -> dict[str, object]:
@@ -201,14 +199,30 @@ class _CI:
 
     # ----- pr / check ----------------------------------------------------------------------
 
-    def judge(self, base_branch: str, pr: PullRequestInfo | None) -> _Judgement:
-        """Run the suite and compare it with ``base_branch``'s baseline."""
+    @contextlib.contextmanager
+    def yardstick(self, base_branch: str) -> Iterator[Yardstick]:
+        """From here on, everything that measures is ``base_branch``'s: the tasks, [suite],
+        [gate], [ci], the baseline and the history. Only [agent] is the checkout's."""
+        from gate.yardstick import open_yardstick
+
+        root = self.repo_root()
+        base_ref = _git.ensure_base_ref(root, base_branch)
+        with open_yardstick(self.opts.run.config, root=root, ref=base_ref, label=base_branch,
+                            tasks_override=self.opts.run.tasks_dir) as ys:
+            self.cfg = ys.config
+            self.settings = self.opts.overrides.apply(ys.config.ci)
+            self.opts.run = dataclasses.replace(self.opts.run, config=ys.config,
+                                                tasks_dir=ys.tasks_dir)
+            yield ys
+
+    def judge(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
+        """Run the suite and compare it with the base branch's baseline."""
         from gate.compare import compare
         from gate.report import render_markdown
 
         root = self.repo_root()
-        base_ref = _git.ensure_base_ref(root, base_branch)
-        rel, text = self.base_file(root, base_ref, self.cfg.path(self.cfg.gate.baseline))
+        base_ref, base_branch = ys.ref, ys.label
+        rel, text = ys.baseline_rel, ys.baseline_text
         if text is None:
             raise Unmeasurable(
                 f"no {rel} on the base branch {base_branch}: the gate has nothing to compare "
@@ -239,7 +253,7 @@ class _CI:
         else:
             results = self.run_suite()
             comparison = compare(baseline, results, self.cfg.gate)
-        comparison = self.guard_drift(root, base_ref, comparison, results, notes)
+        comparison = self.guard_drift(ys, comparison, results, notes)
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
@@ -255,19 +269,21 @@ class _CI:
         elif verdict == "regression" and label and pr is not None:
             notes.append(f"A maintainer who accepts this regression can add the `{label}` "
                          "label and re-run the check.")
-        trend = self.base_trend(root, base_ref)
+        trend = self.base_trend(ys)
+        ys.validate_changed_tasks()
+        for line in ys.lines(markdown=False):
+            self.log(f"gate ci: yardstick: {line}")
         markdown = render_markdown(comparison, run_url=self.env.run_url, notes=tuple(notes),
-                                   trend=trend)
+                                   trend=trend, yardstick=ys.note())
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
 
-    def guard_drift(self, root: Path, base_ref: str, comparison: Comparison, results: Results,
+    def guard_drift(self, ys: Yardstick, comparison: Comparison, results: Results,
                     notes: list[str]) -> Comparison:
         """Main's drift guard, from the base branch's history file."""
         if comparison.verdict != "regression":
             return comparison
-        _, text = self.base_file(root, base_ref, self.cfg.path(self.settings.history))
-        guarded, note = apply_drift_guard(comparison, parse_history(text or ""),
+        guarded, note = apply_drift_guard(comparison, parse_history(ys.history_text or ""),
                                           fingerprint=results.agent.fingerprint,
                                           alpha=self.cfg.gate.alpha)
         if note:
@@ -326,9 +342,11 @@ class _CI:
                            "pull_request payload)")
         if not pr.base_ref:
             raise BadInput("the pull_request event names no base branch")
-        if self.needs_key and self.env.anthropic_api_key is None and self.env.secrets_withheld:
-            return self.withheld(pr)
-        j = self.judge(pr.base_ref, pr)
+        with self.yardstick(pr.base_ref) as ys:
+            if (self.needs_key and self.env.anthropic_api_key is None
+                    and self.env.secrets_withheld):
+                return self.withheld(pr)
+            j = self.judge(ys, pr)
         extra: dict[str, object] = {
             "mode": "pr", "pr_number": pr.number,
             "baseline_edited": str(j.baseline_edited).lower(),
@@ -339,8 +357,8 @@ class _CI:
         return j.exit_code
 
     def check(self) -> int:
-        base = self.env.default_branch or "main"
-        j = self.judge(base, None)
+        with self.yardstick(self.env.default_branch or "main") as ys:
+            j = self.judge(ys, None)
         self.report(j, extra={"mode": "check"})
         return j.exit_code
 

@@ -328,7 +328,8 @@ def _env() -> Environment:
 
 def render_markdown(comparison: Comparison, *, run_url: str | None = None,
                     notes: Sequence[str] = (),
-                    trend: Sequence[Mapping[str, Any]] | None = None) -> str:
+                    trend: Sequence[Mapping[str, Any]] | None = None,
+                    yardstick: Markup | None = None) -> str:
     """The PR comment body (no hidden marker: the GitHub layer adds its own).
 
     Always under :data:`BUDGET` characters: when the per-task table would not fit, it shows
@@ -338,7 +339,8 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
 
     def render(max_tasks: int | None) -> str:
         return template.render(**_context(comparison, run_url=run_url, notes=notes,
-                                          trend=trend, max_tasks=max_tasks))
+                                          trend=trend, max_tasks=max_tasks),
+                               yardstick=yardstick)
 
     body = render(None)
     if len(body) <= BUDGET:

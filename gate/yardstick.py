@@ -1,0 +1,265 @@
+"""On a pull request only the agent is under test: the yardstick is the base branch's, all of it.
+
+What *is tested* comes from the PR's checkout: ``[agent]`` and the files it names (system prompt,
+skills, the command's code). What *measures* comes from the base branch, read with git, never
+from the PR's working tree: the tasks with their verify scripts, ``[suite]``, ``[gate]``,
+``[ci]``, the baseline and the history. A PR that changes any of those is told so (old → new;
+a changed or added task is validated with its oracle) and the change applies after the merge.
+
+``gate ci`` uses this on ``pull_request`` (and in ``check`` mode); ``gate run --base-ref`` and
+``gate compare --base-ref`` use the same code locally, so the answer is the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markupsafe import Markup
+
+from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.errors import BadInput
+from gate.github import _git
+from gate.tasks import Suite, load_suite
+
+#: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test.
+MEASURING_SECTIONS = ("suite", "gate", "ci")
+#: Changed or added tasks validated with their oracle per PR (each is a few script runs).
+MAX_VALIDATED = 10
+#: Task and workflow lines shown per comment (the rest are counted).
+MAX_LINES = 30
+#: Paths whose change on a PR is flagged: on ``pull_request`` the action's inputs come from the
+#: PR's own workflow files, so a change there already applies to the run judging it.
+WORKFLOW_PATHS = (".github/workflows", ".github/actions")
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    key: str  # e.g. "[gate].alpha"
+    base: object
+    pr: object
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    task: str
+    change: str  # "added" | "removed" | "changed" | "broken"
+    detail: str = ""  # what validation with the oracle found, or why it cannot load
+    sound: bool | None = None  # validated: True/False; not validated: None
+
+
+@dataclass
+class Yardstick:
+    """The base branch's measuring half, joined with the PR's agent."""
+
+    ref: str
+    label: str  # how the base is named to people, e.g. "main"
+    config: GateConfig  # [agent] from the PR; [suite], [gate], [ci] from the base
+    tasks_dir: Path  # the base's suite, extracted to a private directory
+    baseline_rel: str
+    baseline_text: str | None
+    history_text: str | None
+    settings: list[SettingChange] = field(default_factory=list)
+    tasks: list[TaskChange] = field(default_factory=list)
+    workflows: list[str] = field(default_factory=list)
+    pr_suite: Suite | None = None
+    unreadable: str | None = None  # why the PR's own suite could not be read, if it could not
+    base_digest: str = ""  # the base suite's digest: results measured with it compare in full
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.settings or self.tasks or self.workflows or self.unreadable)
+
+    def validate_changed_tasks(self) -> None:
+        """Run verify untouched and after the oracle on the PR's added and changed tasks."""
+        from gate.runner import RunOptions
+        from gate.validate import validate_suite
+
+        suite = self.pr_suite
+        if suite is None:
+            return
+        wanted = [t.task for t in self.tasks if t.change in ("added", "changed")]
+        picked = tuple(t for t in suite.tasks if t.id in wanted[:MAX_VALIDATED])
+        if not picked:
+            return
+        pr_cfg = self.config.suite
+        checks = validate_suite(Suite(root=suite.root, tasks=picked),
+                                options=RunOptions(verify_timeout=pr_cfg.verify_timeout,
+                                                   task_timeout=pr_cfg.task_timeout))
+        found = {c.task: c for c in checks}
+        for i, t in enumerate(self.tasks):
+            c = found.get(t.task)
+            if c is not None:
+                self.tasks[i] = TaskChange(t.task, t.change,
+                                           "sound with its oracle" if c.sound
+                                           else f"broken: {c.problem}", c.sound)
+
+    # ----- how the changes are told ---------------------------------------------------------
+
+    def lines(self, *, markdown: bool) -> list[str]:
+        """One line per change, untrusted values escaped for where they go."""
+        from gate.report._escape import md, plain
+
+        def t(text: object, limit: int = 80) -> str:
+            return str(md(text, limit)) if markdown else plain(text, limit)
+
+        def v(value: object) -> str:
+            return t(json.dumps(value))  # a setting's value, TOML-like: "text", true, [..]
+
+        def code(text: str) -> str:  # trusted names (schema keys, our own words)
+            return f"`{text}`" if markdown else text
+
+        out: list[str] = []
+        if self.unreadable:
+            out.append(f"the PR's own suite cannot be read: {t(self.unreadable, 200)}")
+        for s in self.settings:
+            out.append(f"{code(s.key)}: {v(s.base)} → {v(s.pr)}")
+        for i, tc in enumerate(self.tasks):
+            if i == MAX_LINES:
+                out.append(f"… and {len(self.tasks) - i} more task changes")
+                break
+            what = {"added": "added by this PR (not gated until merged)",
+                    "removed": "removed by this PR (still gated here)",
+                    "changed": "changed by this PR (judged with the base's copy)",
+                    "broken": "cannot load in this PR"}[tc.change]
+            detail = f"; {t(tc.detail, 160)}" if tc.detail else ""
+            if tc.change in ("added", "changed") and tc.sound is None:
+                detail += f"; not validated here (gate validate --task {t(tc.task, 60)})"
+            out.append(f"task {t(tc.task, 60)}: {what}{detail}")
+        if len(self.workflows) > MAX_LINES:
+            out.append(f"{len(self.workflows) - MAX_LINES} more workflow files changed")
+        for w in self.workflows[:MAX_LINES]:
+            out.append(f"workflow {t(w, 120)}: changed. On a pull request the action's "
+                       "inputs come from the PR's own workflow file, so this change already "
+                       "applies to this check: review it")
+        return out
+
+    def note(self) -> Markup | None:
+        """The comment's visible paragraph: the yardstick changes and when they apply."""
+        if not self.changed:
+            return None
+        items = "".join(f"\n> - {line}" for line in self.lines(markdown=True))
+        return Markup(
+            f"This PR changes what measures it. It was judged with `{_label(self.label)}`'s "
+            "tasks, settings and baseline; these changes apply after the merge:" + items)
+
+
+def _label(text: str) -> str:
+    from gate.report._escape import md
+
+    return str(md(text, 60)).replace("`", "")
+
+
+@contextlib.contextmanager
+def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None = None,
+                   tasks_override: Path | None = None) -> Iterator[Yardstick]:
+    """The base branch's yardstick at ``ref`` for the PR configuration ``cfg`` (the working
+    tree's). The base's suite lives in a private temporary directory until the block ends."""
+    label = label or ref
+    if _git.git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
+        raise BadInput(f"--base-ref {ref}: no such commit or branch in {root} (fetch it first: "
+                       f"git fetch origin {ref.removeprefix('origin/')})")
+    source = cfg.source or (cfg.root / DEFAULT_CONFIG)
+    config_rel = _git.repo_relative(root, source)
+    base_text = _git.show_file(root, ref, config_rel)
+    where = f"{config_rel} on {label}"
+    base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
+            else GateConfig(root=cfg.root))
+    joined = GateConfig(agent=cfg.agent, suite=base.suite, gate=base.gate, ci=base.ci,
+                        root=cfg.root, source=cfg.source)
+    tasks_path = tasks_override or joined.path(base.suite.tasks)
+    tasks_rel = _git.repo_relative(root, tasks_path)
+    baseline_rel = _git.repo_relative(root, joined.path(base.gate.baseline))
+    history_rel = _git.repo_relative(root, joined.path(base.ci.history))
+
+    with tempfile.TemporaryDirectory(prefix="gate-base-") as tmp:
+        tasks_dir = _extract(root, ref, tasks_rel, Path(tmp), label)
+        ys = Yardstick(
+            ref=ref, label=label, config=joined, tasks_dir=tasks_dir,
+            baseline_rel=baseline_rel,
+            baseline_text=_git.show_file(root, ref, baseline_rel),
+            history_text=_git.show_file(root, ref, history_rel),
+            settings=_setting_changes(base, cfg),
+            workflows=_changed_paths(root, ref, WORKFLOW_PATHS),
+        )
+        base_suite = load_suite(tasks_dir)
+        ys.base_digest = base_suite.digest
+        pr_tasks = tasks_override or cfg.path(cfg.suite.tasks)
+        try:
+            ys.pr_suite = load_suite(pr_tasks)
+        except BadInput as exc:
+            ys.unreadable = str(exc)
+        if ys.pr_suite is not None:
+            ys.tasks = _task_changes(base_suite, ys.pr_suite)
+        yield ys
+
+
+def _extract(root: Path, ref: str, rel: str, dest: Path, label: str) -> Path:
+    """``rel`` as it is at ``ref``, written under ``dest`` (modes kept: the task digest covers
+    executable bits). Returns the extracted directory."""
+    proc = subprocess.Popen(["git", "archive", "--format=tar", ref, "--", rel], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            tar.extractall(dest, filter="data")
+    except tarfile.TarError:
+        pass  # git said why on stderr; reported below
+    finally:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        proc.wait()
+    out = dest / rel
+    if proc.returncode != 0 or not out.is_dir():
+        raise BadInput(f"{rel}: no task suite there on the base branch {label}: a PR is judged "
+                       f"with the base branch's tasks ({_last_line(err)})")
+    return out
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "git archive failed"
+
+
+def _setting_changes(base: GateConfig, pr: GateConfig) -> list[SettingChange]:
+    out: list[SettingChange] = []
+    for section in MEASURING_SECTIONS:
+        old = getattr(base, section).model_dump(mode="json")
+        new = getattr(pr, section).model_dump(mode="json")
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                out.append(SettingChange(f"[{section}].{key}", old.get(key), new.get(key)))
+    return out
+
+
+def _task_changes(base: Suite, pr: Suite) -> list[TaskChange]:
+    old = {t.id: t.digest for t in base.tasks}
+    new = {t.id: t.digest for t in pr.tasks}
+    broken = {p.name: p.reason for p in pr.problems}
+    out: list[TaskChange] = []
+    for tid in sorted(set(old) | set(new) | set(broken)):
+        if tid in broken:
+            out.append(TaskChange(tid, "broken", broken[tid], False))
+        elif tid not in new:
+            out.append(TaskChange(tid, "removed"))
+        elif tid not in old:
+            out.append(TaskChange(tid, "added"))
+        elif old[tid] != new[tid]:
+            out.append(TaskChange(tid, "changed"))
+    return out
+
+
+def _changed_paths(root: Path, ref: str, paths: tuple[str, ...]) -> list[str]:
+    """Files under ``paths`` that differ between ``ref`` and the working tree."""
+    r = _git.git(root, "diff", "--name-only", "--no-renames", ref, "--", *paths)
+    if r.returncode != 0:
+        return []
+    untracked = _git.git(root, "ls-files", "--others", "--exclude-standard", "--", *paths)
+    names = r.stdout.splitlines() + (untracked.stdout.splitlines()
+                                     if untracked.returncode == 0 else [])
+    return sorted({n for n in names if n.strip()})

@@ -1,0 +1,177 @@
+"""On a pull request only the agent is under test: the tasks, [suite], [gate], [ci], the
+baseline and the history are the base branch's. A PR that loosens its own check, edits a
+verify script or deletes a task is still judged by main's yardstick, and is told so.
+
+Through the real ``gate ci`` against the fake GitHub, and ``gate run/compare --base-ref``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_ci import (  # noqa: F401  (project is a fixture)
+    PR,
+    Project,
+    _break_agent,
+    _marker_comments,
+    project,
+    sh,
+)
+
+from gate.results import load_results
+
+pytestmark = pytest.mark.slow
+
+
+def _loosen(work: Path) -> None:
+    """Everything a PR author could write to let a broken agent through."""
+    toml = (work / "gate.toml").read_text()
+    toml = toml.replace("replications = 3", "replications = 1")
+    toml = toml.replace('[gate]\n', '[gate]\nalpha = 1e-300\nblock_on = []\n'
+                        'min_comparable = 0.01\n')
+    (work / "gate.toml").write_text(toml + '\n[ci]\nfail_on_regression = false\n'
+                                    'accept_label = ""\n')
+
+
+def test_a_pr_cannot_loosen_its_own_gate(project: Project) -> None:
+    def cheat(work: Path) -> None:
+        _break_agent(work)
+        _loosen(work)
+
+    ci = project.pr_branch("loosen", cheat)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    assert run.outputs["verdict"] == "regression"
+    results = load_results(ci / "results.json")
+    assert results.replications == 3  # main's [suite], not the PR's replications = 1
+    assert len(results.runs) == 9
+    (comment,) = _marker_comments(project.gh)
+    body = comment["body"]
+    assert "This PR changes what measures it" in body
+    for line in ("`[gate].alpha`: 0.01 → 1e-300", "`[suite].replications`: 3 → 1",
+                 "`[ci].fail_on_regression`: true → false", "`[gate].block_on`"):
+        assert line in body, line
+    assert "apply after the merge" in body
+
+
+def test_edited_verify_and_deleted_task_are_judged_with_the_base_copies(
+        project: Project) -> None:
+    def cheat(work: Path) -> None:
+        _break_agent(work)
+        (work / "tasks" / "alpha" / "verify.sh").write_text("exit 0\n")  # always passes
+        sh(work, "git", "rm", "-rq", "tasks/beta")
+
+    ci = project.pr_branch("hide", cheat)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    results = load_results(ci / "results.json")
+    assert {r.task for r in results.runs} == {"alpha", "beta", "gamma"}
+    assert all(r.status == "failed" for r in results.runs)  # main's verify.sh judged them
+    (comment,) = _marker_comments(project.gh)
+    body = comment["body"]
+    assert "task alpha: changed by this PR" in body
+    assert "false positive" in body  # the PR's alpha was validated with its oracle
+    assert "task beta: removed by this PR (still gated here)" in body
+
+
+def test_added_task_is_validated_and_not_gated_until_merged(project: Project) -> None:
+    def add(work: Path) -> None:
+        d = work / "tasks" / "delta"
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text("Write `delta` into out.txt.\n")
+        (d / "verify.sh").write_text("set -eu\ngrep -qx delta out.txt\n")
+        (d / "solution" / "solve.sh").write_text("echo delta > out.txt\n")
+        wf = work / ".github" / "workflows"
+        wf.mkdir(parents=True)
+        (wf / "agent-gate.yml").write_text("on: pull_request\n")
+
+    ci = project.pr_branch("add", add)
+    run = project.gate_ci(ci)
+    assert run.code == 0, run.stderr
+    results = load_results(ci / "results.json")
+    assert "delta" not in {r.task for r in results.runs}
+    (comment,) = _marker_comments(project.gh)
+    body = comment["body"]
+    assert "task delta: added by this PR (not gated until merged); sound with its oracle" \
+        in body
+    assert "workflow .github/workflows/agent-gate.yml: changed" in body
+    assert "inputs come from the PR's own workflow file" in body
+
+
+def test_a_harmless_pr_changes_no_yardstick(project: Project) -> None:
+    ci = project.pr_branch("docs", lambda w: (w / "README.md").write_text("# agent\n"))
+    run = project.gate_ci(ci)
+    assert run.code == 0, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    assert "changes what measures it" not in comment["body"]
+
+
+def test_untrusted_values_in_the_yardstick_lines_are_escaped(project: Project) -> None:
+    def sneaky(work: Path) -> None:
+        toml = (work / "gate.toml").read_text().replace(
+            'baseline = "baseline.json"', 'baseline = "@everyone <img src=x> [a](http://e)"')
+        (work / "gate.toml").write_text(toml)
+
+    ci = project.pr_branch("sneaky", sneaky)
+    run = project.gate_ci(ci)
+    assert run.code == 0, run.stderr  # judged against main's baseline.json
+    (comment,) = _marker_comments(project.gh)
+    body = comment["body"]
+    assert "`[gate].baseline`" in body
+    assert "@everyone" not in body and "<img" not in body
+    assert "\\[a\\](" in body  # brackets escaped: no link
+
+
+def _gate(cwd: Path, *args: str, helper: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, text=True,
+                          capture_output=True, env={**env, "AGENT_HELPER": str(helper)},
+                          timeout=240, check=False)
+
+
+def test_local_base_ref_judges_as_ci_does(project: Project) -> None:
+    """`gate run --base-ref` + `gate compare --base-ref` in the PR's checkout: the same
+    verdict as `gate ci`, with the same yardstick (a loosened gate.toml changes nothing)."""
+    def cheat(work: Path) -> None:
+        _break_agent(work)
+        _loosen(work)
+
+    ci = project.pr_branch("local", cheat)
+    helper = ci / "agent" / "solve.sh"
+    ran = _gate(ci, "run", "--base-ref", "origin/main", "-o", "local.json", helper=helper)
+    assert ran.returncode == 0, ran.stderr
+    assert "yardstick: [gate].alpha: 0.01 → 1e-300" in ran.stderr
+    local = load_results(ci / "local.json")
+    assert len(local.runs) == 9  # main's replications
+
+    judged = _gate(ci, "compare", "--base-ref", "origin/main", "local.json", "--format",
+                   "json", helper=helper)
+    assert judged.returncode == 1, judged.stderr
+    assert json.loads(judged.stdout)["verdict"] == "regression"
+    assert "yardstick: [ci].fail_on_regression: true → false" in judged.stderr
+
+    # without --base-ref, the loosened gate.toml would let it through
+    sh(ci, "git", "show", "origin/main:baseline.json")
+    (ci / "main-baseline.json").write_text(sh(ci, "git", "show", "origin/main:baseline.json"))
+    loose = _gate(ci, "compare", "main-baseline.json", "local.json", helper=helper)
+    assert loose.returncode == 0, loose.stdout
+
+    ci_run = project.gate_ci(ci)
+    assert ci_run.code == judged.returncode
+    assert PR in project.gh.comments
+
+
+def test_base_ref_that_does_not_exist_is_bad_input(project: Project) -> None:
+    ci = project.pr_branch("nobase", lambda w: (w / "README.md").write_text("x\n"))
+    res = _gate(ci, "compare", "--base-ref", "origin/nope", "x.json", helper=ci)
+    assert res.returncode == 2
+    assert "--base-ref origin/nope: no such commit or branch" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = _gate(ci, "compare", "--base-ref", "origin/main", helper=ci)
+    assert res.returncode == 2 and "one argument, RESULTS" in res.stderr
