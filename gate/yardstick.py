@@ -68,13 +68,15 @@ class Yardstick:
     settings: list[SettingChange] = field(default_factory=list)
     tasks: list[TaskChange] = field(default_factory=list)
     workflows: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # the baseline or history, edited
     pr_suite: Suite | None = None
     unreadable: str | None = None  # why the PR's own suite could not be read, if it could not
     base_digest: str = ""  # the base suite's digest: results measured with it compare in full
 
     @property
     def changed(self) -> bool:
-        return bool(self.settings or self.tasks or self.workflows or self.unreadable)
+        return bool(self.settings or self.tasks or self.workflows or self.files
+                    or self.unreadable)
 
     def validate_changed_tasks(self) -> None:
         """Run verify untouched and after the oracle on the PR's added and changed tasks."""
@@ -120,6 +122,9 @@ class Yardstick:
             out.append(f"the PR's own suite cannot be read: {t(self.unreadable, 200)}")
         for s in self.settings:
             out.append(f"{code(s.key)}: {v(s.base)} → {v(s.pr)}")
+        for f in self.files:
+            out.append(f"{t(f, 120)}: edited by this PR (the base's copy is used; main "
+                       "refreshes its own)")
         for i, tc in enumerate(self.tasks):
             if i == MAX_LINES:
                 out.append(f"… and {len(self.tasks) - i} more task changes")
@@ -187,6 +192,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
             history_text=_git.show_file(root, ref, history_rel),
             settings=_setting_changes(base, cfg),
             workflows=_changed_paths(root, ref, WORKFLOW_PATHS),
+            files=_changed_paths(root, ref, (baseline_rel, history_rel)),
         )
         base_suite = load_suite(tasks_dir)
         ys.base_digest = base_suite.digest

@@ -11,21 +11,20 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import (  # noqa: F401  (project is a fixture)
-    PR,
-    Project,
-    _break_agent,
-    _marker_comments,
-    project,
-    sh,
-)
+from test_ci import PR, Project, _break_agent, _marker_comments, _project, sh
 
 from gate.results import load_results
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    yield from _project(tmp_path, sim=False)
 
 
 def _loosen(work: Path) -> None:
@@ -42,6 +41,12 @@ def test_a_pr_cannot_loosen_its_own_gate(project: Project) -> None:
     def cheat(work: Path) -> None:
         _break_agent(work)
         _loosen(work)
+        # a history where main "always fails" would let the drift guard excuse anything
+        fp = json.loads((work / "baseline.json").read_text())["agent"]["fingerprint"]
+        (work / "gate-history.jsonl").write_text("".join(
+            json.dumps({"created_at": f"2026-11-{i + 1:02d}T00:00:00Z", "pass_rate": 0.0,
+                        "verdict": "regression", "fingerprint": fp}) + "\n"
+            for i in range(12)))
 
     ci = project.pr_branch("loosen", cheat)
     run = project.gate_ci(ci)
@@ -57,6 +62,7 @@ def test_a_pr_cannot_loosen_its_own_gate(project: Project) -> None:
                  "`[ci].fail_on_regression`: true → false", "`[gate].block_on`"):
         assert line in body, line
     assert "apply after the merge" in body
+    assert "gate-history.jsonl: edited by this PR" in body
 
 
 def test_edited_verify_and_deleted_task_are_judged_with_the_base_copies(
