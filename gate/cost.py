@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gate._files import describe_validation_error
 from gate.config import PriceOverride
 from gate.errors import BadInput
 from gate.usage import Usage
@@ -31,15 +34,35 @@ class Rates:
     output: float
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, float]) -> Rates:
-        base = float(m["input"])
+    def from_price(cls, p: PriceOverride) -> Rates:
+        """Cache prices default to 1.25x / 2x / 0.1x of input only when *absent*: an explicit
+        0 (a free cache read on some contract) is a price, not a missing value."""
+
+        def given(value: float | None, factor: float) -> float:
+            return p.input * factor if value is None else value
+
         return cls(
-            input=base,
-            cache_write_5m=float(m.get("cache_write_5m") or base * 1.25),
-            cache_write_1h=float(m.get("cache_write_1h") or base * 2),
-            cache_read=float(m.get("cache_read") or base * 0.1),
-            output=float(m["output"]),
+            input=p.input,
+            cache_write_5m=given(p.cache_write_5m, 1.25),
+            cache_write_1h=given(p.cache_write_1h, 2.0),
+            cache_read=given(p.cache_read, 0.1),
+            output=p.output,
         )
+
+
+class _BundledModel(PriceOverride):
+    """One model of the bundled table: the same validation as a gate.toml override, plus an
+    optional long-context tier."""
+
+    long_context: PriceOverride | None = None
+    long_context_threshold: int | None = Field(default=None, gt=0)
+
+
+class _BundledTable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    date: str
+    models: dict[str, _BundledModel]
 
 
 @dataclass(frozen=True)
@@ -77,7 +100,7 @@ class PriceTable:
             return self
         models = dict(self.models)
         for name, o in overrides.items():
-            models[name] = ModelPrice(Rates.from_mapping(o.model_dump()))
+            models[name] = ModelPrice(Rates.from_price(o))
         return PriceTable(self.date, models)
 
     def cost(self, model: str, usage: Usage) -> float:
@@ -99,18 +122,31 @@ def request_cost(price: ModelPrice, usage: Usage) -> float:
     return total / 1_000_000
 
 
+def parse_price_table(text: str, where: str) -> PriceTable:
+    """A price table in the bundled format, validated like gate.toml's overrides."""
+    try:
+        table = _BundledTable.model_validate(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{where}: not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        raise BadInput(f"{where}: {describe_validation_error(exc)}") from None
+    models: dict[str, ModelPrice] = {}
+    for name, m in table.models.items():
+        if (m.long_context is None) != (m.long_context_threshold is None):
+            raise BadInput(f"{where}: models.{name}: long_context and long_context_threshold "
+                           "go together")
+        models[name] = ModelPrice(
+            Rates.from_price(m),
+            Rates.from_price(m.long_context) if m.long_context else None,
+            m.long_context_threshold,
+        )
+    return PriceTable(table.date, models)
+
+
 @lru_cache(maxsize=1)
 def default_prices() -> PriceTable:
-    raw = tomllib.loads(resources.files("gate").joinpath("data/prices.toml").read_text("utf-8"))
-    models: dict[str, ModelPrice] = {}
-    for name, m in raw["models"].items():
-        lc = m.get("long_context")
-        models[name] = ModelPrice(
-            Rates.from_mapping(m),
-            Rates.from_mapping(lc) if lc else None,
-            m.get("long_context_threshold"),
-        )
-    return PriceTable(str(raw["date"]), models)
+    text = resources.files("gate").joinpath("data/prices.toml").read_text("utf-8")
+    return parse_price_table(text, "gate/data/prices.toml")
 
 
 def price_table(overrides: Mapping[str, PriceOverride] | None = None) -> PriceTable:

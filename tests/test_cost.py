@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gate.config import PriceOverride
@@ -62,3 +64,39 @@ def test_usage_from_api_and_hit_rate() -> None:
     assert (u + u).cache_read_input_tokens == 120
     partial = Usage.from_api({"input_tokens": 3, "cache_creation_input_tokens": None})
     assert partial.prompt_tokens == 3
+
+
+def test_a_zero_cache_price_override_is_honoured() -> None:
+    """0 is a price (a free cache read), not a missing value: `or` would turn it into 0.1x."""
+    t = price_table({"my-model": PriceOverride(input=2.0, output=10.0, cache_read=0.0,
+                                               cache_write_5m=0.0)})
+    u = Usage(input_tokens=0, cache_read_input_tokens=1_000_000,
+              cache_creation_input_tokens=1_000_000, cache_creation_5m=1_000_000)
+    assert t.cost("my-model", u) == 0.0
+    # absent cache prices still default to 1.25x / 2x / 0.1x of input
+    d = price_table({"other": PriceOverride(input=2.0, output=10.0)})
+    assert d.cost("other", Usage(cache_read_input_tokens=1_000_000)) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ('date = "x"\n[models.m]\ninput = -1.0\noutput = 1.0\n', "models.m.input"),
+    ('date = "x"\n[models.m]\ninput = 1.0\n', "models.m.output"),
+    ('date = "x"\n[models.m]\ninput = 1.0\noutput = 1.0\ncache_reed = 0.1\n',
+     "models.m.cache_reed"),
+    ('date = "x"\n[models.m]\ninput = 1.0\noutput = 1.0\nlong_context_threshold = 5\n',
+     "long_context and long_context_threshold"),
+])
+def test_a_price_table_is_validated_like_the_overrides(body: str, field: str) -> None:
+    from gate.cost import parse_price_table
+
+    with pytest.raises(BadInput, match=re.escape(field)):
+        parse_price_table(body, "prices.toml")
+
+
+def test_the_bundled_price_table_is_valid() -> None:
+    from importlib import resources
+
+    from gate.cost import parse_price_table
+
+    text = resources.files("gate").joinpath("data/prices.toml").read_text("utf-8")
+    assert parse_price_table(text, "prices.toml").models == price_table().models
