@@ -363,3 +363,29 @@ def test_history_appends_keeps_newest_and_draws_a_trend(tmp_path: Path) -> None:
     # a new fingerprint starts a new line: the old agent's runs are not drawn
     other = [*entries, HistoryEntry(created_at="x", fingerprint="new", pass_rate=0.1)]
     assert trend_markdown(other) is None
+
+
+# ----- the documented accept flow -----------------------------------------------------------
+
+def test_no_documented_pr_check_can_be_skipped_or_cancelled_by_a_label() -> None:
+    """A label event must never start the required check: with labeled/unlabeled triggers,
+    any label cancels the running gate (cancel-in-progress) and a job-level `if:` then leaves
+    a skipped job, which a required check counts as a success."""
+    import yaml
+    from test_github_action import ROOT, _doc_blocks, _triggers
+
+    workflows = [yaml.safe_load(b) for doc in ("docs/github.md", "README.md")
+                 for b in _doc_blocks("yaml", doc)]
+    workflows += [yaml.safe_load(p.read_text())
+                  for p in (ROOT / ".github" / "workflows").glob("*.yml")]
+    checks = [w for w in workflows if isinstance(w, dict) and "jobs" in w
+              and "pull_request" in _triggers(w)]
+    assert len(checks) >= 4  # docs: the PR check and the fork pair's half; README; this repo
+    for wf in checks:
+        types = (_triggers(wf)["pull_request"] or {}).get("types",
+                                                         ["opened", "synchronize", "reopened"])
+        assert not {"labeled", "unlabeled"} & set(types), wf["name"]
+        for name, job in wf["jobs"].items():
+            assert "if" not in job, f"{wf['name']}: job {name} can be skipped"
+    text = (ROOT / "docs" / "github.md").read_text()
+    assert "### Accepting a known regression" in text and "write permission" in text
