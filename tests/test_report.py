@@ -128,6 +128,9 @@ def test_hostile_references_in_a_report_render_to_no_link() -> None:
     body = render_markdown(compare(base, cand, FAST))
     assert "#1 " not in body and "https://evil" not in body and "www.evil" not in body
     assert "GH-2" not in body and "evil.example" in body
+    # the CI layer's notes keep their Markdown, but a quoted mention or reference is inert
+    noted = render_markdown(compare(base, cand, FAST), notes=["`x.toml` says @everyone #12"])
+    assert "> `x.toml` says @\u200deveryone #\u200d12" in noted
 
 
 def test_defuse_leaves_every_report_we_render_unchanged() -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from markupsafe import Markup
 from pydantic import ValidationError
 
 from gate._files import atomic_write_text, describe_validation_error
@@ -494,13 +495,12 @@ class _CI:
             self.log(f"gate ci: pushed the refreshed baseline to {branch} ({committed[:7]})"
                      if sha else "gate ci: the baseline did not change; nothing to commit")
         trend = trend_markdown(entries)
-        head = (f"## agent-gate: baseline refreshed on `{branch or self.env.ref or 'HEAD'}`"
-                f"\n\n{message}\n\n"
-                + ("Committed as " + committed[:7] + ".\n\n" if committed else
-                   "Left in the workspace for an artifact upload "
-                   f"(`{_git.repo_relative(root, baseline_path)}`).\n\n"
-                   if self.settings.baseline_refresh == "artifact" else ""))
-        self.io.summary(self.redact(head + (trend + "\n\n" if trend else "") + markdown))
+        self.io.summary(self.redact(render_body(
+            "refresh.md.j2", where=Markup(_code(branch or self.env.ref or "HEAD")),
+            message=md(message, 1000),
+            committed=committed[:7], artifact=self.settings.baseline_refresh == "artifact",
+            baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
+            trend=Markup(trend or ""), report=Markup(markdown))))
         self.io.set_outputs({
             "mode": "main", "verdict": verdict or "refreshed", "exit_code": 0,
             **self.outputs_for(results),
@@ -624,7 +624,9 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
 def _code(text: str) -> str:
     """A configured name (the accept label) as inline code, where GitHub links and mentions
     nothing; escaped text if it would break out of the code span."""
-    return f"`{text}`" if text and "`" not in text else str(md(text, 100))
+    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
+        return f"`{text}`"
+    return str(md(text, 100))
 
 
 def _num(v: float | None) -> str:
