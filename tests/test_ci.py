@@ -397,7 +397,7 @@ def test_a_read_only_token_never_changes_the_verdict(project: Project) -> None:
     assert run.outputs["comment_url"] == ""
     warning = next(ln for ln in run.stdout.splitlines() if ln.startswith("::warning"))
     assert "the PR comment was not posted (the verdict stands)" in warning
-    assert "opened by Dependabot, whose runs get a read-only token" in warning
+    assert "opened by Dependabot, whose runs get a read-only token unless" in warning
     assert "cannot write comments on PR #7 (403)" in warning
     assert "Resource not accessible by integration" in warning
     assert run.summary  # the report still reached the step summary

@@ -356,8 +356,8 @@ class _CI:
         text = str(exc)
         if isinstance(exc, GitHubError) and exc.status == 403 and \
                 self.env.actor == "dependabot[bot]":
-            text = ("this PR was opened by Dependabot, whose runs get a read-only token "
-                    f"whatever the workflow asks; {text}")
+            text = ("this PR was opened by Dependabot, whose runs get a read-only token unless "
+                    f"the workflow's `permissions:` grant more; {text}")
         return self.redact(text)
 
     def report(self, j: _Judgement, *, extra: dict[str, object]) -> None:

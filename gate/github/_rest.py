@@ -175,8 +175,8 @@ class GitHubClient:
             need = f"add `{permission}` to the workflow's `permissions:`" if permission \
                 else "check the workflow's `permissions:`"
             text = (f"the token cannot {what} (403){detail}: {need} (a pull request from a "
-                    "fork, or one Dependabot opened, gets a read-only token whatever the "
-                    "workflow asks: see the two-workflow pattern in docs/github.md)")
+                    "fork gets a read-only token whatever the workflow asks, one Dependabot "
+                    "opened gets one unless `permissions:` grants more: see docs/github.md)")
         elif status == 404:
             need = f" or lacks `{permission}`" if permission else ""
             text = (f"GitHub answered 404 when trying to {what}{detail}: the repository or pull "
