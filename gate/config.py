@@ -107,6 +107,8 @@ class CISettings(_Strict):
     history_size: int = Field(default=200, gt=0)
     # a PR whose secrets GitHub withholds (forks, Dependabot): "fail" exits 3, "skip" exits 0
     fork_without_key: Literal["fail", "skip"] = "fail"
+    # the login the token comments as (a GitHub App's: "my-app[bot]"); "" = inferred
+    comment_author: str = Field(default="", pattern=r"^([A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?)?$")
 
 
 class GateConfig(_Strict):

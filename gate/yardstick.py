@@ -151,14 +151,17 @@ class Yardstick:
             return None
         items = "".join(f"\n> - {line}" for line in self.lines(markdown=True))
         return Markup(
-            f"This PR changes what measures it. It was judged with `{_label(self.label)}`'s "
+            f"This PR changes what measures it. It was judged with {_label(self.label)}'s "
             "tasks, settings and baseline; these changes apply after the merge:" + items)
 
 
 def _label(text: str) -> str:
+    """A branch name (a git ref may hold a backtick) as inline code."""
     from gate.report._escape import md
 
-    return str(md(text, 60)).replace("`", "")
+    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
+        return f"`{text}`"
+    return str(md(text, 100))
 
 
 @contextlib.contextmanager

@@ -1,8 +1,17 @@
 """A fake of the few GitHub REST endpoints ``gate ci`` uses: a real HTTP server on loopback.
 
-Comments (list with ``per_page``/``page`` and ``Link`` headers, create, update), labels, PR
-files, PR search by head, and one-shot injected failures (``fail_next``) for retry and error
-tests. Every request is recorded.
+Comments (list with ``per_page``/``page`` and ``Link`` headers, create, update), labels and
+their ``labeled`` events, collaborators' permissions, PR files, PR search by head, ``GET
+/user``, and one-shot injected failures (``fail_next``) for retry and error tests. Every
+request is recorded.
+
+Tokens have an identity and refuse what GitHub refuses:
+
+- an installation token (the Actions ``GITHUB_TOKEN``, a GitHub App's) cannot call ``GET
+  /user``: 403 "Resource not accessible by integration";
+- a read-only token (a fork's or a Dependabot PR's, a workflow without ``pull-requests:
+  write``) cannot create or edit a comment: the same 403;
+- no token can edit a comment another identity wrote: the same 403.
 """
 
 from __future__ import annotations
@@ -25,6 +34,22 @@ class Recorded:
     body: Any
 
 
+NOT_ACCESSIBLE = {"message": "Resource not accessible by integration",
+                  "documentation_url": "https://docs.github.com/rest"}
+# role_name → the legacy ``permission`` field of GET .../collaborators/{user}/permission
+_LEGACY = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read",
+           "read": "read", "none": "none"}
+
+
+@dataclass
+class Token:
+    """Whose token it is and what it may do."""
+
+    login: str = "github-actions[bot]"
+    installation: bool = True  # an App installation token (Actions' too): no GET /user
+    write: bool = True  # issues / pull-requests: write
+
+
 @dataclass
 class Failure:
     method: str
@@ -38,9 +63,16 @@ class Failure:
 class FakeGitHub:
     """State of one repository; ``url`` is what ``GITHUB_API_URL`` should be."""
 
-    def __init__(self, repo: str = "acme/agent", token: str | None = None) -> None:
+    def __init__(self, repo: str = "acme/agent", token: str | None = None, *,
+                 login: str = "github-actions[bot]", installation: bool = True,
+                 write: bool = True) -> None:
         self.repo = repo
         self.token = token
+        # token value → identity; ``token=None`` accepts any request as ``default``
+        self.default = Token(login, installation, write)
+        self.tokens: dict[str, Token] = {token: self.default} if token else {}
+        self.collaborators: dict[str, str] = {}  # login → role: admin/maintain/write/triage/read
+        self.events: dict[int, list[dict[str, Any]]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.labels: dict[int, list[str]] = {}
         self.files: dict[int, list[str]] = {}
@@ -76,6 +108,29 @@ class FakeGitHub:
                              f"#issuecomment-{self._next_id}"}
             self.comments.setdefault(pr, []).append(c)
             return c
+
+    def add_token(self, value: str, login: str, *, installation: bool = False,
+                  write: bool = True) -> None:
+        self.tokens[value] = Token(login, installation, write)
+
+    def label(self, pr: int, name: str, by: str) -> None:
+        """``by`` adds the label: it is on the PR, and the issue's events say who added it."""
+        with self._lock:
+            if name not in self.labels.setdefault(pr, []):
+                self.labels[pr].append(name)
+            self._event(pr, "labeled", name, by)
+
+    def unlabel(self, pr: int, name: str, by: str) -> None:
+        with self._lock:
+            if name in self.labels.get(pr, []):
+                self.labels[pr].remove(name)
+            self._event(pr, "unlabeled", name, by)
+
+    def _event(self, pr: int, kind: str, name: str, by: str) -> None:
+        self._next_id += 1
+        self.events.setdefault(pr, []).append(
+            {"id": self._next_id, "event": kind, "actor": {"login": by},
+             "label": {"name": name}, "created_at": "2026-12-01T00:00:00Z"})
 
     def fail_next(self, method: str, pattern: str, status: int, *, times: int = 1,
                   headers: dict[str, str] | None = None, body: Any = None) -> None:
@@ -121,11 +176,14 @@ class FakeGitHub:
                 if failure:
                     self._send(failure.status, failure.body, failure.headers)
                     return
-                if fake.token is not None and \
-                        rec.headers.get("authorization") != f"Bearer {fake.token}":
+                auth = rec.headers.get("authorization", "")
+                who = fake.tokens.get(auth.removeprefix("Bearer ")) if fake.tokens \
+                    else fake.default
+                if who is None:
                     self._send(401, {"message": "Bad credentials"})
                     return
-                status, payload, headers = fake._route(method, parts.path, rec.query, body)
+                status, payload, headers = fake._route(method, parts.path, rec.query, body,
+                                                       who)
                 self._send(status, payload, headers)
 
             def do_GET(self) -> None:
@@ -155,8 +213,12 @@ class FakeGitHub:
                          'rel="last"')
         return 200, chunk, {"Link": ", ".join(links)} if links else {}
 
-    def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any
-               ) -> tuple[int, Any, dict[str, str]]:
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any,
+               who: Token) -> tuple[int, Any, dict[str, str]]:
+        if path == "/user" and method == "GET":
+            if who.installation:
+                return 403, NOT_ACCESSIBLE, {}
+            return 200, {"login": who.login, "type": "User"}, {}
         base = f"/repos/{self.repo}"
         if not path.startswith(base + "/"):
             return 404, {"message": "Not Found"}, {}
@@ -168,16 +230,31 @@ class FakeGitHub:
                     items = list(self.comments.get(pr, []))
                 return self._page(path, items, query)
             if method == "POST":
-                return 201, self.add_comment(pr, body["body"], user="github-actions[bot]"), {}
+                if not who.write:
+                    return 403, NOT_ACCESSIBLE, {}
+                return 201, self.add_comment(pr, body["body"], user=who.login), {}
         if (m := re.fullmatch(r"/issues/comments/(\d+)", tail)) and method == "PATCH":
             cid = int(m.group(1))
             with self._lock:
                 for items in self.comments.values():
                     for c in items:
                         if c["id"] == cid:
+                            if not who.write or c["user"]["login"] != who.login:
+                                return 403, NOT_ACCESSIBLE, {}
                             c["body"] = body["body"]
                             return 200, c, {}
             return 404, {"message": "Not Found"}, {}
+        if (m := re.fullmatch(r"/issues/(\d+)/events", tail)) and method == "GET":
+            with self._lock:
+                items = list(self.events.get(int(m.group(1)), []))
+            return self._page(path, items, query)
+        if (m := re.fullmatch(r"/collaborators/([^/]+)/permission", tail)) and method == "GET":
+            login = m.group(1)
+            if login.endswith("[bot]") or login.endswith("%5Bbot%5D"):
+                return 404, {"message": f"{login} is not a user"}, {}
+            role = self.collaborators.get(login, "read")  # a public repo: everyone reads
+            return 200, {"permission": _LEGACY[role], "role_name": role,
+                         "user": {"login": login}}, {}
         if (m := re.fullmatch(r"/issues/(\d+)/labels", tail)) and method == "GET":
             return self._page(path, [{"name": n} for n in self.labels.get(int(m.group(1)), [])],
                               query)

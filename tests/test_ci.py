@@ -256,15 +256,42 @@ def test_regressed_pr_exits_1_with_one_comment_updated_in_place(project: Project
     assert all(r.headers["x-github-api-version"] == "2022-11-28" for r in gh.requests)
 
 
-def test_accept_label_reports_but_does_not_block(project: Project) -> None:
-    project.gh.labels[PR] = ["gate:accept-regression"]
+def test_accept_label_counts_only_from_a_user_with_write_permission(project: Project) -> None:
+    """Who added the label comes from the PR's events, their permission from the API: a
+    reader's label is ignored, visibly; a maintainer's accepts, and the comment says who."""
+    gh = project.gh
+    gh.collaborators["alice"] = "maintain"
+    gh.label(PR, "gate:accept-regression", by="bob")  # bob can only read
     ci = project.pr_branch("feature", _break_agent)
-    run = project.gate_ci(ci)  # the payload has no label: the live labels count
+    ignored = project.gate_ci(ci)  # the payload has no label: the live labels count
+    assert ignored.code == 1, ignored.stderr
+    assert ignored.outputs["verdict"] == "regression"
+    assert ignored.outputs["accepted"] == "false"
+    (comment,) = _marker_comments(gh)
+    assert "label was added by **bob**, whose role on this repository is read: **ignored**" \
+        in comment["body"]
+    assert "Regression accepted" not in comment["body"]
+    assert "the gate:accept-regression label was added by bob (read): ignored" \
+        in ignored.stdout
+    assert gh.calls("GET", f"/issues/{PR}/events") and gh.calls("GET", "/collaborators/bob/")
+
+    gh.unlabel(PR, "gate:accept-regression", by="alice")
+    gh.label(PR, "gate:accept-regression", by="alice")  # now a maintainer added it
+    run = project.gate_ci(ci)
     assert run.code == 0, run.stderr
     assert run.outputs["verdict"] == "regression" and run.outputs["accepted"] == "true"
-    (comment,) = _marker_comments(project.gh)
-    assert "Regression accepted" in comment["body"]
+    (comment,) = _marker_comments(gh)
+    assert "**Regression accepted** by **alice** (maintain)" in comment["body"]
     assert "::warning title=agent-gate%3A regression (not blocking)::" in run.stdout
+
+
+def test_a_bots_accept_label_is_ignored(project: Project) -> None:
+    project.gh.label(PR, "gate:accept-regression", by="github-actions[bot]")
+    ci = project.pr_branch("feature", _break_agent)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    assert "**ignored**" in comment["body"]
 
 
 def test_no_fail_and_no_comment(project: Project) -> None:
@@ -362,24 +389,94 @@ def test_same_repo_pr_without_a_key_says_how_to_add_it(project: Project) -> None
     assert "ANTHROPIC_API_KEY is empty" in run.stderr and "sim: true" in run.stderr
 
 
-def test_token_that_cannot_comment_is_a_clear_error(project: Project) -> None:
-    project.gh.fail_next("POST", "/comments", 403,
-                         body={"message": "Resource not accessible by integration"})
+def test_a_read_only_token_never_changes_the_verdict(project: Project) -> None:
+    """A same-repo Dependabot PR (or a workflow without pull-requests: write) has a read-only
+    token: the comment is refused, a warning says why, the verdict decides the exit."""
+    project.gh.default.write = False
+    dependabot = {"GITHUB_ACTOR": "dependabot[bot]"}
     ci = project.pr_branch("feature", _break_agent)
-    run = project.gate_ci(ci)
-    assert run.code == 2
-    assert "the token cannot write comments on PR #7 (403)" in run.stderr
-    assert "add `pull-requests: write`" in run.stderr
+    run = project.gate_ci(ci, env=dependabot)
+    assert run.code == 1, run.stderr
+    assert run.outputs["verdict"] == "regression" and run.outputs["exit_code"] == "1"
+    assert run.outputs["comment_url"] == ""
+    warning = next(ln for ln in run.stdout.splitlines() if ln.startswith("::warning"))
+    assert "the PR comment was not posted (the verdict stands)" in warning
+    assert "opened by Dependabot, whose runs get a read-only token unless" in warning
+    assert "cannot write comments on PR #7 (403)" in warning
+    assert "Resource not accessible by integration" in warning
     assert run.summary  # the report still reached the step summary
+    assert not _marker_comments(project.gh)
     run.no_secrets(project.gh)
 
+    harmless = project.pr_branch("docs", lambda w: (w / "README.md").write_text("x\n"))
+    ok = project.gate_ci(harmless)  # not Dependabot: the cause named is the permission
+    assert ok.code == 0, ok.stderr
+    assert ok.outputs["verdict"] == "pass"
+    assert "the PR comment was not posted (the verdict stands)" in ok.stdout
+    assert "add `pull-requests: write`" in ok.stdout and "Dependabot" in ok.stdout
 
-def test_bad_token_is_a_clear_error(project: Project) -> None:
+
+def test_bad_token_is_a_warning_not_a_verdict(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
     run = project.gate_ci(ci, env={"GITHUB_TOKEN": "ghs_not_the_right_one_123"})
-    assert run.code == 2
-    assert "rejected the token (401)" in run.stderr
+    assert run.code == 1, run.stderr
+    assert "rejected the token (401)" in run.stdout
     assert "ghs_not_the_right_one_123" not in run.stderr + run.summary
+
+
+def test_a_marker_comment_someone_else_wrote_is_left_alone(project: Project) -> None:
+    """An outsider pastes the marker: the gate neither edits their comment nor exits 2."""
+    gh = project.gh
+    planted = gh.add_comment(PR, f"{MARKER}\nI am the gate now", user="mallory")
+    ci = project.pr_branch("feature", _break_agent)
+    for _ in range(2):
+        run = project.gate_ci(ci)
+        assert run.code == 1, run.stderr
+    assert planted["body"] == f"{MARKER}\nI am the gate now"
+    assert not gh.calls("PATCH", f"/issues/comments/{planted['id']}")
+    ours = [c for c in _marker_comments(gh) if c["user"]["login"] == "github-actions[bot]"]
+    assert len(ours) == 1 and run.outputs["comment_id"] == str(ours[0]["id"])
+    assert not gh.calls("GET", "^/user$")  # the Actions token is never asked who it is
+    assert "the one github-actions[bot] wrote" in run.stderr
+
+
+def test_an_app_token_comments_as_the_configured_login(project: Project) -> None:
+    gh = project.gh
+    app_token = "ghs_app_installation_token_42"
+    gh.add_token(app_token, "gate-app[bot]", installation=True)
+    bots = gh.add_comment(PR, f"{MARKER}\nold, by the Actions token", user="github-actions[bot]")
+    ci = project.pr_branch("feature", _break_agent)
+    env = {"GITHUB_TOKEN": app_token, "GATE_COMMENT_AUTHOR": "gate-app[bot]"}
+    for _ in range(2):
+        run = project.gate_ci(ci, env=env)
+        assert run.code == 1, run.stderr
+    assert bots["body"].endswith("old, by the Actions token")
+    apps = [c for c in _marker_comments(gh) if c["user"]["login"] == "gate-app[bot]"]
+    assert len(apps) == 1 and len(gh.calls("PATCH")) == 1
+    bad = project.gate_ci(ci, env={**env, "GATE_COMMENT_AUTHOR": "not a login"})
+    assert bad.code == 2 and "comment_author" in bad.stderr
+
+
+def test_the_failure_comment_escapes_what_the_config_says(project: Project) -> None:
+    """An error quoting gate.toml (here a baseline path) is posted from the template,
+    escaped: no ping, no HTML, no link, no cross-reference."""
+    seed = project.tmp / "seed"
+    hostile = "@everyone <img src=x onerror=alert(1)> #12 acme/other#3 www.evil.example"
+    toml = (seed / "gate.toml").read_text().replace('baseline = "baseline.json"',
+                                                     f'baseline = "{hostile}.json"')
+    (seed / "gate.toml").write_text(toml)
+    sh(seed, "git", "commit", "-qam", "a hostile baseline path")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))
+    run = project.gate_ci(ci)
+    assert run.code == 3, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    for body in (comment["body"], run.summary, Path(run.outputs["report_path"]).read_text()):
+        assert "unmeasurable" in body and "on the base branch main" in body
+        assert "<img" not in body and "&lt;img src=x onerror=alert(1)&gt;" in body
+        assert re.search(r"@everyone|(?<!&)#\d|www\.evil", body) is None
+        assert "@\u200deveryone" in body and "#\u200d12" in body and "#\u200d3" in body
+        assert "[CI run](https://github.example/acme/agent/actions/runs/4242)" in body
 
 
 def test_5xx_is_retried(project: Project) -> None:

@@ -25,9 +25,18 @@ from gate.github import (
     trend_markdown,
     upsert_comment,
 )
-from gate.github._comment import MAX_BODY, find_pr_for_run, pr_files, pr_labels
+from gate.github._comment import (
+    MAX_BODY,
+    find_pr_for_run,
+    label_added_by,
+    pr_files,
+    pr_labels,
+    token_login,
+    user_permission,
+)
 
 TOKEN = "ghs_supersecrettoken123456"
+BOT = "github-actions[bot]"
 
 
 @pytest.fixture
@@ -48,7 +57,7 @@ def client(fake: FakeGitHub, **kw: object) -> GitHubClient:
 def test_5xx_is_retried_with_backoff(gh: FakeGitHub) -> None:
     gh.fail_next("GET", "/comments", 502, times=2)
     c = client(gh)
-    assert upsert_comment(c, 7, "hello").created
+    assert upsert_comment(c, 7, "hello", author=BOT).created
     assert c.sleeps == [1.0, 2.0]  # type: ignore[attr-defined]
     assert len(gh.calls("GET", "/comments")) == 3
 
@@ -56,7 +65,7 @@ def test_5xx_is_retried_with_backoff(gh: FakeGitHub) -> None:
 def test_5xx_gives_up_after_max_retries(gh: FakeGitHub) -> None:
     gh.fail_next("GET", "/comments", 503, times=10)
     with pytest.raises(GitHubError, match=r"HTTP 503"):
-        upsert_comment(client(gh, max_retries=2), 7, "hello")
+        upsert_comment(client(gh, max_retries=2), 7, "hello", author=BOT)
     assert len(gh.calls("GET", "/comments")) == 3
 
 
@@ -64,7 +73,7 @@ def test_secondary_rate_limit_retry_after_is_honoured(gh: FakeGitHub) -> None:
     gh.fail_next("POST", "/comments", 403, headers={"retry-after": "3"},
                  body={"message": "You have exceeded a secondary rate limit."})
     c = client(gh)
-    assert upsert_comment(c, 7, "hi").created
+    assert upsert_comment(c, 7, "hi", author=BOT).created
     assert c.sleeps == [3.0]  # type: ignore[attr-defined]
 
 
@@ -73,7 +82,7 @@ def test_rate_limit_remaining_zero_waits_until_reset(gh: FakeGitHub) -> None:
     gh.fail_next("GET", "/comments", 429, headers={"x-ratelimit-remaining": "0",
                                                    "x-ratelimit-reset": str(reset)})
     c = client(gh)
-    upsert_comment(c, 7, "hi")
+    upsert_comment(c, 7, "hi", author=BOT)
     (wait,) = c.sleeps  # type: ignore[attr-defined]
     assert 3 <= wait <= 7
 
@@ -81,7 +90,7 @@ def test_rate_limit_remaining_zero_waits_until_reset(gh: FakeGitHub) -> None:
 def test_secondary_limit_without_hint_waits_a_minute(gh: FakeGitHub) -> None:
     gh.fail_next("POST", "/comments", 403, body={"message": "secondary rate limit"})
     c = client(gh)
-    upsert_comment(c, 7, "hi")
+    upsert_comment(c, 7, "hi", author=BOT)
     assert c.sleeps == [60.0]  # type: ignore[attr-defined]
 
 
@@ -90,13 +99,13 @@ def test_rate_limit_reset_too_far_fails_clearly(gh: FakeGitHub) -> None:
         "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)},
         body={"message": "API rate limit exceeded"})
     with pytest.raises(GitHubError, match="rate limit"):
-        upsert_comment(client(gh), 7, "hi")
+        upsert_comment(client(gh), 7, "hi", author=BOT)
 
 
 def test_401_says_the_token_is_bad(gh: FakeGitHub) -> None:
     c = GitHubClient(gh.url, gh.repo, "ghs_wrong_token_0000000", sleep=lambda s: None)
     with pytest.raises(GitHubError, match=r"rejected the token \(401\)") as exc:
-        upsert_comment(c, 7, "hi")
+        upsert_comment(c, 7, "hi", author=BOT)
     assert "ghs_wrong" not in str(exc.value)
 
 
@@ -104,7 +113,7 @@ def test_403_says_which_permission_is_missing(gh: FakeGitHub) -> None:
     gh.fail_next("POST", "/comments", 403,
                  body={"message": "Resource not accessible by integration"})
     with pytest.raises(GitHubError) as exc:
-        upsert_comment(client(gh), 7, "hi")
+        upsert_comment(client(gh), 7, "hi", author=BOT)
     msg = str(exc.value)
     assert "cannot write comments" in msg
     assert "add `pull-requests: write` to the workflow's `permissions:`" in msg
@@ -114,14 +123,14 @@ def test_403_says_which_permission_is_missing(gh: FakeGitHub) -> None:
 def test_404_is_clear(gh: FakeGitHub) -> None:
     c = GitHubClient(gh.url, "acme/nope", TOKEN, sleep=lambda s: None)
     with pytest.raises(GitHubError, match=r"404 .*does not exist, or the token cannot see it"):
-        upsert_comment(c, 7, "hi")
+        upsert_comment(c, 7, "hi", author=BOT)
 
 
 def test_connection_refused_is_retried_then_clear() -> None:
     sleeps: list[float] = []
     c = GitHubClient("http://127.0.0.1:9", "a/b", TOKEN, max_retries=2, sleep=sleeps.append)
     with pytest.raises(GitHubError, match="cannot reach the GitHub API"):
-        upsert_comment(c, 1, "x")
+        upsert_comment(c, 1, "x", author=BOT)
     assert sleeps == [1.0, 2.0]
 
 
@@ -139,8 +148,8 @@ def test_token_never_in_repr() -> None:
 
 def test_creates_then_updates_one_comment(gh: FakeGitHub) -> None:
     c = client(gh)
-    first = upsert_comment(c, 7, "report v1")
-    second = upsert_comment(c, 7, "report v2")
+    first = upsert_comment(c, 7, "report v1", author=BOT)
+    second = upsert_comment(c, 7, "report v2", author=BOT)
     assert first.created and not second.created and first.id == second.id
     assert len(gh.comments[7]) == 1
     assert gh.comments[7][0]["body"] == f"{MARKER}\nreport v2"
@@ -152,11 +161,81 @@ def test_finds_the_marker_comment_on_a_later_page(gh: FakeGitHub) -> None:
     mine = gh.add_comment(7, f"{MARKER}\nold report", user="github-actions[bot]")
     for i in range(120):
         gh.add_comment(7, f"more chatter {i}")
-    ref = upsert_comment(client(gh), 7, "new report")
+    ref = upsert_comment(client(gh), 7, "new report", author=BOT)
     assert not ref.created and ref.id == mine["id"]
     assert len(gh.comments[7]) == 251
     pages = [r.query.get("page", ["1"])[0] for r in gh.calls("GET", "/comments")]
     assert pages == ["1", "2"]  # stopped at the page that had it, followed rel=next
+
+
+def test_a_marker_comment_someone_else_wrote_is_never_edited(gh: FakeGitHub) -> None:
+    """Anyone can paste the marker: only the token's own comment is the gate's."""
+    planted = gh.add_comment(7, f"{MARKER}\nplease edit me", user="mallory")
+    c = client(gh)
+    first = upsert_comment(c, 7, "report v1", author=BOT)
+    assert first.created and first.id != planted["id"]
+    second = upsert_comment(c, 7, "report v2", author=BOT)
+    assert not second.created and second.id == first.id
+    assert planted["body"] == f"{MARKER}\nplease edit me"
+    assert not gh.calls("PATCH", f"/issues/comments/{planted['id']}")
+    assert [x["user"]["login"] for x in gh.comments[7]] == ["mallory", BOT]
+
+
+def test_the_fake_refuses_what_github_refuses(gh: FakeGitHub) -> None:
+    """Editing another identity's comment, writing with a read-only token, GET /user with an
+    installation token: 403 "Resource not accessible by integration", as GitHub answers."""
+    theirs = gh.add_comment(7, "hello", user="mallory")
+    c = client(gh)
+    for method, path in (("PATCH", c.repo_path(f"issues/comments/{theirs['id']}")),
+                         ("GET", "/user")):
+        with pytest.raises(GitHubError, match="Resource not accessible by integration") as e:
+            c.request(method, path, json={"body": "x"}, what="try")
+        assert e.value.status == 403
+    gh.add_token("ghs_readonly_token_0000001", BOT, installation=True, write=False)
+    ro = GitHubClient(gh.url, gh.repo, "ghs_readonly_token_0000001", sleep=lambda s: None)
+    with pytest.raises(GitHubError, match=r"cannot write comments on PR #7 \(403\)") as e:
+        upsert_comment(ro, 7, "hi", author=BOT)
+    assert "read-only token" in str(e.value) and "Dependabot" in str(e.value)
+    assert pr_labels(ro, 7) == []  # reading still works
+
+
+def test_token_identity_is_inferred_or_configured(gh: FakeGitHub) -> None:
+    # the Actions token: GitHub refuses it GET /user, so it is never asked
+    assert token_login(client(gh)) == (BOT, "an installation token: the Actions token")
+    assert not gh.calls("GET", "^/user$")
+    # a personal access token is asked
+    gh.add_token("ghp_alicesPAT_00000000000", "alice", installation=False)
+    pat = GitHubClient(gh.url, gh.repo, "ghp_alicesPAT_00000000000", sleep=lambda s: None)
+    assert token_login(pat) == ("alice", "GET /user")
+    # an integration token of a format we do not know: GitHub says 403, taken as Actions'
+    gh.add_token("v2_app_token_0000000000", "some-app[bot]", installation=True)
+    odd = GitHubClient(gh.url, gh.repo, "v2_app_token_0000000000", sleep=lambda s: None)
+    assert token_login(odd)[0] == BOT
+    # configured wins, with no call at all
+    calls = len(gh.requests)
+    assert token_login(odd, "some-app[bot]")[0] == "some-app[bot]"
+    assert len(gh.requests) == calls
+    # and the PAT's comment is its own, not the bot's
+    gh.add_comment(7, f"{MARKER}\nthe bot's", user=BOT)
+    ref = upsert_comment(pat, 7, "alice's report", author="alice")
+    assert ref.created and gh.comments[7][-1]["user"]["login"] == "alice"
+
+
+def test_who_added_a_label_and_their_permission(gh: FakeGitHub) -> None:
+    gh.collaborators.update({"alice": "maintain", "tri": "triage"})
+    gh.label(7, "gate:accept-regression", by="alice")
+    gh.unlabel(7, "gate:accept-regression", by="alice")
+    gh.label(7, "other", by="alice")
+    for i in range(120):  # the latest event is on page 2
+        gh.label(7, f"noise-{i}", by="alice")
+    gh.label(7, "Gate:Accept-Regression", by="bob")
+    c = client(gh)
+    assert label_added_by(c, 7, "gate:accept-regression") == "bob"
+    assert label_added_by(c, 7, "missing") is None
+    assert user_permission(c, "alice") == ("maintain", True)
+    assert user_permission(c, "tri") == ("triage", False)
+    assert user_permission(c, "bob") == ("read", False)
+    assert user_permission(c, "dependabot[bot]") == ("none", False)
 
 
 def test_marker_inside_untrusted_text_is_removed_and_body_is_capped() -> None:
@@ -284,3 +363,29 @@ def test_history_appends_keeps_newest_and_draws_a_trend(tmp_path: Path) -> None:
     # a new fingerprint starts a new line: the old agent's runs are not drawn
     other = [*entries, HistoryEntry(created_at="x", fingerprint="new", pass_rate=0.1)]
     assert trend_markdown(other) is None
+
+
+# ----- the documented accept flow -----------------------------------------------------------
+
+def test_no_documented_pr_check_can_be_skipped_or_cancelled_by_a_label() -> None:
+    """A label event must never start the required check: with labeled/unlabeled triggers,
+    any label cancels the running gate (cancel-in-progress) and a job-level `if:` then leaves
+    a skipped job, which a required check counts as a success."""
+    import yaml
+    from test_github_action import ROOT, _doc_blocks, _triggers
+
+    workflows = [yaml.safe_load(b) for doc in ("docs/github.md", "README.md")
+                 for b in _doc_blocks("yaml", doc)]
+    workflows += [yaml.safe_load(p.read_text())
+                  for p in (ROOT / ".github" / "workflows").glob("*.yml")]
+    checks = [w for w in workflows if isinstance(w, dict) and "jobs" in w
+              and "pull_request" in _triggers(w)]
+    assert len(checks) >= 4  # docs: the PR check and the fork pair's half; README; this repo
+    for wf in checks:
+        types = (_triggers(wf)["pull_request"] or {}).get("types",
+                                                         ["opened", "synchronize", "reopened"])
+        assert not {"labeled", "unlabeled"} & set(types), wf["name"]
+        for name, job in wf["jobs"].items():
+            assert "if" not in job, f"{wf['name']}: job {name} can be skipped"
+    text = (ROOT / "docs" / "github.md").read_text()
+    assert "### Accepting a known regression" in text and "write permission" in text

@@ -108,6 +108,31 @@ def test_escape_filter_is_idempotent_on_mentions() -> None:
     assert md(md("@all")) == "@\u200dall"
 
 
+def test_escape_filter_neutralises_references_and_bare_urls() -> None:
+    """``#123``, ``owner/repo#123``, ``GH-123`` would link (and notify) another issue; a bare
+    URL would become a link. A joiner breaks each; entities stay entities."""
+    out = md("fixes #12, acme/x#3 and GH-4; see https://evil.example/x or www.evil.com "
+             "or HTTP://E.example a|b `c`")
+    assert re.search(r"(?<!&)#\d|GH-\d|https?://|www\.", out, re.IGNORECASE) is None
+    for part in ("#\u200d12", "acme/x#\u200d3", "GH-\u200d4", "https:\u200d//evil.example/x",
+                 "www\u200d.evil.com", "HTTP:\u200d//E.example", "a&#124;b", "&#96;c&#96;"):
+        assert part in out, part
+    assert md(out) == out and "\u200d\u200d" not in md(str(out))  # one joiner, never two
+    assert md("issue # 5, C#, 100%, #tag") == "issue # 5, C#, 100%, #tag"
+
+
+def test_hostile_references_in_a_report_render_to_no_link() -> None:
+    rng = np.random.default_rng(1)
+    base = synthetic_results(reference_rates(), 5, rng)
+    cand = base.model_copy(update={"model": "see #1 https://evil.example www.evil.com GH-2"})
+    body = render_markdown(compare(base, cand, FAST))
+    assert "#1 " not in body and "https://evil" not in body and "www.evil" not in body
+    assert "GH-2" not in body and "evil.example" in body
+    # the CI layer's notes keep their Markdown, but a quoted mention or reference is inert
+    noted = render_markdown(compare(base, cand, FAST), notes=["`x.toml` says @everyone #12"])
+    assert "> `x.toml` says @\u200deveryone #\u200d12" in noted
+
+
 def test_defuse_leaves_every_report_we_render_unchanged() -> None:
     """The comment job re-checks the uploaded report; ours must survive it byte for byte."""
     rng = np.random.default_rng(1)
@@ -140,6 +165,9 @@ def test_defuse_makes_a_hostile_report_inert() -> None:
     assert "&lt;img src=x onerror=alert(1)>" in out and "&lt;!-- agent-gate:comment -->" in out
     assert "<summary>ok</summary>" in out and "</details>" in out and "<br/>" in out
     assert "<sup>1</sup>" in out and "1 < 2" in out
+    refs = defuse_markdown("closes #12, o/r#3, GH-4, &#35;5 &num;6 &#x23;7; a&#124;b #x")
+    assert re.search(r"(?<!&)#\d|GH-\d|&#0*35;|&num;|&#x0*23;", refs, re.IGNORECASE) is None
+    assert "a&#124;b #x" in refs and defuse_markdown(refs) == refs
     markdown_it = pytest.importorskip("markdown_it")
     html = markdown_it.MarkdownIt("commonmark").render(out)
     assert set(re.findall(r"<([a-z0-9]+)", html)) <= {

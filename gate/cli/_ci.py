@@ -39,13 +39,18 @@ from gate.github._ci import MODES
               envvar="GATE_FORK_WITHOUT_KEY",
               help="A fork PR gets no secrets: exit 3, or skip with exit 0 "
                    "([ci].fork_without_key, default fail).")
+@click.option("--comment-author", envvar="GATE_COMMENT_AUTHOR",
+              help="Login the token writes as, whose marker comment is the gate's "
+                   "([ci].comment_author; default: github-actions[bot] for the Actions token, "
+                   "GET /user for a personal token). A GitHub App's token: my-app[bot].")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
 def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, history: str | None,
-    fork_without_key: str | None, report_path: str, **run_kw: Any,
+    fork_without_key: str | None, comment_author: str | None, report_path: str,
+    **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
 
@@ -63,7 +68,7 @@ def ci(
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, history=history,
-            fork_without_key=fork_without_key,
+            fork_without_key=fork_without_key, comment_author=comment_author,
         ),
         log=lambda line: click.echo(line, err=True),
     )

@@ -20,13 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from markupsafe import Markup
 from pydantic import ValidationError
 
 from gate._files import atomic_write_text, describe_validation_error
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
-from gate.github._comment import find_pr_for_run, pr_files, pr_labels, upsert_comment
+from gate.github._comment import (
+    find_pr_for_run,
+    label_added_by,
+    pr_files,
+    pr_labels,
+    render_body,
+    token_login,
+    upsert_comment,
+    user_permission,
+)
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
     append_history,
@@ -38,6 +48,7 @@ from gate.github._history import (
 )
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
+from gate.report._escape import md
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
@@ -64,6 +75,7 @@ class CIOverrides:
     baseline_refresh: str | None = None
     history: str | None = None
     fork_without_key: str | None = None
+    comment_author: str | None = None
 
     def apply(self, base: CISettings) -> CISettings:
         update = {k: v for k, v in vars(self).items() if v is not None}
@@ -108,6 +120,7 @@ class _CI:
         self.redact = Redactor(env.secrets)
         self.io = io or ActionsIO(env.output, env.step_summary, redact=self.redact)
         self._client: GitHubClient | None = None
+        self._author: str | None = None
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -239,9 +252,9 @@ class _CI:
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
         if edited:
             notes.append(
-                f"This PR edits `{rel}`. It was judged against the copy on `{base_branch}`: a "
-                "pull request cannot move its own yardstick. The baseline changes when "
-                f"`{base_branch}` refreshes it after the merge.")
+                f"This PR edits {_code(rel)}. It was judged against the copy on "
+                f"{_code(base_branch)}: a pull request cannot move its own yardstick. The "
+                f"baseline changes when {_code(base_branch)} refreshes it after the merge.")
         labels = self.labels(pr) if pr is not None else []
         if self.cfg.gate.sequential:
             from gate.sequential import run_sequential
@@ -257,18 +270,17 @@ class _CI:
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
-        accepted = verdict == "regression" and bool(label) and label in labels
+        accepted = verdict == "regression" and pr is not None and \
+            self.accepted_by(pr, labels, notes) is not None
         if accepted:
-            notes.append(f"**Regression accepted** by the `{label}` label: reported, not "
-                         "blocking.")
             code = 0
         elif verdict == "regression" and not self.settings.fail_on_regression:
             notes.append("`fail-on-regression` is off: this regression is reported, not "
                          "blocking.")
             code = 0
         elif verdict == "regression" and label and pr is not None:
-            notes.append(f"A maintainer who accepts this regression can add the `{label}` "
-                         "label and re-run the check.")
+            notes.append(f"A maintainer (write permission) who accepts this regression can add "
+                         f"the {_code(label)} label and re-run this check.")
         trend = self.base_trend(ys)
         ys.validate_changed_tasks()
         for line in ys.lines(markdown=False):
@@ -311,6 +323,58 @@ class _CI:
         except GateError as exc:
             self.io.warning(f"cannot read the PR's labels, using the event's: {exc}")
             return list(pr.labels)
+
+    def accepted_by(self, pr: PullRequestInfo, labels: list[str], notes: list[str]
+                    ) -> str | None:
+        """Who accepted this regression with the accept label, or None.
+
+        The label counts only when the user who added it (the PR's latest ``labeled`` event
+        for it) has write permission on the repository, both checked through the API — a
+        label anyone could add (a bot, a triager) turns nothing green. An ignored label gets
+        a visible note; the note of an accepted one records who accepted.
+        """
+        label = self.settings.accept_label
+        if not label or label.casefold() not in {x.casefold() for x in labels}:
+            return None
+        try:
+            who = label_added_by(self.client, pr.number, label)
+            role, can_write = user_permission(self.client, who) if who else ("none", False)
+        except GateError as exc:
+            self.io.warning(self.redact(f"the {label} label accepts nothing: cannot tell who "
+                                        f"added it: {exc}"), title="agent-gate")
+            notes.append(f"The {_code(label)} label is on this PR, but the gate could not "
+                         "check who added it (see the job's warnings): it accepts nothing.")
+            return None
+        if who is None or not can_write:
+            by = f"**{md(who, 60)}**, whose role on this repository is {md(role, 40)}" \
+                if who else "an unknown user"
+            notes.append(f"The {_code(label)} label was added by {by}: **ignored**. Only a "
+                         "user with write permission can accept a regression.")
+            self.io.warning(f"the {label} label was added by {who or 'an unknown user'} "
+                            f"({role}): ignored, accepting needs write permission",
+                            title="agent-gate")
+            return None
+        notes.append(f"**Regression accepted** by **{md(who, 60)}** ({md(role, 40)}) with "
+                     f"the {_code(label)} label: reported, not blocking.")
+        self.log(f"gate ci: the regression was accepted by {who} ({role})")
+        return who
+
+    def comment_author(self) -> str:
+        """The login whose marker comment is the gate's (found once per run)."""
+        if self._author is None:
+            login, how = token_login(self.client, self.settings.comment_author)
+            self.log(f"gate ci: the gate's comment is the one {login} wrote ({how})")
+            self._author = login
+        return self._author
+
+    def comment_failure(self, exc: GateError) -> str:
+        """Why the comment could not be written, naming the likely cause."""
+        text = str(exc)
+        if isinstance(exc, GitHubError) and exc.status == 403 and \
+                self.env.actor == "dependabot[bot]":
+            text = ("this PR was opened by Dependabot, whose runs get a read-only token unless "
+                    f"the workflow's `permissions:` grant more; {text}")
+        return self.redact(text)
 
     def report(self, j: _Judgement, *, extra: dict[str, object]) -> None:
         verdict = str(j.comparison.verdict)
@@ -374,12 +438,13 @@ class _CI:
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
         try:
-            ref = upsert_comment(self.client, pr.number, markdown)
-        except GitHubError as exc:
-            if not exc.transient:
-                raise  # a token or permission problem: the user must fix the workflow
-            # GitHub is down or rate-limiting: the verdict stands, the comment waits
-            self.io.warning(f"the PR comment was not posted: {exc}", title="agent-gate")
+            ref = upsert_comment(self.client, pr.number, markdown,
+                                 author=self.comment_author())
+        except GateError as exc:
+            # A comment that cannot be written (a read-only token, GitHub down) never changes
+            # the verdict: the exit code and `verdict` output stay the verdict's.
+            self.io.warning(f"the PR comment was not posted (the verdict stands): "
+                            f"{self.comment_failure(exc)}", title="agent-gate")
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
         self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment {ref.url}")
@@ -393,7 +458,7 @@ class _CI:
                   "docs/github.md shows the safe two-workflow pattern for fork PRs.")
         if self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
-        markdown = f"### agent-gate: skipped\n\n{reason}\n"
+        markdown = render_body("skipped.md.j2", who=who)
         atomic_write_text(self.opts.report_path, markdown)
         self.io.summary(markdown)
         self.io.notice(reason, title="agent-gate: skipped")
@@ -448,13 +513,12 @@ class _CI:
             self.log(f"gate ci: pushed the refreshed baseline to {branch} ({committed[:7]})"
                      if sha else "gate ci: the baseline did not change; nothing to commit")
         trend = trend_markdown(entries)
-        head = (f"## agent-gate: baseline refreshed on `{branch or self.env.ref or 'HEAD'}`"
-                f"\n\n{message}\n\n"
-                + ("Committed as " + committed[:7] + ".\n\n" if committed else
-                   "Left in the workspace for an artifact upload "
-                   f"(`{_git.repo_relative(root, baseline_path)}`).\n\n"
-                   if self.settings.baseline_refresh == "artifact" else ""))
-        self.io.summary(self.redact(head + (trend + "\n\n" if trend else "") + markdown))
+        self.io.summary(self.redact(render_body(
+            "refresh.md.j2", where=Markup(_code(branch or self.env.ref or "HEAD")),
+            message=md(message, 1000),
+            committed=committed[:7], artifact=self.settings.baseline_refresh == "artifact",
+            baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
+            trend=Markup(trend or ""), report=Markup(markdown))))
         self.io.set_outputs({
             "mode": "main", "verdict": verdict or "refreshed", "exit_code": 0,
             **self.outputs_for(results),
@@ -489,10 +553,11 @@ class _CI:
                 or self.env.fork_repo or self.env.token is None):
             return
         try:
-            upsert_comment(self.client, pr.number, f"### ⚠️ agent-gate: {what}\n\n{reason}\n"
-                           + (f"\n[CI run]({self.env.run_url})\n" if self.env.run_url else ""))
+            upsert_comment(self.client, pr.number, _failure_markdown(what, reason,
+                                                                     self.env.run_url),
+                           author=self.comment_author())
         except GateError as err:
-            self.io.warning(f"could not comment on the PR: {err}")
+            self.io.warning(f"could not comment on the PR: {self.comment_failure(err)}")
 
     # ----- comment (workflow_run) ----------------------------------------------------------
 
@@ -521,7 +586,8 @@ class _CI:
         # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
         from gate.report import defuse_markdown
 
-        ref = upsert_comment(self.client, number, defuse_markdown(self.redact(markdown)))
+        ref = upsert_comment(self.client, number, defuse_markdown(self.redact(markdown)),
+                             author=self.comment_author())
         self.io.set_outputs({"mode": "comment", "pr_number": number, "comment_url": ref.url,
                              "comment_id": ref.id})
         return 0
@@ -545,7 +611,7 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     except GateError as exc:
         reason = ci.redact(str(exc))
         what = "unmeasurable" if exc.exit_code == 3 else "error"
-        markdown = f"### ⚠️ agent-gate: {what}\n\n{reason}\n"
+        markdown = _failure_markdown(what, reason, env.run_url)
         ci.io.error(reason, title=f"agent-gate: {what}")
         ci.io.summary(markdown)
         outputs: dict[str, object] = {"mode": mode, "verdict": what,
@@ -563,6 +629,22 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     finally:
         if ci._client is not None:
             ci._client.close()
+
+
+def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
+    """The body when the gate could not judge: from a template, the reason escaped (an error
+    message can quote PR-controlled config: an @mention, an ``<img>``, a link)."""
+    from gate.report._render import _url
+
+    return render_body("failure.md.j2", what=what, reason=md(reason, 4000), run_url=_url(run_url))
+
+
+def _code(text: str) -> str:
+    """A configured name (the accept label) as inline code, where GitHub links and mentions
+    nothing; escaped text if it would break out of the code span."""
+    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
+        return f"`{text}`"
+    return str(md(text, 100))
 
 
 def _num(v: float | None) -> str:

@@ -1,17 +1,27 @@
-"""One sticky comment per pull request, found again by a hidden marker.
+"""One sticky comment per pull request, found again by a hidden marker and its author.
 
 A PR that is pushed twenty times must show one up-to-date report, not twenty. The comment is
-found by its marker across *every* page of the PR's comments (a busy PR easily has more than
-one page), and edited in place; it is created only when none exists.
+found across *every* page of the PR's comments (a busy PR easily has more than one page) by
+its marker **and** by its author — the token's own identity — and edited in place; it is
+created only when none exists. Anyone can paste the marker into a comment: such a comment is
+not ours, and is never edited.
+
+Also here: who the token is, the PR's labels and who added one, and a user's permission.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
 
-from gate.github._rest import GitHubClient
+from gate.github._rest import GitHubClient, GitHubError
 
 MARKER = "<!-- agent-gate:comment -->"
+#: who the Actions ``GITHUB_TOKEN`` writes as
+ACTIONS_BOT = "github-actions[bot]"
+#: roles that may accept a regression (``role_name`` of the permission endpoint)
+WRITE_ROLES = frozenset({"admin", "maintain", "write"})
 # GitHub rejects comment bodies over 65,536 characters; keep room for the marker and the note.
 MAX_BODY = 65_536
 _TRUNCATED = ("\n\n… the report was cut to fit GitHub's comment limit; the full report is in "
@@ -39,21 +49,61 @@ def comment_body(markdown: str, marker: str = MARKER) -> str:
     return body
 
 
-def find_comment(client: GitHubClient, pr_number: int, marker: str = MARKER) -> dict | None:
-    """The first comment carrying ``marker``, searching every page."""
+def render_body(template: str, **values: object) -> str:
+    """A body the gate posts, from ``gate/templates``: the same environment as the report, so
+    every value is escaped as untrusted text unless it is ``Markup``."""
+    from gate.report._render import _env
+
+    return _env().get_template(template).render(**values)
+
+
+def token_login(client: GitHubClient, configured: str = "") -> tuple[str, str]:
+    """Who the token writes comments as, and how we know: ``(login, how)``.
+
+    A configured login wins (a GitHub App's token: ``my-app[bot]``). An installation token —
+    the Actions ``GITHUB_TOKEN`` — cannot ask ``GET /user`` (GitHub answers 403 "Resource not
+    accessible by integration"), so it is taken to be ``github-actions[bot]``. Any other
+    token (a personal access token) is asked.
+    """
+    if configured:
+        return configured, "configured (comment-author)"
+    if client.installation_token:
+        return ACTIONS_BOT, "an installation token: the Actions token"
+    try:
+        resp = client.request("GET", "/user", what="ask GitHub whose token this is")
+    except GitHubError as exc:
+        if exc.status == 403:  # an integration's token in a format we do not know
+            return ACTIONS_BOT, "GitHub would not say (403): taken as the Actions token"
+        raise
+    data = resp.json()
+    login = data.get("login") if isinstance(data, dict) else None
+    if not isinstance(login, str) or not login:
+        raise GitHubError("GitHub's answer to GET /user names no login: set comment-author")
+    return login, "GET /user"
+
+
+def _author(comment: dict[str, Any]) -> str:
+    user = comment.get("user")
+    return str(user.get("login") or "") if isinstance(user, dict) else ""
+
+
+def find_comment(client: GitHubClient, pr_number: int, *, author: str,
+                 marker: str = MARKER) -> dict | None:
+    """The first comment carrying ``marker`` that ``author`` wrote, searching every page."""
     path = client.repo_path(f"issues/{pr_number}/comments")
     for comment in client.paginate(path, what=f"list the comments of PR #{pr_number}",
                                    permission="pull-requests: read"):
-        if isinstance(comment, dict) and marker in str(comment.get("body") or ""):
+        if (isinstance(comment, dict) and marker in str(comment.get("body") or "")
+                and _author(comment).lower() == author.lower()):
             return comment
     return None
 
 
-def upsert_comment(client: GitHubClient, pr_number: int, markdown: str,
+def upsert_comment(client: GitHubClient, pr_number: int, markdown: str, *, author: str,
                    marker: str = MARKER) -> CommentRef:
-    """Update the PR's gate comment, or create it. Returns its id and URL."""
+    """Update the PR's gate comment (``author``'s), or create it. Returns its id and URL."""
     body = comment_body(markdown, marker)
-    existing = find_comment(client, pr_number, marker)
+    existing = find_comment(client, pr_number, author=author, marker=marker)
     if existing is not None:
         resp = client.request(
             "PATCH", client.repo_path(f"issues/comments/{existing['id']}"),
@@ -75,6 +125,44 @@ def pr_labels(client: GitHubClient, pr_number: int) -> list[str]:
     return [str(lb["name"]) for lb in client.paginate(
         path, what=f"read the labels of PR #{pr_number}", permission="pull-requests: read")
         if isinstance(lb, dict) and "name" in lb]
+
+
+def label_added_by(client: GitHubClient, pr_number: int, label: str) -> str | None:
+    """Who added ``label`` last: the actor of the PR's latest ``labeled`` event for it."""
+    path = client.repo_path(f"issues/{pr_number}/events")
+    actor: str | None = None
+    for ev in client.paginate(path, what=f"read the events of PR #{pr_number}",
+                              permission="pull-requests: read"):
+        if not (isinstance(ev, dict) and ev.get("event") == "labeled"):
+            continue
+        name = (ev.get("label") or {}).get("name")
+        if isinstance(name, str) and name.casefold() == label.casefold():
+            who = (ev.get("actor") or {}).get("login")
+            actor = str(who) if who else None  # events come oldest first: keep the last
+    return actor
+
+
+def user_permission(client: GitHubClient, login: str) -> tuple[str, bool]:
+    """``login``'s role on the repository and whether it can write: ``("maintain", True)``.
+
+    ``role_name`` may be an organisation's custom role; the legacy ``permission`` field says
+    what it amounts to (admin, write, read, none). An account GitHub does not know as a user
+    (a bot) is ``("none", False)``.
+    """
+    try:
+        resp = client.request(
+            "GET", client.repo_path(f"collaborators/{quote(login, safe='')}/permission"),
+            what=f"read the repository permission of {login}")
+    except GitHubError as exc:
+        if exc.status == 404:
+            return "none", False
+        raise
+    data = resp.json()
+    if not isinstance(data, dict):
+        return "none", False
+    legacy = str(data.get("permission") or "none")
+    role = str(data.get("role_name") or legacy)
+    return role, role in WRITE_ROLES or legacy in ("admin", "write")
 
 
 def pr_files(client: GitHubClient, pr_number: int) -> list[str]:

@@ -67,6 +67,9 @@ class GitHubClient:
         })
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
+        # A GitHub App installation token (``ghs_``): the Actions ``GITHUB_TOKEN`` is one. It
+        # acts as ``<app>[bot]`` and GitHub refuses it ``GET /user``.
+        self.installation_token = bool(token and token.startswith("ghs_"))
 
     def __repr__(self) -> str:
         return f"GitHubClient({self.api_url!r}, {self.repository!r}, token=<hidden>)"
@@ -171,9 +174,9 @@ class GitHubClient:
         elif status == 403:
             need = f"add `{permission}` to the workflow's `permissions:`" if permission \
                 else "check the workflow's `permissions:`"
-            text = (f"the token cannot {what} (403){detail}: {need} (on a pull request from a "
-                    "fork the token is read-only: see the two-workflow pattern in "
-                    "docs/github.md)")
+            text = (f"the token cannot {what} (403){detail}: {need} (a pull request from a "
+                    "fork gets a read-only token whatever the workflow asks, one Dependabot "
+                    "opened gets one unless `permissions:` grants more: see docs/github.md)")
         elif status == 404:
             need = f" or lacks `{permission}`" if permission else ""
             text = (f"GitHub answered 404 when trying to {what}{detail}: the repository or pull "

@@ -5,11 +5,14 @@ controls. Rendered raw they could close our ``<details>``, inject HTML, break a 
 open a code span, or ping ``@everyone``. :func:`md` turns any such text into one line of
 literal characters: HTML-significant characters become entities, Markdown punctuation is
 backslash-escaped, ``|`` cannot end a cell, and ``@`` gets a zero-width joiner so it can never
-form a mention.
+form a mention. The joiner also breaks GitHub's autolinks: ``#123``, ``owner/repo#123`` and
+``GH-123`` never become references (which would notify, and link back from, another issue or
+pull request), and a bare ``https://…`` or ``www.…`` never becomes a link.
 
 :func:`defuse_markdown` is for a whole report that came from elsewhere (the artifact a fork's
 run uploads in the two-workflow pattern): it keeps the Markdown and the few tags our own
-template emits, and makes mentions, any other HTML and hidden comments inert.
+template emits, and makes mentions, issue references, any other HTML and hidden comments
+inert.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ _MD_PUNCT = re.compile(r"([\\*_\[\]~])")  # emphasis, links/images, strikethroug
 _ZWJ = "\u200d"
 # An ``@`` not yet followed by the joiner, and the entity spellings GitHub decodes to ``@``.
 _AT = re.compile(r"(?:@|&#0*64;|&#[xX]0*40;|&commat;)(?!\u200d)")
+# GitHub's autolinked references: ``#123``, ``owner/repo#123``, ``GH-123``, and the entity
+# spellings GitHub decodes to ``#``. (``&#124;`` is an entity, not a reference.)
+_REF = re.compile(r"((?<!&)#|&#0*35;|&#x0*23;|&num;|\bGH-)(?=\d)", re.IGNORECASE)
+# GitHub's autolinked bare URLs (GFM's extended autolinks): ``scheme://`` and ``www.``.
+_BARE_URL = re.compile(r"\b(https?|ftp|ssh|git|file):(?=//)|\b(www)(?=\.)", re.IGNORECASE)
 # The only HTML our comment template and renderer emit: bare tags, no attributes.
 _OUR_TAGS = re.compile(r"<(?:/?(?:details|summary|sub|sup)|br\s*/?)>", re.IGNORECASE)
 # Anything else that could open HTML: a tag, an end tag, a comment, a declaration, a PI.
@@ -38,6 +46,18 @@ def no_mentions(text: str) -> str:
     return _AT.sub("@" + _ZWJ, text)
 
 
+def no_references(text: str) -> str:
+    """``#123``, ``owner/repo#123`` and ``GH-123`` that GitHub will not link (idempotent)."""
+    return _REF.sub(lambda m: ("#" if m.group(1)[0] == "&" else m.group(1)) + _ZWJ, text)
+
+
+def no_autolinks(text: str) -> str:
+    """Bare URLs that GitHub will not turn into links (idempotent): a joiner after the
+    scheme's colon or after ``www``."""
+    return _BARE_URL.sub(lambda m: (m.group(1) + ":" if m.group(1) else m.group(2)) + _ZWJ,
+                         text)
+
+
 def defuse_markdown(text: str) -> str:
     """A whole untrusted Markdown report, made inert but still rendered as Markdown.
 
@@ -45,7 +65,8 @@ def defuse_markdown(text: str) -> str:
     ``details``/``summary``/``sub``/``sup``/``br`` tags our template uses, so no ``<img>``,
     ``<script>``, attribute or ``<!-- -->`` comment survives — and with it no copy or lookalike
     of the hidden marker that finds the gate's sticky comment (only we add that). A report we
-    rendered ourselves comes out unchanged.
+    rendered ourselves comes out unchanged. ``#123``-style references cannot link (and so
+    notify) another issue; links stay, since our own report has them (the CI run).
     """
     text = _CONTROL.sub("", text.replace("\r\n", "\n"))
     out: list[str] = []
@@ -55,7 +76,7 @@ def defuse_markdown(text: str) -> str:
         out.append(tag.group(0))
         pos = tag.end()
     out.append(_HTML_OPEN.sub("&lt;", text[pos:]))
-    return no_mentions("".join(out))
+    return no_references(no_mentions("".join(out)))
 
 
 def md(value: object, limit: int = 200) -> Markup:
@@ -67,6 +88,7 @@ def md(value: object, limit: int = 200) -> Markup:
     text = _CONTROL.sub("", text)
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
+    text = no_autolinks(no_references(text))
     text = (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
     text = _MD_PUNCT.sub(r"\\\1", text)

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gate.compare import Comparison, MetricResult, TaskChange
-from gate.report._escape import md, plain, slug
+from gate.report._escape import md, no_mentions, no_references, plain, slug
 
 #: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
 #: may redact secrets, so the body aims well below.
@@ -167,8 +167,10 @@ def _names(items: Sequence[str]) -> Markup:
 
 
 def _note(text: str) -> Markup:
-    """The CI layer's own lines: Markdown allowed, but one line and no raw HTML."""
-    return Markup(plain(text, 1000).replace("<", "&lt;").replace(">", "&gt;"))
+    """The CI layer's own lines: Markdown allowed, but one line, no raw HTML, and no mention
+    or ``#123`` reference even when a line quotes untrusted text."""
+    text = no_references(no_mentions(plain(text, 1000)))
+    return Markup(text.replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def _url(url: str | None) -> Markup | None:
