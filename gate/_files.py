@@ -75,11 +75,12 @@ def read_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
         raise BadInput(f"{p}: {what} not found") from None
     except OSError as exc:
         raise BadInput(f"{p}: cannot read {what}: {exc.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise BadInput(f"{p}: {what} is {kind}")
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise BadInput(f"{p}: {what} is {kind}")
         if st.st_size > limit:
             raise BadInput(f"{p}: {what} is too large ({_size(st.st_size)}; the limit is "
                            f"{_size(limit)})")

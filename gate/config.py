@@ -5,13 +5,12 @@ Relative paths in the file are relative to the file's directory.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate._files import describe_validation_error
+from gate._files import CONFIG_LIMIT, describe_validation_error, read_toml
 from gate.errors import BadInput
 
 DEFAULT_CONFIG = "gate.toml"
@@ -129,14 +128,7 @@ def load_config(path: str | Path | None) -> GateConfig:
             return GateConfig(root=Path.cwd())
         path = candidate
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{p}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{p}: cannot read config: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{p}: not valid TOML: {exc}") from None
+    data = read_toml(p, CONFIG_LIMIT, "config file")
     try:
         cfg = GateConfig.model_validate(data)
     except ValidationError as exc:

@@ -161,7 +161,7 @@ class Results(_Open):
         if self.interrupted is None:
             return None
         n = len(self.interrupted.missing)
-        return (f"the run was interrupted ({printable(self.interrupted.reason)}) with "
+        return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
                 f"{n} planned run{'s' if n != 1 else ''} missing")
 
 
@@ -195,11 +195,11 @@ def new_results(
     runs: list[RunResult] | None = None, **extra: object,
 ) -> Results:
     runs = list(runs or [])
-    return Results(
-        schema_version=1, gate_version=__version__, created_at=now_iso(),
-        commit=commit, model=model, agent=agent, suite=suite, runs=runs,
-        summary=summarize(runs), **extra,
-    )
+    return Results.model_validate({
+        "schema_version": 1, "gate_version": __version__, "created_at": now_iso(),
+        "commit": commit, "model": model, "agent": agent, "suite": suite, "runs": runs,
+        "summary": summarize(runs), **extra,
+    })
 
 
 def write_results(path: str | os.PathLike[str], results: Results) -> None:

@@ -258,7 +258,7 @@ def load_suite(root: str | Path, only: Iterable[str] | None = None) -> Suite:
             tasks.append(load_task(d))
         except BadInput as exc:
             name = printable(d.name)
-            problems.append(TaskProblem(name, str(exc).removeprefix(f"{name}: ")))
+            problems.append(TaskProblem(name, printable(str(exc).removeprefix(f"{name}: "))))
     if wanted is not None:
         found = {t.id for t in tasks} | {p.name for p in problems}
         missing = [printable(w) for w in wanted if w not in found]

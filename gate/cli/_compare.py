@@ -11,10 +11,11 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from gate._files import HISTORY_LIMIT, read_text
 from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
-from gate.errors import BadInput, Unmeasurable
+from gate.errors import Unmeasurable
 from gate.results import load_results
 
 
@@ -102,10 +103,7 @@ def compare_cmd(baseline_path: str, results_path: str, fmt: str, config_path: st
     if history_path:
         from gate.github._history import apply_drift_guard, parse_history
 
-        try:
-            text = Path(history_path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadInput(f"{history_path}: cannot read history: {exc.strerror}") from None
+        text = read_text(history_path, HISTORY_LIMIT, "history")
         comparison, note = apply_drift_guard(comparison, parse_history(text),
                                              fingerprint=results.agent.fingerprint,
                                              alpha=settings.alpha)
