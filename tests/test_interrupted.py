@@ -114,3 +114,17 @@ def test_an_interrupted_candidate_never_passes_or_blocks(tmp_path: Path) -> None
     # an interrupted file as the baseline: the same
     res = CliRunner().invoke(main, ["compare", str(broken), str(base)])
     assert res.exit_code == 3 and "the baseline run was interrupted" in res.stdout
+
+
+def test_the_library_refuses_too() -> None:
+    """``promote`` itself (what ``gate ci`` calls on main), not only the CLI's file check."""
+    import pytest
+
+    from gate.baseline import promote
+    from gate.errors import BadInput
+    from gate.results import Interruption
+
+    res = synthetic_results(reference_rates(3), 2, np.random.default_rng(0))
+    res.interrupted = Interruption(reason="interrupted: Ctrl-C or SIGTERM", missing=[])
+    with pytest.raises(BadInput, match="cannot become the baseline"):
+        promote(res, None)
