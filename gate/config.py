@@ -19,7 +19,8 @@ ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # TOML has nan and inf: neither is a price, a timeout or a level
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class PriceOverride(_Strict):

@@ -52,7 +52,7 @@ class RunKey(NamedTuple):
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
 class RunUsage(Usage):
@@ -119,7 +119,7 @@ class Summary(_Open):
 
 
 class MissingRun(BaseModel):
-    task: str
+    task: TaskId
     replication: int
 
 

@@ -61,7 +61,7 @@ class TaskEnvironment(BaseModel):
 class TaskMeta(BaseModel):
     """``task.toml`` of our layouts: optional metadata. An unknown key is an error naming it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     difficulty: str | None = None
     category: str | None = None

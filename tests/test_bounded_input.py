@@ -275,3 +275,18 @@ def test_environment_needs_the_container_sandbox_and_never_runs_on_the_host(
     assert "needs the container sandbox" in data["problems"]["with-dockerfile"]
     assert "task in-image not run: task.toml: [environment] needs the container sandbox" \
         in p.stderr
+
+
+def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(pair: tuple[Path, dict], make_task,
+                                                         suite_dir: Path, tmp_path: Path) -> None:
+    base, _ = pair
+    for body, field in (('[agent.prices.m]\ninput = inf\noutput = 1\n', "agent.prices.m.input"),
+                        ("[suite]\nverify_timeout = inf\n", "suite.verify_timeout"),
+                        ("[gate]\nturns_margin = nan\n", "gate.turns_margin")):
+        cfg = tmp_path / "gate.toml"
+        cfg.write_text(body)
+        one_line_error(in_process("compare", base, base, "--config", cfg), str(cfg), field,
+                       "finite number")
+    make_task("forever", toml="verify_timeout = inf\n")
+    p = in_process("validate", "--tasks", suite_dir)
+    assert "task.toml: verify_timeout: Input should be a finite number" in p.stdout, p.stdout
