@@ -97,6 +97,10 @@ def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Pat
     one_line_error(gate("compare", base, base, "--config", big), str(big), "too large")
     one_line_error(gate("compare", base, base, "--config", "/dev/zero"), "/dev/zero",
                    "not a regular file")
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 50_000 + "\n")
+    one_line_error(in_process("compare", base, base, "--config", deep), str(deep),
+                   "nested too deeply")
 
 
 def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
