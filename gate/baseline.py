@@ -53,13 +53,14 @@ def _fresh(results: Results, runs: list[RunResult]) -> Results:
 
 
 def _renumber(runs: list[RunResult]) -> list[RunResult]:
-    """Replications 0..n-1 per task, oldest first, so pooled (task, replication) stay unique."""
-    by_task: dict[str, list[RunResult]] = defaultdict(list)
+    """Replications 0..n-1 per pool (``RunKey.pool``: the task), oldest first, so pooled run
+    keys stay unique."""
+    pools: dict[tuple[object, ...], list[RunResult]] = defaultdict(list)
     for r in runs:
-        by_task[r.task].append(r)
+        pools[r.key.pool].append(r)
     out: list[RunResult] = []
-    for task in sorted(by_task):
-        out.extend(r.model_copy(update={"replication": i}) for i, r in enumerate(by_task[task]))
+    for pool in sorted(pools, key=repr):
+        out.extend(r.model_copy(update={"replication": i}) for i, r in enumerate(pools[pool]))
     return out
 
 
@@ -73,6 +74,9 @@ def promote(results: Results, baseline: Results | None, *,
     """The new baseline after ``results`` and a one-line account of what happened."""
     if pool_size < 1:
         raise BadInput("pool size must be at least 1")
+    if results.interrupted is not None:
+        raise BadInput(f"the {results.interruption_note()}: an incomplete run cannot become "
+                       "the baseline; run the suite again")
     if (results.model_extra or {}).get("selected_tasks"):
         raise BadInput("these results ran only some tasks (--task): a partial run would drop "
                        "the other tasks' runs, so it cannot refresh the baseline")
@@ -118,14 +122,14 @@ def promote(results: Results, baseline: Results | None, *,
 
 
 def _keep_newest(runs: list[RunResult], pool_size: int) -> list[RunResult]:
-    """Per task the newest ``pool_size`` runs, by ``created_at`` (stable: input order breaks
-    ties, and the runs being promoted come last)."""
-    by_task: dict[str, list[RunResult]] = defaultdict(list)
+    """Per pool (``RunKey.pool``: the task) the newest ``pool_size`` runs, by ``created_at``
+    (stable: input order breaks ties, and the runs being promoted come last)."""
+    pools: dict[tuple[object, ...], list[RunResult]] = defaultdict(list)
     for r in runs:
-        by_task[r.task].append(r)
+        pools[r.key.pool].append(r)
     out: list[RunResult] = []
-    for task in sorted(by_task):
-        ordered = sorted(by_task[task], key=lambda r: r.created_at or "")
+    for pool in sorted(pools, key=repr):
+        ordered = sorted(pools[pool], key=lambda r: r.created_at or "")
         out.extend(ordered[-pool_size:])
     return out
 
@@ -134,6 +138,9 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
                  pool_size: int = 20) -> str:
     """Load, pool and write ``baseline_path`` atomically; return the message for the user."""
     results = load_results(results_path)
+    if results.interrupted is not None:
+        raise BadInput(f"{results_path}: the {results.interruption_note()}: an incomplete "
+                       "run cannot become the baseline; run the suite again")
     if not any(r.status != "error" for r in results.runs):
         raise Unmeasurable(f"{results_path}: no valid run to promote (empty or all infra errors)")
     target = Path(baseline_path)

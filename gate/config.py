@@ -5,13 +5,12 @@ Relative paths in the file are relative to the file's directory.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate._files import describe_validation_error
+from gate._files import CONFIG_LIMIT, describe_validation_error, parse_toml, read_text
 from gate.errors import BadInput
 
 DEFAULT_CONFIG = "gate.toml"
@@ -20,7 +19,8 @@ ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # TOML has nan and inf: neither is a price, a timeout or a level
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class PriceOverride(_Strict):
@@ -133,13 +133,8 @@ def load_config(path: str | Path | None) -> GateConfig:
             return GateConfig(root=Path.cwd())
         path = candidate
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{p}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{p}: cannot read config: {exc}") from None
-    cfg = parse_config(text, where=str(p), root=p.resolve().parent)
+    cfg = parse_config(read_text(p, CONFIG_LIMIT, "config file"), where=str(p),
+                       root=p.resolve().parent)
     cfg.source = p.resolve()
     return cfg
 
@@ -147,10 +142,7 @@ def load_config(path: str | Path | None) -> GateConfig:
 def parse_config(text: str, *, where: str, root: Path) -> GateConfig:
     """A ``gate.toml``'s text (e.g. the base branch's copy), validated; ``where`` names it in
     errors. Relative paths in it resolve against ``root``."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{where}: not valid TOML: {exc}") from None
+    data = parse_toml(text, where, "config file")
     try:
         cfg = GateConfig.model_validate(data)
     except ValidationError as exc:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gate._files import PROMPT_LIMIT, read_text
 from gate.agents._tools import TOOLS
 from gate.config import GateConfig
 from gate.errors import BadInput
@@ -27,9 +28,9 @@ def system_prompt_text(cfg: GateConfig) -> str | None:
         return None
     path = cfg.path(cfg.agent.system_prompt)
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"[agent].system_prompt: cannot read {path}: {exc.strerror}") from None
+        return read_text(path, PROMPT_LIMIT, "system prompt")
+    except BadInput as exc:
+        raise BadInput(f"[agent].system_prompt: {exc}") from None
 
 
 def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:

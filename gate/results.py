@@ -9,19 +9,52 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from gate import __version__
-from gate._files import atomic_write_json, load_json_model
+from gate._files import (
+    RESULTS_LIMIT,
+    RESULTS_MAX_VALUES,
+    atomic_write_json,
+    describe_validation_error,
+    parse_json,
+    printable,
+    read_bytes,
+)
+from gate.errors import BadInput
+from gate.tasks import TASK_ID_PATTERN
 from gate.usage import Usage
 
 Status = Literal["passed", "failed", "error"]
 
+TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN)]
+
+
+class RunKey(NamedTuple):
+    """A run's identity: no two runs of one results file share it.
+
+    Everything that dedupes, pairs or pools runs goes through this key, so a capability that
+    adds a dimension (the skill condition, the A/B arm) adds a field here, before
+    ``replication``, and reaches all of them. ``replication`` is always last: it numbers the
+    runs within their pool.
+    """
+
+    task: str
+    replication: int
+
+    @property
+    def pool(self) -> tuple[object, ...]:
+        """What runs pooled together share: the key without its replication number."""
+        return tuple(self[:-1])
+
+    def __str__(self) -> str:
+        return f"{printable(self.task)} #{self.replication}"
+
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
 class RunUsage(Usage):
@@ -36,7 +69,7 @@ class RunUsage(Usage):
 class RunResult(_Open):
     """One (task, replication). A failed or errored run is still a result."""
 
-    task: str
+    task: TaskId
     replication: int = Field(ge=0)
     status: Status
     reason: str | None
@@ -55,6 +88,10 @@ class RunResult(_Open):
     refresh: str | None = None
     transcript: str | None = None
 
+    @property
+    def key(self) -> RunKey:
+        return RunKey(self.task, self.replication)
+
 
 class AgentInfo(_Open):
     kind: str
@@ -69,7 +106,7 @@ class TaskInfo(_Open):
 
 class SuiteInfo(_Open):
     digest: str
-    tasks: dict[str, TaskInfo]
+    tasks: dict[TaskId, TaskInfo]
 
 
 class Summary(_Open):
@@ -83,6 +120,18 @@ class Summary(_Open):
     cache_hit_rate: float | None
 
 
+class MissingRun(BaseModel):
+    task: TaskId
+    replication: int
+
+
+class Interruption(_Open):
+    """Why a run stopped before its plan was done, and which planned runs have no result."""
+
+    reason: str
+    missing: list[MissingRun]
+
+
 class Results(_Open):
     schema_version: Literal[1]
     gate_version: str
@@ -93,6 +142,29 @@ class Results(_Open):
     suite: SuiteInfo
     runs: list[RunResult]
     summary: Summary
+    # set when the run was stopped (Ctrl-C, SIGTERM, a crash) before every planned run landed:
+    # such a file can be read and compared, never promoted into the baseline
+    interrupted: Interruption | None = None
+
+    def run_problem(self) -> str | None:
+        """``runs.<i>.<field>: problem`` for the first run that breaks the file's integrity:
+        a duplicate (two runs with one key), or a run of a task the file's suite lacks."""
+        seen: dict[RunKey, int] = {}
+        for i, run in enumerate(self.runs):
+            if run.task not in self.suite.tasks:
+                return f"runs.{i}.task: {run.task!r} is not a task of suite.tasks"
+            first = seen.setdefault(run.key, i)
+            if first != i:
+                return f"runs.{i}: duplicate run {run.key} (the same as runs.{first})"
+        return None
+
+    def interruption_note(self) -> str | None:
+        """One line saying the run was interrupted and how many runs are missing, or None."""
+        if self.interrupted is None:
+            return None
+        n = len(self.interrupted.missing)
+        return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
+                f"{n} planned run{'s' if n != 1 else ''} missing")
 
 
 def summarize(runs: Iterable[RunResult]) -> Summary:
@@ -125,11 +197,11 @@ def new_results(
     runs: list[RunResult] | None = None, **extra: object,
 ) -> Results:
     runs = list(runs or [])
-    return Results(
-        schema_version=1, gate_version=__version__, created_at=now_iso(),
-        commit=commit, model=model, agent=agent, suite=suite, runs=runs,
-        summary=summarize(runs), **extra,
-    )
+    return Results.model_validate({
+        "schema_version": 1, "gate_version": __version__, "created_at": now_iso(),
+        "commit": commit, "model": model, "agent": agent, "suite": suite, "runs": runs,
+        "summary": summarize(runs), **extra,
+    })
 
 
 def write_results(path: str | os.PathLike[str], results: Results) -> None:
@@ -139,4 +211,25 @@ def write_results(path: str | os.PathLike[str], results: Results) -> None:
 
 
 def load_results(path: str | os.PathLike[str], what: str = "results file") -> Results:
-    return load_json_model(path, Results, what)
+    """Load a results file (or a baseline): bounded, validated, every run unique and of a task
+    of the file's suite; any problem is one ``BadInput`` naming the file and the field."""
+    return parse_results(read_bytes(path, RESULTS_LIMIT, what), path, what)
+
+
+def parse_results(data: bytes, where: str | os.PathLike[str],
+                  what: str = "results file") -> Results:
+    """:func:`load_results` for bytes already read (e.g. the base branch's baseline, read
+    with git); ``where`` names them in errors."""
+    if len(data) > RESULTS_LIMIT:
+        raise BadInput(f"{where}: {what} is larger than {RESULTS_LIMIT // 2**20} MiB")
+    parsed = parse_json(data, where, what, max_values=RESULTS_MAX_VALUES)
+    if not isinstance(parsed, dict):
+        raise BadInput(f"{where}: {what} must be a JSON object")
+    try:
+        results = Results.model_validate(parsed)
+    except ValidationError as exc:
+        raise BadInput(f"{where}: invalid {what}: {describe_validation_error(exc)}") from None
+    problem = results.run_problem()
+    if problem:
+        raise BadInput(f"{where}: invalid {what}: {problem}")
+    return results

@@ -27,7 +27,10 @@ from gate.fingerprint import fingerprint, fingerprint_parts, system_prompt_text
 from gate.meter import PUBLIC_API, MeterProxy
 from gate.results import (
     AgentInfo,
+    Interruption,
+    MissingRun,
     Results,
+    RunKey,
     RunResult,
     SuiteInfo,
     TaskInfo,
@@ -36,7 +39,7 @@ from gate.results import (
 )
 from gate.runner import RunOptions, plan, run_many
 from gate.sandbox import LocalSandboxProvider
-from gate.tasks import Suite, load_suite
+from gate.tasks import Suite, Task, load_suite
 
 SIM_CREDENTIAL = "gate-simulator-key"
 NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
@@ -144,6 +147,16 @@ def infra_gate(results: Results, max_rate: float) -> None:
                            f"{max_rate:.0%}); first: {first}")
 
 
+def _mark_interrupted(results: Results, work: list[tuple[Task, int]],
+                      exc: BaseException) -> None:
+    landed = {r.key for r in results.runs}
+    missing = [MissingRun(task=t.id, replication=rep) for t, rep in work
+               if RunKey(t.id, rep) not in landed]
+    reason = ("interrupted: Ctrl-C or SIGTERM" if isinstance(exc, KeyboardInterrupt)
+              else f"stopped by an error: {type(exc).__name__}")
+    results.interrupted = Interruption(reason=reason, missing=missing)
+
+
 def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None) -> Results:
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
@@ -207,11 +220,18 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             if on_result:
                 on_result(res)
 
-        run_many(plan(suite.tasks, replications, req.first_replication), agent, jobs=jobs,
-                 provider=provider, meter=meter, options=options, on_result=land,
-                 cancel=cancel)
+        work = plan(suite.tasks, replications, req.first_replication)
+        try:
+            run_many(work, agent, jobs=jobs, provider=provider, meter=meter, options=options,
+                     on_result=land, cancel=cancel)
+        except BaseException as exc:
+            # Ctrl-C, SIGTERM (raised as KeyboardInterrupt) or a crash: the file says so, and
+            # which runs are missing, so it can never be promoted into the baseline
+            _mark_interrupted(results, work, exc)
+            write_results(req.output, results)
+            raise
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
-    results.runs.sort(key=lambda r: (r.task, r.replication))
+    results.runs.sort(key=lambda r: r.key)
     write_results(req.output, results)
     return results

@@ -254,5 +254,5 @@ def run_many(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
-    results.sort(key=lambda r: (r.task, r.replication))
+    results.sort(key=lambda r: r.key)
     return results

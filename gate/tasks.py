@@ -4,23 +4,45 @@ Two layouts load without conversion:
 - SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``
 - effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``
   + ``README.md``
-Both may add ``task.toml`` and ``solution/solve.sh``.
+Both may add ``task.toml`` and ``solution/solve.sh``. In both, ``task.toml`` is ours
+(:class:`TaskMeta`): a key the gate does not know is an error naming it, not ignored (a
+misspelt ``verify_timout`` would silently change nothing). A foreign layout (e.g. Harbor's
+``instruction.md`` + ``tests/``) would bring its own model of its own ``task.toml``.
+
+A task id is its directory name, restricted to :data:`TASK_ID_PATTERN`; a directory with
+another name is reported as a broken task under its escaped name.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import tomllib
-from collections.abc import Iterable
+import os
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gate._files import describe_validation_error
+from gate._files import (
+    PROMPT_LIMIT,
+    TASK_META_LIMIT,
+    describe_validation_error,
+    printable,
+    read_json,
+    read_text,
+    read_toml,
+)
 from gate.errors import BadInput
+
+#: Task ids: letters, digits, ``.``, ``_``, ``+``, ``-``, starting with a letter or digit, at most
+#: 128 characters. A task id is a directory name, a log line, a comment row and part of file
+#: names; it must never carry a newline (a forged log line), a slash or markup.
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
+_TASK_ID = re.compile(TASK_ID_PATTERN)
+NEEDS_CONTAINER = ("needs the container sandbox, which this gate does not have yet (the task is "
+                   "not run on the host instead)")
 
 DEFAULT_VERIFY_TIMEOUT = 30.0
 DEFAULT_TASK_TIMEOUT = 600.0
@@ -37,9 +59,9 @@ class TaskEnvironment(BaseModel):
 
 
 class TaskMeta(BaseModel):
-    """``task.toml``: optional metadata. Unknown keys are kept, not rejected, for forward use."""
+    """``task.toml`` of our layouts: optional metadata. An unknown key is an error naming it."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     difficulty: str | None = None
     category: str | None = None
@@ -144,57 +166,83 @@ def _iter_files(root: Path) -> Iterable[Path]:
 
 
 def digest_dir(root: Path) -> str:
-    """sha256 over relative paths, executable bits and contents: renames and edits both show."""
+    """sha256 over relative paths, executable bits and contents: renames and edits both show.
+    Files are streamed: a large file in ``starting/`` costs time, not memory."""
     h = hashlib.sha256()
     for p in _iter_files(root):
         rel = p.relative_to(root).as_posix()
-        link = p.is_symlink()
-        body = b"link:" + str(p.readlink()).encode() if link else p.read_bytes()
-        mode = "x" if not link and p.stat().st_mode & 0o111 else "-"
-        h.update(f"{rel}\0{mode}\0{len(body)}\0".encode())
-        h.update(body)
+        if p.is_symlink():
+            body = b"link:" + str(p.readlink()).encode()
+            h.update(f"{rel}\0-\0{len(body)}\0".encode())
+            h.update(body)
+            continue
+        with p.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            mode = "x" if st.st_mode & 0o111 else "-"
+            h.update(f"{rel}\0{mode}\0{st.st_size}\0".encode())
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
     return "sha256:" + h.hexdigest()
 
 
+def _reading(name: str, path: Path, read: Callable[[], Any]) -> Any:
+    """``read()``, its ``BadInput`` said as the task's problem (``<task>: <file>: why``)."""
+    try:
+        return read()
+    except BadInput as exc:
+        raise BadInput(f"{name}: {str(exc).removeprefix(f'{path}: ')}") from None
+
+
+def _task_meta(name: str, path: Path) -> TaskMeta:
+    data = _reading(name, path, lambda: read_toml(path, TASK_META_LIMIT, "task.toml"))
+    unknown = sorted(set(data) - set(TaskMeta.model_fields))
+    if unknown:
+        raise BadInput(f"{name}: task.toml: unknown key {printable(unknown[0])!r} (known: "
+                       f"{', '.join(TaskMeta.model_fields)})")
+    if "environment" in data:
+        raise BadInput(f"{name}: task.toml: [environment] {NEEDS_CONTAINER}")
+    try:
+        return TaskMeta.model_validate(data)
+    except ValidationError as exc:
+        raise BadInput(f"{name}: task.toml: {describe_validation_error(exc)}") from None
+
+
 def load_task(path: Path) -> Task:
-    """Load one task directory; raises ``BadInput`` with the reason when it is not a task."""
-    name = path.name
+    """Load one task directory; raises ``BadInput`` with the reason when it is not a task
+    (``<escaped id>: <reason>``)."""
+    name = printable(path.name)
+    if not _TASK_ID.match(path.name):
+        raise BadInput(f"{name}: not a valid task id (letters, digits, '.', '_', '+', '-'; "
+                       "starting with a letter or digit; at most 128 characters)")
     if not (path / "task.md").is_file():
         raise BadInput(f"{name}: missing task.md")
     if not (path / "verify.sh").is_file():
         raise BadInput(f"{name}: missing verify.sh")
-    try:
-        prompt = (path / "task.md").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{name}: cannot read task.md: {exc}") from None
-    meta = TaskMeta()
+    prompt_path = path / "task.md"
+    prompt: str = _reading(name, prompt_path,
+                           lambda: read_text(prompt_path, PROMPT_LIMIT, "task.md"))
     toml_path = path / "task.toml"
-    if toml_path.exists():
-        try:
-            meta = TaskMeta.model_validate(tomllib.loads(toml_path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise BadInput(f"{name}: unreadable task.toml: {exc}") from None
-        except ValidationError as exc:
-            raise BadInput(f"{name}: task.toml: {describe_validation_error(exc)}") from None
+    meta = _task_meta(name, toml_path) if toml_path.exists() else TaskMeta()
+    if (path / "environment").exists():
+        raise BadInput(f"{name}: environment/ {NEEDS_CONTAINER}")
     metadata: dict[str, Any] = {}
     meta_json = path / "metadata.json"
     if meta_json.exists():
-        try:
-            loaded = json.loads(meta_json.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadInput(f"{name}: unreadable metadata.json: {exc}") from None
+        loaded = _reading(name, meta_json,
+                          lambda: read_json(meta_json, TASK_META_LIMIT, "metadata.json"))
         if not isinstance(loaded, dict):
             raise BadInput(f"{name}: metadata.json must be a JSON object")
         metadata = loaded
     return Task(
-        id=name, path=path.resolve(), prompt=prompt, digest=digest_dir(path), meta=meta,
+        id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path), meta=meta,
         metadata=metadata,
     )
 
 
 def load_suite(root: str | Path, only: Iterable[str] | None = None) -> Suite:
-    """Load every task under ``root``. Broken task directories become ``problems``;
-    the rest of the suite still loads. ``only`` selects task ids (unknown ids are bad input)."""
+    """Load every task under ``root``. Broken task directories become ``problems`` (under their
+    escaped names); the rest of the suite still loads. ``only`` selects task ids (unknown ids
+    are bad input)."""
     base = Path(root)
     if not base.is_dir():
         raise BadInput(f"{base}: task suite directory not found")
@@ -209,10 +257,11 @@ def load_suite(root: str | Path, only: Iterable[str] | None = None) -> Suite:
         try:
             tasks.append(load_task(d))
         except BadInput as exc:
-            problems.append(TaskProblem(d.name, str(exc).split(": ", 1)[-1]))
+            name = printable(d.name)
+            problems.append(TaskProblem(name, printable(str(exc).removeprefix(f"{name}: "))))
     if wanted is not None:
         found = {t.id for t in tasks} | {p.name for p in problems}
-        missing = [w for w in wanted if w not in found]
+        missing = [printable(w) for w in wanted if w not in found]
         if missing:
             raise BadInput(f"{base}: no task named {', '.join(missing)}")
     return Suite(root=base.resolve(), tasks=tuple(tasks), problems=tuple(problems))

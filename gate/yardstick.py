@@ -23,6 +23,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
 from gate.github import _git
@@ -175,7 +176,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
                        f"git fetch origin {ref.removeprefix('origin/')})")
     source = cfg.source or (cfg.root / DEFAULT_CONFIG)
     config_rel = _git.repo_relative(root, source)
-    base_text = _git.show_file(root, ref, config_rel)
+    base_text = _show(root, ref, config_rel, CONFIG_LIMIT, label)
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
             else GateConfig(root=cfg.root))
@@ -191,8 +192,8 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
         ys = Yardstick(
             ref=ref, label=label, config=joined, tasks_dir=tasks_dir,
             baseline_rel=baseline_rel,
-            baseline_text=_git.show_file(root, ref, baseline_rel),
-            history_text=_git.show_file(root, ref, history_rel),
+            baseline_text=_show(root, ref, baseline_rel, RESULTS_LIMIT, label),
+            history_text=_show(root, ref, history_rel, HISTORY_LIMIT, label),
             settings=_setting_changes(base, cfg),
             workflows=_changed_paths(root, ref, WORKFLOW_PATHS),
             files=_changed_paths(root, ref, (baseline_rel, history_rel)),
@@ -207,6 +208,24 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
         if ys.pr_suite is not None:
             ys.tasks = _task_changes(base_suite, ys.pr_suite)
         yield ys
+
+
+def _show(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:
+    """The file's text at ``ref`` (None when absent there), refused past ``limit`` bytes
+    before it is read: the base branch's files are bounded like the working tree's."""
+    size = _git.git(root, "cat-file", "-s", f"{ref}:{rel}")
+    if size.returncode != 0:
+        return None
+    if int(size.stdout.strip() or 0) > limit:
+        raise BadInput(f"{rel} on {label}: larger than {limit:,} bytes")
+    shown = subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=root, capture_output=True,
+                           timeout=120, check=False)
+    if shown.returncode != 0:
+        return None
+    try:
+        return shown.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{rel} on {label}: not UTF-8 text") from None
 
 
 def _extract(root: Path, ref: str, rel: str, dest: Path, label: str) -> Path:

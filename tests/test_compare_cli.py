@@ -31,8 +31,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
     write_results(paths["changed"], changed)
     unrelated = synthetic_results(RATES, 5, rng)
     unrelated = unrelated.model_copy(update={
-        "suite": unrelated.suite.model_copy(update={"tasks": {"other": TaskInfo(digest="o")}}),
-        "runs": [r.model_copy(update={"task": "other"}) for r in unrelated.runs]})
+        "suite": unrelated.suite.model_copy(update={"tasks": {
+            f"other-{t}": TaskInfo(digest="o") for t in unrelated.suite.tasks}}),
+        "runs": [r.model_copy(update={"task": f"other-{r.task}"}) for r in unrelated.runs]})
     write_results(paths["unrelated"], unrelated)
     (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 50\n")
     paths["config"] = tmp_path / "gate.toml"

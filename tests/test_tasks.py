@@ -46,7 +46,7 @@ def test_broken_tasks_reported_by_name_rest_still_loads(make_task, suite_dir: Pa
     reasons = {p.name: p.reason for p in suite.problems}
     assert reasons["no-verify"] == "missing verify.sh"
     assert reasons["no-prompt"] == "missing task.md"
-    assert "unreadable task.toml" in reasons["bad-toml"]
+    assert "task.toml is not valid TOML" in reasons["bad-toml"]
     assert "difficulty" in reasons["bad-field"]
 
 

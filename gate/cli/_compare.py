@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from gate._files import describe_validation_error
+from gate._files import HISTORY_LIMIT, read_text
 from gate.cli._output import console
 from gate.compare import Comparison, compare
 from gate.config import load_config
-from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, load_results
+from gate.errors import Unmeasurable
+from gate.results import Results, load_results, parse_results
 
 if TYPE_CHECKING:
     from gate.yardstick import Yardstick
@@ -133,10 +132,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     comparison = compare(baseline, results, settings)
     notes: tuple[str, ...] = ()
     if history_path:
-        try:
-            history_text = Path(history_path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadInput(f"{history_path}: cannot read history: {exc.strerror}") from None
+        history_text = read_text(history_path, HISTORY_LIMIT, "history")
     if history_text is not None:
         from gate.github._history import apply_drift_guard, parse_history
 
@@ -173,15 +169,11 @@ def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
 
 
 def _base_baseline(ys: Yardstick) -> Results:
-    where = f"{ys.baseline_rel} on {ys.label}"
     if ys.baseline_text is None:
-        raise Unmeasurable(f"no {where}: nothing to compare with (a PR into {ys.label} would "
-                           "be unmeasurable too)")
-    try:
-        return Results.model_validate_json(ys.baseline_text)
-    except ValidationError as exc:
-        raise BadInput(f"{where}: invalid baseline: {describe_validation_error(exc)}") \
-            from None
+        raise Unmeasurable(f"no {ys.baseline_rel} on {ys.label}: nothing to compare with (a "
+                           f"PR into {ys.label} would be unmeasurable too)")
+    return parse_results(ys.baseline_text.encode(), f"{ys.baseline_rel} on {ys.label}",
+                         "baseline")
 
 
 @click.command("baseline")

@@ -40,4 +40,7 @@ def run(base_ref: str | None, **kw: Any) -> None:
     turns = f"{s.mean_turns:.1f}" if s.mean_turns is not None else "n/a"
     click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
                f"mean turns {turns}, cost ${s.cost_usd:.4f}, cache hit {hit} → {req.output}")
+    problems = (results.model_extra or {}).get("problems") or {}
+    for name, reason in problems.items():  # names and reasons escaped by the loader
+        click.echo(f"gate: warning: task {name} not run: {reason}", err=True)
     infra_gate(results, req.config.gate.max_infra_rate)

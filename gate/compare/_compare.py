@@ -330,10 +330,21 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
             f"the candidate hits infra errors significantly more often "
             f"({_pct(c_info.infra_rate)} vs {_pct(b_info.infra_rate)}, p = {p_infra:.2g})")
 
+    # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
+    # the long ones, and long runs fail more (timeouts, turn caps). What survived is shown, but
+    # neither "pass" nor "regression" would be honest: the verdict is inconclusive (exit 3).
+    incomplete = [f"the {who} {note}" for who, arm in (("baseline", baseline),
+                                                       ("candidate", candidate))
+                  if (note := arm.interruption_note())]
+
     # ---- verdict ------------------------------------------------------------------------------
     blocking = [m for m in metrics if m.blocks]
     verdict: Verdict
-    if blocking:
+    if incomplete:
+        verdict = "inconclusive"
+        reasons = [*incomplete, *inconclusive, *(f"would block: {_metric_reason(m)}"
+                                                 for m in blocking)]
+    elif blocking:
         # evidence of a regression on what could be measured outranks "could not measure all"
         verdict = "regression"
         reasons = [_metric_reason(m) for m in blocking]

@@ -49,7 +49,7 @@ from gate.github._history import (
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
 from gate.report._escape import md
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
 
@@ -242,11 +242,7 @@ class _CI:
                 f"with. Refresh it on {base_branch} first (this action on a push to "
                 f"{base_branch}, with baseline-refresh: commit), or commit one made by "
                 "`gate run` + `gate baseline`")
-        try:
-            baseline = Results.model_validate_json(text)
-        except ValidationError as exc:
-            raise BadInput(f"{rel} on {base_branch}: invalid baseline: "
-                           f"{describe_validation_error(exc)}") from None
+        baseline = parse_results(text.encode(), f"{rel} on {base_branch}", "baseline")
 
         notes: list[str] = []
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)

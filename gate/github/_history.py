@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gate._files import atomic_write_text
+from gate._files import HISTORY_LIMIT, atomic_write_text, read_text
 from gate.results import Results
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def parse_history(text: str) -> list[HistoryEntry]:
 
 def append_history(path: Path, entry: HistoryEntry, keep: int = 200) -> list[HistoryEntry]:
     """Append ``entry``, keeping the newest ``keep`` lines; written atomically."""
-    entries = parse_history(path.read_text(encoding="utf-8")) if path.exists() else []
+    entries = parse_history(read_text(path, HISTORY_LIMIT, "history")) if path.exists() else []
     entries = [*entries, entry][-keep:]
     atomic_write_text(path, "".join(e.model_dump_json(exclude_none=True) + "\n"
                                     for e in entries))
