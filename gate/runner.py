@@ -50,6 +50,10 @@ class MeterRun(Protocol):
         """Why the model API failed, when the run's newest model request failed."""
         ...
 
+    def refusals(self) -> list[dict[str, str]]:
+        """Requests the meter refused to forward (endpoints outside its allow-list)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -181,6 +185,8 @@ def run_one(
         if meter_run is not None:
             meter_run.close()  # waits briefly for requests still in flight to be counted
             turns, usage, cost = meter_run.totals()
+            if refused := meter_run.refusals():
+                record({"type": "meter_refused", "requests": refused})
     return RunResult(
         task=task.id,
         replication=replication,
