@@ -7,20 +7,47 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
 from gate.secrets import scrubbed_env
 from gate.tasks import Task
 
+REAPER = Path(__file__).with_name("_reaper.py")
+OUTPUT_LIMIT = 1_000_000  # bytes of stdout and of stderr kept per command (head + tail)
+STOP_GRACE_S = 2.0  # how long the launcher gets to kill what it started before the group is
+
 
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _launcher(argv: Sequence[str]) -> list[str]:
+    """On Linux, the command under the per-run launcher (``_reaper.py``): a child subreaper
+    that kills every descendant — ``setsid`` daemons included — when the command ends, when
+    the gate stops it, and when the gate dies (even by SIGKILL). Elsewhere (macOS) there is
+    no subreaper: the process-group kill is all there is."""
+    if sys.platform != "linux" or not sys.executable:
+        return list(argv)
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *argv]
+
+
+def _stop(proc: subprocess.Popen[bytes], launched: bool) -> None:
+    """Stop a command and everything it started: the launcher (SIGTERM) kills its
+    descendants first; then the whole process group, whatever is left of it."""
+    if launched and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)
+    _kill_group(proc.pid)
 
 
 def run_process_group(
@@ -31,20 +58,25 @@ def run_process_group(
     timeout: float,
     stdin: str | None = None,
     cancel: threading.Event | None = None,
+    output_limit: int = OUTPUT_LIMIT,
 ) -> ExecResult:
     """Run ``argv`` as the leader of a new session and process group.
 
-    On timeout the whole group is killed. When the leader exits, whatever it left running in
-    its group (a background child) is killed too, so no process of a run outlives it. Being in
-    its own session, the group does not see the terminal's Ctrl-C: ``cancel`` is how the gate
-    stops it early (raises ``SandboxError``).
+    On timeout everything it started is killed. When it exits, whatever it left running (a
+    background child; on Linux also a ``setsid`` daemon, through the launcher) is killed too,
+    so no process of a run outlives it. Being in its own session, the group does not see the
+    terminal's Ctrl-C: ``cancel`` is how the gate stops it early (raises ``SandboxError``).
+    stdout and stderr are each kept to ``output_limit`` bytes (head + tail, with a note of
+    the cut), however much the command writes.
     """
     if cancel is not None and cancel.is_set():
         raise SandboxError("cancelled")
     start = time.monotonic()
     deadline = start + timeout
+    command = _launcher(argv)
+    launched = command != list(argv)
     proc = subprocess.Popen(
-        list(argv),
+        command,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -52,18 +84,20 @@ def run_process_group(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    out, err = _Capture(output_limit), _Capture(output_limit)
+    pumps = [_pump(proc.stdout, out), _pump(proc.stderr, err)]
+    if stdin is not None:
+        _feed(proc.stdin, stdin.encode())
     timed_out = cancelled = False
-    data = stdin.encode() if stdin is not None else None
     try:
         while True:
-            # short waits, so a cancel is seen within a second; retrying loses no output
+            # short waits, so a cancel is seen within a second
             remaining = max(0.0, deadline - time.monotonic())
             step = min(0.5, remaining) if cancel is not None else remaining
             try:
-                out, err = proc.communicate(input=data, timeout=step)
+                proc.wait(timeout=step)
                 break
             except subprocess.TimeoutExpired:
-                data = None  # stdin was written by the first call
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     raise
@@ -71,26 +105,85 @@ def run_process_group(
                     raise
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a pipe held by something outside the group
-            proc.kill()
-            out, err = b"", b""
     finally:
-        _kill_group(proc.pid)
+        _stop(proc, launched)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    for pump in pumps:  # the output pipes close once everything the command started is dead
+        pump.join(timeout=5)  # (a pipe held by something outside the run: its output is lost)
     if cancelled:
         raise SandboxError("cancelled")
     return ExecResult(
         returncode=proc.returncode if not timed_out else -signal.SIGKILL,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
+        stdout=out.text(),
+        stderr=err.text(),
         timed_out=timed_out,
         duration_s=time.monotonic() - start,
     )
+
+
+class _Capture:
+    """A stream's output kept within ``limit`` bytes: the head, the tail, and a note of the cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def feed(self, chunk: bytes) -> None:
+        with self._lock:
+            self.total += len(chunk)
+            room = self.limit // 2 - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > self.limit - self.limit // 2:
+                    del self.tail[: len(self.tail) - (self.limit - self.limit // 2)]
+
+    def text(self) -> str:
+        with self._lock:
+            head, tail = bytes(self.head), bytes(self.tail)
+            cut = self.total - len(head) - len(tail)
+        if cut <= 0:
+            return (head + tail).decode("utf-8", "replace")
+        return (head.decode("utf-8", "replace")
+                + f"\n[... {cut} bytes of output cut by the gate ...]\n"
+                + tail.decode("utf-8", "replace"))
+
+
+def _pump(stream: IO[bytes] | None, sink: _Capture) -> threading.Thread:
+    def run() -> None:
+        assert stream is not None
+        fd = stream.fileno()
+        try:
+            while chunk := os.read(fd, 65536):
+                sink.feed(chunk)
+        except OSError:
+            pass
+        finally:
+            stream.close()
+
+    thread = threading.Thread(target=run, name="gate-output", daemon=True)
+    thread.start()
+    return thread
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    """Write stdin in the background (a command that never reads it must not block the gate)."""
+
+    def run() -> None:
+        assert stream is not None
+        with contextlib.suppress(OSError):
+            stream.write(data)
+        with contextlib.suppress(OSError):
+            stream.close()
+
+    threading.Thread(target=run, name="gate-stdin", daemon=True).start()
 
 
 class LocalSandbox(Sandbox):
