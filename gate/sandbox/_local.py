@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
+from gate.sandbox._base import READ_LIMIT, ExecResult, Sandbox, SandboxError, SandboxProvider
 from gate.secrets import scrubbed_env
 from gate.tasks import Task
 
@@ -234,18 +236,45 @@ class LocalSandbox(Sandbox):
     def _resolve(self, path: str) -> Path:
         """A path inside the workspace; anything that resolves outside it is refused."""
         root = self.host_workdir.resolve()
-        p = (root / path).resolve()
+        try:
+            p = (root / path).resolve()
+        except RuntimeError:  # a symlink loop (Python < 3.13 raises this, not OSError)
+            raise OSError(errno.ELOOP, "symlink loop", path) from None
         if not p.is_relative_to(root):
-            raise PermissionError(13, "outside the workspace", path)
+            raise PermissionError(errno.EACCES, "outside the workspace", path)
         return p
 
-    def read_file(self, path: str) -> str:
-        return self._resolve(path).read_text(encoding="utf-8", errors="replace")
+    def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
+        fd = os.open(self._resolve(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            if st.st_size > max_bytes and not truncate:
+                raise OSError(errno.EFBIG, f"{st.st_size} bytes, over the gate's limit of "
+                              f"{max_bytes}", path)
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(max_bytes)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> None:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        data = content.encode("utf-8")
+        # never blocks on a FIFO (no reader: ENXIO) and never follows a planted symlink
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            os.ftruncate(fd, 0)
+            with os.fdopen(fd, "wb", closefd=False) as fh:
+                fh.write(data)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         if self._closed:
@@ -272,12 +301,27 @@ class LocalSandboxProvider(SandboxProvider):
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
         try:
             root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=self.base_dir))
-            sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
+        except OSError as exc:
+            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+        sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
+        try:
             if task.starting_dir:
                 shutil.copytree(task.starting_dir, sandbox.host_workdir, symlinks=True)
             else:
                 sandbox.host_workdir.mkdir()
             sandbox.home.mkdir()
         except OSError as exc:
-            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+            sandbox.close()  # a half-made workspace is removed (unless workspaces are kept)
+            raise SandboxError(f"cannot prepare workspace: {_first_line(exc)}") from exc
         return sandbox
+
+
+def _first_line(exc: OSError) -> str:
+    """shutil.copytree's error lists every file that failed; the first one says enough."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        errors = exc.args[0]
+        first = errors[0] if errors else None
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        if isinstance(first, tuple) and len(first) == 3:
+            return f"{first[0]}: {first[2]}{more}"
+    return str(exc)
