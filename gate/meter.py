@@ -43,6 +43,7 @@ _HOP_BY_HOP = {
 }
 _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
                   "content-encoding"}
+MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the Messages API takes at most 32 MB
 MESSAGES = "v1/messages"  # the one billable endpoint: every forwarded request to it is metered
 # (method, path relative to the API root) the meter forwards; the rest is refused with a 403
 ENDPOINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -328,6 +329,11 @@ class MeterProxy:
             length = int(h.headers.get("content-length") or 0)
         except ValueError:
             self._send_error(h, 400, "invalid_request_error", "bad content-length")
+            return
+        if length > MAX_REQUEST_BYTES:  # the API's own limit is lower; never read it in
+            h.close_connection = True
+            self._send_error(h, 413, "request_too_large",
+                             f"request body over {MAX_REQUEST_BYTES} bytes (the gate's meter)")
             return
         body = h.rfile.read(length) if length > 0 else b""
         endpoint = route(h.command, parts[3], query)

@@ -403,3 +403,19 @@ def test_a_refused_request_lands_in_the_transcript(make_task, suite_dir: Path, t
     assert refused["requests"] == [{"method": "POST", "path": "/v1/x/../messages"}]
     (command,) = [e for e in events if e["type"] == "command"]
     assert "permission_error" in command["stdout"]
+
+
+def test_an_oversized_request_is_refused_unread(proxy: MeterProxy, upstream: Upstream) -> None:
+    from gate.meter import MAX_REQUEST_BYTES
+
+    run = proxy.open_run("t-huge")
+    host, port = proxy.url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.putrequest("POST", "/" + run.base_url.split("/", 3)[3] + "/v1/messages")
+    conn.putheader("x-api-key", run.token)
+    conn.putheader("content-length", str(100 * MAX_REQUEST_BYTES))
+    conn.endheaders(b"{")  # the gate answers without waiting for (or holding) the rest
+    resp = conn.getresponse()
+    assert resp.status == 413
+    assert json.loads(resp.read())["error"]["type"] == "request_too_large"
+    assert upstream.seen == []

@@ -15,7 +15,6 @@ The exit status mirrors the command's (a command killed by signal N makes the la
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
@@ -50,20 +49,33 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _reap_all(me: int) -> None:
+def _reap_all(me: int, give_up_after: float = 5.0) -> None:
     """Kill and reap descendants until this process has no child at all.
 
     Orphans come back to us (we are their subreaper), so "no child left" means "no descendant
-    left". A process forked between a scan and the kills is found by the next scan.
+    left". A process forked between a scan and the kills is found by the next scan. A process
+    that cannot be killed (another user's, stuck in the kernel) is given up on after a while;
+    without /proc the gate's process-group kill is all there is, as on macOS.
     """
+    end = time.monotonic() + give_up_after
     while True:
-        for pid in _descendants(me):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
+            found = _descendants(me)
+        except OSError:
+            return
+        for pid in found:
+            try:  # noqa: SIM105 (contextlib costs a tenth of this script's start-up)
                 os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             while os.waitpid(-1, os.WNOHANG)[0] != 0:
                 pass
         except ChildProcessError:
+            return
+        if time.monotonic() > end:
+            print(f"gate: could not kill processes {found[:10]} started by this command",
+                  file=sys.stderr)
             return
         time.sleep(0.005)
 
