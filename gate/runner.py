@@ -10,6 +10,7 @@ changes its own cwd, so runs can go in parallel.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import threading
 import time
@@ -113,6 +114,18 @@ def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | N
     return notes, score
 
 
+def _write_final(sandbox: Sandbox, message: str) -> str | None:
+    """Write ``.runner/final.txt``; when the agent left something there that cannot be written
+    (a directory, a FIFO, a symlink out), the run fails as the agent's doing, not as infra."""
+    try:
+        sandbox.write_file(".runner/final.txt", message)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+            raise
+        return f"the agent left .runner/final.txt unwritable: {exc.strerror or exc}"
+    return None
+
+
 def run_one(
     task: Task,
     replication: int,
@@ -166,8 +179,9 @@ def run_one(
                 "failure": outcome.failure, "infra_error": outcome.infra_error})
         if outcome.infra_error:
             status, reason = "error", outcome.infra_error
+        elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
+            status, reason = "failed", broke
         else:
-            sandbox.write_file(".runner/final.txt", outcome.final_message)
             res = sandbox.exec(task_script(sandbox, "verify.sh"), env=script_env(sandbox),
                                timeout=task.verify_timeout(opts.verify_timeout))
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,

@@ -5,6 +5,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from gate.agents import OracleAgent
 from gate.results import load_results
 from gate.runner import RunOptions, run_one
@@ -248,3 +250,16 @@ def test_runner_files_are_bounded_and_never_block(make_task, suite_dir: Path,
     events = [json.loads(ln) for ln in transcript.splitlines()]
     (verify,) = [e for e in events if e["type"] == "verify"]
     assert len(verify["output"]) < 8200 and "cut by the gate" in verify["output"]
+
+
+@pytest.mark.parametrize("plant", ["mkdir -p .runner/final.txt",
+                                   "mkdir -p .runner && mkfifo .runner/final.txt",
+                                   "ln -s /etc/hostname .runner/final.txt || mkdir -p .runner && "
+                                   "ln -sf /etc/hostname .runner/final.txt",
+                                   "echo not-a-dir > .runner"])
+def test_an_agent_that_blocks_final_txt_fails_not_infra(make_task, suite_dir: Path,
+                                                        tmp_path: Path, plant: str) -> None:
+    make_task("block", solve=f"echo hi > hello.txt\n{plant}\n")
+    res = _run(suite_dir, "block", tmp_path)
+    assert res.status == "failed"
+    assert res.reason is not None and "left .runner/final.txt unwritable" in res.reason
