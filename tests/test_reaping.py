@@ -20,7 +20,8 @@ import pytest
 
 from gate.results import load_results
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only"),
+              pytest.mark.slow]
 
 
 def _marked(marker: str) -> list[int]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -263,3 +264,16 @@ def test_an_agent_that_blocks_final_txt_fails_not_infra(make_task, suite_dir: Pa
     res = _run(suite_dir, "block", tmp_path)
     assert res.status == "failed"
     assert res.reason is not None and "left .runner/final.txt unwritable" in res.reason
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
+def test_a_setsid_daemon_dies_with_its_command(tmp_path: Path) -> None:
+    """The fast check; tests/test_reaping.py drives it through `gate run`."""
+    pidfile = tmp_path / "daemon.pid"
+    res = run_process_group(
+        ["bash", "-c", f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 300' & "
+                       f"until [ -s {pidfile} ]; do sleep 0.01; done; echo started"],
+        cwd=tmp_path, env={"PATH": os.environ["PATH"]}, timeout=30)
+    assert res.returncode == 0 and res.stdout == "started\n"
+    time.sleep(0.1)
+    assert not _alive(int(pidfile.read_text()))
