@@ -112,8 +112,9 @@ def run_process_group(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    for pump in pumps:  # the output pipes close once everything the command started is dead
-        pump.join(timeout=5)  # (a pipe held by something outside the run: its output is lost)
+    drained = time.monotonic() + 5  # the pipes close once everything the command started is
+    for pump in pumps:  # dead (a pipe held by something outside the run: the rest is lost)
+        pump.join(timeout=max(0.0, drained - time.monotonic()))
     if cancelled:
         raise SandboxError("cancelled")
     return ExecResult(
