@@ -7,12 +7,20 @@ and passes the response back byte for byte — streams event by event, without b
 while parsing ``usage`` on the side (``message_start``, then each ``message_delta`` replaces
 the fields it carries). A stream that breaks after ``message_start`` still counts the input
 it was billed for. ``turns`` = model requests of the run that the upstream answered.
+
+Only an allow-list of endpoints is forwarded (``ENDPOINTS``: messages, count_tokens, the model
+list), matched on the path exactly as it will be sent — no dot segments, percent-escapes or
+doubled slashes that an HTTP library would normalise into something else — with a plain query
+string. Anything else (batches, files, ``/v1/x/../messages``) gets a 403 in the API's error
+shape and is recorded with the run, so it lands in the transcript; it never reaches the API
+with the real key.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import threading
 from collections.abc import Callable, Iterator
@@ -35,6 +43,41 @@ _HOP_BY_HOP = {
 }
 _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
                   "content-encoding"}
+MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the Messages API takes at most 32 MB
+MESSAGES = "v1/messages"  # the one billable endpoint: every forwarded request to it is metered
+# (method, path relative to the API root) the meter forwards; the rest is refused with a 403
+ENDPOINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("POST", re.compile(r"v1/messages")),
+    ("POST", re.compile(r"v1/messages/count_tokens")),
+    ("GET", re.compile(r"v1/models")),
+    ("GET", re.compile(r"v1/models/[A-Za-z0-9][A-Za-z0-9._-]{0,127}")),
+)
+_QCHAR = r"(?:[A-Za-z0-9._~+-]|%[0-9A-Fa-f]{2})"
+_QUERY = re.compile(rf"{_QCHAR}+(?:={_QCHAR}*)?")  # one key=value pair of a plain query
+
+
+def route(method: str, rest: str, query: str) -> str | None:
+    """The endpoint (path relative to the API root) to forward to, or ``None`` to refuse.
+
+    ``rest`` must already be exactly an allowed path: the meter decides on the very string it
+    sends, so nothing an HTTP library normalises (``..``, ``.``, ``%6d``, ``//``) can turn a
+    refused path into an allowed one or the other way round. The query string may only hold
+    plain ``key=value`` pairs (``beta=true``).
+    """
+    if query and not all(_QUERY.fullmatch(part) for part in query.split("&")):
+        return None
+    for allowed_method, pattern in ENDPOINTS:
+        if method == allowed_method and pattern.fullmatch(rest):
+            return rest
+    return None
+
+
+@dataclass(frozen=True)
+class RefusedRequest:
+    """A request the meter did not forward (an endpoint outside its allow-list)."""
+
+    method: str
+    path: str
 
 
 @dataclass
@@ -59,6 +102,7 @@ class RunMeter:
     token: str
     base_url: str
     requests: list[MeteredRequest] = field(default_factory=list)
+    refused: list[RefusedRequest] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _idle: threading.Condition = field(init=False, repr=False)
     _in_flight: int = 0
@@ -80,6 +124,16 @@ class RunMeter:
     def add(self, req: MeteredRequest) -> None:
         with self._lock:
             self.requests.append(req)
+
+    def refuse(self, req: RefusedRequest) -> None:
+        with self._lock:
+            if len(self.refused) < 100:  # bounded: a looping agent cannot grow it without end
+                self.refused.append(req)
+
+    def refusals(self) -> list[dict[str, str]]:
+        """The requests refused so far, for the run's transcript."""
+        with self._lock:
+            return [{"method": r.method, "path": r.path} for r in self.refused]
 
     def totals(self) -> tuple[int, Usage, float]:
         with self._lock:
@@ -237,6 +291,15 @@ class MeterProxy:
             def do_GET(self) -> None:
                 proxy._handle(self)
 
+            def do_PUT(self) -> None:
+                proxy._handle(self)
+
+            def do_PATCH(self) -> None:
+                proxy._handle(self)
+
+            def do_DELETE(self) -> None:
+                proxy._handle(self)
+
         return Handler
 
     def _send_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
@@ -267,16 +330,30 @@ class MeterProxy:
         except ValueError:
             self._send_error(h, 400, "invalid_request_error", "bad content-length")
             return
+        if length > MAX_REQUEST_BYTES:  # the API's own limit is lower; never read it in
+            h.close_connection = True
+            self._send_error(h, 413, "request_too_large",
+                             f"request body over {MAX_REQUEST_BYTES} bytes (the gate's meter)")
+            return
         body = h.rfile.read(length) if length > 0 else b""
+        endpoint = route(h.command, parts[3], query)
+        if endpoint is None:
+            shown = h.path.split("/", 3)[3][:300]
+            run.refuse(RefusedRequest(h.command, "/" + shown))
+            self._send_error(h, 403, "permission_error", (
+                f"the gate's meter does not forward {h.command} /{shown[:120]}: only "
+                "POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models are "
+                "allowed during a gated run"))
+            return
         if self._observer is not None:
             self._observer(run.run_id, body)
         run.begin()
         try:
-            self._forward(h, run, parts[3], query, body)
+            self._forward(h, run, endpoint, query, body)
         finally:
             run.end()
 
-    def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, rest: str, query: str,
+    def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, endpoint: str, query: str,
                  body: bytes) -> None:
         model, stream = "unknown", False
         try:
@@ -285,13 +362,13 @@ class MeterProxy:
             stream = bool(payload.get("stream"))
         except (ValueError, AttributeError):
             pass
-        url = f"{self.upstream}/{rest}" + (f"?{query}" if query else "")
+        url = f"{self.upstream}/{endpoint}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers[self._credential_header] = (
             f"Bearer {self._credential}" if self._credential_header == "authorization"
             else self._credential)
         headers["accept-encoding"] = "identity"  # pass bytes through unchanged
-        is_messages = rest.rstrip("/").endswith("v1/messages")
+        is_messages = endpoint == MESSAGES
         try:
             up = self._session.request(h.command, url, data=body, headers=headers, stream=True,
                                        timeout=(10, self.timeout))

@@ -10,6 +10,7 @@ changes its own cwd, so runs can go in parallel.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import threading
 import time
@@ -26,6 +27,7 @@ from gate.sandbox import (
     Sandbox,
     SandboxError,
     SandboxProvider,
+    clip,
     script_env,
     task_script,
 )
@@ -34,6 +36,8 @@ from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
 
 NOTES_LIMIT = 4000
+SCORE_LIMIT = 100_000  # bytes of .runner/score.json
+TRANSCRIPT_OUTPUT_LIMIT = 8000  # characters of a script's or command's output in a transcript
 
 
 class MeterRun(Protocol):
@@ -48,6 +52,10 @@ class MeterRun(Protocol):
 
     def api_failure(self) -> str | None:
         """Why the model API failed, when the run's newest model request failed."""
+        ...
+
+    def refusals(self) -> list[dict[str, str]]:
+        """Requests the meter refused to forward (endpoints outside its allow-list)."""
         ...
 
     def close(self) -> None: ...
@@ -96,13 +104,26 @@ def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | N
     notes: str | None = None
     score: dict[str, Any] | None = None
     with contextlib.suppress(OSError, SandboxError):
-        notes = sandbox.read_file(".runner/notes.txt").strip()[:NOTES_LIMIT] or None
+        notes = clip(sandbox.read_file(".runner/notes.txt", max_bytes=NOTES_LIMIT * 4,
+                                       truncate=True).strip(), NOTES_LIMIT) or None
     try:
-        raw = json.loads(sandbox.read_file(".runner/score.json"))
+        raw = json.loads(sandbox.read_file(".runner/score.json", max_bytes=SCORE_LIMIT))
         score = raw if isinstance(raw, dict) else {"value": raw}
-    except (OSError, SandboxError, ValueError):
+    except (OSError, SandboxError, ValueError, RecursionError):
         pass
     return notes, score
+
+
+def _write_final(sandbox: Sandbox, message: str) -> str | None:
+    """Write ``.runner/final.txt``; when the agent left something there that cannot be written
+    (a directory, a FIFO, a symlink out), the run fails as the agent's doing, not as infra."""
+    try:
+        sandbox.write_file(".runner/final.txt", message)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+            raise
+        return f"the agent left .runner/final.txt unwritable: {exc.strerror or exc}"
+    return None
 
 
 def run_one(
@@ -132,7 +153,8 @@ def run_one(
         if task.setup_script:
             res = sandbox.exec(task_script(sandbox, "setup.sh"), env=script_env(sandbox),
                                timeout=task.task_timeout(opts.task_timeout))
-            record({"type": "setup", "returncode": res.returncode, "output": res.output[-4000:]})
+            record({"type": "setup", "returncode": res.returncode,
+                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
             if res.returncode != 0 or res.timed_out:
                 why = "timeout" if res.timed_out else f"exit {res.returncode}"
                 raise SandboxError(f"setup.sh failed ({why}): {_tail(res.output)}")
@@ -153,16 +175,17 @@ def run_one(
         if outcome.infra_error is None and outcome.failure and meter_run is not None:
             # an agent that gave up because the model API kept failing is infra, not a fail
             outcome.infra_error = meter_run.api_failure()
-        record({"type": "final", "message": outcome.final_message[-8000:],
+        record({"type": "final", "message": clip(outcome.final_message, TRANSCRIPT_OUTPUT_LIMIT),
                 "failure": outcome.failure, "infra_error": outcome.infra_error})
         if outcome.infra_error:
             status, reason = "error", outcome.infra_error
+        elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
+            status, reason = "failed", broke
         else:
-            sandbox.write_file(".runner/final.txt", outcome.final_message)
             res = sandbox.exec(task_script(sandbox, "verify.sh"), env=script_env(sandbox),
                                timeout=task.verify_timeout(opts.verify_timeout))
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
-                    "output": res.output[-4000:]})
+                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
             notes, score = _read_runner_files(sandbox)
             if res.timed_out:
                 status, reason = "failed", "timeout"
@@ -181,6 +204,8 @@ def run_one(
         if meter_run is not None:
             meter_run.close()  # waits briefly for requests still in flight to be counted
             turns, usage, cost = meter_run.totals()
+            if refused := meter_run.refusals():
+                record({"type": "meter_refused", "requests": refused})
     return RunResult(
         task=task.id,
         replication=replication,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -43,9 +46,17 @@ class Upstream:
             def log_message(self, *a: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                up.seen.append({"path": self.path, "headers": dict(self.headers), "body": None})
+                self._json(200, {"data": [{"id": "claude-sonnet-5-5", "type": "model"}],
+                                 "has_more": False})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 up.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if self.path.startswith("/v1/messages/count_tokens"):
+                    self._json(200, {"input_tokens": 7})
+                    return
                 bearer = self.headers.get("authorization") == f"Bearer {REAL_KEY}"
                 if self.headers.get("x-api-key") != REAL_KEY and not bearer:
                     self._json(401, {"type": "error", "error": {"type": "authentication_error",
@@ -298,3 +309,113 @@ def test_builtin_agent_never_retries_a_spend_limit(proxy: MeterProxy, upstream: 
                              "messages": [{"role": "user", "content": "x"}]},
                     time.monotonic() + 60)
     assert len(upstream.seen) == requests_made
+
+
+def _raw(run: Any, method: str, path: str, body: bytes = b"{}") -> tuple[int, dict[str, Any]]:
+    """Send ``path`` byte for byte (an HTTP library would normalise dot segments first)."""
+    host, port = run.base_url.split("//")[1].split("/")[0].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    prefix = "/" + run.base_url.split("/", 3)[3]
+    conn.request(method, prefix + path, body=body,
+                 headers={"x-api-key": run.token, "content-type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, json.loads(data)
+
+
+_MESSAGE = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 5,
+                       "messages": [{"role": "user", "content": "x"}]}).encode()
+
+
+@pytest.mark.parametrize("method,path", [
+    ("POST", "/v1/x/../messages"),
+    ("POST", "/v1/messages/."),
+    ("POST", "/v1/messages/"),
+    ("POST", "/./v1/messages"),
+    ("POST", "/v1//messages"),
+    ("POST", "/v1/%6Dessages"),
+    ("POST", "/v1/messages%2F..%2Fmessages"),
+    ("POST", "/v1/messages/batches"),
+    ("GET", "/v1/messages/batches/msgbatch_1/results"),
+    ("POST", "/v1/files"),
+    ("GET", "/v1/files/file_1/content"),
+    ("PUT", "/v1/messages"),
+    ("DELETE", "/v1/models/claude-sonnet-5-5"),
+    ("POST", "/v1/messages?beta=true#/../files"),
+    ("POST", "/v1/messages?a=b/../../files"),
+    ("GET", "/v1/models/../files"),
+])
+def test_only_allow_listed_endpoints_reach_the_api(proxy: MeterProxy, upstream: Upstream,
+                                                   method: str, path: str) -> None:
+    run = proxy.open_run("t-refuse")
+    status, body = _raw(run, method, path, _MESSAGE)
+    assert status == 403
+    assert body["type"] == "error" and body["error"]["type"] == "permission_error"
+    assert "does not forward" in body["error"]["message"]
+    assert upstream.seen == []  # never reached the API with the real key
+    assert run.refusals() == [{"method": method, "path": path}]
+    assert run.totals()[0] == 0
+
+
+def test_every_forwarded_messages_request_is_metered(proxy: MeterProxy,
+                                                     upstream: Upstream) -> None:
+    run = proxy.open_run("t-allowed")
+    assert _raw(run, "POST", "/v1/messages", _MESSAGE)[0] == 200
+    assert _raw(run, "POST", "/v1/messages?beta=true", _MESSAGE)[0] == 200
+    assert _raw(run, "POST", "/v1/messages/count_tokens", _MESSAGE) == (200, {"input_tokens": 7})
+    assert _raw(run, "GET", "/v1/models", b"")[0] == 200
+    assert _raw(run, "GET", "/v1/models/claude-sonnet-5-5", b"")[0] == 200
+    sent = [s["path"] for s in upstream.seen]
+    assert sent == ["/v1/messages", "/v1/messages?beta=true", "/v1/messages/count_tokens",
+                    "/v1/models", "/v1/models/claude-sonnet-5-5"]
+    turns, usage, _ = run.totals()
+    assert turns == 2 and usage.output_tokens == 84  # both messages, neither free call
+    assert run.refusals() == []
+
+
+def test_a_refused_request_lands_in_the_transcript(make_task, suite_dir: Path, tmp_path: Path,
+                                                   proxy: MeterProxy,
+                                                   upstream: Upstream) -> None:
+    from gate.agents._command import CommandAgent
+    from gate.runner import RunOptions, run_one
+    from gate.sandbox import LocalSandboxProvider
+    from gate.tasks import load_suite
+
+    make_task("t")
+    client = (
+        "import http.client, os, urllib.parse as u\n"
+        "base = u.urlsplit(os.environ['ANTHROPIC_BASE_URL'])\n"
+        "c = http.client.HTTPConnection(base.hostname, base.port)\n"
+        "c.request('POST', base.path + '/v1/x/../messages', body=b'{}',\n"
+        "          headers={'x-api-key': os.environ['ANTHROPIC_API_KEY']})\n"
+        "print(c.getresponse().read().decode())\n"
+    )
+    (tmp_path / "client.py").write_text(client)
+    agent = CommandAgent(f"{sys.executable} {tmp_path / 'client.py'}")
+    res = run_one(load_suite(suite_dir).get("t"), 0, agent, meter=proxy,
+                  provider=LocalSandboxProvider(base_dir=tmp_path / "ws"),
+                  options=RunOptions(transcripts_dir=tmp_path / "tr"))
+    assert upstream.seen == [] and res.turns == 0
+    events = [json.loads(line) for line in
+              (tmp_path / "tr" / "t-r0.jsonl").read_text().splitlines()]
+    (refused,) = [e for e in events if e["type"] == "meter_refused"]
+    assert refused["requests"] == [{"method": "POST", "path": "/v1/x/../messages"}]
+    (command,) = [e for e in events if e["type"] == "command"]
+    assert "permission_error" in command["stdout"]
+
+
+def test_an_oversized_request_is_refused_unread(proxy: MeterProxy, upstream: Upstream) -> None:
+    from gate.meter import MAX_REQUEST_BYTES
+
+    run = proxy.open_run("t-huge")
+    host, port = proxy.url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.putrequest("POST", "/" + run.base_url.split("/", 3)[3] + "/v1/messages")
+    conn.putheader("x-api-key", run.token)
+    conn.putheader("content-length", str(100 * MAX_REQUEST_BYTES))
+    conn.endheaders(b"{")  # the gate answers without waiting for (or holding) the rest
+    resp = conn.getresponse()
+    assert resp.status == 413
+    assert json.loads(resp.read())["error"]["type"] == "request_too_large"
+    assert upstream.seen == []

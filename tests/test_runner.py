@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from gate.agents import OracleAgent
 from gate.results import load_results
 from gate.runner import RunOptions, run_one
-from gate.sandbox import LocalSandboxProvider
+from gate.sandbox import LocalSandboxProvider, run_process_group
 from gate.tasks import load_suite
 
 
@@ -195,3 +198,82 @@ def test_ca_bundle_paths_pass_through_but_credentials_do_not() -> None:
                                 "MY_API_KEY": "abcdefgh12345", "COPY": "abcdefgh12345",
                                 "GH_TOKEN": "ghp_0123456789"})
     assert env == {"SSL_CERT_FILE": "/etc/ssl/ca.pem", "PATH": "/bin"}
+
+
+def test_workspace_whose_copy_failed_is_removed(make_task, suite_dir: Path,
+                                                tmp_path: Path) -> None:
+    task_dir = make_task("fifo", starting={"README": "x\n"})
+    os.mkfifo(task_dir / "starting" / "pipe")  # copytree refuses a named pipe
+    res = _run(suite_dir, "fifo", tmp_path)
+    assert res.status == "error"
+    assert res.reason is not None and "cannot prepare workspace" in res.reason
+    assert "pipe" in res.reason and "named pipe" in res.reason
+    assert list((tmp_path / "ws").iterdir()) == []
+    _run(suite_dir, "fifo", tmp_path, keep=True)  # --keep-workspaces keeps it to look at
+    assert len(list((tmp_path / "ws").iterdir())) == 1
+
+
+def test_workspace_whose_setup_failed_is_removed(make_task, suite_dir: Path,
+                                                 tmp_path: Path) -> None:
+    make_task("setup-broken", setup="echo half > made.txt\nexit 4\n")
+    res = _run(suite_dir, "setup-broken", tmp_path)
+    assert res.status == "error"
+    assert list((tmp_path / "ws").iterdir()) == []
+
+
+def test_huge_output_is_bounded_head_and_tail(tmp_path: Path) -> None:
+    res = run_process_group(
+        ["bash", "-c", "echo FIRST; head -c 30000000 /dev/zero | tr '\\0' x; echo; echo LAST;"
+                       "head -c 5000000 /dev/zero >&2; echo ERR-LAST >&2"],
+        cwd=tmp_path, env={"PATH": os.environ["PATH"]}, timeout=60, output_limit=100_000)
+    assert res.returncode == 0
+    assert len(res.stdout) < 101_000 and len(res.stderr) < 101_000
+    assert res.stdout.startswith("FIRST\nxxx") and res.stdout.endswith("xxx\nLAST\n")
+    assert "bytes of output cut by the gate" in res.stdout
+    assert res.stderr.rstrip().endswith("ERR-LAST") and "cut by the gate" in res.stderr
+
+
+def test_runner_files_are_bounded_and_never_block(make_task, suite_dir: Path,
+                                                  tmp_path: Path) -> None:
+    make_task("noisy", verify="""\
+        set -e
+        grep -qx hi hello.txt
+        head -c 50000000 /dev/zero | tr '\\0' n > .runner/notes.txt
+        mkfifo .runner/score.json
+        head -c 300000 /dev/zero | tr '\\0' v
+    """)
+    t0 = time.monotonic()
+    res = _run(suite_dir, "noisy", tmp_path, transcripts_dir=tmp_path / "tr")
+    assert time.monotonic() - t0 < 30
+    assert res.status == "passed" and res.score is None
+    assert res.notes is not None and len(res.notes) < 4200 and "cut by the gate" in res.notes
+    transcript = (tmp_path / "tr" / "noisy-r0.jsonl").read_text()
+    events = [json.loads(ln) for ln in transcript.splitlines()]
+    (verify,) = [e for e in events if e["type"] == "verify"]
+    assert len(verify["output"]) < 8200 and "cut by the gate" in verify["output"]
+
+
+@pytest.mark.parametrize("plant", ["mkdir -p .runner/final.txt",
+                                   "mkdir -p .runner && mkfifo .runner/final.txt",
+                                   "ln -s /etc/hostname .runner/final.txt || mkdir -p .runner && "
+                                   "ln -sf /etc/hostname .runner/final.txt",
+                                   "echo not-a-dir > .runner"])
+def test_an_agent_that_blocks_final_txt_fails_not_infra(make_task, suite_dir: Path,
+                                                        tmp_path: Path, plant: str) -> None:
+    make_task("block", solve=f"echo hi > hello.txt\n{plant}\n")
+    res = _run(suite_dir, "block", tmp_path)
+    assert res.status == "failed"
+    assert res.reason is not None and "left .runner/final.txt unwritable" in res.reason
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
+def test_a_setsid_daemon_dies_with_its_command(tmp_path: Path) -> None:
+    """The fast check; tests/test_reaping.py drives it through `gate run`."""
+    pidfile = tmp_path / "daemon.pid"
+    res = run_process_group(
+        ["bash", "-c", f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 300' & "
+                       f"until [ -s {pidfile} ]; do sleep 0.01; done; echo started"],
+        cwd=tmp_path, env={"PATH": os.environ["PATH"]}, timeout=30)
+    assert res.returncode == 0 and res.stdout == "started\n"
+    time.sleep(0.1)
+    assert not _alive(int(pidfile.read_text()))

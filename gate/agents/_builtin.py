@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import random
 import time
 from datetime import UTC, datetime
@@ -41,6 +42,18 @@ def _transport_errors() -> tuple[type[Exception], ...]:
 
 
 TRANSPORT_ERRORS = _transport_errors()
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (a tool input of ``1e400`` parses as inf) turned
+    into its text, so the history can be sent back as JSON and the tool reports the error."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 class BuiltinAgent(Agent):
@@ -172,7 +185,8 @@ class BuiltinAgent(Agent):
                     msg = self._call(client, params, deadline)
                 except TimeoutError:
                     return AgentOutcome(final_message=final_text, failure="timeout: agent")
-                content = [b.model_dump(exclude_none=True) for b in msg.content]
+                content = [_json_safe(b.model_dump(exclude_none=True, warnings=False))
+                           for b in msg.content]
                 history.append({"role": "assistant", "content": content})
                 texts = [b["text"] for b in content if b.get("type") == "text"]
                 if texts:

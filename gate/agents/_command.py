@@ -15,11 +15,12 @@ from collections.abc import Sequence
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
 from gate.errors import BadInput
-from gate.sandbox import Sandbox
+from gate.sandbox import Sandbox, clip
 from gate.secrets import is_secret_name
 
 PROMPT_FILE = ".runner/prompt.md"
 FINAL_FILE = ".runner/agent-final.txt"
+FINAL_LIMIT = 1_000_000  # bytes of the agent's final message
 
 
 def final_from_stdout(stdout: str) -> str:
@@ -69,9 +70,9 @@ class CommandAgent(Agent):
             env["ANTHROPIC_MODEL"] = self.model
         res = sandbox.exec(self.command, timeout=ctx.timeout, env=env, stdin=ctx.task.prompt)
         ctx.record({"type": "command", "returncode": res.returncode, "timed_out": res.timed_out,
-                    "stdout": res.stdout[-8000:], "stderr": res.stderr[-8000:]})
+                    "stdout": clip(res.stdout, 8000), "stderr": clip(res.stderr, 8000)})
         try:
-            final = sandbox.read_file(FINAL_FILE).strip()
+            final = sandbox.read_file(FINAL_FILE, max_bytes=FINAL_LIMIT, truncate=True).strip()
         except OSError:
             final = ""
         final = final or final_from_stdout(res.stdout)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
-from gate.sandbox import Sandbox, script_env, task_script
+from gate.sandbox import Sandbox, clip, script_env, task_script
 
 NO_SOLUTION = "no-solution: the task has no solution/solve.sh"
 
@@ -18,7 +18,7 @@ class OracleAgent(Agent):
         res = sandbox.exec(task_script(sandbox, "solution/solve.sh"), timeout=ctx.timeout,
                            env=script_env(sandbox))
         ctx.record({"type": "oracle", "returncode": res.returncode,
-                    "stdout": res.stdout[-4000:], "stderr": res.stderr[-4000:]})
+                    "stdout": clip(res.stdout, 8000), "stderr": clip(res.stderr, 8000)})
         if res.timed_out:
             return AgentOutcome(final_message=res.stdout, failure="timeout: agent")
         if res.returncode != 0:

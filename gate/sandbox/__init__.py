@@ -6,22 +6,26 @@ plugs in behind the same contract.
 """
 
 from gate.sandbox._base import (
+    READ_LIMIT,
     ExecResult,
     Sandbox,
     SandboxError,
     SandboxProvider,
+    clip,
     script_env,
     task_script,
 )
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
 
 __all__ = [
+    "READ_LIMIT",
     "ExecResult",
     "LocalSandbox",
     "LocalSandboxProvider",
     "Sandbox",
     "SandboxError",
     "SandboxProvider",
+    "clip",
     "run_process_group",
     "script_env",
     "task_script",

@@ -8,9 +8,20 @@ from types import TracebackType
 
 from gate.tasks import Task
 
+READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
+
 
 class SandboxError(Exception):
     """The sandbox itself failed (not the task): an infra error."""
+
+
+def clip(text: str, limit: int, hint: str = "") -> str:
+    """``text`` within about ``limit`` characters: the head, the tail, and a note of the cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[len(text) - limit // 3:]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {cut} characters cut by the gate{hint} ...]\n{tail}"
 
 
 @dataclass(frozen=True)
@@ -52,12 +63,16 @@ class Sandbox(abc.ABC):
         """Run ``command`` with bash; on timeout the whole process group is killed."""
 
     @abc.abstractmethod
-    def read_file(self, path: str) -> str:
-        """Read a file; relative paths are relative to ``workdir``."""
+    def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
+        """Read a regular file; relative paths are relative to ``workdir``.
+
+        Never blocks (a FIFO is refused) and never reads more than ``max_bytes``: a larger
+        file raises ``OSError`` (EFBIG), or with ``truncate`` gives its first ``max_bytes``.
+        """
 
     @abc.abstractmethod
     def write_file(self, path: str, content: str) -> None:
-        """Write a file, creating parent directories; relative to ``workdir``."""
+        """Write a regular file, creating parent directories; relative to ``workdir``."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -3,24 +3,53 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
-from gate.sandbox._base import ExecResult, Sandbox, SandboxError, SandboxProvider
+from gate.sandbox._base import READ_LIMIT, ExecResult, Sandbox, SandboxError, SandboxProvider
 from gate.secrets import scrubbed_env
 from gate.tasks import Task
+
+REAPER = Path(__file__).with_name("_reaper.py")
+OUTPUT_LIMIT = 1_000_000  # bytes of stdout and of stderr kept per command (head + tail)
+STOP_GRACE_S = 2.0  # how long the launcher gets to kill what it started before the group is
 
 
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _launcher(argv: Sequence[str]) -> list[str]:
+    """On Linux, the command under the per-run launcher (``_reaper.py``): a child subreaper
+    that kills every descendant — ``setsid`` daemons included — when the command ends, when
+    the gate stops it, and when the gate dies (even by SIGKILL). Elsewhere (macOS) there is
+    no subreaper: the process-group kill is all there is."""
+    if sys.platform != "linux" or not sys.executable:
+        return list(argv)
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *argv]
+
+
+def _stop(proc: subprocess.Popen[bytes], launched: bool) -> None:
+    """Stop a command and everything it started: the launcher (SIGTERM) kills its
+    descendants first; then the whole process group, whatever is left of it."""
+    if launched and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)
+    _kill_group(proc.pid)
 
 
 def run_process_group(
@@ -31,20 +60,25 @@ def run_process_group(
     timeout: float,
     stdin: str | None = None,
     cancel: threading.Event | None = None,
+    output_limit: int = OUTPUT_LIMIT,
 ) -> ExecResult:
     """Run ``argv`` as the leader of a new session and process group.
 
-    On timeout the whole group is killed. When the leader exits, whatever it left running in
-    its group (a background child) is killed too, so no process of a run outlives it. Being in
-    its own session, the group does not see the terminal's Ctrl-C: ``cancel`` is how the gate
-    stops it early (raises ``SandboxError``).
+    On timeout everything it started is killed. When it exits, whatever it left running (a
+    background child; on Linux also a ``setsid`` daemon, through the launcher) is killed too,
+    so no process of a run outlives it. Being in its own session, the group does not see the
+    terminal's Ctrl-C: ``cancel`` is how the gate stops it early (raises ``SandboxError``).
+    stdout and stderr are each kept to ``output_limit`` bytes (head + tail, with a note of
+    the cut), however much the command writes.
     """
     if cancel is not None and cancel.is_set():
         raise SandboxError("cancelled")
     start = time.monotonic()
     deadline = start + timeout
+    command = _launcher(argv)
+    launched = command != list(argv)
     proc = subprocess.Popen(
-        list(argv),
+        command,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -52,18 +86,20 @@ def run_process_group(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    out, err = _Capture(output_limit), _Capture(output_limit)
+    pumps = [_pump(proc.stdout, out), _pump(proc.stderr, err)]
+    if stdin is not None:
+        _feed(proc.stdin, stdin.encode())
     timed_out = cancelled = False
-    data = stdin.encode() if stdin is not None else None
     try:
         while True:
-            # short waits, so a cancel is seen within a second; retrying loses no output
+            # short waits, so a cancel is seen within a second
             remaining = max(0.0, deadline - time.monotonic())
             step = min(0.5, remaining) if cancel is not None else remaining
             try:
-                out, err = proc.communicate(input=data, timeout=step)
+                proc.wait(timeout=step)
                 break
             except subprocess.TimeoutExpired:
-                data = None  # stdin was written by the first call
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     raise
@@ -71,26 +107,86 @@ def run_process_group(
                     raise
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a pipe held by something outside the group
-            proc.kill()
-            out, err = b"", b""
     finally:
-        _kill_group(proc.pid)
+        _stop(proc, launched)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    drained = time.monotonic() + 5  # the pipes close once everything the command started is
+    for pump in pumps:  # dead (a pipe held by something outside the run: the rest is lost)
+        pump.join(timeout=max(0.0, drained - time.monotonic()))
     if cancelled:
         raise SandboxError("cancelled")
     return ExecResult(
         returncode=proc.returncode if not timed_out else -signal.SIGKILL,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
+        stdout=out.text(),
+        stderr=err.text(),
         timed_out=timed_out,
         duration_s=time.monotonic() - start,
     )
+
+
+class _Capture:
+    """A stream's output kept within ``limit`` bytes: the head, the tail, and a note of the cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def feed(self, chunk: bytes) -> None:
+        with self._lock:
+            self.total += len(chunk)
+            room = self.limit // 2 - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > self.limit - self.limit // 2:
+                    del self.tail[: len(self.tail) - (self.limit - self.limit // 2)]
+
+    def text(self) -> str:
+        with self._lock:
+            head, tail = bytes(self.head), bytes(self.tail)
+            cut = self.total - len(head) - len(tail)
+        if cut <= 0:
+            return (head + tail).decode("utf-8", "replace")
+        return (head.decode("utf-8", "replace")
+                + f"\n[... {cut} bytes of output cut by the gate ...]\n"
+                + tail.decode("utf-8", "replace"))
+
+
+def _pump(stream: IO[bytes] | None, sink: _Capture) -> threading.Thread:
+    def run() -> None:
+        assert stream is not None
+        fd = stream.fileno()
+        try:
+            while chunk := os.read(fd, 65536):
+                sink.feed(chunk)
+        except OSError:
+            pass
+        finally:
+            stream.close()
+
+    thread = threading.Thread(target=run, name="gate-output", daemon=True)
+    thread.start()
+    return thread
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    """Write stdin in the background (a command that never reads it must not block the gate)."""
+
+    def run() -> None:
+        assert stream is not None
+        with contextlib.suppress(OSError):
+            stream.write(data)
+        with contextlib.suppress(OSError):
+            stream.close()
+
+    threading.Thread(target=run, name="gate-stdin", daemon=True).start()
 
 
 class LocalSandbox(Sandbox):
@@ -141,18 +237,45 @@ class LocalSandbox(Sandbox):
     def _resolve(self, path: str) -> Path:
         """A path inside the workspace; anything that resolves outside it is refused."""
         root = self.host_workdir.resolve()
-        p = (root / path).resolve()
+        try:
+            p = (root / path).resolve()
+        except RuntimeError:  # a symlink loop (Python < 3.13 raises this, not OSError)
+            raise OSError(errno.ELOOP, "symlink loop", path) from None
         if not p.is_relative_to(root):
-            raise PermissionError(13, "outside the workspace", path)
+            raise PermissionError(errno.EACCES, "outside the workspace", path)
         return p
 
-    def read_file(self, path: str) -> str:
-        return self._resolve(path).read_text(encoding="utf-8", errors="replace")
+    def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
+        fd = os.open(self._resolve(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            if st.st_size > max_bytes and not truncate:
+                raise OSError(errno.EFBIG, f"{st.st_size} bytes, over the gate's limit of "
+                              f"{max_bytes}", path)
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(max_bytes)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> None:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        data = content.encode("utf-8")
+        # never blocks on a FIFO (no reader: ENXIO) and never follows a planted symlink
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            os.ftruncate(fd, 0)
+            with os.fdopen(fd, "wb", closefd=False) as fh:
+                fh.write(data)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         if self._closed:
@@ -179,12 +302,27 @@ class LocalSandboxProvider(SandboxProvider):
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
         try:
             root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=self.base_dir))
-            sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
+        except OSError as exc:
+            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+        sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
+        try:
             if task.starting_dir:
                 shutil.copytree(task.starting_dir, sandbox.host_workdir, symlinks=True)
             else:
                 sandbox.host_workdir.mkdir()
             sandbox.home.mkdir()
         except OSError as exc:
-            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+            sandbox.close()  # a half-made workspace is removed (unless workspaces are kept)
+            raise SandboxError(f"cannot prepare workspace: {_first_line(exc)}") from exc
         return sandbox
+
+
+def _first_line(exc: OSError) -> str:
+    """shutil.copytree's error lists every file that failed; the first one says enough."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        errors = exc.args[0]
+        first = errors[0] if errors else None
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        if isinstance(first, tuple) and len(first) == 3:
+            return f"{first[0]}: {first[2]}{more}"
+    return str(exc)

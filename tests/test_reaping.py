@@ -1,0 +1,157 @@
+"""Nothing outlives its run: `setsid` daemons of scripts and agent tools, Ctrl-C, SIGKILL.
+
+Every test plants processes whose argv carries a unique marker and scans /proc for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.results import load_results
+
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only"),
+              pytest.mark.slow]
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes whose argv holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _wait_until(cond: object, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return bool(cond())  # type: ignore[operator]
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    m = f"gate-test-daemon-{uuid.uuid4().hex[:12]}"
+    yield m
+    for pid in _marked(m):  # a failing test leaves nothing behind either
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _daemons(marker: str, where: str, flag: Path) -> str:
+    """Shell lines that start two `setsid` daemons (one still holding stdout) and say so."""
+    return (f"setsid bash -c 'exec -a {marker}-{where}-a sleep 1000' </dev/null >/dev/null 2>&1 &\n"
+            f"setsid bash -c 'exec -a {marker}-{where}-b sleep 1000' &\n"
+            f"echo {where} >> {flag}\n")
+
+
+def _gate(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True,
+                          timeout=180, **kw)  # type: ignore[call-overload]
+
+
+def test_setsid_daemons_of_scripts_die_with_their_run(make_task, suite_dir: Path,
+                                                      tmp_path: Path, marker: str) -> None:
+    flag = tmp_path / "started"
+    for i in range(4):
+        make_task(
+            f"t{i}",
+            setup=_daemons(marker, f"setup{i}", flag),
+            solve=_daemons(marker, f"solve{i}", flag) + "echo hi > hello.txt\n",
+            # the run's verify holds on a second, so the runs overlap (-j 4)
+            verify=_daemons(marker, f"verify{i}", flag) + "sleep 1\ngrep -qx hi hello.txt\n",
+        )
+    out = tmp_path / "results.json"
+    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "2", "-j", "4",
+              "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [r.status for r in load_results(out).runs] == ["passed"] * 8  # no run killed another
+    assert len(flag.read_text().split()) == 24  # every script did start its daemons
+    assert _marked(marker) == []
+
+
+def test_setsid_daemon_of_an_agent_tool_dies(make_task, suite_dir: Path, tmp_path: Path,
+                                             marker: str) -> None:
+    """The simulator replays solve.sh through the builtin agent's bash tool."""
+    flag = tmp_path / "started"
+    make_task("tool", toml='difficulty = "easy"\n',
+              solve=_daemons(marker, "tool", flag) + "echo hi > hello.txt\n")
+    out = tmp_path / "results.json"
+    p = _gate("run", "--sim", "--tasks", str(suite_dir), "-k", "1", "--seed", "1",
+              "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in
+              (tmp_path / "results.transcripts" / "tool-r0.jsonl").read_text().splitlines()]
+    assert any(e["type"] == "tool" and marker in json.dumps(e["input"]) for e in events)
+    assert flag.read_text().split() == ["tool"]
+    assert _marked(marker) == []
+
+
+def test_setsid_daemon_of_a_command_agent_dies(make_task, suite_dir: Path, tmp_path: Path,
+                                               marker: str) -> None:
+    flag = tmp_path / "started"
+    make_task("cmd")
+    script = tmp_path / "agent.sh"
+    script.write_text(_daemons(marker, "agent", flag) + "echo hi > hello.txt\n")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash {script}"\n'
+                   f'[suite]\ntasks = "{suite_dir}"\n')
+    p = _gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stderr
+    assert flag.read_text().split() == ["agent"]
+    assert _marked(marker) == []
+
+
+def _start_hanging_run(make_task, suite_dir: Path, tmp_path: Path,
+                       marker: str) -> subprocess.Popen[str]:
+    flag = tmp_path / "started"
+    for i in range(2):
+        make_task(f"hang{i}", solve=_daemons(marker, f"hang{i}", flag)
+                  + f"exec -a {marker}-fg{i} sleep 1000\n")
+    gate = subprocess.Popen([sys.executable, "-m", "gate", "run", "--tasks", str(suite_dir),
+                             "--agent", "oracle", "-j", "2", "-k", "1",
+                             "-o", str(tmp_path / "r.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # both runs are under way: 2 daemons + 1 foreground process each
+    assert _wait_until(lambda: len(_marked(marker)) == 6, 60), _marked(marker)
+    return gate
+
+
+def test_everything_dies_with_the_gate_on_sigkill(make_task, suite_dir: Path, tmp_path: Path,
+                                                  marker: str) -> None:
+    gate = _start_hanging_run(make_task, suite_dir, tmp_path, marker)
+    gate.kill()
+    gate.communicate(timeout=10)
+    assert _wait_until(lambda: _marked(marker) == [], 5), _marked(marker)
+
+
+def test_sigterm_stops_everything_within_about_a_second(make_task, suite_dir: Path,
+                                                        tmp_path: Path, marker: str) -> None:
+    gate = _start_hanging_run(make_task, suite_dir, tmp_path, marker)
+    t0 = time.monotonic()
+    gate.send_signal(signal.SIGTERM)
+    gate.communicate(timeout=20)
+    # the promise is "about a second"; the margin is for a loaded CI machine
+    assert time.monotonic() - t0 < 3.0
+    assert gate.returncode != 0
+    assert _wait_until(lambda: _marked(marker) == [], 1), _marked(marker)
