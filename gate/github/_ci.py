@@ -47,6 +47,16 @@ if TYPE_CHECKING:
 Mode = Literal["auto", "pr", "main", "check", "comment"]
 MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
 
+
+def is_comment_mode(mode: str, event_name: str) -> bool:
+    """Whether this invocation only posts another run's report (``workflow_run``).
+
+    Decided before anything is loaded: comment mode runs with a write token next to files a
+    fork wrote, so it reads no gate.toml and imports nothing from the working directory;
+    what it needs comes from the trusted workflow (the event, the inputs, the environment).
+    """
+    return mode == "comment" or (mode == "auto" and event_name == "workflow_run")
+
 NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
           "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
           "against the built-in simulator")
@@ -207,7 +217,9 @@ class _CI:
         from gate.report import render_markdown
 
         root = self.repo_root()
-        base_ref = _git.ensure_base_ref(root, base_branch)
+        token = self.env.token.get_secret_value() if self.env.token else None
+        base_ref = _git.ensure_base_ref(root, base_branch, token=token,
+                                        server_url=self.env.server_url)
         rel, text = self.base_file(root, base_ref, self.cfg.path(self.cfg.gate.baseline))
         if text is None:
             raise Unmeasurable(
