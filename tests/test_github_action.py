@@ -325,7 +325,8 @@ def test_readme_workflow_uses_only_real_inputs(action: dict[str, Any]) -> None:
     gate_steps = [s for s in steps if "agent-gate" in str(s.get("uses", ""))]
     assert len(gate_steps) == 1
     assert set(gate_steps[0]["with"]) <= set(action["inputs"])
-    assert wf["permissions"]["pull-requests"] == "write"
+    (job,) = wf["jobs"].values()
+    assert job["permissions"]["pull-requests"] == "write"
 
 
 def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str, Any]) -> None:
@@ -388,7 +389,8 @@ def test_documented_workflows_run_on_the_right_events() -> None:
             pr_names = {w["name"] for w in full if "pull_request" in _triggers(w)}
             assert set(spec["workflows"]) <= pr_names, "comments on a workflow that is not there"
             # the comment half needs write access; the PR half it listens to must not comment
-            assert wf["permissions"]["pull-requests"] == "write"
+            (job,) = wf["jobs"].values()
+            assert job["permissions"]["pull-requests"] == "write"
         else:
             raise AssertionError(f"{wf['name']}: unexpected trigger {event}")
     assert seen == {"pull_request", "push", "workflow_dispatch", "workflow_run"}
@@ -422,13 +424,79 @@ def test_this_repositorys_own_workflows_use_the_action_correctly(
 ) -> None:
     workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
     assert workflows
-    used = 0
+    used: dict[str, dict[str, Any]] = {}
     for path in workflows:
         wf = yaml.safe_load(path.read_text())
-        for job in wf["jobs"].values():
+        for name, job in wf["jobs"].items():
             for step in job["steps"]:
                 assert "${{" not in str(step.get("run", "")), path
                 if step.get("uses") == "./":
-                    used += 1
+                    used[name] = job
                     assert set(step.get("with") or {}) <= set(action["inputs"]), path
-    assert used == 1
+    assert used.keys() == {"pr", "main"}
+    # the PR's code is under test: its job may comment, but never write to the repository
+    assert used["pr"]["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert "pull_request" in used["pr"]["if"] and "push" in used["main"]["if"]
+    assert used["main"]["permissions"] == {"contents": "write"}
+
+
+def _every_workflow() -> list[tuple[str, dict[str, Any]]]:
+    """Every workflow we document or run: docs/github.md, README.md, .github/workflows."""
+    found = [(f"{doc} #{i}", wf)
+             for doc in ("docs/github.md", "README.md")
+             for i, wf in enumerate(map(yaml.safe_load, _doc_blocks("yaml", doc)))
+             if isinstance(wf, dict) and "jobs" in wf]
+    found += [(str(p.relative_to(ROOT)), yaml.safe_load(p.read_text()))
+              for p in sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
+    return found
+
+
+def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() -> None:
+    """permissions: {} with job-level grants, timeout-minutes, persist-credentials: false on
+    every checkout (the gate authenticates its own git), and no step that runs for a cancelled
+    run: `!cancelled()` instead of `always()` after the gate, and a workflow_run job skips a
+    cancelled run."""
+    workflows = _every_workflow()
+    assert len(workflows) >= 8  # 5 in docs/github.md, 1 in README, 2 of this repository's
+    for where, wf in workflows:
+        assert wf.get("permissions") == {}, f"{where}: no `permissions: {{}}` at the top"
+        triggers = _triggers(wf)
+        for name, job in wf["jobs"].items():
+            at = f"{where}: job {name}"
+            assert isinstance(job.get("permissions"), dict) and job["permissions"], at
+            assert isinstance(job.get("timeout-minutes"), int), f"{at}: no timeout-minutes"
+            assert 0 < job["timeout-minutes"] <= 180, at
+            assert "always()" not in str(job.get("if", "")), at
+            after_gate = False
+            for step in job["steps"]:
+                assert "always()" not in str(step.get("if", "")), f"{at}: always() runs " \
+                    "for a cancelled run too: use !cancelled()"
+                if str(step.get("uses", "")).startswith("actions/checkout@"):
+                    assert (step.get("with") or {}).get("persist-credentials") is False, \
+                        f"{at}: the checkout leaves the token in .git/config"
+                if after_gate:
+                    assert "!cancelled()" in str(step.get("if", "")), \
+                        f"{at}: a step after the gate must run after a failure, not a cancel"
+                if step.get("uses") == "./" or "agent-gate/" in str(step.get("uses", "")):
+                    after_gate = True
+            if "workflow_run" in triggers:
+                assert "github.event.workflow_run.conclusion != 'cancelled'" in job["if"], at
+                assert "github.event.workflow_run.event == 'pull_request'" in job["if"], at
+
+
+def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:
+    """The trusted half holds a write token next to a fork's files: no checkout, no `run:`,
+    the artifact downloaded under RUNNER_TEMP and the report read from there."""
+    (wf,) = [w for _, w in _every_workflow() if "workflow_run" in _triggers(w)]
+    (job,) = wf["jobs"].values()
+    assert set(job["permissions"]) == {"pull-requests", "actions"}
+    uses = [str(s.get("uses", "")) for s in job["steps"]]
+    assert not any(u.startswith("actions/checkout@") for u in uses)
+    assert all("run" not in s for s in job["steps"])
+    (download,) = [s for s in job["steps"]
+                   if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    temp = "${{ runner.temp }}/"
+    assert download["with"]["path"].startswith(temp)
+    gate = _gate_step(wf)["with"]
+    assert gate["mode"] == "comment"
+    assert gate["report"].startswith(download["with"]["path"] + "/")
