@@ -295,8 +295,8 @@ def test_no_process_a_task_can_reach_holds_a_secret(action: dict[str, Any],
     script = tmp_path / "gate.sh"
     script.write_text(step["run"])
     proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                            cwd=repo / workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            cwd=repo / workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stdout + stderr
     reports = {f.name: json.loads(f.read_text()) for f in found_dir.iterdir()}
