@@ -6,6 +6,7 @@ working directory. Run through the installed console script, as the action's ste
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,11 +30,11 @@ def gh() -> Iterator[FakeGitHub]:
 
 
 def _comment_run(gh: FakeGitHub, workspace: Path, report: Path, *args: str,
-                 env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str],
-                                                              dict[str, str]]:
+                 env: dict[str, str] | None = None, conclusion: str = "failure",
+                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     event = report.parent / "workflow-run.json"
     event.write_text(json.dumps({"workflow_run": {
-        "event": "pull_request", "conclusion": "failure", "head_sha": "a" * 40,
+        "event": "pull_request", "conclusion": conclusion, "head_sha": "a" * 40,
         "head_branch": "feature", "head_repository": {"full_name": "stranger/agent"}}}))
     out = report.parent / "github-output"
     p = subprocess.run(
@@ -90,3 +91,42 @@ def test_comment_mode_ignores_a_planted_gate_toml_and_python_package(
     (comment,) = gh.comments[PR]
     assert "all good" in comment["body"]
     assert outputs["comment_url"] == comment["html_url"]
+
+
+@pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
+def test_comment_mode_posts_no_symlink_fifo_or_binary_report(gh: FakeGitHub,
+                                                             tmp_path: Path) -> None:
+    """An artifact's gate-report.md that is a symlink (to a file of the runner's), a FIFO (a
+    job that blocks forever), or not text: exit 2 naming the file, nothing posted."""
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    workspace.mkdir()
+    temp.mkdir()
+    private = tmp_path / "runner-credentials"
+    private.write_text("runner-private-SECRET-contents\n")
+    report = temp / "gate-report.md"
+    report.symlink_to(private)
+    p, _ = _comment_run(gh, workspace, report)
+    assert p.returncode == 2 and f"{report}: not a regular file" in p.stderr, p.stderr
+    report.unlink()
+    os.mkfifo(report)
+    p, _ = _comment_run(gh, workspace, report)
+    assert p.returncode == 2 and f"{report}: not a regular file" in p.stderr, p.stderr
+    report.unlink()
+    report.write_bytes(b"### report\n\xff\xfe\n")
+    p, _ = _comment_run(gh, workspace, report)
+    assert p.returncode == 2 and f"{report}: not UTF-8" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    assert not gh.comments.get(PR)
+
+
+@pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
+def test_comment_mode_skips_a_cancelled_run(gh: FakeGitHub, tmp_path: Path) -> None:
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
+    workspace.mkdir()
+    temp.mkdir()
+    report = temp / "gate-report.md"
+    report.write_text("### agent-gate: half a run\n")
+    p, outputs = _comment_run(gh, workspace, report, conclusion="cancelled")
+    assert p.returncode == 0, p.stderr
+    assert "cancelled" in p.stderr and outputs["comment_url"] == ""
+    assert not gh.comments.get(PR)

@@ -13,6 +13,8 @@ The library is the product: the CLI and ``action.yml`` are thin shells over ``ru
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -498,12 +500,12 @@ class _CI:
             self.log("gate ci: the triggering run was not for a pull request; nothing to do")
             self.io.set_outputs({"mode": "comment", "comment_url": ""})
             return 0
-        path = self.opts.report_path
-        try:
-            markdown = path.read_text(encoding="utf-8")
-        except OSError:
-            raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
-                           "run uploaded first)") from None
+        if run.get("conclusion") == "cancelled":
+            # superseded by a newer push: its report (if any) is not the PR's current state
+            self.log("gate ci: the triggering run was cancelled; nothing to post")
+            self.io.set_outputs({"mode": "comment", "comment_url": ""})
+            return 0
+        markdown = _read_uploaded_report(self.opts.report_path)
         head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
         number = find_pr_for_run(self.client, head_repo or self.env.repository,
                                  str(run.get("head_branch") or ""), str(run.get("head_sha")))
@@ -557,6 +559,33 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     finally:
         if ci._client is not None:
             ci._client.close()
+
+
+REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
+
+
+def _read_uploaded_report(path: Path) -> str:
+    """The report a fork's run uploaded: a regular file, read as itself. Never followed through
+    a symlink (to a file of the runner's, posted with our write token), never a FIFO that
+    blocks the job, bounded, UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
+                       "run uploaded first)") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: not a regular file (a symlink?), not posted: "
+                       f"{exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadInput(f"{path}: not a regular file, not posted")
+        data = fh.read(REPORT_LIMIT + 1)
+    if len(data) > REPORT_LIMIT:
+        raise BadInput(f"{path}: larger than {REPORT_LIMIT:,} bytes, not posted")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None
 
 
 def _num(v: float | None) -> str:
