@@ -454,8 +454,8 @@ def _every_workflow() -> list[tuple[str, dict[str, Any]]]:
 def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() -> None:
     """permissions: {} with job-level grants, timeout-minutes, persist-credentials: false on
     every checkout (the gate authenticates its own git), and no step that runs for a cancelled
-    run: `!cancelled()` instead of `always()` after the gate, and a workflow_run job skips a
-    cancelled run."""
+    run: uploads after the gate run on `!cancelled()`, never `always()`, and a workflow_run job
+    skips a cancelled run."""
     workflows = _every_workflow()
     assert len(workflows) >= 8  # 5 in docs/github.md, 1 in README, 2 of this repository's
     for where, wf in workflows:
@@ -474,9 +474,10 @@ def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() ->
                 if str(step.get("uses", "")).startswith("actions/checkout@"):
                     assert (step.get("with") or {}).get("persist-credentials") is False, \
                         f"{at}: the checkout leaves the token in .git/config"
-                if after_gate:
+                if after_gate and "upload-artifact" in str(step.get("uses", "")):
+                    # a failed check (a regression) still uploads its report; a cancelled one not
                     assert "!cancelled()" in str(step.get("if", "")), \
-                        f"{at}: a step after the gate must run after a failure, not a cancel"
+                        f"{at}: an upload after the gate must run after a failure, not a cancel"
                 if step.get("uses") == "./" or "agent-gate/" in str(step.get("uses", "")):
                     after_gate = True
             if "workflow_run" in triggers:
