@@ -81,6 +81,18 @@ def test_every_input_reaches_gate_through_env(action: dict[str, Any]) -> None:
             assert name in used_in_env, f"input {name} is not passed through env"
 
 
+def test_the_gate_step_execs_the_gate_from_its_own_venv(action: dict[str, Any]) -> None:
+    """The fast check behind the /proc walk below: the step's shell is replaced by the gate
+    (no shell above the suite holds the secrets), and that gate is the one the install step
+    put under RUNNER_TEMP, installed from an empty directory, never from the workspace."""
+    steps = {s.get("name"): s for s in action["runs"]["steps"]}
+    gate_step = steps["Run gate ci"]
+    assert gate_step["run"].strip() == 'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci'
+    install = steps["Install agent-gate"]["run"].strip().splitlines()
+    assert install[0] == 'cd "$(mktemp -d)"'
+    assert '"$RUNNER_TEMP/agent-gate-venv"' in install[1]
+
+
 def test_env_names_are_gate_ci_options(action: dict[str, Any]) -> None:
     """Each GATE_* variable the action sets is read by a real `gate ci` option."""
     (gate_step,) = [s for s in action["runs"]["steps"] if s.get("id") == "gate"]
