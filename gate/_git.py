@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from gate.secrets import scrubbed_env
+
 
 def current_commit(cwd: str | Path | None = None) -> str | None:
     """``GITHUB_SHA`` in Actions, else ``git rev-parse HEAD``, else None."""
@@ -15,7 +17,7 @@ def current_commit(cwd: str | Path | None = None) -> str | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10,
-            check=False,
+            check=False, env=scrubbed_env(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -81,8 +81,12 @@ def reexec_without_secrets(argv: list[str]) -> None:
     removed from its environment and hands them over through an inherited pipe; they then live
     only in this process's memory (``os.environ`` additions are not part of that block), and
     the process is marked non-dumpable so other users' processes cannot read its memory.
+
+    The same holds on macOS (``ps -E`` reads a process's initial environment); only the
+    non-dumpable mark is Linux's. Whoever starts the gate must not keep the secrets either:
+    the action's step ``exec``s it, so no shell above it holds them.
     """
-    if not sys.platform.startswith("linux"):
+    if os.name != "posix":
         return
     fd = os.environ.pop(_FD_VAR, None)
     if fd is not None:
@@ -103,7 +107,10 @@ def reexec_without_secrets(argv: list[str]) -> None:
     env[_FD_VAR] = str(r)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "gate", *argv], env)
+    # -P: `python -m` would otherwise put the working directory first on the import path, and
+    # the working directory is the checkout under test (or a downloaded artifact): a `gate/`
+    # folder there would run instead of the gate, holding the secrets.
+    os.execve(sys.executable, [sys.executable, "-P", "-m", "gate", *argv], env)
 
 
 def _not_dumpable() -> None:

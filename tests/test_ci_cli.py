@@ -21,7 +21,7 @@ from gate.github._git import _auth_env
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[CIOptions]:
     seen: list[CIOptions] = []
 
-    def fake(opts: CIOptions) -> int:
+    def fake(opts: CIOptions, env: object = None) -> int:
         seen.append(opts)
         return 0
 

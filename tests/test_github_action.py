@@ -8,17 +8,20 @@ against a real git repository and the fake GitHub API, under the simulator.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
-import venv
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ci import PR, REPO, TOKEN, Project, _clean_env, _project, set_max_turns
+from test_ci import PR, REPO, TOKEN, Project, _clean_env, _project, set_max_turns, sh
 from test_github import _parse_output_file
 
 from gate.cli._ci import ci as ci_command
@@ -78,6 +81,18 @@ def test_every_input_reaches_gate_through_env(action: dict[str, Any]) -> None:
             assert name in used_in_env, f"input {name} is not passed through env"
 
 
+def test_the_gate_step_execs_the_gate_from_its_own_venv(action: dict[str, Any]) -> None:
+    """The fast check behind the /proc walk below: the step's shell is replaced by the gate
+    (no shell above the suite holds the secrets), and that gate is the one the install step
+    put under RUNNER_TEMP, installed from an empty directory, never from the workspace."""
+    steps = {s.get("name"): s for s in action["runs"]["steps"]}
+    gate_step = steps["Run gate ci"]
+    assert gate_step["run"].strip() == 'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci'
+    install = steps["Install agent-gate"]["run"].strip().splitlines()
+    assert install[0] == 'cd "$(mktemp -d)"'
+    assert '"$RUNNER_TEMP/agent-gate-venv"' in install[1]
+
+
 def test_env_names_are_gate_ci_options(action: dict[str, Any]) -> None:
     """Each GATE_* variable the action sets is read by a real `gate ci` option."""
     (gate_step,) = [s for s in action["runs"]["steps"] if s.get("id") == "gate"]
@@ -117,52 +132,99 @@ def _copy_action(dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.slow
-def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], sim_repo: Project,
-                                                 tmp_path: Path) -> None:
-    action_path = tmp_path / "action"
+def _plant_hostile_modules(workspace: Path, marker: Path) -> None:
+    """What a fork's artifact or a PR's checkout could hold: packages named like the tools a
+    step runs with `python -m`, and a gate.toml. Importing any of them leaves ``marker``."""
+    for name in ("pip", "venv", "gate", "ensurepip"):
+        pkg = workspace / name
+        pkg.mkdir(parents=True, exist_ok=True)
+        code = (f"open({str(marker)!r}, 'a').write('{name} imported from the workspace\\n')\n"
+                "raise SystemExit(0)\n")
+        (pkg / "__init__.py").write_text(code)
+        (pkg / "__main__.py").write_text(code)
+
+
+def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path, script: Path
+              ) -> subprocess.CompletedProcess[str]:
+    """A composite action's `shell: bash` step, started the way the runner starts it: the
+    script in a file, `bash --noprofile --norc -eo pipefail {0}`, the step's env in bash's."""
+    assert step.get("shell") == "bash"
+    script.write_text(step["run"])
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+@dataclass
+class Installed:
+    """The action's install step, run for real once: its virtualenv under RUNNER_TEMP."""
+
+    action_path: Path
+    runner_temp: Path
+    path: str  # PATH with a `python` that is this interpreter, as setup-python leaves it
+
+    def env(self) -> dict[str, str]:
+        return {**_clean_env(), "PATH": self.path, "GITHUB_ACTIONS": "true", "CI": "true",
+                "GITHUB_ACTION_PATH": str(self.action_path),
+                "RUNNER_TEMP": str(self.runner_temp)}
+
+
+@pytest.fixture(scope="module")
+def installed(action: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    tmp = tmp_path_factory.mktemp("action")
+    action_path = tmp / "action"
     action_path.mkdir()
     _copy_action(action_path)
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    bindir = tmp / "python-bin"
+    bindir.mkdir()
+    (bindir / "python").symlink_to(sys.executable)
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir()
+    inst = Installed(action_path, runner_temp, f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    # the install step runs in the workspace, which may hold a fork's files
+    workspace = tmp / "workspace"
+    marker = tmp / "imported"
+    _plant_hostile_modules(workspace, marker)
+    (step,) = [s for s in action["runs"]["steps"] if s.get("name") == "Install agent-gate"]
+    p = _run_step(step, {**inst.env(), "GITHUB_WORKSPACE": str(workspace)}, workspace,
+                  tmp / "install.sh")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not marker.exists(), marker.read_text()
+    assert (runner_temp / "agent-gate-venv" / "bin" / "gate").exists()
+    return inst
+
+
+def _gate_step_env(action: dict[str, Any], inputs: dict[str, str], token: str
+                   ) -> tuple[dict[str, Any], dict[str, str], str]:
+    """The `gate ci` step, its env and its working directory, expressions expanded as the
+    runner would."""
+    (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "gate"]
+    full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    full.update(inputs)
+    full = {k: _expand(v, full, token) for k, v in full.items()}
+    env = {k: _expand(str(v), full, token) for k, v in (step.get("env") or {}).items()}
+    return step, env, _expand(str(step.get("working-directory", ".")), full, token)
+
+
+@pytest.mark.slow
+def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], installed: Installed,
+                                                 sim_repo: Project, tmp_path: Path) -> None:
     checkout = sim_repo.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
     out, summary = tmp_path / "github_output", tmp_path / "summary.md"
     event = sim_repo.event(checkout)
-    base_env = {
-        **_clean_env(),
-        "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ['PATH']}",
-        "VIRTUAL_ENV": str(env_dir),
-        "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_ACTION_PATH": str(action_path),
+    step, step_env, workdir = _gate_step_env(
+        action, {"sim": "true", "replications": "2", "jobs": "3", "python-version": ""}, TOKEN)
+    env = {
+        **installed.env(), **step_env,
         "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
         "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": sim_repo.gh.url,
         "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "77",
         "GITHUB_REF": f"refs/pull/{PR}/merge", "GITHUB_WORKSPACE": str(checkout),
         "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary),
     }
-    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
-    inputs.update({"sim": "true", "replications": "2", "jobs": "3", "python-version": ""})
-    inputs = {k: _expand(v, inputs, TOKEN) for k, v in inputs.items()}
-
-    codes: dict[str, int] = {}
-    logs = ""
-    for step in action["runs"]["steps"]:
-        if "run" not in step:
-            continue  # `uses:` steps (setup-python) are the runner's business
-        env = {**base_env, **{k: _expand(str(v), inputs, TOKEN)
-                              for k, v in (step.get("env") or {}).items()}}
-        cwd = checkout / _expand(str(step.get("working-directory", ".")), inputs, TOKEN)
-        script = tmp_path / f"step-{len(codes)}.sh"
-        script.write_text(step["run"])
-        p = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-                           check=False)
-        codes[step["name"]] = p.returncode
-        logs += p.stdout + p.stderr
-        if p.returncode not in (0, 1):
-            pytest.fail(f"step {step['name']!r} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-
-    assert codes == {"Install agent-gate": 0, "Run gate ci": 1}
-    assert (env_dir / "bin" / "gate").exists()  # the step's own install, not the dev one
+    p = _run_step(step, env, checkout / workdir, tmp_path / "gate.sh")
+    logs = p.stdout + p.stderr
+    assert p.returncode == 1, logs
     written = _parse_output_file(out.read_text())
     assert written["verdict"] == "regression" and written["exit_code"] == "1"
     assert written["comment_url"].startswith("https://github.example/")
@@ -173,6 +235,92 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], sim_rep
     bodies = [c["body"] for c in sim_repo.gh.comments[PR]]
     assert len(bodies) == 1
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + "".join(bodies)
+
+
+WALKER = r"""
+import json, os, sys
+out_dir, who, needles, control = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+# hex on the command line: the canaries themselves never appear in any process's cmdline
+needles = [bytes.fromhex(h) for h in needles.split(",")]
+control = bytes.fromhex(control)
+found, with_control, read = [], [], 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    for name in ("environ", "cmdline"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        read += 1
+        found += [[int(pid), name] for n in needles if n in data]
+        if name == "environ" and control in data:
+            with_control.append(int(pid))
+with open(os.path.join(out_dir, f"{who}-{os.getpid()}.json"), "w") as fh:
+    json.dump({"found": found, "with_control": with_control, "read": read}, fh)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="walks /proc")
+def test_no_process_a_task_can_reach_holds_a_secret(action: dict[str, Any],
+                                                    installed: Installed,
+                                                    tmp_path: Path) -> None:
+    """The action's real step (`bash -eo pipefail` with the key and the token in its env, then
+    its `run:`) starts the gate; a command agent and every verify.sh read each /proc/*/environ
+    and /proc/*/cmdline they can and find neither secret anywhere. A control variable that is
+    no secret proves they did read the environment of the process the step started."""
+    key, token = f"sk-ant-canary-{secrets.token_hex(12)}", f"ghs_canary{secrets.token_hex(12)}"
+    control = f"probe-{secrets.token_hex(8)}"
+    walker, found_dir = tmp_path / "walk.py", tmp_path / "found"
+    walker.write_text(WALKER)
+    found_dir.mkdir()
+    walk = (f"{sys.executable} {walker} {found_dir} {{who}} "
+            f"{key.encode().hex()},{token.encode().hex()} {control.encode().hex()}")
+    repo = tmp_path / "repo"
+    for word in ("alpha", "beta"):
+        d = repo / "tasks" / word
+        d.mkdir(parents=True)
+        (d / "task.md").write_text(f"Write `{word}` into out.txt.\n")
+        (d / "verify.sh").write_text(f"{walk.format(who='verify')}\ngrep -qx {word} out.txt\n")
+    (repo / "gate.toml").write_text(
+        f"[agent]\nkind = \"command\"\ncommand = '{walk.format(who='agent')}; "
+        "printf \"%s\\n\" \"$GATE_TASK_ID\" > out.txt'\n\n"
+        "[suite]\ntasks = \"tasks\"\nreplications = 2\njobs = 2\n")
+    sh(repo, "git", "init", "-q", "-b", "main")
+    sh(repo, "git", "add", "-A")
+    sh(repo, "git", "commit", "-q", "-m", "suite")
+    event = tmp_path / "push.json"
+    event.write_text(json.dumps({"repository": {"full_name": REPO, "default_branch": "main"}}))
+    step, step_env, workdir = _gate_step_env(
+        action, {"sim": "true", "anthropic-api-key": key, "python-version": ""}, token)
+    assert step_env["ANTHROPIC_API_KEY"] == key and step_env["GATE_GITHUB_TOKEN"] == token
+    env = {
+        **installed.env(), **step_env, "AGENT_GATE_TEST_PROBE": control,
+        "GITHUB_TOKEN": token,  # the runner's own copy, as a workflow-level env would give
+        "GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": REPO, "GITHUB_REF": "refs/heads/main",
+        "GITHUB_WORKSPACE": str(repo), "GITHUB_RUN_ID": "5",
+        "GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "sum"),
+    }
+    script = tmp_path / "gate.sh"
+    script.write_text(step["run"])
+    proc = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                            cwd=repo / workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout + stderr
+    reports = {f.name: json.loads(f.read_text()) for f in found_dir.iterdir()}
+    assert sum(n.startswith("agent-") for n in reports) == 4, reports.keys()
+    assert sum(n.startswith("verify-") for n in reports) == 4, reports.keys()
+    for name, r in reports.items():
+        assert r["read"] > 0
+        # the step's process (the gate, after exec) was read, and it holds no secret
+        assert proc.pid in r["with_control"], (name, r, proc.pid)
+        assert r["found"] == [], f"{name}: a secret in {r['found']}"
+    results = json.loads((repo / "results.json").read_text())
+    assert len(results["runs"]) == 4
 
 
 # ----- the documented workflows -------------------------------------------------------------
@@ -189,7 +337,8 @@ def test_readme_workflow_uses_only_real_inputs(action: dict[str, Any]) -> None:
     gate_steps = [s for s in steps if "agent-gate" in str(s.get("uses", ""))]
     assert len(gate_steps) == 1
     assert set(gate_steps[0]["with"]) <= set(action["inputs"])
-    assert wf["permissions"]["pull-requests"] == "write"
+    (job,) = wf["jobs"].values()
+    assert job["permissions"]["pull-requests"] == "write"
 
 
 def test_documented_workflows_use_only_real_inputs_and_outputs(action: dict[str, Any]) -> None:
@@ -252,7 +401,8 @@ def test_documented_workflows_run_on_the_right_events() -> None:
             pr_names = {w["name"] for w in full if "pull_request" in _triggers(w)}
             assert set(spec["workflows"]) <= pr_names, "comments on a workflow that is not there"
             # the comment half needs write access; the PR half it listens to must not comment
-            assert wf["permissions"]["pull-requests"] == "write"
+            (job,) = wf["jobs"].values()
+            assert job["permissions"]["pull-requests"] == "write"
         else:
             raise AssertionError(f"{wf['name']}: unexpected trigger {event}")
     assert seen == {"pull_request", "push", "workflow_dispatch", "workflow_run"}
@@ -286,13 +436,80 @@ def test_this_repositorys_own_workflows_use_the_action_correctly(
 ) -> None:
     workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
     assert workflows
-    used = 0
+    used: dict[str, dict[str, Any]] = {}
     for path in workflows:
         wf = yaml.safe_load(path.read_text())
-        for job in wf["jobs"].values():
+        for name, job in wf["jobs"].items():
             for step in job["steps"]:
                 assert "${{" not in str(step.get("run", "")), path
                 if step.get("uses") == "./":
-                    used += 1
+                    used[name] = job
                     assert set(step.get("with") or {}) <= set(action["inputs"]), path
-    assert used == 1
+    assert used.keys() == {"pr", "main"}
+    # the PR's code is under test: its job may comment, but never write to the repository
+    assert used["pr"]["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert "pull_request" in used["pr"]["if"] and "push" in used["main"]["if"]
+    assert used["main"]["permissions"] == {"contents": "write"}
+
+
+def _every_workflow() -> list[tuple[str, dict[str, Any]]]:
+    """Every workflow we document or run: docs/github.md, README.md, .github/workflows."""
+    found = [(f"{doc} #{i}", wf)
+             for doc in ("docs/github.md", "README.md")
+             for i, wf in enumerate(map(yaml.safe_load, _doc_blocks("yaml", doc)))
+             if isinstance(wf, dict) and "jobs" in wf]
+    found += [(str(p.relative_to(ROOT)), yaml.safe_load(p.read_text()))
+              for p in sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
+    return found
+
+
+def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() -> None:
+    """permissions: {} with job-level grants, timeout-minutes, persist-credentials: false on
+    every checkout (the gate authenticates its own git), and no step that runs for a cancelled
+    run: uploads after the gate run on `!cancelled()`, never `always()`, and a workflow_run job
+    skips a cancelled run."""
+    workflows = _every_workflow()
+    assert len(workflows) >= 8  # 5 in docs/github.md, 1 in README, 2 of this repository's
+    for where, wf in workflows:
+        assert wf.get("permissions") == {}, f"{where}: no `permissions: {{}}` at the top"
+        triggers = _triggers(wf)
+        for name, job in wf["jobs"].items():
+            at = f"{where}: job {name}"
+            assert isinstance(job.get("permissions"), dict) and job["permissions"], at
+            assert isinstance(job.get("timeout-minutes"), int), f"{at}: no timeout-minutes"
+            assert 0 < job["timeout-minutes"] <= 180, at
+            assert "always()" not in str(job.get("if", "")), at
+            after_gate = False
+            for step in job["steps"]:
+                assert "always()" not in str(step.get("if", "")), f"{at}: always() runs " \
+                    "for a cancelled run too: use !cancelled()"
+                if str(step.get("uses", "")).startswith("actions/checkout@"):
+                    assert (step.get("with") or {}).get("persist-credentials") is False, \
+                        f"{at}: the checkout leaves the token in .git/config"
+                if after_gate and "upload-artifact" in str(step.get("uses", "")):
+                    # a failed check (a regression) still uploads its report; a cancelled one not
+                    assert "!cancelled()" in str(step.get("if", "")), \
+                        f"{at}: an upload after the gate must run after a failure, not a cancel"
+                if step.get("uses") == "./" or "agent-gate/" in str(step.get("uses", "")):
+                    after_gate = True
+            if "workflow_run" in triggers:
+                assert "github.event.workflow_run.conclusion != 'cancelled'" in job["if"], at
+                assert "github.event.workflow_run.event == 'pull_request'" in job["if"], at
+
+
+def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:
+    """The trusted half holds a write token next to a fork's files: no checkout, no `run:`,
+    the artifact downloaded under RUNNER_TEMP and the report read from there."""
+    (wf,) = [w for _, w in _every_workflow() if "workflow_run" in _triggers(w)]
+    (job,) = wf["jobs"].values()
+    assert set(job["permissions"]) == {"pull-requests", "actions"}
+    uses = [str(s.get("uses", "")) for s in job["steps"]]
+    assert not any(u.startswith("actions/checkout@") for u in uses)
+    assert all("run" not in s for s in job["steps"])
+    (download,) = [s for s in job["steps"]
+                   if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    temp = "${{ runner.temp }}/"
+    assert download["with"]["path"].startswith(temp)
+    gate = _gate_step(wf)["with"]
+    assert gate["mode"] == "comment"
+    assert gate["report"].startswith(download["with"]["path"] + "/")

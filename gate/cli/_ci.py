@@ -9,8 +9,10 @@ from typing import Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.github import CIOptions, CIOverrides, run_ci
-from gate.github._ci import MODES
+from gate.config import GateConfig
+from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
+from gate.github._ci import MODES, is_comment_mode
+from gate.run import RunRequest
 
 
 @click.command()
@@ -58,11 +60,17 @@ def ci(
     pull_request  baseline from the base branch, one sticky comment, exit by verdict
     push to main  pool the run into baseline.json, append the history, commit or keep
     fork PRs      no secrets: exit 3 (or skip, --fork-without-key skip)
+    workflow_run  post the report a fork PR's run uploaded (reads no gate.toml)
 
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
-    req = run_request(run_kw)
+    env = CIEnvironment.from_environ()
+    if is_comment_mode(mode, env.event_name):
+        # posting another run's report: no gate.toml, no suite (see is_comment_mode)
+        req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
+    else:
+        req = run_request(run_kw)
     opts = CIOptions(
         run=req, mode=mode, report_path=Path(report_path), on_result=progress,
         overrides=CIOverrides(
@@ -72,4 +80,4 @@ def ci(
         ),
         log=lambda line: click.echo(line, err=True),
     )
-    sys.exit(run_ci(opts))
+    sys.exit(run_ci(opts, env))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +61,16 @@ if TYPE_CHECKING:
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
 MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
+
+
+def is_comment_mode(mode: str, event_name: str) -> bool:
+    """Whether this invocation only posts another run's report (``workflow_run``).
+
+    Decided before anything is loaded: comment mode runs with a write token next to files a
+    fork wrote, so it reads no gate.toml and imports nothing from the working directory;
+    what it needs comes from the trusted workflow (the event, the inputs, the environment).
+    """
+    return mode == "comment" or (mode == "auto" and event_name == "workflow_run")
 
 NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
           "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
@@ -219,7 +231,9 @@ class _CI:
         from gate.yardstick import open_yardstick
 
         root = self.repo_root()
-        base_ref = _git.ensure_base_ref(root, base_branch)
+        token = self.env.token.get_secret_value() if self.env.token else None
+        base_ref = _git.ensure_base_ref(root, base_branch, token=token,
+                                        server_url=self.env.server_url)
         with open_yardstick(self.opts.run.config, root=root, ref=base_ref, label=base_branch,
                             tasks_override=self.opts.run.tasks_dir) as ys:
             self.cfg = ys.config
@@ -565,12 +579,12 @@ class _CI:
             self.log("gate ci: the triggering run was not for a pull request; nothing to do")
             self.io.set_outputs({"mode": "comment", "comment_url": ""})
             return 0
-        path = self.opts.report_path
-        try:
-            markdown = path.read_text(encoding="utf-8")
-        except OSError:
-            raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
-                           "run uploaded first)") from None
+        if run.get("conclusion") == "cancelled":
+            # superseded by a newer push: its report (if any) is not the PR's current state
+            self.log("gate ci: the triggering run was cancelled; nothing to post")
+            self.io.set_outputs({"mode": "comment", "comment_url": ""})
+            return 0
+        markdown = _read_uploaded_report(self.opts.report_path)
         head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
         number = find_pr_for_run(self.client, head_repo or self.env.repository,
                                  str(run.get("head_branch") or ""), str(run.get("head_sha")))
@@ -641,6 +655,33 @@ def _code(text: str) -> str:
     if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
         return f"`{text}`"
     return str(md(text, 100))
+
+
+REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
+
+
+def _read_uploaded_report(path: Path) -> str:
+    """The report a fork's run uploaded: a regular file, read as itself. Never followed through
+    a symlink (to a file of the runner's, posted with our write token), never a FIFO that
+    blocks the job, bounded, UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
+                       "run uploaded first)") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: not a regular file (a symlink?), not posted: "
+                       f"{exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadInput(f"{path}: not a regular file, not posted")
+        data = fh.read(REPORT_LIMIT + 1)
+    if len(data) > REPORT_LIMIT:
+        raise BadInput(f"{path}: larger than {REPORT_LIMIT:,} bytes, not posted")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None
 
 
 def _num(v: float | None) -> str:

@@ -3,19 +3,22 @@
 A PR is judged against the baseline *of its base branch*, read with ``git show`` from the base
 ref, never from the PR's own checkout: a PR cannot move its own yardstick. CI checkouts are
 shallow (``actions/checkout`` fetches one commit), so the base ref is fetched when missing.
-The token for pushing goes through ``GIT_CONFIG_*`` environment variables as an
-``http.extraheader``: never on a command line (``ps``) and never printed.
+The token for fetching and pushing goes through ``GIT_CONFIG_*`` environment variables as an
+``http.extraheader``: never on a command line (``ps``), never in ``.git/config``, never
+printed; git otherwise runs without the gate's credentials in its environment.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate.errors import BadInput
+from gate.secrets import scrubbed_env
 
 BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
@@ -30,7 +33,7 @@ class GitResult:
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None,
         timeout: float = 120.0) -> GitResult:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    full_env = {**_base_env(), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     try:
         p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                            timeout=timeout, env=full_env, check=False)
@@ -62,11 +65,16 @@ def remote_ref(base: str) -> str:
     return f"refs/remotes/origin/{base}"
 
 
-def ensure_base_ref(root: Path, base: str) -> str:
-    """Make ``origin/<base>`` available (fetching one commit of it when absent); return it."""
+def ensure_base_ref(root: Path, base: str, *, token: str | None = None,
+                    server_url: str = "https://github.com") -> str:
+    """Make ``origin/<base>`` available (fetching one commit of it when absent); return it.
+
+    The fetch authenticates with ``token`` itself: the documented workflows check out with
+    ``persist-credentials: false``, so no task finds a token in ``.git/config``."""
     ref = remote_ref(base)
     if git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
-        r = git(root, "fetch", "--no-tags", "--depth=1", "origin", f"+refs/heads/{base}:{ref}")
+        r = git(root, "fetch", "--no-tags", "--depth=1", "origin", f"+refs/heads/{base}:{ref}",
+                env=_auth_env(token, server_url))
         if r.returncode != 0:
             raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
                            f"{_last_line(r.stderr)}")
@@ -123,17 +131,34 @@ def commit_and_push(root: Path, paths: list[Path], branch: str, message: str, *,
     return sha
 
 
+def _base_env() -> dict[str, str]:
+    """The gate's environment without its credentials: git (and any hook or helper it runs)
+    is a process a task could read the environment of. Inherited ``GIT_CONFIG_*`` entries
+    (e.g. ``safe.directory`` in a container) stay whole: a ``GIT_CONFIG_KEY_<n>`` is a config
+    name, never a secret, and dropping one would break the group."""
+    env = scrubbed_env()
+    env.update({k: v for k, v in os.environ.items() if _CONFIG_KEY.fullmatch(k)})
+    return env
+
+
+_CONFIG_KEY = re.compile(r"GIT_CONFIG_KEY_\d+")
+
+
 def _auth_env(token: str | None, server_url: str) -> dict[str, str]:
-    """``http.<server>/.extraheader`` via ``GIT_CONFIG_*``: first reset (``actions/checkout``
-    may have set its own, and two Authorization headers fail), then the token's."""
+    """``http.<server>/.extraheader`` via ``GIT_CONFIG_*`` (after any inherited entries):
+    first reset (``actions/checkout`` may have set its own, and two Authorization headers
+    fail), then the token's."""
     if not token:
         return {}
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
     key = f"http.{server_url.rstrip('/')}/.extraheader"
+    raw = os.environ.get("GIT_CONFIG_COUNT", "0").strip()
+    n = int(raw) if raw.isdigit() else 0
     return {
-        "GIT_CONFIG_COUNT": "2",
-        "GIT_CONFIG_KEY_0": key, "GIT_CONFIG_VALUE_0": "",
-        "GIT_CONFIG_KEY_1": key, "GIT_CONFIG_VALUE_1": f"AUTHORIZATION: basic {basic}",
+        "GIT_CONFIG_COUNT": str(n + 2),
+        f"GIT_CONFIG_KEY_{n}": key, f"GIT_CONFIG_VALUE_{n}": "",
+        f"GIT_CONFIG_KEY_{n + 1}": key,
+        f"GIT_CONFIG_VALUE_{n + 1}": f"AUTHORIZATION: basic {basic}",
     }
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
 from gate.sim._tokens import block_tokens
 from gate.tasks import Task
@@ -125,8 +126,9 @@ def split_solution(script: str) -> tuple[str, list[str]]:
 
 def _parses(code: str) -> bool:
     try:
+        # scrubbed: runs take turns while tasks run, which may read any process's environment
         res = subprocess.run(["bash", "-n"], input=code.encode(), capture_output=True,
-                             timeout=10, check=False)
+                             timeout=10, check=False, env=scrubbed_env())
     except (OSError, subprocess.TimeoutExpired):
         return True
     # an unterminated heredoc is only a warning to bash -n, but it means "not whole yet"
