@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -83,11 +82,9 @@ def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_
     for prompt, why in (("/dev/zero", "not a regular file"), (fifo, "not a regular file"),
                         (huge, "too large"), (tmp_path, "directory"),
                         (binary, "not UTF-8")):
-        t0 = time.monotonic()
         p = gate("run", "--sim", "--config", _sim_config(tmp_path, suite_dir, prompt),
-                 "-o", tmp_path / "r.json", timeout=60)
+                 "-o", tmp_path / "r.json", timeout=60)  # /dev/zero unbounded: never returns
         one_line_error(p, "[agent].system_prompt", str(prompt), "system prompt", why)
-        assert time.monotonic() - t0 < 30
 
 
 def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Path) -> None:
@@ -110,11 +107,10 @@ def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
     huge = tmp_path / "huge.json"
     with huge.open("wb") as fh:
         fh.truncate(20 * 1024**3)
-    t0 = time.monotonic()
+    # an unbounded read would take minutes and tens of GB: gate()'s timeout fails the test
     one_line_error(gate("compare", base, huge), str(huge), "too large", "256 MiB")
     one_line_error(gate("compare", huge, base), str(huge), "too large")
     one_line_error(gate("baseline", huge, "--baseline", tmp_path / "b.json"), str(huge))
-    assert time.monotonic() - t0 < 30
 
 
 def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
@@ -125,22 +121,21 @@ def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
     n = RESULTS_MAX_VALUES + 10
     hostile.write_bytes(b'{"runs": [' + b"{}," * n + b"{}]}")
     assert hostile.stat().st_size < RESULTS_LIMIT
-    t0 = time.monotonic()
+    # parsed, this costs gigabytes and over a minute: gate()'s timeout fails the test
     one_line_error(gate("compare", base, hostile), str(hostile), "too many JSON values")
-    assert time.monotonic() - t0 < 20
 
 
 def test_results_that_are_not_regular_files(pair: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = pair
     fifo = tmp_path / "results.fifo"
     os.mkfifo(fifo)
-    one_line_error(gate("compare", base, fifo, timeout=30), str(fifo), "not a regular file")
-    one_line_error(gate("compare", base, "/dev/zero", timeout=30), "not a regular file")
+    one_line_error(gate("compare", base, fifo, timeout=60), str(fifo), "not a regular file")
+    one_line_error(gate("compare", base, "/dev/zero", timeout=60), "not a regular file")
 
 
 def test_history_is_bounded(pair: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = pair
-    one_line_error(gate("compare", base, base, "--history", "/dev/zero", timeout=30),
+    one_line_error(gate("compare", base, base, "--history", "/dev/zero", timeout=60),
                    "/dev/zero", "history", "not a regular file")
 
 
