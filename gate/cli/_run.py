@@ -39,5 +39,6 @@ def run(base_ref: str | None, **kw: Any) -> None:
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"
     turns = f"{s.mean_turns:.1f}" if s.mean_turns is not None else "n/a"
     click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
-               f"mean turns {turns}, cost ${s.cost_usd:.4f}, cache hit {hit} → {req.output}")
+               f"mean turns {turns}, cost ${s.cost_usd:.4f} (+ ${s.overhead_usd or 0:.4f} suite "
+               f"overhead), cache hit {hit} → {req.output}")
     infra_gate(results, req.config.gate.max_infra_rate)
