@@ -8,10 +8,13 @@ thing, hence:
 * a new agent fingerprint, or a different model label (a simulator's runs vs a real model's),
   starts a new baseline (the old runs describe another agent);
 * a task whose digest changed keeps only the new runs (the old ones ran another task);
-* tasks no longer in the suite are dropped.
+* tasks no longer in the suite are dropped;
+* a different metering definition (``schedule.metering``: how usage and cost are measured)
+  starts a new baseline (cost and cache-hit rate of the old runs mean something else).
 
 Every run keeps its provenance (``commit``, ``created_at``) so the file says where each came
-from. The file is only ever written here, from a real results file, atomically.
+from, and ``sources`` lists each refresh with its schedule (replications, jobs, metering).
+The file is only ever written here, from a real results file, atomically.
 """
 
 from __future__ import annotations
@@ -37,19 +40,37 @@ def _with_provenance(results: Results) -> list[RunResult]:
     ]
 
 
-def _sources(runs: list[RunResult]) -> list[dict[str, object]]:
-    """Which refreshes the pooled runs came from, oldest first."""
-    counts: dict[tuple[str | None, str | None], int] = defaultdict(int)
+Refresh = tuple[str | None, str | None]  # (commit, created_at) of a results file
+
+
+def _schedules(results: Results, baseline: Results | None) -> dict[Refresh, object]:
+    """The schedule each refresh ran with: the baseline's recorded ones, and the new one."""
+    known: dict[Refresh, object] = {}
+    old = (baseline.model_extra or {}).get("sources") if baseline is not None else None
+    for src in old if isinstance(old, list) else []:
+        if isinstance(src, dict) and src.get("schedule") is not None:
+            known[(src.get("commit"), src.get("created_at"))] = src["schedule"]
+    if results.schedule is not None:
+        known[(results.commit, results.created_at)] = results.schedule.model_dump(mode="json")
+    return known
+
+
+def _sources(runs: list[RunResult],
+             schedules: dict[Refresh, object] | None = None) -> list[dict[str, object]]:
+    """Which refreshes the pooled runs came from, oldest first, with their schedules."""
+    counts: dict[Refresh, int] = defaultdict(int)
     for r in runs:
         counts[(r.commit, r.refresh or r.created_at)] += 1
-    return [{"commit": c, "created_at": d, "runs": n}
+    return [{"commit": c, "created_at": d, "runs": n,
+             "schedule": (schedules or {}).get((c, d))}
             for (c, d), n in sorted(counts.items(), key=lambda kv: kv[0][1] or "")]
 
 
-def _fresh(results: Results, runs: list[RunResult]) -> Results:
+def _fresh(results: Results, runs: list[RunResult],
+           baseline: Results | None = None) -> Results:
     runs = _renumber(runs)
     return results.model_copy(update={"runs": runs, "summary": summarize(runs),
-                                      "sources": _sources(runs)})
+                                      "sources": _sources(runs, _schedules(results, baseline))})
 
 
 def _renumber(runs: list[RunResult]) -> list[RunResult]:
@@ -95,6 +116,12 @@ def promote(results: Results, baseline: Results | None, *,
         fresh = _fresh(results, _keep_newest(new_runs, pool_size))
         return fresh, (f"model changed ({baseline.model} → {results.model}): starting a new "
                        f"baseline with {_describe(fresh)}")
+    if baseline.metering != results.metering:
+        # usage and cost measured another way: pooled, the two would be a mixture
+        fresh = _fresh(results, _keep_newest(new_runs, pool_size))
+        return fresh, (f"metering changed ({baseline.metering or 'none recorded'} → "
+                       f"{results.metering or 'none recorded'}): starting a new baseline with "
+                       f"{_describe(fresh)}")
     already = {(r.commit, r.refresh or r.created_at) for r in baseline.runs}
     if (results.commit, results.created_at) in already:
         return baseline, (f"results of {results.commit or 'this commit'} "
@@ -111,7 +138,7 @@ def promote(results: Results, baseline: Results | None, *,
             replaced.append(task)
         pooled.extend(old_by_task[task] if keep_old else [])
         pooled.extend(r for r in new_runs if r.task == task)
-    merged = _fresh(results, _keep_newest(pooled, pool_size))
+    merged = _fresh(results, _keep_newest(pooled, pool_size), baseline)
     dropped = sorted(set(baseline.suite.tasks) - set(results.suite.tasks))
     msg = f"pooled {len(new_runs)} runs; now {_describe(merged)}"
     if replaced:

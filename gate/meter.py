@@ -14,11 +14,20 @@ doubled slashes that an HTTP library would normalise into something else — wit
 string. Anything else (batches, files, ``/v1/x/../messages``) gets a 403 in the API's error
 shape and is recorded with the run, so it lands in the transcript; it never reaches the API
 with the real key.
+
+Measured vs billed (metering definition ``warm-prefix-v1``, docs/statistics.md): every run is
+measured as if its shared prefix had been warm when it started, whatever the schedule. Each
+messages request belongs to a *prefix family* (model + the ``tools`` and ``system`` it sends);
+the first billed request of a family in a run that opens a conversation (no assistant turn yet)
+has its cache writes counted as cache reads in the run's *measured* usage and cost, and the
+write premium goes to the run's ``overhead_usd`` (suite overhead). What was billed is kept as
+it was billed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import secrets
@@ -80,9 +89,49 @@ class RefusedRequest:
     path: str
 
 
+#: the id of how a run's usage is measured (recorded in every results file's ``schedule``);
+#: two results files whose ids differ do not compare cache-hit rate and cost
+METERING = "warm-prefix-v1"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Where a messages request stands in its run's cache accounting, taken when it starts."""
+
+    family: str | None  # "<model>:<sha256 of tools + system as sent>"; None: not a messages body
+    opening: bool  # no assistant turn in ``messages``: the first request of a conversation
+    seen: bool  # a billed request of this family had already completed in the run
+
+    @property
+    def warm_start(self) -> bool:
+        """Measured as if its prefix had been warm: its cache writes count as reads."""
+        return self.family is not None and self.opening and not self.seen
+
+
+def prefix_family(payload: Any) -> tuple[str | None, bool]:
+    """(family, opening) of a messages request body; (None, False) for anything else."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        return None, False
+    shared = {"tools": payload.get("tools"), "system": payload.get("system")}
+    digest = hashlib.sha256(json.dumps(shared, sort_keys=True, separators=(",", ":"),
+                                       ensure_ascii=False).encode()).hexdigest()
+    opening = not any(isinstance(m, dict) and m.get("role") == "assistant"
+                      for m in payload["messages"])
+    return f"{payload.get('model')}:{digest}", opening
+
+
+def warm(usage: Usage) -> Usage:
+    """``usage`` as if every token it wrote to the cache had been read from it."""
+    return usage.model_copy(update={
+        "cache_read_input_tokens": usage.cache_read_input_tokens
+        + usage.cache_creation_input_tokens,
+        "cache_creation_input_tokens": 0, "cache_creation_5m": 0, "cache_creation_1h": 0})
+
+
 @dataclass
 class MeteredRequest:
-    """What one model request of a run cost."""
+    """What one model request of a run cost: as billed, and as measured (``measured_*``:
+    differs from the billed values only on a warm-start request, see the module doc)."""
 
     model: str
     status: int
@@ -92,6 +141,31 @@ class MeteredRequest:
     error: str | None = None
     request_id: str | None = None
     billed: bool = False  # the upstream started a message (billed input)
+    prefix: Prefix | None = None
+    measured_usage: Usage | None = None  # None: as billed
+    measured_cost_usd: float | None = None
+
+    @property
+    def overhead_usd(self) -> float:
+        """The cache-write premium of a warm-start request: billed minus measured cost."""
+        if self.measured_cost_usd is None:
+            return 0.0
+        return self.cost_usd - self.measured_cost_usd
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """A run's model requests, measured (what is compared) and as billed."""
+
+    turns: int
+    usage: Usage
+    cost_usd: float
+    billed_usage: Usage
+    billed_cost_usd: float
+
+    @property
+    def overhead_usd(self) -> float:
+        return self.billed_cost_usd - self.cost_usd
 
 
 @dataclass
@@ -108,6 +182,7 @@ class RunMeter:
     _in_flight: int = 0
     _closed: bool = False
     _proxy: MeterProxy | None = field(default=None, repr=False)
+    _families: set[str] = field(default_factory=set, repr=False)  # billed and completed
 
     def __post_init__(self) -> None:
         self._idle = threading.Condition(self._lock)
@@ -121,8 +196,24 @@ class RunMeter:
             self._in_flight -= 1
             self._idle.notify_all()
 
-    def add(self, req: MeteredRequest) -> None:
+    def prefix(self, payload: Any) -> Prefix:
+        """The request's prefix family, and whether the run has already completed a billed
+        request of it (called when the request starts, before it is forwarded)."""
+        family, opening = prefix_family(payload)
         with self._lock:
+            return Prefix(family, opening, family in self._families)
+
+    def add(self, req: MeteredRequest, cost: Callable[[str, Usage], float] | None = None) -> None:
+        """Record a finished request. A billed warm-start request gets its measured usage (and,
+        given ``cost``, the price function, its measured cost)."""
+        if req.billed and req.prefix is not None and req.prefix.warm_start \
+                and req.usage.cache_creation_input_tokens:
+            req.measured_usage = warm(req.usage)
+            if cost is not None:
+                req.measured_cost_usd = cost(req.model, req.measured_usage)
+        with self._lock:
+            if req.billed and req.prefix is not None and req.prefix.family is not None:
+                self._families.add(req.prefix.family)
             self.requests.append(req)
 
     def refuse(self, req: RefusedRequest) -> None:
@@ -136,10 +227,21 @@ class RunMeter:
             return [{"method": r.method, "path": r.path} for r in self.refused]
 
     def totals(self) -> tuple[int, Usage, float]:
+        """(model requests, usage, cost) as billed."""
+        t = self.measured()
+        return t.turns, t.billed_usage, t.billed_cost_usd
+
+    def measured(self) -> RunTotals:
         with self._lock:
             billed = [r for r in self.requests if r.billed]
-            usage = sum((r.usage for r in billed), Usage())
-            return len(billed), usage, sum(r.cost_usd for r in billed)
+        return RunTotals(
+            turns=len(billed),
+            usage=sum((r.measured_usage or r.usage for r in billed), Usage()),
+            cost_usd=sum(r.cost_usd if r.measured_cost_usd is None else r.measured_cost_usd
+                         for r in billed),
+            billed_usage=sum((r.usage for r in billed), Usage()),
+            billed_cost_usd=sum(r.cost_usd for r in billed),
+        )
 
     def api_failure(self) -> str | None:
         """Why the model API last failed, if the run's newest request failed."""
@@ -356,12 +458,14 @@ class MeterProxy:
     def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, endpoint: str, query: str,
                  body: bytes) -> None:
         model, stream = "unknown", False
+        payload: Any = None
         try:
             payload = json.loads(body) if body else {}
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
         except (ValueError, AttributeError):
             pass
+        prefix = run.prefix(payload)
         url = f"{self.upstream}/{endpoint}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers[self._credential_header] = (
@@ -375,14 +479,15 @@ class MeterProxy:
         except requests.RequestException as exc:
             if is_messages:
                 run.add(MeteredRequest(model, 0, stream, Usage(), 0.0,
-                                       error=f"connection error: {type(exc).__name__}"))
+                                       error=f"connection error: {type(exc).__name__}",
+                                       prefix=prefix))
             self._send_error(h, 502, "api_error", "upstream unreachable (the gate's meter)")
             return
         with up:
-            self._relay(h, up, run, model, is_messages)
+            self._relay(h, up, run, model, is_messages, prefix)
 
     def _relay(self, h: BaseHTTPRequestHandler, up: requests.Response, run: RunMeter,
-               model: str, is_messages: bool) -> None:
+               model: str, is_messages: bool, prefix: Prefix | None = None) -> None:
         ctype = up.headers.get("content-type", "")
         is_sse = "text/event-stream" in ctype
         h.send_response(up.status_code)
@@ -412,7 +517,7 @@ class MeterProxy:
                     model, up.status_code, True, usage,
                     self._cost(model, usage) if tracker.started else 0.0,
                     error=tracker.error or broken, request_id=request_id,
-                    billed=tracker.started))
+                    billed=tracker.started, prefix=prefix), self._cost)
             if broken:
                 h.close_connection = True  # no terminating chunk: the client sees the break
             else:
@@ -426,11 +531,13 @@ class MeterProxy:
             if is_messages:
                 run.add(MeteredRequest(model, up.status_code, False, Usage(), 0.0,
                                        error=f"response broken: {type(exc).__name__}",
-                                       request_id=request_id))
+                                       request_id=request_id, prefix=prefix))
             h.close_connection = True  # headers are out; a cut connection tells the client
             return
         if is_messages:
-            run.add(self._metered_json(model, up.status_code, data, request_id))
+            metered = self._metered_json(model, up.status_code, data, request_id)
+            metered.prefix = prefix
+            run.add(metered, self._cost)
         h.send_header("content-length", str(len(data)))
         h.end_headers()
         with contextlib.suppress(OSError):

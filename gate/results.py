@@ -87,6 +87,13 @@ class RunResult(_Open):
     # in a pooled baseline: the ``created_at`` of the results file (the refresh) it came from
     refresh: str | None = None
     transcript: str | None = None
+    # Metering ``warm-prefix-v1`` (``Results.schedule.metering``): ``usage`` and ``cost_usd``
+    # are *measured* (each run starts with its shared prefix warm); ``billed_usage`` is what
+    # the API billed and ``overhead_usd`` the cache-write premium the warm start left out
+    # (suite overhead: ``cost_usd + overhead_usd`` is what the run really cost). Absent in
+    # older files, whose ``usage`` and ``cost_usd`` are as billed.
+    billed_usage: RunUsage | None = None
+    overhead_usd: float | None = None
 
     @property
     def key(self) -> RunKey:
@@ -109,6 +116,23 @@ class SuiteInfo(_Open):
     tasks: dict[TaskId, TaskInfo]
 
 
+class Schedule(_Open):
+    """How the runs of a results file were scheduled and measured.
+
+    Schedule fields (replications, jobs, sequential looks, order) may differ freely between
+    the two arms of a comparison; ``metering`` may not (docs/statistics.md). Shards, skill
+    conditions and A/B arms are recorded when the runs have them.
+    """
+
+    replications: int | None = None  # runs per task in the file
+    jobs: int | None = None  # runs at once
+    sequential: list[int] | None = None  # replications run per look, when sequential
+    metering: str | None = None  # how usage and cost are measured, e.g. "warm-prefix-v1"
+    shard: str | None = None
+    conditions: list[str] | None = None
+    arm: str | None = None
+
+
 class Summary(_Open):
     passed: int
     failed: int
@@ -118,6 +142,10 @@ class Summary(_Open):
     mean_turns: float | None
     cost_usd: float
     cache_hit_rate: float | None
+    # the warm starts' cache-write premium (suite overhead, never in ``cost_usd``) and the
+    # runs' total spend, ``cost_usd + overhead_usd``; absent in older files
+    overhead_usd: float | None = None
+    spend_usd: float | None = None
 
 
 class MissingRun(BaseModel):
@@ -145,6 +173,12 @@ class Results(_Open):
     # set when the run was stopped (Ctrl-C, SIGTERM, a crash) before every planned run landed:
     # such a file can be read and compared, never promoted into the baseline
     interrupted: Interruption | None = None
+    schedule: Schedule | None = None  # absent in files written before it was recorded
+
+    @property
+    def metering(self) -> str | None:
+        """The metering definition of the runs (None: an older file, usage as billed)."""
+        return self.schedule.metering if self.schedule is not None else None
 
     def run_problem(self) -> str | None:
         """``runs.<i>.<field>: problem`` for the first run that breaks the file's integrity:
@@ -168,13 +202,21 @@ class Results(_Open):
 
 
 def summarize(runs: Iterable[RunResult]) -> Summary:
-    """Summary fields. ``total`` excludes infra errors; cost and tokens include them (billed)."""
+    """Summary fields. ``total`` excludes infra errors; cost and tokens include them (billed).
+
+    ``cost_usd``, ``tokens`` and ``cache_hit_rate`` are measured; ``overhead_usd`` (the warm
+    starts' cache-write premium, suite overhead) is on its own, and ``spend_usd`` is what the
+    runs really cost (``cost_usd + overhead_usd``).
+    """
     runs = list(runs)
     valid = [r for r in runs if r.status != "error"]
     passed = sum(1 for r in valid if r.status == "passed")
     usage = sum((r.usage for r in runs), Usage())
-    extra: dict[str, object] = {"tokens": usage.model_dump(), "duration_s": round(
-        sum(r.duration_s for r in runs), 3)}
+    overhead = sum(r.overhead_usd or 0.0 for r in runs)
+    extra: dict[str, object] = {
+        "tokens": usage.model_dump(),
+        "billed_tokens": sum((r.billed_usage or r.usage for r in runs), Usage()).model_dump(),
+        "duration_s": round(sum(r.duration_s for r in runs), 3)}
     return Summary(
         passed=passed,
         failed=len(valid) - passed,
@@ -184,6 +226,8 @@ def summarize(runs: Iterable[RunResult]) -> Summary:
         mean_turns=sum(r.turns for r in valid) / len(valid) if valid else None,
         cost_usd=round(sum(r.cost_usd for r in runs), 6),
         cache_hit_rate=usage.cache_hit_rate,
+        overhead_usd=round(overhead, 6),
+        spend_usd=round(sum(r.cost_usd for r in runs) + overhead, 6),
         **extra,
     )
 
@@ -194,13 +238,13 @@ def now_iso() -> str:
 
 def new_results(
     *, model: str, agent: AgentInfo, suite: SuiteInfo, commit: str | None,
-    runs: list[RunResult] | None = None, **extra: object,
+    runs: list[RunResult] | None = None, schedule: Schedule | None = None, **extra: object,
 ) -> Results:
     runs = list(runs or [])
     return Results.model_validate({
         "schema_version": 1, "gate_version": __version__, "created_at": now_iso(),
         "commit": commit, "model": model, "agent": agent, "suite": suite, "runs": runs,
-        "summary": summarize(runs), **extra,
+        "summary": summarize(runs), "schedule": schedule, **extra,
     })
 
 

@@ -24,7 +24,7 @@ from gate.config import GateConfig
 from gate.cost import price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts, system_prompt_text
-from gate.meter import PUBLIC_API, MeterProxy
+from gate.meter import METERING, PUBLIC_API, MeterProxy
 from gate.results import (
     AgentInfo,
     Interruption,
@@ -32,6 +32,7 @@ from gate.results import (
     Results,
     RunKey,
     RunResult,
+    Schedule,
     SuiteInfo,
     TaskInfo,
     new_results,
@@ -65,6 +66,8 @@ class RunRequest:
     # an earlier stage (``keep_runs``) stay in the results file
     first_replication: int = 0
     keep_runs: list[RunResult] = field(default_factory=list)
+    # the replications of each look so far, when `gate ci` runs sequentially (recorded only)
+    sequential: list[int] | None = None
     # sees every model request body the meter forwards (run id, raw JSON); for benchmarks
     request_observer: Callable[[str, bytes], None] | None = None
 
@@ -210,7 +213,10 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         results = new_results(
             model=agent.model_label(),
             agent=AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
-            suite=suite_info(suite), commit=commit, runs=list(req.keep_runs), **extra,
+            suite=suite_info(suite), commit=commit, runs=list(req.keep_runs),
+            schedule=Schedule(replications=req.first_replication + replications, jobs=jobs,
+                              sequential=req.sequential, metering=METERING),
+            **extra,
         )
         write_results(req.output, results)  # an empty, valid file from the start
 

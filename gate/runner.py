@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gate.agents import Agent, AgentOutcome, RunContext
+from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso
 from gate.sandbox import (
     LocalSandboxProvider,
@@ -46,8 +47,8 @@ class MeterRun(Protocol):
     base_url: str
     token: str
 
-    def totals(self) -> tuple[int, Usage, float]:
-        """(model requests, usage, cost in USD) so far."""
+    def measured(self) -> RunTotals:
+        """Model requests, usage and cost so far: measured (warm start) and as billed."""
         ...
 
     def api_failure(self) -> str | None:
@@ -200,10 +201,10 @@ def run_one(
     finally:
         if sandbox is not None:
             sandbox.close()
-        turns, usage, cost = (0, Usage(), 0.0)
+        totals = RunTotals(0, Usage(), 0.0, Usage(), 0.0)
         if meter_run is not None:
             meter_run.close()  # waits briefly for requests still in flight to be counted
-            turns, usage, cost = meter_run.totals()
+            totals = meter_run.measured()
             if refused := meter_run.refusals():
                 record({"type": "meter_refused", "requests": refused})
     return RunResult(
@@ -211,9 +212,11 @@ def run_one(
         replication=replication,
         status=status,  # type: ignore[arg-type]
         reason=opts.redactor(reason) if reason else None,
-        turns=turns,
-        usage=RunUsage(**usage.model_dump()),
-        cost_usd=round(cost, 8),
+        turns=totals.turns,
+        usage=RunUsage(**totals.usage.model_dump()),
+        cost_usd=round(totals.cost_usd, 8),
+        billed_usage=RunUsage(**totals.billed_usage.model_dump()),
+        overhead_usd=round(totals.overhead_usd, 8),
         duration_s=round(time.monotonic() - start, 3),
         notes=opts.redactor(notes) if notes else None,
         task_digest=task.digest,

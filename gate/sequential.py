@@ -49,7 +49,8 @@ class SequentialOutcome:
 def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
                    on_result: Callable[[RunResult], None] | None = None) -> SequentialOutcome:
     half = settings.model_copy(update={"alpha": settings.alpha / 2})
-    first = dataclasses.replace(req, replications=settings.sequential_first)
+    first = dataclasses.replace(req, replications=settings.sequential_first,
+                                sequential=[settings.sequential_first])
     results = run_suite(first, on_result)
     comparison = compare(baseline, results, half)
     step = first_look(comparison, settings.sequential_pass_p)
@@ -61,7 +62,8 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
             f"({p_text}; block at ≤ {half.alpha:g}, stop at > {settings.sequential_pass_p:g})."))
     more = dataclasses.replace(req, replications=settings.sequential_more,
                                first_replication=settings.sequential_first,
-                               keep_runs=list(results.runs))
+                               keep_runs=list(results.runs),
+                               sequential=[settings.sequential_first, settings.sequential_more])
     results = run_suite(more, on_result)
     comparison = compare(baseline, results, half)
     total = settings.sequential_first + settings.sequential_more

@@ -30,17 +30,28 @@ def _config(tmp_path: Path, **agent: object) -> GateConfig:
 def _assert_meter_equals_ledger(results: Results) -> None:
     ledger = results.model_extra["simulator"]["ledger"]  # type: ignore[index]
     served = ledger_totals(ledger)
-    metered = sum((r.usage for r in results.runs), Usage())
+    # the billed numbers equal the ledger to the token; the measured ones differ from them only
+    # by writes counted as reads (warm starts), never in the prompt's size or the output
+    metered = sum((r.billed_usage or r.usage for r in results.runs), Usage())
     for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                   "cache_read_input_tokens", "cache_creation_5m", "cache_creation_1h"):
         assert getattr(metered, field) == getattr(served, field), field
-    # cost: the meter's per-run costs equal a hand computation from what the ledger served
+    measured = sum((r.usage for r in results.runs), Usage())
+    assert (measured.input_tokens, measured.output_tokens, measured.prompt_tokens) == (
+        served.input_tokens, served.output_tokens, served.prompt_tokens)
+    # cost: measured cost + overhead (the warm starts' write premium) per run equals a hand
+    # computation from what the ledger served
     prices = price_table()
     by_request = sum(prices.cost(e["requested_model"] if "requested_model" in e else
                                  e["model"].removesuffix("-sim"), Usage.from_api(e["usage"]))
                      for e in read_ledger(ledger) if e.get("usage"))
-    assert sum(r.cost_usd for r in results.runs) == pytest.approx(by_request, rel=1e-6)
-    assert results.summary.cost_usd == pytest.approx(by_request, rel=1e-4)
+    assert all(r.overhead_usd is not None and r.overhead_usd >= 0 for r in results.runs)
+    assert sum(r.cost_usd + (r.overhead_usd or 0) for r in results.runs) == pytest.approx(
+        by_request, rel=1e-6)
+    assert results.summary.spend_usd == pytest.approx(by_request, rel=1e-4)
+    assert results.summary.cost_usd + (results.summary.overhead_usd or 0) == pytest.approx(
+        by_request, rel=1e-4)
+    assert results.schedule is not None and results.schedule.metering == "warm-prefix-v1"
     assert sum(r.turns for r in results.runs) == sum(
         1 for e in read_ledger(ledger) if e.get("usage"))
 

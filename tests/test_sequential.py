@@ -10,6 +10,7 @@ import pytest
 from gate.compare import compare
 from gate.compare._model import PassRateTest
 from gate.config import GateSettings, load_config
+from gate.results import load_results
 from gate.run import RunRequest, run_suite
 from gate.sequential import decisive_p, first_look, run_sequential
 
@@ -54,6 +55,8 @@ def test_a_clear_regression_stops_after_the_first_look(baseline, tmp_path: Path)
     assert out.looks == 1 and out.comparison.verdict == "regression"
     assert Counter(r.task for r in out.results.runs) == {t: 2 for t in EASY}
     assert "2 runs per task were enough" in out.note
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2] and schedule.replications == 2
 
 
 def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -66,3 +69,8 @@ def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: P
     assert on_disk.count('"replication": 4') == 3  # stage two appended, not overwrote
     assert out.comparison.settings["alpha"] == pytest.approx(0.005)
     assert "3 more ran" in out.note
+    # the schedule says how the runs were taken (two looks, 2 then 3), on disk too
+    assert load_results(tmp_path / "r.json").schedule == out.results.schedule
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2, 3]
+    assert schedule.replications == 5 and schedule.jobs == 2

@@ -42,7 +42,16 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
 
 def _rich_report(c: Comparison) -> None:
     """The terminal view: the same facts as ``render_text``, as rich tables."""
-    from gate.report._render import _change, _interesting, _task_rank, _task_row, _value, _verdict
+    from gate.report._render import (
+        _change,
+        _interesting,
+        _overhead,
+        _schedule_reason,
+        _task_rank,
+        _task_row,
+        _value,
+        _verdict,
+    )
 
     out = console()
     out.print(Text(c.headline, style="bold"))
@@ -50,6 +59,10 @@ def _rich_report(c: Comparison) -> None:
              _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
             for m in c.metrics]
     out.print(_table(["metric", "baseline", "this run", "change", "verdict"], rows, wrap=(3,)))
+    if (reason := _schedule_reason(c)):
+        out.print(Text(f"Note: {reason}"))
+    if (overhead := _overhead(c)):
+        out.print(Text(overhead))
     if c.power:
         out.print(Text(c.power.statement))
     if c.verdict == "inconclusive":

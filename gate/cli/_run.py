@@ -39,7 +39,8 @@ def run(base_ref: str | None, **kw: Any) -> None:
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"
     turns = f"{s.mean_turns:.1f}" if s.mean_turns is not None else "n/a"
     click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
-               f"mean turns {turns}, cost ${s.cost_usd:.4f}, cache hit {hit} → {req.output}")
+               f"mean turns {turns}, cost ${s.cost_usd:.4f} (+ ${s.overhead_usd or 0:.4f} suite "
+               f"overhead), cache hit {hit} → {req.output}")
     problems = (results.model_extra or {}).get("problems") or {}
     for name, reason in problems.items():  # names and reasons escaped by the loader
         click.echo(f"gate: warning: task {name} not run: {reason}", err=True)

@@ -23,6 +23,7 @@ from gate.compare._model import (
     MetricResult,
     PassRateTest,
     Power,
+    ScheduleCheck,
     SuiteChanges,
     TaskChange,
     TaskChangeKind,
@@ -128,13 +129,38 @@ def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
     runs = [r for rs in by_task.values() for r in rs]
     errors = sum(1 for r in runs if r.status == "error")
     depth = [len(_valid(by_task[t])) for t in compared]
+    recorded = any(r.overhead_usd is not None for r in runs)
+    overhead = sum(r.overhead_usd or 0.0 for r in runs) if recorded else None
     return ArmInfo(
         commit=results.commit, created_at=results.created_at, model=results.model,
         kind=results.agent.kind, fingerprint=results.agent.fingerprint,
         gate_version=results.gate_version, tasks=len(results.suite.tasks), runs=len(runs),
         errors=errors, infra_rate=errors / len(runs) if runs else 0.0,
         runs_per_task=float(median(depth)) if depth else 0.0,
+        schedule=results.schedule.model_dump(mode="json") if results.schedule else None,
+        metering=results.metering, overhead_usd=overhead,
+        spend_usd=sum(r.cost_usd for r in runs) + overhead if overhead is not None else None,
     )
+
+
+#: metrics whose value depends on how usage is metered
+METERED: tuple[MetricName, ...] = ("cost", "cache_hit_rate")
+
+
+def _schedule_check(baseline: Results, candidate: Results) -> ScheduleCheck:
+    """Schedules may differ freely; a different metering definition makes cost and cache-hit
+    rate incomparable (reported, left out of the verdict)."""
+    b = baseline.schedule.model_dump() if baseline.schedule else {}
+    c = candidate.schedule.model_dump() if candidate.schedule else {}
+    differs = sorted(k for k in set(b) | set(c) if k != "metering" and b.get(k) != c.get(k))
+    if baseline.metering == candidate.metering:
+        return ScheduleCheck(same_metering=True, differs=differs)
+    reason = (f"cost and cache-hit rate are reported, not gated: the baseline's usage was "
+              f"metered as {baseline.metering or 'billed (no metering recorded)'}, this run's "
+              f"as {candidate.metering or 'billed (no metering recorded)'}; refresh the "
+              "baseline with this gate to compare them")
+    return ScheduleCheck(same_metering=False, differs=differs, not_comparable=list(METERED),
+                         reason=reason)
 
 
 def _short(value: str | None) -> str | None:
@@ -275,6 +301,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     perms = _stats.permutation_tests(samples, permutations=settings.permutations,
                                      seed=settings.seed)
     m_alpha = settings.metric_alpha / 2
+    schedule = _schedule_check(baseline, candidate)
     margins = {"turns": settings.turns_margin, "cost": settings.cost_margin,
                "cache_hit_rate": settings.cache_hit_margin}
     for name in ("turns", "cost", "cache_hit_rate"):
@@ -299,14 +326,18 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         if 1 / (settings.permutations + 1) > m_alpha:
             note = (f"{settings.permutations} permutations cannot reach p ≤ {m_alpha:g}: "
                     "this metric can never block")
+        comparable = metric_name not in schedule.not_comparable
+        if not comparable:
+            note = "not comparable: the two arms' metering definitions differ"
         metrics.append(MetricResult(
             name=metric_name, label=_LABELS[metric_name], baseline=res.baseline,
             candidate=res.candidate, delta=delta,
             p_values={"aggregate": res.p_aggregate, "equal_weight": res.p_equal_weight},
             p_value=p_min, threshold=m_alpha, margin=margins[name], significant=significant,
-            exceeds_margin=over, gating=name in gating,
+            exceeds_margin=over, gating=name in gating and comparable,
             verdict="regression" if regression else "ok",
-            blocks=regression and name in gating, note=note,
+            blocks=regression and name in gating and comparable, note=note,
+            comparable=comparable,
         ))
 
     # ---- infra errors and the inconclusive rules ---------------------------------------------
@@ -363,7 +394,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
-        suite=suite, settings=settings.model_dump(mode="json"),
+        suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
     )
 
 

@@ -43,6 +43,9 @@ class MetricResult(_Frozen):
     verdict: MetricVerdict = "ok"
     blocks: bool = False
     note: str | None = None
+    # False: the two arms measured it differently (metering definitions differ); reported,
+    # left out of the verdict
+    comparable: bool = True
 
 
 class InfoMetric(_Frozen):
@@ -103,6 +106,23 @@ class ArmInfo(_Frozen):
     errors: int
     infra_rate: float
     runs_per_task: float  # median valid runs per compared task
+    # how the runs were scheduled and measured (``Results.schedule``; None in older files)
+    schedule: dict[str, object] | None = None
+    metering: str | None = None
+    # the warm starts' cache-write premium summed over the arm's runs (suite overhead, never in
+    # cost per run) and the runs' total spend; None when the file does not record it
+    overhead_usd: float | None = None
+    spend_usd: float | None = None
+
+
+class ScheduleCheck(_Frozen):
+    """Whether the two arms' schedules make any metric incomparable."""
+
+    same_metering: bool
+    # schedule fields that differ; they may differ freely (docs/statistics.md)
+    differs: list[str] = []
+    not_comparable: list[MetricName] = []  # reported, left out of the verdict
+    reason: str | None = None
 
 
 class SuiteChanges(_Frozen):
@@ -157,6 +177,7 @@ class Comparison(_Frozen):
     agent_changes: list[AgentChange]
     suite: SuiteChanges
     settings: dict[str, object]
+    schedule: ScheduleCheck | None = None
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

@@ -114,6 +114,8 @@ def _change(m: MetricResult) -> str:
 
 
 def _verdict(m: MetricResult) -> str:
+    if not m.comparable:
+        return "⚠️ not comparable (reported, not gating)"
     if m.verdict == "n/a":
         return "— n/a"
     if m.verdict == "regression":
@@ -228,6 +230,22 @@ def _method(c: Comparison) -> list[Markup]:
     return lines
 
 
+def _overhead(c: Comparison) -> str | None:
+    """Suite overhead on its own line: the warm starts' cache-write premium (never in cost
+    per run), with each arm's total spend."""
+    b, p = c.baseline, c.candidate
+    if b.overhead_usd is None and p.overhead_usd is None:
+        return None
+    return (f"Suite overhead (cache writes of each run's first request of a shared prefix; not "
+            f"in cost per run): this PR {usd(p.overhead_usd)} (total spend "
+            f"{usd(p.spend_usd)}), baseline {usd(b.overhead_usd)} (total spend "
+            f"{usd(b.spend_usd)}).")
+
+
+def _schedule_reason(c: Comparison) -> str | None:
+    return c.schedule.reason if c.schedule is not None else None
+
+
 MAX_BEHAVIOUR_ROWS = 30
 
 
@@ -290,6 +308,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "notes": [_note(n) for n in list(notes)[:MAX_NOTES]],
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,
+        "not_comparable": md(reason, 500) if (reason := _schedule_reason(c)) else None,
+        "overhead": Markup(o) if (o := _overhead(c)) else None,
         "reasons": [md(r, 300) for r in c.reasons] if c.verdict == "inconclusive" else [],
         "task_summary": Markup(", ".join(parts) if parts else "none"),
         "task_rows": [_task_row(t) for t in shown],
@@ -373,6 +393,10 @@ def render_text(comparison: Comparison) -> str:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")
         lines.append(f"  {m.label:<{width}}  {_value(m, m.baseline):>10} → "
                      f"{_value(m, m.candidate):>10}  {change}  [{_verdict(m)[2:]}]")
+    if (reason := _schedule_reason(c)):
+        lines += ["", f"Note: {plain(reason, 500)}"]
+    if (overhead := _overhead(c)):
+        lines += ["", overhead]
     if c.power:
         lines += ["", c.power.statement]
     if c.verdict == "inconclusive":
