@@ -180,6 +180,7 @@ def test_measured_usage_does_not_depend_on_the_schedule(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # four suite runs
 def test_caching_regressions_are_still_blocked_against_the_committed_baseline(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The unchanged agent at k = 1 is not blocked by the committed (k = 3, pooled) baseline;
@@ -193,7 +194,7 @@ def test_caching_regressions_are_still_blocked_against_the_committed_baseline(
     def judged(label: str, **agent: object) -> tuple[int, dict[str, dict[str, object]]]:
         c = cfg.model_copy(update={"agent": cfg.agent.model_copy(update=agent)})
         out = tmp_path / f"{label}.json"
-        run_suite(RunRequest(config=c, output=out, replications=1, jobs=1, sim=True, seed=4,
+        run_suite(RunRequest(config=c, output=out, replications=1, jobs=4, sim=True, seed=4,
                              transcripts=False))
         res = CliRunner().invoke(main, ["compare", str(REPO / "baseline.json"), str(out),
                                         "--format", "json", "--config",
