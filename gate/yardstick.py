@@ -148,21 +148,14 @@ class Yardstick:
 
     def note(self) -> Markup | None:
         """The comment's visible paragraph: the yardstick changes and when they apply."""
+        from gate.report._escape import code_span
+
         if not self.changed:
             return None
         items = "".join(f"\n> - {line}" for line in self.lines(markdown=True))
         return Markup(
-            f"This PR changes what measures it. It was judged with {_label(self.label)}'s "
+            f"This PR changes what measures it. It was judged with {code_span(self.label)}'s "
             "tasks, settings and baseline; these changes apply after the merge:" + items)
-
-
-def _label(text: str) -> str:
-    """A branch name (a git ref may hold a backtick) as inline code."""
-    from gate.report._escape import md
-
-    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
-        return f"`{text}`"
-    return str(md(text, 100))
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -289,3 +290,26 @@ def test_behaviour_notes_are_counted_and_escaped() -> None:
     assert "Behaviour notes from verify (1 task(s)" in body
     assert "offloaded=yes 3/4 · offloaded=no 1/4" in body
     assert "<img" not in body and "@team" not in body
+
+
+def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
+        tmp_path: Path) -> None:
+    """Branch names and labels go into code spans (no mention, no link there); a name with a
+    backtick, a newline or a bidi override is escaped text instead, in every place that does so."""
+    from gate.config import GateConfig
+    from gate.github._ci import _code
+    from gate.report._escape import code_span
+    from gate.yardstick import SettingChange, Yardstick
+
+    def note(label: str) -> str:
+        ys = Yardstick(ref="r", label=label, config=GateConfig(root=tmp_path),
+                       tasks_dir=tmp_path, baseline_rel="baseline.json", baseline_text=None,
+                       history_text=None, settings=[SettingChange("[gate].alpha", 0.05, 0.5)])
+        return str(ys.note())
+
+    assert code_span("main") == "`main`" and _code("main") == "`main`"
+    assert "judged with `main`'s" in note("main")
+    for name in ("ma\u202ein", "a`b @x", "a\nb", "x" * 101):
+        for out in (str(code_span(name)), _code(name), note(name).split("'s tasks")[0]):
+            assert "`" + name not in out, out
+            assert "\u202e" not in out and "\nb" not in out

@@ -50,7 +50,7 @@ from gate.github._history import (
 )
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
-from gate.report._escape import md
+from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
@@ -650,11 +650,8 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
 
 
 def _code(text: str) -> str:
-    """A configured name (the accept label) as inline code, where GitHub links and mentions
-    nothing; escaped text if it would break out of the code span."""
-    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
-        return f"`{text}`"
-    return str(md(text, 100))
+    """A configured name (the accept label, a path, a branch) as inline code."""
+    return str(code_span(text))
 
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
