@@ -35,6 +35,10 @@ MEASURING_SECTIONS = ("suite", "gate", "ci")
 MAX_VALIDATED = 10
 #: Task and workflow lines shown per comment (the rest are counted).
 MAX_LINES = 30
+#: Characters of the comment the yardstick's lines may take (each line is already cut, but a
+#: PR chooses how many there are and what they quote): past it, the rest are counted, and
+#: the job's log lists them all. The report's per-task table keeps the room it needs.
+NOTE_BUDGET = 12_000
 #: Paths whose change on a PR is flagged: on ``pull_request`` the action's inputs come from the
 #: PR's own workflow files, so a change there already applies to the run judging it.
 WORKFLOW_PATHS = (".github/workflows", ".github/actions")
@@ -152,7 +156,14 @@ class Yardstick:
 
         if not self.changed:
             return None
-        items = "".join(f"\n> - {line}" for line in self.lines(markdown=True))
+        lines = self.lines(markdown=True)
+        items, size = "", 0
+        for i, line in enumerate(lines):
+            size += len(line) + 5
+            if size > NOTE_BUDGET:
+                items += f"\n> - … and {len(lines) - i} more (the job's log lists them all)"
+                break
+            items += f"\n> - {line}"
         return Markup(
             f"This PR changes what measures it. It was judged with {code_span(self.label)}'s "
             "tasks, settings and baseline; these changes apply after the merge:" + items)

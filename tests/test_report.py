@@ -12,6 +12,7 @@ from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
 from gate.report import (
+    BUDGET,
     GITHUB_LIMIT,
     defuse_markdown,
     md,
@@ -313,3 +314,25 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
         for out in (str(code_span(name)), _code(name), note(name).split("'s tasks")[0]):
             assert "`" + name not in out, out
             assert "\u202e" not in out and "\nb" not in out
+
+
+def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
+        tmp_path: Path) -> None:
+    """However many measuring things a PR changes, and however much escaping their names
+    need, the yardstick paragraph stays bounded and the report under GitHub's limit."""
+    from gate.config import GateConfig
+    from gate.yardstick import NOTE_BUDGET, SettingChange, TaskChange, Yardstick
+
+    bad = "|<@" * 100
+    ys = Yardstick(ref="r", label="main", config=GateConfig(root=tmp_path), tasks_dir=tmp_path,
+                   baseline_rel="baseline.json", baseline_text=None, history_text=None,
+                   settings=[SettingChange(f"[ci].k{i}", bad, bad) for i in range(30)],
+                   tasks=[TaskChange(f"t{i}", "broken", bad, False) for i in range(100)],
+                   workflows=[f".github/workflows/{bad}{i}" for i in range(100)],
+                   files=[bad, bad], unreadable=bad)
+    note = ys.note()
+    assert note is not None and len(note) < NOTE_BUDGET + 500
+    assert "more (the job's log lists them all)" in note
+    body = render_markdown(_big_comparison(), notes=["n" * 900] * 12, yardstick=note)
+    assert len(body) <= BUDGET
+    assert "| pass rate |" in body and "newly failing" in body
