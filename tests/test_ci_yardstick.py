@@ -181,3 +181,74 @@ def test_base_ref_that_does_not_exist_is_bad_input(project: Project) -> None:
     assert "Traceback" not in res.stderr
     res = _gate(ci, "compare", "--base-ref", "origin/main", helper=ci)
     assert res.returncode == 2 and "one argument, RESULTS" in res.stderr
+
+
+_AUDIT = '''
+import json, os, sys
+_log = os.environ.get("AUDIT_LOG_PATH")
+if _log:
+    _fd = os.open(_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    _pid = os.getpid()
+
+    def _hook(event, args):
+        if os.getpid() != _pid:
+            return
+        if event == "import":
+            line = ["import", args[0]]
+        elif event == "open" and isinstance(args[0], (str, bytes)):
+            mode = args[1] if args[1] is not None else ("r" if args[2] & 3 == 0 else "w")
+            line = ["open", os.fsdecode(args[0]), mode]
+        elif event == "subprocess.Popen":
+            line = ["exec", " ".join(map(os.fsdecode, args[1] or []))]
+        else:
+            return
+        os.write(_fd, (json.dumps([_pid, *line]) + "\\n").encode())
+
+    sys.addaudithook(_hook)
+'''
+
+
+def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project,
+                                                                tmp_path: Path) -> None:
+    """The agent under test runs as the gate's user: during the suite it can rewrite the
+    checkout (``.git`` included) and the gate's own files. So once the suite has run, the gate
+    runs no git, imports no module and opens no file of its own package, and of the checkout
+    only the PR's added task (validated with its oracle, a line of the comment): the
+    yardstick, the code that judges and the templates that tell are all in memory before the
+    agent starts (the rest of the same-user reach is in docs/github.md's threat model)."""
+    hook = tmp_path / "audit"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_AUDIT)
+    log = tmp_path / "audit.jsonl"
+
+    def break_and_add(work: Path) -> None:
+        _break_agent(work)
+        d = work / "tasks" / "delta"
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text("Write `delta` into out.txt.\n")
+        (d / "verify.sh").write_text("set -eu\ngrep -qx delta out.txt\n")
+        (d / "solution" / "solve.sh").write_text("echo delta > out.txt\n")
+
+    ci = project.pr_branch("feature", break_and_add)
+    run = project.gate_ci(ci, env={
+        "AUDIT_LOG_PATH": str(log),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+    })
+    assert run.code == 1, run.stderr
+    assert "sound with its oracle" in _marker_comments(project.gh)[0]["body"]
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    gate_pid = events[-1][0]  # the gate re-executes itself once: the same pid, a new image
+    mine = [e[1:] for e in events if e[0] == gate_pid]
+    # the suite ends with its last write of results.json
+    end = max(i for i, e in enumerate(mine) if e[0] == "open" and "/.results.json." in e[1])
+    assert any(e[0] == "exec" and "verify.sh" in e[1] for e in mine[:end])
+    import gate
+
+    package = str(Path(gate.__file__).resolve().parent)
+    after = mine[end + 1:]
+    assert not [e for e in after if e[0] == "exec" and "git" in e[1].split(" ")[0]]
+    assert not [e for e in after if e[0] == "import"]
+    assert not [e for e in after if e[0] == "open" and e[1].startswith(package)]
+    assert not [e for e in after if e[0] == "open" and e[1].startswith(str(ci))
+                and not e[1].startswith(str(ci / "tasks" / "delta"))
+                and "r" in e[2] and "+" not in e[2]]

@@ -228,8 +228,10 @@ class _CI:
     def yardstick(self, base_branch: str) -> Iterator[Yardstick]:
         """From here on, everything that measures is ``base_branch``'s: the tasks, [suite],
         [gate], [ci], the baseline and the history. Only [agent] is the checkout's."""
+        from gate.report._render import preload_templates
         from gate.yardstick import open_yardstick
 
+        preload_templates()  # nothing that tells the verdict is read after the suite
         root = self.repo_root()
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
