@@ -29,7 +29,8 @@ from gate.errors import BadInput
 from gate.github import _git
 from gate.tasks import Suite, load_suite
 
-#: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test.
+#: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
+#: but for its ``prices``: the price table measures cost, so it is the base's too.
 MEASURING_SECTIONS = ("suite", "gate", "ci")
 #: Changed or added tasks validated with their oracle per PR (each is a few script runs).
 MAX_VALIDATED = 10
@@ -65,7 +66,7 @@ class Yardstick:
 
     ref: str
     label: str  # how the base is named to people, e.g. "main"
-    config: GateConfig  # [agent] from the PR; [suite], [gate], [ci] from the base
+    config: GateConfig  # [agent] from the PR (its prices the base's); [suite], [gate], [ci] too
     tasks_dir: Path  # the base's suite, extracted to a private directory
     baseline_rel: str
     baseline_text: str | None
@@ -184,7 +185,9 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
             else GateConfig(root=cfg.root))
-    joined = GateConfig(agent=cfg.agent, suite=base.suite, gate=base.gate, ci=base.ci,
+    # the price table measures cost: a PR that prices its model at 0 must not hide its spend
+    agent = cfg.agent.model_copy(update={"prices": base.agent.prices})
+    joined = GateConfig(agent=agent, suite=base.suite, gate=base.gate, ci=base.ci,
                         root=cfg.root, source=cfg.source)
     tasks_path = tasks_override or joined.path(base.suite.tasks)
     tasks_rel = _git.repo_relative(root, tasks_path)
@@ -266,6 +269,10 @@ def _setting_changes(base: GateConfig, pr: GateConfig) -> list[SettingChange]:
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 out.append(SettingChange(f"[{section}].{key}", old.get(key), new.get(key)))
+    old_prices = base.agent.model_dump(mode="json")["prices"]
+    new_prices = pr.agent.model_dump(mode="json")["prices"]
+    if old_prices != new_prices:
+        out.append(SettingChange("[agent].prices", old_prices, new_prices))
     return out
 
 

@@ -252,3 +252,28 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
     assert not [e for e in after if e[0] == "open" and e[1].startswith(str(ci))
                 and not e[1].startswith(str(ci / "tasks" / "delta"))
                 and "r" in e[2] and "+" not in e[2]]
+
+
+@pytest.fixture
+def sim_project(tmp_path: Path) -> Iterator[Project]:
+    pytest.importorskip("gate.sim")
+    yield from _project(tmp_path, sim=True)
+
+
+def test_a_pr_cannot_price_away_its_own_cost(sim_project: Project) -> None:
+    """``[agent.prices]`` sits under the agent but measures cost: a PR that makes its agent
+    spend more and prices its model at 0 is judged with the base's prices, and told so."""
+    def pricier_but_free(work: Path) -> None:
+        (work / "prompt.md").write_text("Think out loud about every step first. " * 1500)
+        toml = (work / "gate.toml").read_text().replace(
+            "max_turns = 10\n", 'max_turns = 10\nsystem_prompt = "prompt.md"\n')
+        (work / "gate.toml").write_text(
+            toml + '\n[agent.prices."claude-sonnet-5-5"]\ninput = 0\noutput = 0\n'
+            'cache_write_5m = 0\ncache_write_1h = 0\ncache_read = 0\n')
+
+    ci = sim_project.pr_branch("free", pricier_but_free)
+    run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "regression" and float(run.outputs["cost_usd"]) > 0
+    (comment,) = _marker_comments(sim_project.gh)
+    assert "`[agent].prices`: {} →" in comment["body"]
