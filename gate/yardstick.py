@@ -180,7 +180,9 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
         raise BadInput(f"--base-ref {ref}: no such commit or branch in {root} (fetch it first: "
                        f"git fetch origin {ref.removeprefix('origin/')})")
     source = cfg.source or (cfg.root / DEFAULT_CONFIG)
-    config_rel = _git.repo_relative(root, source)
+    # the path as named in the checkout: a symlink the PR planted must not point elsewhere
+    parent = _git.repo_relative(root, source.parent)
+    config_rel = source.name if parent == "." else f"{parent}/{source.name}"
     base_text = _show(root, ref, config_rel, CONFIG_LIMIT, label)
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None

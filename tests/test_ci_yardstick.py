@@ -277,3 +277,31 @@ def test_a_pr_cannot_price_away_its_own_cost(sim_project: Project) -> None:
     assert run.outputs["verdict"] == "regression" and float(run.outputs["cost_usd"]) > 0
     (comment,) = _marker_comments(sim_project.gh)
     assert "`[agent].prices`: {} →" in comment["body"]
+
+
+def test_a_pr_cannot_swap_gate_toml_for_a_link_to_a_file_the_base_lacks(
+        project: Project) -> None:
+    """``gate.toml`` as a symlink to the PR's own ``loose.toml``: the base's ``gate.toml`` is
+    still the yardstick (not the defaults, as for a path the base does not have)."""
+    def link(work: Path) -> None:
+        _break_agent(work)
+        toml = (work / "gate.toml").read_text()
+        (work / "gate.toml").unlink()
+        (work / "loose.toml").write_text(toml + '\n[ci]\nfail_on_regression = false\n')
+        (work / "gate.toml").symlink_to("loose.toml")
+
+    # the base's own gate.toml is stricter than the defaults: fail_on_regression is the
+    # default (true), so make the base's stricter in a way the defaults are not
+    seed = project.clone("tighten")
+    toml = (seed / "gate.toml").read_text().replace(
+        '[gate]\n', '[gate]\nblock_on = ["pass_rate"]\n')
+    (seed / "gate.toml").write_text(toml)
+    sh(seed, "git", "commit", "-qam", "tighten")
+    sh(seed, "git", "push", "-q", "origin", "main")
+
+    ci = project.pr_branch("link", link)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stdout + run.stderr
+    body = _marker_comments(project.gh)[0]["body"]
+    assert "`[ci].fail_on_regression`: true → false" in body
+    assert "`[gate].block_on`" not in body  # the base's block_on, not the defaults'
