@@ -494,6 +494,8 @@ class _CI:
         root = self.repo_root()
         baseline_path = self.cfg.path(self.cfg.gate.baseline)
         history_path = self.cfg.path(self.settings.history)
+        pushes = self.settings.baseline_refresh == "commit" and bool(branch)
+        git_state = _git.config_state(root) if pushes else ""
         results = self.run_suite()
         s = results.summary
         if s.total == 0:
@@ -514,7 +516,12 @@ class _CI:
                                                          run_url=self.env.run_url),
                                  keep=self.settings.history_size)
         committed = ""
-        if self.settings.baseline_refresh == "commit" and branch:
+        if pushes and branch:
+            if _git.config_state(root) != git_state:
+                raise Unmeasurable(
+                    "the checkout's git configuration changed while the suite ran (.git/config, "
+                    ".git/hooks or the user's git config): the refreshed baseline is not pushed "
+                    "with the token; see the threat model in docs/github.md")
             short = (results.commit or self.env.sha or "")[:7]
             token = self.env.token.get_secret_value() if self.env.token else None
             sha = _git.commit_and_push(
