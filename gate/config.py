@@ -5,6 +5,7 @@ Relative paths in the file are relative to the file's directory.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -135,7 +136,9 @@ def load_config(path: str | Path | None) -> GateConfig:
     p = Path(path)
     cfg = parse_config(read_text(p, CONFIG_LIMIT, "config file"), where=str(p),
                        root=p.resolve().parent)
-    cfg.source = p.resolve()
+    # where the file is named, not where a symlink points: on a PR the base branch's copy is
+    # read at this path (gate.toml as a link to a file the base lacks is still gate.toml)
+    cfg.source = Path(os.path.abspath(p))
     return cfg
 
 

@@ -211,7 +211,7 @@ def load_task(path: Path) -> Task:
     """Load one task directory; raises ``BadInput`` with the reason when it is not a task
     (``<escaped id>: <reason>``)."""
     name = printable(path.name)
-    if not _TASK_ID.match(path.name):
+    if not _TASK_ID.fullmatch(path.name):  # `$` alone would let a final newline through
         raise BadInput(f"{name}: not a valid task id (letters, digits, '.', '_', '+', '-'; "
                        "starting with a letter or digit; at most 128 characters)")
     if not (path / "task.md").is_file():

@@ -29,12 +29,17 @@ from gate.errors import BadInput
 from gate.github import _git
 from gate.tasks import Suite, load_suite
 
-#: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test.
+#: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
+#: but for its ``prices``: the price table measures cost, so it is the base's too.
 MEASURING_SECTIONS = ("suite", "gate", "ci")
 #: Changed or added tasks validated with their oracle per PR (each is a few script runs).
 MAX_VALIDATED = 10
 #: Task and workflow lines shown per comment (the rest are counted).
 MAX_LINES = 30
+#: Characters of the comment the yardstick's lines may take (each line is already cut, but a
+#: PR chooses how many there are and what they quote): past it, the rest are counted, and
+#: the job's log lists them all. The report's per-task table keeps the room it needs.
+NOTE_BUDGET = 12_000
 #: Paths whose change on a PR is flagged: on ``pull_request`` the action's inputs come from the
 #: PR's own workflow files, so a change there already applies to the run judging it.
 WORKFLOW_PATHS = (".github/workflows", ".github/actions")
@@ -61,7 +66,7 @@ class Yardstick:
 
     ref: str
     label: str  # how the base is named to people, e.g. "main"
-    config: GateConfig  # [agent] from the PR; [suite], [gate], [ci] from the base
+    config: GateConfig  # [agent] from the PR (its prices the base's); [suite], [gate], [ci] too
     tasks_dir: Path  # the base's suite, extracted to a private directory
     baseline_rel: str
     baseline_text: str | None
@@ -148,21 +153,21 @@ class Yardstick:
 
     def note(self) -> Markup | None:
         """The comment's visible paragraph: the yardstick changes and when they apply."""
+        from gate.report._escape import code_span
+
         if not self.changed:
             return None
-        items = "".join(f"\n> - {line}" for line in self.lines(markdown=True))
+        lines = self.lines(markdown=True)
+        items, size = "", 0
+        for i, line in enumerate(lines):
+            size += len(line) + 5
+            if size > NOTE_BUDGET:
+                items += f"\n> - … and {len(lines) - i} more (the job's log lists them all)"
+                break
+            items += f"\n> - {line}"
         return Markup(
-            f"This PR changes what measures it. It was judged with {_label(self.label)}'s "
+            f"This PR changes what measures it. It was judged with {code_span(self.label)}'s "
             "tasks, settings and baseline; these changes apply after the merge:" + items)
-
-
-def _label(text: str) -> str:
-    """A branch name (a git ref may hold a backtick) as inline code."""
-    from gate.report._escape import md
-
-    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
-        return f"`{text}`"
-    return str(md(text, 100))
 
 
 @contextlib.contextmanager
@@ -175,12 +180,16 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
         raise BadInput(f"--base-ref {ref}: no such commit or branch in {root} (fetch it first: "
                        f"git fetch origin {ref.removeprefix('origin/')})")
     source = cfg.source or (cfg.root / DEFAULT_CONFIG)
-    config_rel = _git.repo_relative(root, source)
+    # the path as named in the checkout: a symlink the PR planted must not point elsewhere
+    parent = _git.repo_relative(root, source.parent)
+    config_rel = source.name if parent == "." else f"{parent}/{source.name}"
     base_text = _show(root, ref, config_rel, CONFIG_LIMIT, label)
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
             else GateConfig(root=cfg.root))
-    joined = GateConfig(agent=cfg.agent, suite=base.suite, gate=base.gate, ci=base.ci,
+    # the price table measures cost: a PR that prices its model at 0 must not hide its spend
+    agent = cfg.agent.model_copy(update={"prices": base.agent.prices})
+    joined = GateConfig(agent=agent, suite=base.suite, gate=base.gate, ci=base.ci,
                         root=cfg.root, source=cfg.source)
     tasks_path = tasks_override or joined.path(base.suite.tasks)
     tasks_rel = _git.repo_relative(root, tasks_path)
@@ -262,6 +271,10 @@ def _setting_changes(base: GateConfig, pr: GateConfig) -> list[SettingChange]:
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 out.append(SettingChange(f"[{section}].{key}", old.get(key), new.get(key)))
+    old_prices = base.agent.model_dump(mode="json")["prices"]
+    new_prices = pr.agent.model_dump(mode="json")["prices"]
+    if old_prices != new_prices:
+        out.append(SettingChange("[agent].prices", old_prices, new_prices))
     return out
 
 

@@ -289,3 +289,14 @@ def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(pair: tuple[Path, dict]
     make_task("forever", toml="verify_timeout = inf\n")
     p = in_process("validate", "--tasks", suite_dir)
     assert "task.toml: verify_timeout: Input should be a finite number" in p.stdout, p.stdout
+
+
+def test_a_trailing_newline_does_not_slip_past_the_task_id_check(make_task,
+                                                                  suite_dir: Path) -> None:
+    """``$`` in a Python pattern also matches before a final newline: the id check must not."""
+    make_task("fine")
+    make_task("sneaky\n")
+    p = gate("validate", "--tasks", suite_dir)
+    assert p.returncode == 1, p.stdout
+    assert "sneaky\\n " in p.stdout and "not a valid task id" in p.stdout
+    assert "1 sound, 1 broken" in p.stdout

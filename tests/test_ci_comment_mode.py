@@ -49,11 +49,17 @@ def _comment_run(gh: FakeGitHub, workspace: Path, report: Path, *args: str,
     return p, (_parse_output_file(out.read_text()) if out.exists() else {})
 
 
-@pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
-def test_comment_mode_works_from_an_empty_directory(gh: FakeGitHub, tmp_path: Path) -> None:
+def _dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """The workspace (a fork's files may be there) and RUNNER_TEMP (the artifact goes here)."""
     workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
     workspace.mkdir()
     temp.mkdir()
+    return workspace, temp
+
+
+@pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
+def test_comment_mode_works_from_an_empty_directory(gh: FakeGitHub, tmp_path: Path) -> None:
+    workspace, temp = _dirs(tmp_path)
     report = temp / "gate-report.md"
     report.write_text("### agent-gate: skipped\n\nno key on a fork\n")
     p, outputs = _comment_run(gh, workspace, report)
@@ -71,9 +77,7 @@ def test_comment_mode_ignores_a_planted_gate_toml_and_python_package(
     """The workspace holds what an unpacked artifact could: a gate.toml that would not even
     load, and a `gate` package (plus `pip`, `venv`) that would run with the write token. The
     comment is posted; none of it is read or imported."""
-    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
-    workspace.mkdir()
-    temp.mkdir()
+    workspace, temp = _dirs(tmp_path)
     marker = tmp_path / "imported"
     (workspace / "gate.toml").write_text("[ci]\ncomment = not toml at all [[[\n")
     for name in ("gate", "pip", "venv"):
@@ -98,9 +102,7 @@ def test_comment_mode_posts_no_symlink_fifo_or_binary_report(gh: FakeGitHub,
                                                              tmp_path: Path) -> None:
     """An artifact's gate-report.md that is a symlink (to a file of the runner's), a FIFO (a
     job that blocks forever), or not text: exit 2 naming the file, nothing posted."""
-    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
-    workspace.mkdir()
-    temp.mkdir()
+    workspace, temp = _dirs(tmp_path)
     private = tmp_path / "runner-credentials"
     private.write_text("runner-private-SECRET-contents\n")
     report = temp / "gate-report.md"
@@ -121,9 +123,7 @@ def test_comment_mode_posts_no_symlink_fifo_or_binary_report(gh: FakeGitHub,
 
 @pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
 def test_comment_mode_skips_a_cancelled_run(gh: FakeGitHub, tmp_path: Path) -> None:
-    workspace, temp = tmp_path / "workspace", tmp_path / "runner-temp"
-    workspace.mkdir()
-    temp.mkdir()
+    workspace, temp = _dirs(tmp_path)
     report = temp / "gate-report.md"
     report.write_text("### agent-gate: half a run\n")
     p, outputs = _comment_run(gh, workspace, report, conclusion="cancelled")

@@ -183,3 +183,34 @@ def test_git_runs_without_the_gates_credentials(tmp_path: Path,
     assert env["GIT_CONFIG_KEY_2"] == "http.https://github.example/.extraheader"
     r = _git.git(tmp_path, "config", "--get-all", "http.https://github.example/.extraheader")
     assert r.returncode == 1  # nothing written to .git/config
+
+
+@pytest.mark.slow
+def test_a_hook_planted_during_the_suite_never_runs_with_the_token(
+    private: tuple[Project, GitOverHTTP], tmp_path: Path,
+) -> None:
+    """The suite runs as the gate's user and can write the checkout's ``.git``: a hook or a
+    config entry (a proxy, no TLS check) planted there would run with, or send away, the
+    token the baseline push carries. A git configuration changed by the suite stops the push."""
+    project, server = private
+    main = _clone(server, project, "main-ci", "main")
+    loot = tmp_path / "loot"
+    hostile = tmp_path / "hostile.sh"
+    hostile.write_text(
+        'echo "$1" > out.txt\n'
+        f'mkdir -p {main}/.git/hooks\n'
+        f"printf '#!/bin/sh\\nenv >> {loot}\\ncat > /dev/null\\n' > {main}/.git/hooks/pre-push\n"
+        f'chmod +x {main}/.git/hooks/pre-push\n')
+    event = main.parent / "push-event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main",
+                                 "repository": {"full_name": REPO, "default_branch": "main"}}))
+    before = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
+    run = project.gate_ci(main, "--baseline-refresh", "commit", event="push", event_path=event,
+                          ref="refs/heads/main", env={"GITHUB_SERVER_URL": server.url,
+                                                      "AGENT_HELPER": str(hostile)})
+    assert (main / ".git" / "hooks" / "pre-push").exists()  # the suite did plant it
+    assert not loot.exists() or server.expected.split()[1] not in loot.read_text()
+    assert run.code == 3, run.stderr
+    assert "git configuration changed while the suite ran" in run.stderr
+    after = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
+    assert after == before

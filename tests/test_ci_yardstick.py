@@ -181,3 +181,127 @@ def test_base_ref_that_does_not_exist_is_bad_input(project: Project) -> None:
     assert "Traceback" not in res.stderr
     res = _gate(ci, "compare", "--base-ref", "origin/main", helper=ci)
     assert res.returncode == 2 and "one argument, RESULTS" in res.stderr
+
+
+_AUDIT = '''
+import json, os, sys
+_log = os.environ.get("AUDIT_LOG_PATH")
+if _log:
+    _fd = os.open(_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    _pid = os.getpid()
+
+    def _hook(event, args):
+        if os.getpid() != _pid:
+            return
+        if event == "import":
+            line = ["import", args[0]]
+        elif event == "open" and isinstance(args[0], (str, bytes)):
+            mode = args[1] if args[1] is not None else ("r" if args[2] & 3 == 0 else "w")
+            line = ["open", os.fsdecode(args[0]), mode]
+        elif event == "subprocess.Popen":
+            line = ["exec", " ".join(map(os.fsdecode, args[1] or []))]
+        else:
+            return
+        os.write(_fd, (json.dumps([_pid, *line]) + "\\n").encode())
+
+    sys.addaudithook(_hook)
+'''
+
+
+def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project,
+                                                                tmp_path: Path) -> None:
+    """The agent under test runs as the gate's user: during the suite it can rewrite the
+    checkout (``.git`` included) and the gate's own files. So once the suite has run, the gate
+    runs no git, imports no module and opens no file of its own package, and of the checkout
+    only the PR's added task (validated with its oracle, a line of the comment): the
+    yardstick, the code that judges and the templates that tell are all in memory before the
+    agent starts (the rest of the same-user reach is in docs/github.md's threat model)."""
+    hook = tmp_path / "audit"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_AUDIT)
+    log = tmp_path / "audit.jsonl"
+
+    def break_and_add(work: Path) -> None:
+        _break_agent(work)
+        d = work / "tasks" / "delta"
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text("Write `delta` into out.txt.\n")
+        (d / "verify.sh").write_text("set -eu\ngrep -qx delta out.txt\n")
+        (d / "solution" / "solve.sh").write_text("echo delta > out.txt\n")
+
+    ci = project.pr_branch("feature", break_and_add)
+    run = project.gate_ci(ci, env={
+        "AUDIT_LOG_PATH": str(log),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+    })
+    assert run.code == 1, run.stderr
+    assert "sound with its oracle" in _marker_comments(project.gh)[0]["body"]
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    gate_pid = events[-1][0]  # the gate re-executes itself once: the same pid, a new image
+    mine = [e[1:] for e in events if e[0] == gate_pid]
+    # the suite ends with its last write of results.json
+    end = max(i for i, e in enumerate(mine) if e[0] == "open" and "/.results.json." in e[1])
+    assert any(e[0] == "exec" and "verify.sh" in e[1] for e in mine[:end])
+    import gate
+
+    package = str(Path(gate.__file__).resolve().parent)
+    after = mine[end + 1:]
+    assert not [e for e in after if e[0] == "exec" and "git" in e[1].split(" ")[0]]
+    assert not [e for e in after if e[0] == "import"]
+    assert not [e for e in after if e[0] == "open" and e[1].startswith(package)]
+    assert not [e for e in after if e[0] == "open" and e[1].startswith(str(ci))
+                and not e[1].startswith(str(ci / "tasks" / "delta"))
+                and "r" in e[2] and "+" not in e[2]]
+
+
+@pytest.fixture
+def sim_project(tmp_path: Path) -> Iterator[Project]:
+    pytest.importorskip("gate.sim")
+    yield from _project(tmp_path, sim=True)
+
+
+def test_a_pr_cannot_price_away_its_own_cost(sim_project: Project) -> None:
+    """``[agent.prices]`` sits under the agent but measures cost: a PR that makes its agent
+    spend more and prices its model at 0 is judged with the base's prices, and told so."""
+    def pricier_but_free(work: Path) -> None:
+        (work / "prompt.md").write_text("Think out loud about every step first. " * 1500)
+        toml = (work / "gate.toml").read_text().replace(
+            "max_turns = 10\n", 'max_turns = 10\nsystem_prompt = "prompt.md"\n')
+        (work / "gate.toml").write_text(
+            toml + '\n[agent.prices."claude-sonnet-5-5"]\ninput = 0\noutput = 0\n'
+            'cache_write_5m = 0\ncache_write_1h = 0\ncache_read = 0\n')
+
+    ci = sim_project.pr_branch("free", pricier_but_free)
+    run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "regression" and float(run.outputs["cost_usd"]) > 0
+    (comment,) = _marker_comments(sim_project.gh)
+    assert "`[agent].prices`: {} →" in comment["body"]
+
+
+def test_a_pr_cannot_swap_gate_toml_for_a_link_to_a_file_the_base_lacks(
+        project: Project) -> None:
+    """``gate.toml`` as a symlink to the PR's own ``loose.toml``: the base's ``gate.toml`` is
+    still the yardstick (not the defaults, as for a path the base does not have)."""
+    def link(work: Path) -> None:
+        _break_agent(work)
+        toml = (work / "gate.toml").read_text()
+        (work / "gate.toml").unlink()
+        (work / "loose.toml").write_text(toml + '\n[ci]\nfail_on_regression = false\n')
+        (work / "gate.toml").symlink_to("loose.toml")
+
+    # the base's own gate.toml is stricter than the defaults: fail_on_regression is the
+    # default (true), so make the base's stricter in a way the defaults are not
+    seed = project.clone("tighten")
+    toml = (seed / "gate.toml").read_text().replace(
+        '[gate]\n', '[gate]\nblock_on = ["pass_rate"]\n')
+    (seed / "gate.toml").write_text(toml)
+    sh(seed, "git", "commit", "-qam", "tighten")
+    sh(seed, "git", "push", "-q", "origin", "main")
+
+    ci = project.pr_branch("link", link)
+    run = project.gate_ci(ci)
+    assert run.code == 1, run.stdout + run.stderr
+    body = _marker_comments(project.gh)[0]["body"]
+    assert "`[ci].fail_on_regression`: true → false" in body
+    assert "`[gate].block_on`" not in body  # the base's block_on, not the defaults'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
 from gate.report import (
+    BUDGET,
     GITHUB_LIMIT,
     defuse_markdown,
     md,
@@ -289,3 +291,48 @@ def test_behaviour_notes_are_counted_and_escaped() -> None:
     assert "Behaviour notes from verify (1 task(s)" in body
     assert "offloaded=yes 3/4 · offloaded=no 1/4" in body
     assert "<img" not in body and "@team" not in body
+
+
+def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
+        tmp_path: Path) -> None:
+    """Branch names and labels go into code spans (no mention, no link there); a name with a
+    backtick, a newline or a bidi override is escaped text instead, in every place that does so."""
+    from gate.config import GateConfig
+    from gate.github._ci import _code
+    from gate.report._escape import code_span
+    from gate.yardstick import SettingChange, Yardstick
+
+    def note(label: str) -> str:
+        ys = Yardstick(ref="r", label=label, config=GateConfig(root=tmp_path),
+                       tasks_dir=tmp_path, baseline_rel="baseline.json", baseline_text=None,
+                       history_text=None, settings=[SettingChange("[gate].alpha", 0.05, 0.5)])
+        return str(ys.note())
+
+    assert code_span("main") == "`main`" and _code("main") == "`main`"
+    assert "judged with `main`'s" in note("main")
+    for name in ("ma\u202ein", "a`b @x", "a\nb", "x" * 101):
+        for out in (str(code_span(name)), _code(name), note(name).split("'s tasks")[0]):
+            assert "`" + name not in out, out
+            assert "\u202e" not in out and "\nb" not in out
+
+
+def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
+        tmp_path: Path) -> None:
+    """However many measuring things a PR changes, and however much escaping their names
+    need, the yardstick paragraph stays bounded and the report under GitHub's limit."""
+    from gate.config import GateConfig
+    from gate.yardstick import NOTE_BUDGET, SettingChange, TaskChange, Yardstick
+
+    bad = "|<@" * 100
+    ys = Yardstick(ref="r", label="main", config=GateConfig(root=tmp_path), tasks_dir=tmp_path,
+                   baseline_rel="baseline.json", baseline_text=None, history_text=None,
+                   settings=[SettingChange(f"[ci].k{i}", bad, bad) for i in range(30)],
+                   tasks=[TaskChange(f"t{i}", "broken", bad, False) for i in range(100)],
+                   workflows=[f".github/workflows/{bad}{i}" for i in range(100)],
+                   files=[bad, bad], unreadable=bad)
+    note = ys.note()
+    assert note is not None and len(note) < NOTE_BUDGET + 500
+    assert "more (the job's log lists them all)" in note
+    body = render_markdown(_big_comparison(), notes=["n" * 900] * 12, yardstick=note)
+    assert len(body) <= BUDGET
+    assert "| pass rate |" in body and "newly failing" in body

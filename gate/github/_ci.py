@@ -50,7 +50,7 @@ from gate.github._history import (
 )
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
-from gate.report._escape import md
+from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
@@ -228,8 +228,10 @@ class _CI:
     def yardstick(self, base_branch: str) -> Iterator[Yardstick]:
         """From here on, everything that measures is ``base_branch``'s: the tasks, [suite],
         [gate], [ci], the baseline and the history. Only [agent] is the checkout's."""
+        from gate.report._render import preload_templates
         from gate.yardstick import open_yardstick
 
+        preload_templates()  # nothing that tells the verdict is read after the suite
         root = self.repo_root()
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
@@ -492,6 +494,8 @@ class _CI:
         root = self.repo_root()
         baseline_path = self.cfg.path(self.cfg.gate.baseline)
         history_path = self.cfg.path(self.settings.history)
+        pushes = self.settings.baseline_refresh == "commit" and bool(branch)
+        git_state = _git.config_state(root) if pushes else ""
         results = self.run_suite()
         s = results.summary
         if s.total == 0:
@@ -512,7 +516,12 @@ class _CI:
                                                          run_url=self.env.run_url),
                                  keep=self.settings.history_size)
         committed = ""
-        if self.settings.baseline_refresh == "commit" and branch:
+        if pushes and branch:
+            if _git.config_state(root) != git_state:
+                raise Unmeasurable(
+                    "the checkout's git configuration changed while the suite ran (.git/config, "
+                    ".git/hooks or the user's git config): the refreshed baseline is not pushed "
+                    "with the token; see the threat model in docs/github.md")
             short = (results.commit or self.env.sha or "")[:7]
             token = self.env.token.get_secret_value() if self.env.token else None
             sha = _git.commit_and_push(
@@ -650,11 +659,8 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
 
 
 def _code(text: str) -> str:
-    """A configured name (the accept label) as inline code, where GitHub links and mentions
-    nothing; escaped text if it would break out of the code span."""
-    if text and len(text) <= 100 and not any(c in text for c in "`\r\n"):
-        return f"`{text}`"
-    return str(md(text, 100))
+    """A configured name (the accept label, a path, a branch) as inline code."""
+    return str(code_span(text))
 
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536

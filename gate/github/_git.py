@@ -11,6 +11,7 @@ printed; git otherwise runs without the gate's credentials in its environment.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 import subprocess
@@ -100,6 +101,30 @@ def pr_changes_file(root: Path, base_ref: str, relpath: str) -> bool | None:
     if r.returncode != 0:
         return None
     return relpath in r.stdout.splitlines()
+
+
+def config_state(root: Path) -> str:
+    """A digest of what decides what git runs and where it sends the token: the repository's
+    config and hooks, and the user's global config. The suite runs as the gate's user and can
+    write all of them; a push after it carries the token, so it is made only when this is
+    unchanged (a planted ``pre-push`` hook would read the token from its environment, a
+    planted proxy without TLS checks would receive it)."""
+    r = git(root, "rev-parse", "--git-common-dir")
+    common = (root / r.stdout.strip()) if r.returncode == 0 else root / ".git"
+    files = [common / "config", Path.home() / ".gitconfig",
+             Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git" / "config"]
+    hooks = common / "hooks"
+    if hooks.is_dir():
+        files += sorted(hooks.iterdir())
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(str(f).encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(f.read_bytes()).digest() if f.is_file() else b"-")
+        except OSError as exc:
+            digest.update(f"unreadable {exc.errno}".encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def commit_and_push(root: Path, paths: list[Path], branch: str, message: str, *,

@@ -96,6 +96,16 @@ def md(value: object, limit: int = 200) -> Markup:
     return Markup(text)
 
 
+def code_span(text: str, limit: int = 100) -> Markup:
+    """A name (a branch, a path, a label) as inline code, where GitHub links and mentions
+    nothing. Text that could break out of the span or hide in it (a backtick, a newline, a
+    control or bidi character), or is longer than ``limit``, is escaped text instead."""
+    if (text and len(text) <= limit and "`" not in text and not _CONTROL.search(text)
+            and not _NEWLINES.search(text)):
+        return Markup(f"`{text}`")
+    return md(text, limit)
+
+
 def plain(value: object, limit: int = 200) -> str:
     """One line for the plain-text report: newlines and control characters gone, length cut."""
     text = "" if value is None else str(value)

@@ -344,8 +344,18 @@ def _env() -> Environment:
     env = Environment(
         loader=PackageLoader("gate", "templates"), undefined=StrictUndefined, autoescape=False,
         finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        auto_reload=False,  # a template loaded once is never read from disk again
     )
     return env
+
+
+def preload_templates() -> None:
+    """Read and compile every template now. The agent under test runs as the gate's user and
+    could rewrite the installed package during the suite: what tells the verdict must already
+    be in memory (``auto_reload`` off keeps it there)."""
+    env = _env()
+    for name in env.list_templates(extensions=["j2"]):
+        env.get_template(name)
 
 
 def render_markdown(comparison: Comparison, *, run_url: str | None = None,
