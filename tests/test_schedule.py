@@ -144,11 +144,13 @@ def _ledger_cost(res: Results) -> float:
 
 @pytest.mark.slow
 def test_measured_usage_does_not_depend_on_the_schedule(tmp_path: Path) -> None:
-    """The same agent at -k 1 -j 1 and at -k 3 -j 8: what each run is billed depends on which
-    sibling warmed the prefix first; what it is measured does not."""
+    """The same agent at -k 1 and at -k 3: what each run is billed depends on which sibling
+    warmed the prefix first; what it is measured does not. One run at a time in both arms, so
+    a sibling surely finds the prefix warm (with many at once, siblings can all start cold
+    together; tests/test_meter_warm.py covers concurrent openings)."""
     cfg = load_config(REPO / "gate.toml")
     arms = {}
-    for k, j in ((1, 1), (3, 8)):
+    for k, j in ((1, 1), (3, 1)):
         res = run_suite(RunRequest(config=cfg, output=tmp_path / f"k{k}j{j}.json", task_ids=EASY,
                                    replications=k, jobs=j, sim=True, seed=1, transcripts=False))
         assert res.summary.errors == 0
