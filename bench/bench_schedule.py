@@ -30,10 +30,11 @@ meaning the same when the metering changes.
     python bench/bench_schedule.py [--quick] [--repetitions R] [--ks 1 2 3 5] [--jobs 1 8]
         [--sequential off on] [--variants unchanged now cache-off no-moving-breakpoint]
 
-One suite run (16 tasks, k = 1) takes ~30 s on 2 busy cores; the full grid is
+One suite run (16 tasks, k = 1) takes 20–60 s on 2 shared cores, so the full grid —
 Σk × 2 jobs × (1 fixed + ≤ 2 sequential stages) ≈ 50–70 suite-replications per variant and
-repetition, plus 9 for the baseline. ``--quick`` is k ∈ {1, 3}, jobs ∈ {1, 8}, both
-sequential settings, one repetition.
+repetition, plus 9 for the baseline — takes hours. ``--quick`` is k ∈ {1, 3}, jobs ∈ {1, 8},
+both sequential settings, one repetition. Ctrl-C prints the table of the comparisons finished
+so far; each comparison is also logged to stderr as it finishes.
 """
 
 from __future__ import annotations
@@ -159,6 +160,27 @@ def measure(cfg: GateConfig, baseline: Results, s: Schedule, seed: int, settings
     return compare(baseline, run_suite(req), settings)
 
 
+def run_grid(configs: dict[str, GateConfig], baseline: Results, schedules: list[Schedule],
+             reg_ks: set[int], reps: int, seed: int, settings: GateSettings, tmp: Path,
+             results: dict[tuple[str, Schedule], Tally], log: Any) -> None:
+    """Schedule by schedule, so a run cut short has covered every variant at small k."""
+    for s in schedules:
+        for v, vcfg in configs.items():
+            if v != "unchanged" and s.k not in reg_ks:
+                continue
+            tally = results.setdefault((v, s), Tally())
+            for r in range(reps):
+                seed += 1
+                t0 = time.monotonic()
+                with variant_patch(v):
+                    c = measure(vcfg, baseline, s, seed, settings, tmp / "cand.json")
+                tally.add(c)
+                blocks = [m.name for m in c.metrics if m.blocks]
+                log(f"{LABELS[v]} · {s.label} · rep {r + 1}/{reps} (seed {seed}): "
+                    f"{c.verdict}{' on ' + ', '.join(blocks) if blocks else ''} "
+                    f"[{time.monotonic() - t0:.0f} s]")
+
+
 def _cell(t: Tally, metric: str) -> str:
     cell = f"{t.blocks[metric]}/{t.reps}"
     extra = []
@@ -238,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings.model_copy(update={"permutations": args.permutations})
     start = time.monotonic()
     results: dict[tuple[str, Schedule], Tally] = {}
+    interrupted = False
     with tempfile.TemporaryDirectory(prefix="bench-schedule-") as d:
         tmp = Path(d)
         if args.baseline is not None:
@@ -249,29 +272,19 @@ def main(argv: list[str] | None = None) -> int:
             n_base = f"{args.baseline_refreshes} × k={args.baseline_k} runs"
             if args.write_baseline is not None:
                 write_results(args.write_baseline, baseline)
-        seed = args.seed + 1000
         configs = {v: variant_config(v, cfg, tmp) for v in args.variants}
-        # schedule by schedule, so a run cut short has covered every variant at small k
-        for s in schedules:
-            for v, vcfg in configs.items():
-                if v != "unchanged" and s.k not in reg_ks:
-                    continue
-                tally = results.setdefault((v, s), Tally())
-                for r in range(reps):
-                    seed += 1
-                    t0 = time.monotonic()
-                    with variant_patch(v):
-                        c = measure(vcfg, baseline, s, seed, settings, tmp / "cand.json")
-                    tally.add(c)
-                    blocks = [m.name for m in c.metrics if m.blocks]
-                    log(f"{LABELS[v]} · {s.label} · rep {r + 1}/{reps} (seed {seed}): "
-                        f"{c.verdict}{' on ' + ', '.join(blocks) if blocks else ''} "
-                        f"[{time.monotonic() - t0:.0f} s]")
+        try:
+            run_grid(configs, baseline, schedules, reg_ks, reps, args.seed + 1000, settings,
+                     tmp, results, log)
+        except KeyboardInterrupt:
+            interrupted = True
+            log("interrupted: the table below covers the comparisons finished so far")
     elapsed = time.monotonic() - start
     print(f"Schedule benchmark: bundled suite on the simulator, baseline pooled from "
           f"{n_base}; {reps} repetition(s) per "
           f"schedule; alpha {settings.alpha}, metric alpha {settings.metric_alpha}, "
-          f"{settings.permutations} permutations; {elapsed / 60:.0f} min.\n")
+          f"{settings.permutations} permutations; {elapsed / 60:.0f} min"
+          f"{' (interrupted: partial)' if interrupted else ''}.\n")
     print("Cells: comparisons in which the metric blocked / repetitions (sig = significant "
           "but inside the margin; Δ = mean change vs the baseline).\n")
     print_table(results, args.variants, schedules)
