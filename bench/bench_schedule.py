@@ -33,8 +33,8 @@ meaning the same when the metering changes.
 One suite run (16 tasks, k = 1) takes 20–60 s on 2 shared cores, so the full grid —
 Σk × 2 jobs × (1 fixed + ≤ 2 sequential stages) ≈ 50–70 suite-replications per variant and
 repetition, plus 9 for the baseline — takes hours. ``--quick`` is k ∈ {1, 3}, jobs ∈ {1, 8},
-both sequential settings, one repetition. Ctrl-C prints the table of the comparisons finished
-so far; each comparison is also logged to stderr as it finishes.
+both sequential settings, one repetition. Each comparison is logged to stderr as it finishes,
+so a benchmark cut short keeps its figures.
 """
 
 from __future__ import annotations
