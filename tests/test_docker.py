@@ -250,3 +250,31 @@ def test_ctrl_c_stops_containers_and_a_sigkilled_gate_is_cleaned_up_at_the_next_
              "-o", tmp_path / "r2.json")
     assert p.returncode == 0, p.stderr
     assert ours() == [], "the next start did not clean up"
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_bundled_suite_passes_with_the_oracle_in_docker_and_the_builtin_agents_tools_run_there(
+        engine: None, tmp_path: Path) -> None:
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "builtin"\n[suite]\ntasks = "{REPO / "tasks"}"\n'
+                   f'sandbox = "docker"\nimage = "{IMAGE}"\njobs = 3\n')
+    out = tmp_path / "o.json"
+    p = gate("run", "--config", cfg, "--agent", "oracle", "-k", "1", "-o", out, timeout=600)
+    assert p.returncode == 0, p.stderr
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 16 and {r["status"] for r in runs} == {"passed"}, runs
+    # the builtin agent's loop stays in the gate (through the meter); its tools run in docker
+    out = tmp_path / "b.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "--task", "fix-version-compare",
+             "-o", out)
+    assert p.returncode == 0, p.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["status"] == "passed" and run["turns"] > 1, run
+    events = [json.loads(ln) for ln in Path(run["transcript"]).read_text().splitlines()]
+    tools = [e["output"] for e in events if e["type"] == "tool"]
+    assert tools, events
+    if os.getuid() == 0:  # a root gate's tools run as the container's unprivileged user
+        assert any(" 1000 1000 " in out for out in tools), tools
+    assert ours() == []
