@@ -115,3 +115,16 @@ def test_unknown_backend_and_agent_kind_are_exit_2_naming_the_field(tmp_path: Pa
                                         str(tmp_path / "r.json")])
         assert res.exit_code == 2, res.output
         assert field in res.output and "unknown" in res.output, res.output
+
+
+def test_the_docker_sandbox_without_an_engine_is_exit_2_saying_so(
+        make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    make_task("t")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "oracle"\n[suite]\ntasks = "{suite_dir}"\n'
+                   'sandbox = "docker"\nimage = "any:1"\n')
+    res = CliRunner().invoke(main, ["run", "--config", str(cfg), "-o", str(tmp_path / "r.json")])
+    assert res.exit_code == 2, res.output
+    assert "[suite].sandbox = 'docker': no Docker engine reachable" in res.output, res.output
+    assert not (tmp_path / "r.json").exists()
