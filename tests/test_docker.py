@@ -126,15 +126,54 @@ def test_a_missing_image_is_a_clear_refusal_and_never_pulled(
     assert "not run" in p.stderr
 
 
-def test_a_command_agent_in_docker_is_a_clear_error(
-        engine: None, make_task: Callable[..., Path], suite_dir: Path, tmp_path: Path) -> None:
-    make_task("plain")
+def test_a_command_agent_in_docker_reaches_its_own_meter_and_nothing_else(
+        engine: None, tmp_path: Path) -> None:
+    import shutil
+    import socketserver
+    import threading
+
+    from gate.results import load_results
+    from gate.sim import ledger_totals
+    from gate.usage import Usage
+
+    suite = tmp_path / "suite"
+    shutil.copytree(REPO / "tasks" / "fix-version-compare", suite / "fix-version-compare")
+    shutil.copy(Path(__file__).parent / "agents" / "stdlib_agent.py",
+                suite / "fix-version-compare" / "starting" / ".agent.py")
+    # a service on the host, on every address: the container must not reach it
+    host_service = socketserver.TCPServer(("0.0.0.0", 0), socketserver.BaseRequestHandler)
+    threading.Thread(target=host_service.serve_forever, daemon=True).start()
+    port = host_service.server_address[1]
+    probes = f"127.0.0.1:{port},172.17.0.1:{port},1.1.1.1:80"
     cfg = tmp_path / "gate.toml"
-    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "echo hi > hello.txt"\n'
-                   f'[suite]\ntasks = "{suite_dir}"\nsandbox = "docker"\nimage = "{IMAGE}"\n')
-    p = gate("run", "--config", cfg, "--sim", "-k", "1", "-o", tmp_path / "r.json")
-    assert p.returncode == 2, p.stderr
-    assert "a command agent cannot run in the docker sandbox yet" in p.stderr
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "python3 .agent.py"\n'
+                   f'env = ["PROBES"]\n[suite]\ntasks = "{suite}"\nsandbox = "docker"\n'
+                   f'image = "{IMAGE}"\n')
+    out = tmp_path / "r.json"
+    try:
+        p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "2", "-o", out,
+                 env={"PROBES": probes})
+    finally:
+        host_service.shutdown()
+    assert p.returncode == 0, p.stderr
+    results = load_results(out)
+    statuses = [r.status for r in results.runs]  # the simulated model may fail a run
+    assert "passed" in statuses and "error" not in statuses, results.runs
+    for run in results.runs:
+        events = [json.loads(ln) for ln in Path(run.transcript).read_text().splitlines()]
+        (command,) = [e for e in events if e["type"] == "command"]
+        said = [ln for ln in command["stderr"].splitlines() if ln.startswith("PROBE")]
+        assert said == [*(f"PROBE {t} failed" for t in probes.split(",")),
+                        "PROBE other-run failed"], said
+    # its usage, counted by the meter outside the container, equals what the simulator served
+    served = ledger_totals(results.model_extra["simulator"]["ledger"])
+    metered = sum((r.usage for r in results.runs), Usage())
+    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                  "cache_read_input_tokens"):
+        assert getattr(metered, field) == getattr(served, field), field
+    assert metered.input_tokens > 0
+    assert sum(r.turns for r in results.runs) >= 4
+    assert ours() == []
 
 
 CHECKS = r"""

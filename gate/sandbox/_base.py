@@ -92,6 +92,11 @@ class Sandbox(abc.ABC):
 
     # ----- the contract -------------------------------------------------------------------
 
+    def model_endpoint(self, base_url: str) -> str:
+        """The URL at which a process inside this sandbox reaches ``base_url`` (its run's
+        meter, on the gate's loopback). The host sees it as is; a container needs a way in."""
+        return base_url
+
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment of a command: the inherited one with every credential removed,
         then the sandbox's own variables, then ``extra`` (e.g. a command agent's meter URL)."""

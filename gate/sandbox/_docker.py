@@ -26,9 +26,11 @@ import re
 import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import docker
 import docker.errors
@@ -45,6 +47,7 @@ from gate.sandbox._base import (
     clip,
 )
 from gate.sandbox._local import OUTPUT_LIMIT, make_workspace, read_inside, write_inside
+from gate.sandbox._relay import serve
 from gate.tasks import Task, digest_dir
 
 LABEL = "agent-gate"  # every container and image of ours carries it
@@ -53,15 +56,16 @@ WORKDIR = "/workspace"
 HOME = "/home/gate"
 TASK_DIR = "/task"
 IO_DIR = "/run/gate-io"  # read-only: the command's stdin
+METER_DIR = "/run/gate-meter"  # read-only: the Unix socket that leads to this run's meter
+RELAY_PORT = 8765  # where a command agent reaches its meter, on the container's loopback
+RELAY = Path(__file__).with_name("_relay.py")
 UNPRIVILEGED = 1000  # the uid/gid commands run as when the gate itself runs as root
 DEFAULT_CPUS = 2.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_PIDS = 512
 TMPFS = "rw,nosuid,nodev,size=512m"
 POLL_S = 0.5  # how often a running command checks for a cancel
-NO_COMMAND_AGENT = ("a command agent cannot run in the docker sandbox yet: its model requests "
-                    "would need the meter inside the container, which this gate does not "
-                    "provide (use the builtin agent, or the local sandbox)")
+NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
 
 
@@ -100,6 +104,19 @@ class DockerSandbox(Sandbox):
         self._io.mkdir(mode=0o755, exist_ok=True)
         self._live: set[str] = set()
         self._lock = threading.Lock()
+        self._relay: _HostRelay | None = None
+
+    def model_endpoint(self, base_url: str) -> str:
+        """The run's meter, as a command in the container reaches it: a relay on the
+        container's loopback, through a Unix socket bind-mounted read-only, to a relay in the
+        gate that connects to this meter only. The container still has no network."""
+        parts = urlsplit(base_url)
+        if parts.hostname is None or parts.port is None:
+            raise SandboxError(f"cannot relay to the meter at {base_url!r}")
+        if self._relay is None:
+            self._relay = _HostRelay((parts.hostname, parts.port))
+            shutil.copyfile(RELAY, self._io / "relay.py")
+        return urlunsplit(("http", f"127.0.0.1:{RELAY_PORT}", parts.path, "", ""))
 
     def base_env(self) -> dict[str, str]:
         return {"WORK_DIR": WORKDIR, "HOME": HOME, "TMPDIR": "/tmp",
@@ -113,6 +130,8 @@ class DockerSandbox(Sandbox):
         ]
         if task_visible:
             mounts.append(Mount(TASK_DIR, str(self.task.path), type="bind", read_only=True))
+        if self._relay is not None:
+            mounts.append(Mount(METER_DIR, str(self._relay.dir), type="bind", read_only=True))
         return mounts
 
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
@@ -121,6 +140,11 @@ class DockerSandbox(Sandbox):
         if stdin is not None:
             (self._io / "stdin").write_text(stdin, encoding="utf-8")
             argv = ["bash", "-c", f'exec bash -c "$1" < {IO_DIR}/stdin', "bash", command]
+        if self._relay is not None and not task_visible:  # the agent's process: its relay
+            argv = ["bash", "-c",
+                    f'command -v python3 >/dev/null || {{ echo "{NO_PYTHON}" >&2; exit 127; }}; '
+                    f"python3 -I {IO_DIR}/relay.py {RELAY_PORT} {METER_DIR}/meter.sock && "
+                    'exec "$@"', "bash", *argv]
         start = time.monotonic()
         client = self.provider.client()
         limits = self.task.meta.environment
@@ -214,8 +238,37 @@ class DockerSandbox(Sandbox):
             live = list(self._live)
         for cid in live:
             self._remove(cid)
+        if self._relay is not None:
+            self._relay.close()
         if not self.provider.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _HostRelay:
+    """A Unix socket in a private directory; every connection to it is piped to ``target``
+    (the run's meter on the gate's loopback) and nowhere else."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))  # short: sun_path is 108 bytes
+        os.chmod(self.dir, 0o755)
+        path = self.dir / "meter.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        os.chmod(path, 0o666)  # the container's unprivileged user connects to it
+        self._listener.listen(64)
+        threading.Thread(target=serve, args=(self._listener, self._connect), daemon=True,
+                         name="gate-meter-relay").start()
+
+    def _connect(self) -> socket.socket:
+        return socket.create_connection(self.target, timeout=10)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class DockerSandboxProvider(SandboxProvider):
@@ -270,9 +323,6 @@ class DockerSandboxProvider(SandboxProvider):
         except SandboxError as exc:
             return str(exc)
         return None
-
-    def refuses_agent(self, agent_kind: str, in_sandbox: bool) -> str | None:
-        return NO_COMMAND_AGENT if in_sandbox else None
 
     def refusal(self, task: Task) -> str | None:
         try:
