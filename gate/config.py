@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gate._files import CONFIG_LIMIT, describe_validation_error, parse_toml, read_text
 from gate.errors import BadInput
@@ -35,7 +35,7 @@ class PriceOverride(_Strict):
 
 
 class AgentConfig(_Strict):
-    kind: Literal["builtin", "command", "oracle"] = "builtin"
+    kind: str = "builtin"  # a registered agent kind (gate.agents): builtin, command, oracle
     model: str = "claude-sonnet-5-5"
     system_prompt: str | None = None
     tools: list[str] = Field(default_factory=lambda: ["bash", "read_file", "write_file",
@@ -51,6 +51,15 @@ class AgentConfig(_Strict):
                            description="extra non-secret variables passed to a command agent")
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        from gate.agents import agent_kind_names
+
+        if v not in agent_kind_names():
+            raise ValueError(f"unknown agent kind (known: {', '.join(agent_kind_names())})")
+        return v
+
 
 class SuiteConfig(_Strict):
     tasks: str = "tasks"
@@ -58,6 +67,22 @@ class SuiteConfig(_Strict):
     jobs: int = Field(default=4, gt=0)
     verify_timeout: float = Field(default=30, gt=0)
     task_timeout: float = Field(default=600, gt=0)
+    # where tasks run: a registered sandbox backend (gate.sandbox): "local" or "docker". Tasks
+    # that name an image or have a Dockerfile run in docker whatever this says.
+    sandbox: str = "local"
+    image: str | None = Field(default=None, min_length=1, max_length=256,
+                              description="the image of container tasks that name none")
+    pull: bool | None = Field(default=None, description="pull a missing image; default: only "
+                              "on GitHub's runners, where a registry is reachable")
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, v: str) -> str:
+        from gate.sandbox import backend_names
+
+        if v not in backend_names():
+            raise ValueError(f"unknown sandbox (known: {', '.join(backend_names())})")
+        return v
 
 
 class GateSettings(_Strict):

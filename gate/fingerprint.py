@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from gate._files import PROMPT_LIMIT, read_text
-from gate.agents._tools import TOOLS
+from gate.agents import agent_kind
 from gate.config import GateConfig
 from gate.errors import BadInput
 from gate.tasks import digest_dir
 
 
-def _h(obj: Any) -> str:
+def digest_of(obj: Any) -> str:
     data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
     return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
 
@@ -34,21 +34,10 @@ def system_prompt_text(cfg: GateConfig) -> str | None:
 
 
 def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:
-    a = cfg.agent
-    parts: dict[str, str] = {}
-    if kind == "oracle":
-        return {"command": _h("solution/solve.sh")}
-    parts["model"] = a.model
-    if kind == "builtin":
-        parts["sampling"] = _h({"max_tokens": a.max_tokens, "temperature": a.temperature,
-                                "top_p": a.top_p, "max_turns": a.max_turns, "cache": a.cache})
-        parts["prompt"] = _h(system_prompt_text(cfg) or "(default)")
-        parts["tools"] = _h([TOOLS[t].schema() for t in a.tools if t in TOOLS])
-    else:
-        parts["command"] = _h(a.command or "")
-        parts["sampling"] = _h({"env": sorted(a.env)})
-    if a.skills:
-        skills = Path(cfg.path(a.skills))
+    spec = agent_kind(kind)
+    parts = spec.fingerprint_parts(cfg)
+    if spec.uses_model and cfg.agent.skills:
+        skills = Path(cfg.path(cfg.agent.skills))
         if not skills.is_dir():
             raise BadInput(f"[agent].skills: {skills} is not a directory")
         parts["skills"] = digest_dir(skills)
@@ -56,4 +45,4 @@ def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:
 
 
 def fingerprint(parts: dict[str, str], kind: str) -> str:
-    return _h({"kind": kind, **parts})
+    return digest_of({"kind": kind, **parts})

@@ -16,14 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from gate._git import current_commit
-from gate.agents import Agent, OracleAgent
+from gate.agents import Agent, agent_kind
 from gate.config import GateConfig
 from gate.cost import price_table
 from gate.errors import BadInput, Unmeasurable
-from gate.fingerprint import fingerprint, fingerprint_parts, system_prompt_text
+from gate.fingerprint import fingerprint, fingerprint_parts
 from gate.meter import METERING, PUBLIC_API, MeterProxy
 from gate.results import (
     AgentInfo,
@@ -39,7 +37,7 @@ from gate.results import (
     write_results,
 )
 from gate.runner import RunOptions, plan, run_many
-from gate.sandbox import LocalSandboxProvider
+from gate.sandbox import admit, suite_sandboxes
 from gate.tasks import Suite, Task, load_suite
 
 SIM_CREDENTIAL = "gate-simulator-key"
@@ -80,33 +78,8 @@ def suite_info(suite: Suite) -> SuiteInfo:
 
 
 def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
-    if kind == "oracle":
-        return OracleAgent()
-    if kind == "builtin":
-        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
-
-        a = cfg.agent
-        try:
-            return BuiltinAgent(
-                model=model, system_template=system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT,
-                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
-                temperature=a.temperature, top_p=a.top_p, label=label,
-            )
-        except ValueError as exc:
-            raise BadInput(f"[agent].tools: {exc}") from None
-        except jinja2.TemplateError as exc:
-            where = a.system_prompt or "the default system prompt"
-            line = getattr(exc, "lineno", None)
-            raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
-                           "(variables: task_id, workdir, date, now)") from None
-    if kind == "command":
-        from gate.agents._command import CommandAgent
-
-        if not cfg.agent.command:
-            raise BadInput("[agent].command is required when kind = \"command\"")
-        return CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
-                            label=label)
-    raise BadInput(f"unknown agent kind {kind!r}")
+    """The agent of registered kind ``kind`` (bad configuration: exit 2, before any run)."""
+    return agent_kind(kind).build(cfg, model, label)
 
 
 @contextlib.contextmanager
@@ -163,12 +136,16 @@ def _mark_interrupted(results: Results, work: list[tuple[Task, int]],
 def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None) -> Results:
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
-    suite = load_suite(tasks_dir, req.task_ids or None)
+    kind = req.agent_kind or cfg.agent.kind
+    spec = agent_kind(kind)
+    cancel = threading.Event()
+    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
+    # tasks this sandbox cannot run (a container task without an engine) are reported
+    suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox)
     if not suite.tasks:
         raise BadInput(f"{tasks_dir}: no loadable task"
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
                           if suite.problems else ""))
-    kind = req.agent_kind or cfg.agent.kind
     model = req.model or cfg.agent.model
     if req.model:
         cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
@@ -183,17 +160,16 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         max_turns=cfg.agent.max_turns, commit=commit, transcripts_dir=transcripts_dir,
     )
     prices = price_table(cfg.agent.prices)
-    if kind != "oracle":
+    if spec.uses_model:
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
-    label = f"{model} (simulator)" if req.sim and kind != "oracle" else model
+    label = f"{model} (simulator)" if req.sim and spec.uses_model else model
     agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
-    cancel = threading.Event()
-    provider = LocalSandboxProvider(keep=req.keep_workspaces, cancel=cancel)
 
     with contextlib.ExitStack() as stack:
+        stack.callback(provider.close)
         meter: MeterProxy | None = None
         upstream = "none"
-        if kind != "oracle":
+        if spec.uses_model:
             ledger = Path(f"{stem}.sim-ledger.jsonl")
             base, credential, header, upstream = stack.enter_context(
                 _upstream(req, suite, ledger))

@@ -23,15 +23,7 @@ from typing import Any, Protocol
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso
-from gate.sandbox import (
-    LocalSandboxProvider,
-    Sandbox,
-    SandboxError,
-    SandboxProvider,
-    clip,
-    script_env,
-    task_script,
-)
+from gate.sandbox import Sandbox, SandboxError, SandboxProvider, clip, make_provider
 from gate.secrets import Redactor
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
@@ -138,7 +130,7 @@ def run_one(
 ) -> RunResult:
     """Run one (task, replication). Always returns a result; always tears down."""
     opts = options or RunOptions()
-    provider = provider or LocalSandboxProvider()
+    provider = provider or make_provider("local")
     run_name = f"{task.id}-r{replication}"
     start = time.monotonic()
     transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
@@ -152,8 +144,7 @@ def run_one(
     try:
         sandbox = provider.create(task, run_name)
         if task.setup_script:
-            res = sandbox.exec(task_script(sandbox, "setup.sh"), env=script_env(sandbox),
-                               timeout=task.task_timeout(opts.task_timeout))
+            res = sandbox.run_script("setup.sh", timeout=task.task_timeout(opts.task_timeout))
             record({"type": "setup", "returncode": res.returncode,
                     "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
             if res.returncode != 0 or res.timed_out:
@@ -183,8 +174,8 @@ def run_one(
         elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
             status, reason = "failed", broke
         else:
-            res = sandbox.exec(task_script(sandbox, "verify.sh"), env=script_env(sandbox),
-                               timeout=task.verify_timeout(opts.verify_timeout))
+            res = sandbox.run_script("verify.sh",
+                                     timeout=task.verify_timeout(opts.verify_timeout))
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
                     "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
             notes, score = _read_runner_files(sandbox)

@@ -41,8 +41,8 @@ from gate.errors import BadInput
 #: names; it must never carry a newline (a forged log line), a slash or markup.
 TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
 _TASK_ID = re.compile(TASK_ID_PATTERN)
-NEEDS_CONTAINER = ("needs the container sandbox, which this gate does not have yet (the task is "
-                   "not run on the host instead)")
+NEEDS_CONTAINER = ("needs the container sandbox (the task is not run on the host instead; "
+                   "[suite].sandbox = \"docker\" with a Docker engine runs it)")
 
 DEFAULT_VERIFY_TIMEOUT = 30.0
 DEFAULT_TASK_TIMEOUT = 600.0
@@ -50,12 +50,26 @@ _IGNORED_NAMES = {"__pycache__", ".DS_Store", ".git"}
 
 
 class TaskEnvironment(BaseModel):
-    """Where the task runs: locally (default) or in a container image / Dockerfile."""
+    """``[environment]``: the container a task runs in, and its limits.
 
-    model_config = ConfigDict(extra="forbid")
+    ``image`` names an image; otherwise ``environment/Dockerfile`` (or ``dockerfile``, a path
+    inside the task) is built. The limits apply to every container of the task's runs."""
 
-    image: str | None = None
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    image: str | None = Field(default=None, min_length=1, max_length=256)
     dockerfile: str | None = None
+    network: bool = False  # opt in to a network; by default a task's containers have none
+    cpus: float | None = Field(default=None, gt=0, le=64)
+    memory_mb: int | None = Field(default=None, ge=16)
+    pids: int | None = Field(default=None, ge=16)
+
+    @field_validator("dockerfile")
+    @classmethod
+    def _inside(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("/") or ".." in Path(v).parts):
+            raise ValueError("must be a path inside the task directory")
+        return v
 
 
 class TaskMeta(BaseModel):
@@ -109,6 +123,29 @@ class Task:
     def solution_script(self) -> Path | None:
         p = self.path / "solution" / "solve.sh"
         return p if p.is_file() else None
+
+    @property
+    def image(self) -> str | None:
+        env = self.meta.environment
+        return env.image if env else None
+
+    @property
+    def dockerfile(self) -> Path | None:
+        """The Dockerfile to build this task's image from, if it has one."""
+        env = self.meta.environment
+        if env and env.dockerfile:
+            return self.path / env.dockerfile
+        p = self.path / "environment" / "Dockerfile"
+        return p if p.is_file() else None
+
+    @property
+    def container_need(self) -> str | None:
+        """Why this task needs a container (``None``: it runs on the host too)."""
+        if self.meta.environment is not None:
+            return f"task.toml: [environment] {NEEDS_CONTAINER}"
+        if (self.path / "environment").exists():
+            return f"environment/ {NEEDS_CONTAINER}"
+        return None
 
     @property
     def difficulty(self) -> str | None:
@@ -199,8 +236,6 @@ def _task_meta(name: str, path: Path) -> TaskMeta:
     if unknown:
         raise BadInput(f"{name}: task.toml: unknown key {printable(unknown[0])!r} (known: "
                        f"{', '.join(TaskMeta.model_fields)})")
-    if "environment" in data:
-        raise BadInput(f"{name}: task.toml: [environment] {NEEDS_CONTAINER}")
     try:
         return TaskMeta.model_validate(data)
     except ValidationError as exc:
@@ -223,8 +258,10 @@ def load_task(path: Path) -> Task:
                            lambda: read_text(prompt_path, PROMPT_LIMIT, "task.md"))
     toml_path = path / "task.toml"
     meta = _task_meta(name, toml_path) if toml_path.exists() else TaskMeta()
-    if (path / "environment").exists():
-        raise BadInput(f"{name}: environment/ {NEEDS_CONTAINER}")
+    if meta.environment and meta.environment.dockerfile and not (
+            path / meta.environment.dockerfile).is_file():
+        raise BadInput(f"{name}: task.toml: [environment] dockerfile: "
+                       f"{printable(meta.environment.dockerfile)} not found")
     metadata: dict[str, Any] = {}
     meta_json = path / "metadata.json"
     if meta_json.exists():

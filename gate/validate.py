@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gate.agents import Agent, AgentOutcome, OracleAgent, RunContext
 from gate.runner import RunOptions, run_one
-from gate.sandbox import Sandbox, SandboxProvider
+from gate.sandbox import Sandbox, SandboxOptions, SandboxProvider, open_provider
 from gate.tasks import Suite
 
 FALSE_POSITIVE = "verify passes without any work — false positive"
@@ -37,10 +37,18 @@ class TaskCheck:
 def validate_suite(
     suite: Suite, *, provider: SandboxProvider | None = None, options: RunOptions | None = None
 ) -> list[TaskCheck]:
+    """Check every task of ``suite`` in ``provider``'s sandboxes (default: the local backend,
+    container tasks in docker when an engine is reachable)."""
+    if provider is None:
+        with open_provider("local", SandboxOptions()) as default:
+            return validate_suite(suite, provider=default, options=options)
     checks = [
         TaskCheck(p.name, "error", "error", f"cannot load: {p.reason}") for p in suite.problems
     ]
     for task in suite.tasks:
+        if why := provider.refusal(task):
+            checks.append(TaskCheck(task.id, "error", "error", f"cannot run here: {why}"))
+            continue
         idle = run_one(task, 0, IdleAgent(), provider=provider, options=options)
         untouched = {"passed": "passes", "failed": "fails"}.get(idle.status, "error")
         problem: str | None = None

@@ -87,6 +87,7 @@ class Yardstick:
     def validate_changed_tasks(self) -> None:
         """Run verify untouched and after the oracle on the PR's added and changed tasks."""
         from gate.runner import RunOptions
+        from gate.sandbox import suite_sandboxes
         from gate.validate import validate_suite
 
         suite = self.pr_suite
@@ -97,9 +98,10 @@ class Yardstick:
         if not picked:
             return
         pr_cfg = self.config.suite
-        checks = validate_suite(Suite(root=suite.root, tasks=picked),
-                                options=RunOptions(verify_timeout=pr_cfg.verify_timeout,
-                                                   task_timeout=pr_cfg.task_timeout))
+        with suite_sandboxes(pr_cfg) as provider:  # the base's [suite] says where tasks run
+            checks = validate_suite(Suite(root=suite.root, tasks=picked), provider=provider,
+                                    options=RunOptions(verify_timeout=pr_cfg.verify_timeout,
+                                                       task_timeout=pr_cfg.task_timeout))
         found = {c.task: c for c in checks}
         for i, t in enumerate(self.tasks):
             c = found.get(t.task)

@@ -255,7 +255,9 @@ def test_unknown_task_toml_key_is_an_error_naming_it(make_task, suite_dir: Path)
 
 
 def test_environment_needs_the_container_sandbox_and_never_runs_on_the_host(
-        make_task, suite_dir: Path, tmp_path: Path) -> None:
+        make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no Docker engine reachable (the docker SDK reads DOCKER_HOST): refused, never run locally
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     marker = tmp_path / "ran-on-host"
     make_task("in-image", toml='[environment]\nimage = "python:3.12"\n',
               solve=f"touch {marker}\necho hi > hello.txt\n")
@@ -274,6 +276,7 @@ def test_environment_needs_the_container_sandbox_and_never_runs_on_the_host(
     assert "needs the container sandbox" in data["problems"]["with-dockerfile"]
     assert "task in-image not run: task.toml: [environment] needs the container sandbox" \
         in p.stderr
+    assert "no Docker engine reachable" in data["problems"]["in-image"]
 
 
 def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(pair: tuple[Path, dict], make_task,

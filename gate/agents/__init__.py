@@ -1,10 +1,26 @@
 """Agents: what acts on a task's workspace. One contract, one module per kind.
 
-The builtin (``_builtin``, on the anthropic SDK) and command (``_command``) kinds are imported
-only when chosen (see ``gate.run.build_agent``).
+Kinds are registered by name (``gate.agents._kinds``) and chosen by ``[agent].kind``; the
+builtin (``_builtin``, on the anthropic SDK) and command (``_command``) agents are imported
+only when built.
 """
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
+from gate.agents._kinds import (
+    AgentKind,
+    agent_kind,
+    agent_kind_names,
+    register_agent_kind,
+)
 from gate.agents._oracle import OracleAgent
 
-__all__ = ["Agent", "AgentOutcome", "OracleAgent", "RunContext"]
+__all__ = [
+    "Agent",
+    "AgentKind",
+    "AgentOutcome",
+    "OracleAgent",
+    "RunContext",
+    "agent_kind",
+    "agent_kind_names",
+    "register_agent_kind",
+]

@@ -65,7 +65,8 @@ class CommandAgent(Agent):
             "GATE_REPLICATION": str(ctx.replication),
         })
         if ctx.base_url and ctx.api_key:
-            env.update({"ANTHROPIC_BASE_URL": ctx.base_url, "ANTHROPIC_API_KEY": ctx.api_key})
+            env.update({"ANTHROPIC_BASE_URL": sandbox.model_endpoint(ctx.base_url),
+                        "ANTHROPIC_API_KEY": ctx.api_key})
         if self.model:
             env["ANTHROPIC_MODEL"] = self.model
         res = sandbox.exec(self.command, timeout=ctx.timeout, env=env, stdin=ctx.task.prompt)

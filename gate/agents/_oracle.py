@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
-from gate.sandbox import Sandbox, clip, script_env, task_script
+from gate.sandbox import Sandbox, clip
 
 NO_SOLUTION = "no-solution: the task has no solution/solve.sh"
 
@@ -15,8 +15,7 @@ class OracleAgent(Agent):
         script = ctx.task.solution_script
         if script is None:
             return AgentOutcome(infra_error=NO_SOLUTION)
-        res = sandbox.exec(task_script(sandbox, "solution/solve.sh"), timeout=ctx.timeout,
-                           env=script_env(sandbox))
+        res = sandbox.run_script("solution/solve.sh", timeout=ctx.timeout)
         ctx.record({"type": "oracle", "returncode": res.returncode,
                     "stdout": clip(res.stdout, 8000), "stderr": clip(res.stderr, 8000)})
         if res.timed_out:

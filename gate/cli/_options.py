@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from gate.agents import agent_kind_names
 from gate.config import load_config
 from gate.results import RunResult
 from gate.run import RunRequest
@@ -20,7 +21,7 @@ _RUN_OPTIONS = [
     click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
                  help="Suite directory (default: [suite].tasks)."),
     click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable)."),
-    click.option("--agent", "agent_kind", type=click.Choice(["builtin", "command", "oracle"]),
+    click.option("--agent", "agent_kind", type=click.Choice(agent_kind_names()),
                  envvar="GATE_AGENT", help="Agent kind (default: [agent].kind)."),
     click.option("--model", envvar="GATE_MODEL", help="Model id (default: [agent].model)."),
     click.option("--sim", is_flag=True, envvar="GATE_SIM",

@@ -9,6 +9,7 @@ from gate.cli._output import console, table
 from gate.config import load_config
 from gate.errors import BadInput
 from gate.runner import RunOptions
+from gate.sandbox import suite_sandboxes
 from gate.tasks import load_suite
 from gate.validate import validate_suite
 
@@ -31,7 +32,8 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
         raise BadInput(f"{root}: no task found to validate (a task is a directory with "
                        "task.md and verify.sh)")
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
-    checks = validate_suite(suite, options=opts)
+    with suite_sandboxes(cfg.suite) as provider:
+        checks = validate_suite(suite, provider=provider, options=opts)
     rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]
             for c in checks]
     console().print(table(["task", "verify untouched", "verify after oracle", "result"], rows))

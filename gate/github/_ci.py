@@ -158,7 +158,9 @@ class _CI:
 
     @property
     def needs_key(self) -> bool:
-        return self.agent_kind != "oracle" and not getattr(self.opts.run, "sim", False)
+        from gate.agents import agent_kind
+
+        return agent_kind(self.agent_kind).uses_model and not getattr(self.opts.run, "sim", False)
 
     def mode(self) -> str:
         mode = self.opts.mode

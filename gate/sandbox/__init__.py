@@ -1,8 +1,13 @@
 """Sandboxes: where a task's workspace lives and its commands run.
 
-One contract (``Sandbox``: ``exec`` / ``read_file`` / ``write_file``), one module per backend.
-The local backend runs real subprocesses in a fresh temporary directory; a container backend
-plugs in behind the same contract.
+One contract (``Sandbox``: ``exec`` / ``run_script`` / ``read_file`` / ``write_file`` /
+``close``; ``SandboxProvider``: ``create``), one module per backend, registered by name and
+chosen by ``[suite].sandbox``. The base classes hold what no backend may forget: the
+cancel check, the credential-free environment and the once-only teardown.
+
+- ``local``: real subprocesses in a fresh temporary directory, under a per-run subreaper.
+- ``docker``: every command in a fresh, locked-down container on the ``docker`` SDK
+  (imported only when used).
 """
 
 from gate.sandbox._base import (
@@ -10,12 +15,25 @@ from gate.sandbox._base import (
     ExecResult,
     Sandbox,
     SandboxError,
+    SandboxOptions,
     SandboxProvider,
+    backend_names,
     clip,
-    script_env,
-    task_script,
+    make_provider,
+    register_backend,
 )
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
+from gate.sandbox._select import admit, open_provider, suite_sandboxes
+
+
+def _docker(options: SandboxOptions) -> SandboxProvider:
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    return DockerSandboxProvider(options)
+
+
+register_backend("local", lambda options: LocalSandboxProvider(options=options))
+register_backend("docker", _docker)
 
 __all__ = [
     "READ_LIMIT",
@@ -24,9 +42,14 @@ __all__ = [
     "LocalSandboxProvider",
     "Sandbox",
     "SandboxError",
+    "SandboxOptions",
     "SandboxProvider",
+    "admit",
+    "backend_names",
     "clip",
+    "make_provider",
+    "open_provider",
+    "register_backend",
     "run_process_group",
-    "script_env",
-    "task_script",
+    "suite_sandboxes",
 ]

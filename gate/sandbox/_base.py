@@ -2,10 +2,15 @@ from __future__ import annotations
 
 import abc
 import shlex
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
+from typing import ClassVar
 
+from gate.errors import BadInput
+from gate.secrets import scrubbed_env
 from gate.tasks import Task
 
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
@@ -45,13 +50,65 @@ class Sandbox(abc.ABC):
 
     ``workdir`` and ``task_dir`` are paths as commands inside the sandbox see them. Every
     command runs with cwd = ``workdir`` and ``WORK_DIR`` in its environment, and never with a
-    credential; the runner adds ``TASK_DIR`` for the task's own scripts only.
+    credential; only the task's own scripts (:meth:`run_script`) get ``TASK_DIR``.
+
+    The public methods are templates: they refuse once the run is cancelled or the sandbox
+    closed, build the command's clean environment (:meth:`command_env`), and tear down once;
+    a backend implements only the ``_``-prefixed steps, so it cannot forget any of that.
     """
 
     workdir: str
     task_dir: str
+    cancel: threading.Event | None = None
+    _closed: bool = False
+
+    # ----- what a backend implements ------------------------------------------------------
 
     @abc.abstractmethod
+    def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
+              task_visible: bool) -> ExecResult:
+        """Run ``command`` with bash in ``workdir`` with exactly ``env``. On timeout everything
+        it started is killed; while it runs, a set ``self.cancel`` stops it (``SandboxError``).
+        ``task_visible``: the task directory must be readable at ``task_dir`` (the task's own
+        scripts); otherwise it need not be, and should not be."""
+
+    @abc.abstractmethod
+    def _read_file(self, path: str, *, max_bytes: int, truncate: bool) -> str: ...
+
+    @abc.abstractmethod
+    def _write_file(self, path: str, content: str) -> None: ...
+
+    @abc.abstractmethod
+    def _teardown(self) -> None:
+        """Remove everything of this sandbox (the workspace unless asked to keep it)."""
+
+    def base_env(self) -> dict[str, str]:
+        """Variables every command here gets (``WORK_DIR``, a private ``HOME`` ...)."""
+        return {"WORK_DIR": self.workdir}
+
+    def host_environ(self) -> Mapping[str, str]:
+        """The environment a command inherits before scrubbing (none, in a container)."""
+        return {}
+
+    # ----- the contract -------------------------------------------------------------------
+
+    def model_endpoint(self, base_url: str) -> str:
+        """The URL at which a process inside this sandbox reaches ``base_url`` (its run's
+        meter, on the gate's loopback). The host sees it as is; a container needs a way in."""
+        return base_url
+
+    def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment of a command: the inherited one with every credential removed,
+        then the sandbox's own variables, then ``extra`` (e.g. a command agent's meter URL)."""
+        return scrubbed_env({**self.base_env(), **(extra or {})}, environ=self.host_environ())
+
+    def check_open(self) -> None:
+        """Raise ``SandboxError`` when the run was cancelled or the sandbox is closed."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise SandboxError("cancelled")
+        if self._closed:
+            raise SandboxError("the sandbox is closed")
+
     def exec(
         self,
         command: str,
@@ -61,22 +118,37 @@ class Sandbox(abc.ABC):
         stdin: str | None = None,
     ) -> ExecResult:
         """Run ``command`` with bash; on timeout the whole process group is killed."""
+        self.check_open()
+        return self._exec(command, env=self.command_env(env), timeout=timeout, stdin=stdin,
+                          task_visible=False)
 
-    @abc.abstractmethod
+    def run_script(self, rel: str, *, timeout: float) -> ExecResult:
+        """Run one of the task's own scripts (``setup.sh``, ``verify.sh``,
+        ``solution/solve.sh``) with ``TASK_DIR`` set and the task directory visible."""
+        self.check_open()
+        return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
+                          timeout=timeout, stdin=None, task_visible=True)
+
     def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
         """Read a regular file; relative paths are relative to ``workdir``.
 
         Never blocks (a FIFO is refused) and never reads more than ``max_bytes``: a larger
         file raises ``OSError`` (EFBIG), or with ``truncate`` gives its first ``max_bytes``.
         """
+        self.check_open()
+        return self._read_file(path, max_bytes=max_bytes, truncate=truncate)
 
-    @abc.abstractmethod
     def write_file(self, path: str, content: str) -> None:
         """Write a regular file, creating parent directories; relative to ``workdir``."""
+        self.check_open()
+        self._write_file(path, content)
 
-    @abc.abstractmethod
     def close(self) -> None:
-        """Tear down (remove the workspace unless asked to keep it). Safe to call twice."""
+        """Tear down. Safe to call twice; never raises for a teardown that half failed."""
+        if self._closed:
+            return
+        self._closed = True
+        self._teardown()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -87,12 +159,104 @@ class Sandbox(abc.ABC):
         self.close()
 
 
-class SandboxProvider(abc.ABC):
-    """Makes fresh sandboxes; holds no per-run state, so runs can go in parallel."""
+@dataclass
+class SandboxOptions:
+    """What every backend is built from (``[suite]`` in gate.toml, and the run's flags)."""
 
-    @abc.abstractmethod
+    keep: bool = False  # keep workspaces for debugging
+    cancel: threading.Event | None = None  # set on Ctrl-C / SIGTERM: stop what runs
+    base_dir: Path | None = None  # where workspaces go (default: the system temp dir)
+    image: str | None = None  # the image of tasks that name none (container backends)
+    pull: bool | None = None  # pull a missing image; None: only where a registry is reachable
+
+
+class SandboxProvider(abc.ABC):
+    """Makes fresh sandboxes; holds no per-run state, so runs can go in parallel.
+
+    ``create`` is a template: it refuses a task that cannot run here
+    (:meth:`refusal`), then calls the backend's ``_create``. ``close`` releases what the
+    provider holds (a client, a cache); a provider is a context manager.
+    """
+
+    name: str = "?"
+    runs_containers: ClassVar[bool] = False  # a container backend (vs one on the host)
+
+    def __init__(self, options: SandboxOptions | None = None) -> None:
+        self.options = options or SandboxOptions()
+
+    @property
+    def cancel(self) -> threading.Event | None:
+        return self.options.cancel
+
+    @property
+    def keep(self) -> bool:
+        return self.options.keep
+
+    def unavailable(self) -> str | None:
+        """Why this backend cannot run anything here (e.g. no engine reachable)."""
+        return None
+
+    def refusal(self, task: Task) -> str | None:
+        """Why ``task`` cannot run in this backend (``None``: it can)."""
+        return None
+
+    def backend_for(self, task: Task) -> SandboxProvider:
+        """The provider that runs ``task`` (a routing provider hands it on)."""
+        return self
+
+    def refuses_agent(self, agent_kind: str, in_sandbox: bool) -> str | None:
+        """Why an agent of this kind cannot run here (``in_sandbox``: its process runs in the
+        sandbox and must reach the meter from there)."""
+        return None
+
     def create(self, task: Task, run_name: str) -> Sandbox:
         """A fresh sandbox with ``starting/`` copied in (``setup.sh`` is run by the runner)."""
+        why = self.refusal(task)
+        if why:
+            raise SandboxError(why)
+        sandbox = self._create(task, run_name)
+        sandbox.cancel = self.cancel
+        return sandbox
+
+    @abc.abstractmethod
+    def _create(self, task: Task, run_name: str) -> Sandbox: ...
+
+    def close(self) -> None:
+        """Release what the provider holds. Safe to call twice."""
+        return None
+
+    def __enter__(self) -> SandboxProvider:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# ----- the registry: backend name → factory -----------------------------------------------
+
+ProviderFactory = Callable[[SandboxOptions], SandboxProvider]
+_BACKENDS: dict[str, ProviderFactory] = {}
+
+
+def register_backend(name: str, factory: ProviderFactory) -> None:
+    """Make ``[suite].sandbox = "<name>"`` build its provider with ``factory``."""
+    _BACKENDS[name] = factory
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def make_provider(name: str, options: SandboxOptions | None = None) -> SandboxProvider:
+    """The provider of backend ``name``; an unknown name is bad input."""
+    try:
+        factory = _BACKENDS[name]
+    except KeyError:
+        raise BadInput(f"[suite].sandbox: unknown sandbox {name!r} (known: "
+                       f"{', '.join(backend_names())})") from None
+    return factory(options or SandboxOptions())
 
 
 def script_env(sandbox: Sandbox) -> dict[str, str]:

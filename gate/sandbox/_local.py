@@ -17,8 +17,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gate.sandbox._base import READ_LIMIT, ExecResult, Sandbox, SandboxError, SandboxProvider
-from gate.secrets import scrubbed_env
+from gate.sandbox._base import (
+    READ_LIMIT,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxOptions,
+    SandboxProvider,
+)
 from gate.tasks import Task
 
 REAPER = Path(__file__).with_name("_reaper.py")
@@ -190,6 +196,8 @@ def _feed(stream: IO[bytes] | None, data: bytes) -> None:
 
 
 class LocalSandbox(Sandbox):
+    """A fresh temporary directory on the host; commands run under the per-run launcher."""
+
     def __init__(self, root: Path, task: Task, keep: bool = False,
                  cancel: threading.Event | None = None) -> None:
         self.root = root
@@ -198,123 +206,145 @@ class LocalSandbox(Sandbox):
         self.task_dir = str(task.path)
         self.home = root / "home"
         self._keep = keep
-        self._cancel = cancel
-        self._closed = False
+        self.cancel = cancel
 
-    def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment every command here gets: no credentials, a private HOME/TMPDIR.
-
-        ``TASK_DIR`` is not in it: the runner adds it for the task's own scripts (setup,
-        verify, solution) only, so an agent's tools cannot read ``verify.sh``.
-        """
+    def base_env(self) -> dict[str, str]:
+        """A private HOME and TMPDIR. ``TASK_DIR`` is not in it: the runner adds it for the
+        task's own scripts (setup, verify, solution) only, so an agent's tools cannot read
+        ``verify.sh``."""
         tmp = self.root / "tmp"
         tmp.mkdir(exist_ok=True)
-        base = {
+        return {
             "WORK_DIR": self.workdir,
             "HOME": str(self.home),
             "TMPDIR": str(tmp),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return scrubbed_env({**base, **(extra or {})})
 
-    def exec(
-        self,
-        command: str,
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        stdin: str | None = None,
-    ) -> ExecResult:
+    def host_environ(self) -> Mapping[str, str]:
+        return os.environ
+
+    def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
+              task_visible: bool) -> ExecResult:
         return run_process_group(
             ["bash", "-c", command],
             cwd=self.host_workdir,
-            env=self.command_env(env),
+            env=env,
             timeout=timeout,
             stdin=stdin,
-            cancel=self._cancel,
+            cancel=self.cancel,
         )
 
     def _resolve(self, path: str) -> Path:
         """A path inside the workspace; anything that resolves outside it is refused."""
-        root = self.host_workdir.resolve()
-        try:
-            p = (root / path).resolve()
-        except RuntimeError:  # a symlink loop (Python < 3.13 raises this, not OSError)
-            raise OSError(errno.ELOOP, "symlink loop", path) from None
-        if not p.is_relative_to(root):
-            raise PermissionError(errno.EACCES, "outside the workspace", path)
-        return p
+        return resolve_inside(self.host_workdir, path)
 
-    def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
-        fd = os.open(self._resolve(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            if st.st_size > max_bytes and not truncate:
-                raise OSError(errno.EFBIG, f"{st.st_size} bytes, over the gate's limit of "
-                              f"{max_bytes}", path)
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read(max_bytes)
-        finally:
-            os.close(fd)
-        return data.decode("utf-8", errors="replace")
+    def _read_file(self, path: str, *, max_bytes: int, truncate: bool) -> str:
+        return read_inside(self.host_workdir, path, max_bytes=max_bytes, truncate=truncate)
 
-    def write_file(self, path: str, content: str) -> None:
-        target = self._resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode("utf-8")
-        # never blocks on a FIFO (no reader: ENXIO) and never follows a planted symlink
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            os.ftruncate(fd, 0)
-            with os.fdopen(fd, "wb", closefd=False) as fh:
-                fh.write(data)
-        finally:
-            os.close(fd)
+    def _write_file(self, path: str, content: str) -> None:
+        write_inside(self.host_workdir, path, content)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _teardown(self) -> None:
         if not self._keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+def resolve_inside(root: Path, path: str) -> Path:
+    """``path`` (relative to ``root``) inside ``root``; anything resolving outside is refused."""
+    base = root.resolve()
+    try:
+        p = (base / path).resolve()
+    except RuntimeError:  # a symlink loop (Python < 3.13 raises this, not OSError)
+        raise OSError(errno.ELOOP, "symlink loop", path) from None
+    if not p.is_relative_to(base):
+        raise PermissionError(errno.EACCES, "outside the workspace", path)
+    return p
+
+
+def read_inside(root: Path, path: str, *, max_bytes: int = READ_LIMIT,
+                truncate: bool = False) -> str:
+    """Read a regular file of the workspace at ``root`` from the host, never blocking."""
+    fd = os.open(resolve_inside(root, path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if st.st_size > max_bytes and not truncate:
+            raise OSError(errno.EFBIG, f"{st.st_size} bytes, over the gate's limit of "
+                          f"{max_bytes}", path)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace")
+
+
+def write_inside(root: Path, path: str, content: str) -> Path:
+    """Write a regular file of the workspace at ``root`` from the host; returns its path."""
+    target = resolve_inside(root, path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    # never blocks on a FIFO (no reader: ENXIO) and never follows a planted symlink
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.ftruncate(fd, 0)
+        with os.fdopen(fd, "wb", closefd=False) as fh:
+            fh.write(data)
+    finally:
+        os.close(fd)
+    return target
+
+
+def make_workspace(task: Task, run_name: str, base_dir: Path | None, keep: bool = False) -> Path:
+    """A fresh private directory holding ``work/`` (``starting/`` copied in) and ``home/``."""
+    if base_dir:
+        base_dir.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
+    try:
+        root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=base_dir))
+    except OSError as exc:
+        raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+    try:
+        if task.starting_dir:
+            shutil.copytree(task.starting_dir, root / "work", symlinks=True)
+        else:
+            (root / "work").mkdir()
+        (root / "home").mkdir()
+    except OSError as exc:
+        if not keep:  # a half-made workspace is removed (unless workspaces are kept)
+            shutil.rmtree(root, ignore_errors=True)
+        raise SandboxError(f"cannot prepare workspace: {_first_line(exc)}") from exc
+    return root
+
+
 class LocalSandboxProvider(SandboxProvider):
-    """Fresh workspaces under ``base_dir`` (default: the system temp dir)."""
+    """Fresh workspaces under ``base_dir`` (default: the system temp dir).
+
+    Tasks that need a container (an image or a Dockerfile) are refused: they never run on
+    the host instead."""
+
+    name = "local"
 
     def __init__(self, base_dir: str | os.PathLike[str] | None = None, keep: bool = False,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None,
+                 options: SandboxOptions | None = None) -> None:
         """``cancel``, once set, kills whatever runs in this provider's sandboxes and makes
         further commands fail (the gate sets it on Ctrl-C or SIGTERM)."""
-        self.base_dir = Path(base_dir) if base_dir else None
-        self.keep = keep
-        self.cancel = cancel
+        super().__init__(options or SandboxOptions(
+            keep=keep, cancel=cancel, base_dir=Path(base_dir) if base_dir else None))
+        self.base_dir = self.options.base_dir
 
-    def create(self, task: Task, run_name: str) -> LocalSandbox:
-        if self.base_dir:
-            self.base_dir.mkdir(parents=True, exist_ok=True)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name)
-        try:
-            root = Path(tempfile.mkdtemp(prefix=f"gate-{safe}-", dir=self.base_dir))
-        except OSError as exc:
-            raise SandboxError(f"cannot prepare workspace: {exc}") from exc
-        sandbox = LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
-        try:
-            if task.starting_dir:
-                shutil.copytree(task.starting_dir, sandbox.host_workdir, symlinks=True)
-            else:
-                sandbox.host_workdir.mkdir()
-            sandbox.home.mkdir()
-        except OSError as exc:
-            sandbox.close()  # a half-made workspace is removed (unless workspaces are kept)
-            raise SandboxError(f"cannot prepare workspace: {_first_line(exc)}") from exc
-        return sandbox
+    def refusal(self, task: Task) -> str | None:
+        return task.container_need
+
+    def _create(self, task: Task, run_name: str) -> LocalSandbox:
+        root = make_workspace(task, run_name, self.base_dir, keep=self.keep)
+        return LocalSandbox(root, task, keep=self.keep, cancel=self.cancel)
 
 
 def _first_line(exc: OSError) -> str:

@@ -1,0 +1,129 @@
+"""Agent kinds: registered implementations of one interface, chosen by ``[agent].kind``.
+
+A kind says how to build its agent from ``gate.toml``, which parts of the configuration make
+up its fingerprint, whether it talks to a model (and so needs the meter), and whether its own
+process runs inside the sandbox (and so must reach the meter from there). The builtin and
+command agents are imported only when built.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, ClassVar
+
+from gate.agents._base import Agent
+from gate.errors import BadInput
+
+if TYPE_CHECKING:
+    from gate.config import GateConfig
+
+
+class AgentKind(abc.ABC):
+    name: ClassVar[str]
+    uses_model: ClassVar[bool] = True  # talks to a model through the meter
+    in_sandbox: ClassVar[bool] = False  # its own process runs inside the sandbox
+
+    @abc.abstractmethod
+    def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
+        """The agent; bad configuration is ``BadInput`` (exit 2) before anything runs."""
+
+    @abc.abstractmethod
+    def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        """Named hashes of what defines this kind's behaviour (besides the skills)."""
+
+
+_KINDS: dict[str, AgentKind] = {}
+
+
+def register_agent_kind(kind: AgentKind) -> None:
+    _KINDS[kind.name] = kind
+
+
+def agent_kind_names() -> list[str]:
+    return sorted(_KINDS)
+
+
+def agent_kind(name: str) -> AgentKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise BadInput(f"unknown agent kind {name!r} (known: "
+                       f"{', '.join(agent_kind_names())})") from None
+
+
+class OracleKind(AgentKind):
+    name = "oracle"
+    uses_model = False
+
+    def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
+        from gate.agents._oracle import OracleAgent
+
+        return OracleAgent()
+
+    def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.fingerprint import digest_of
+
+        return {"command": digest_of("solution/solve.sh")}
+
+
+class BuiltinKind(AgentKind):
+    name = "builtin"
+
+    def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
+        import jinja2
+
+        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
+        from gate.fingerprint import system_prompt_text
+
+        a = cfg.agent
+        try:
+            return BuiltinAgent(
+                model=model, system_template=system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT,
+                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
+                temperature=a.temperature, top_p=a.top_p, label=label,
+            )
+        except ValueError as exc:
+            raise BadInput(f"[agent].tools: {exc}") from None
+        except jinja2.TemplateError as exc:
+            where = a.system_prompt or "the default system prompt"
+            line = getattr(exc, "lineno", None)
+            raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
+                           "(variables: task_id, workdir, date, now)") from None
+
+    def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.agents._tools import TOOLS
+        from gate.fingerprint import digest_of, system_prompt_text
+
+        a = cfg.agent
+        return {
+            "model": a.model,
+            "sampling": digest_of({"max_tokens": a.max_tokens, "temperature": a.temperature,
+                                   "top_p": a.top_p, "max_turns": a.max_turns,
+                                   "cache": a.cache}),
+            "prompt": digest_of(system_prompt_text(cfg) or "(default)"),
+            "tools": digest_of([TOOLS[t].schema() for t in a.tools if t in TOOLS]),
+        }
+
+
+class CommandKind(AgentKind):
+    name = "command"
+    in_sandbox = True
+
+    def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
+        from gate.agents._command import CommandAgent
+
+        if not cfg.agent.command:
+            raise BadInput("[agent].command is required when kind = \"command\"")
+        return CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
+                            label=label)
+
+    def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.fingerprint import digest_of
+
+        a = cfg.agent
+        return {"model": a.model, "command": digest_of(a.command or ""),
+                "sampling": digest_of({"env": sorted(a.env)})}
+
+
+for _kind in (BuiltinKind(), CommandKind(), OracleKind()):
+    register_agent_kind(_kind)

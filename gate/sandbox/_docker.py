@@ -1,0 +1,433 @@
+"""The docker sandbox: every command of a run in a fresh, locked-down container (``docker`` SDK).
+
+The workspace (``starting/`` copied in, as for the local backend) lives on the host and is
+bind-mounted at ``/workspace``; a private ``HOME`` at ``/home/gate``. Each command (``setup.sh``,
+an agent's tool call, the oracle, ``verify.sh``) runs in its own container of the task's image,
+which is removed when the command ends, so nothing a command starts (a ``setsid`` daemon, a
+fork bomb) outlives it. The task directory is mounted read-only at ``/task`` for the task's own
+scripts only, never for the agent's commands.
+
+Every container: no network (unless the task opts in), a non-root user, all capabilities
+dropped, no-new-privileges, a read-only root with a tmpfs ``/tmp``, memory / pids / CPU limits,
+an init process, and the gate's labels (so a crashed gate's leftovers are removed by the next
+start). Its environment is built from nothing: no variable of the gate's reaches it.
+
+Images: a task's ``[environment] image``, else one built from its Dockerfile (tagged by a
+digest of the build context, so it is built once and reused across runs and jobs), else the
+suite's ``[suite].image``. A missing image is pulled only when pulling is on (``[suite].pull``;
+by default only on GitHub's runners); otherwise it is a clear error, before any run starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import LogConfig, Mount
+
+from gate.sandbox._base import (
+    READ_LIMIT,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxOptions,
+    SandboxProvider,
+    clip,
+)
+from gate.sandbox._local import OUTPUT_LIMIT, make_workspace, read_inside, write_inside
+from gate.sandbox._relay import serve
+from gate.tasks import Task, digest_dir
+
+LABEL = "agent-gate"  # every container and image of ours carries it
+OWNER_LABEL = "agent-gate.owner"  # "<host>:<pid>" of the gate that made the container
+WORKDIR = "/workspace"
+HOME = "/home/gate"
+TASK_DIR = "/task"
+IO_DIR = "/run/gate-io"  # read-only: the command's stdin
+METER_DIR = "/run/gate-meter"  # read-only: the Unix socket that leads to this run's meter
+RELAY_PORT = 8765  # where a command agent reaches its meter, on the container's loopback
+RELAY = Path(__file__).with_name("_relay.py")
+UNPRIVILEGED = 1000  # the uid/gid commands run as when the gate itself runs as root
+DEFAULT_CPUS = 2.0
+DEFAULT_MEMORY_MB = 2048
+DEFAULT_PIDS = 512
+TMPFS = "rw,nosuid,nodev,size=512m"
+POLL_S = 0.5  # how often a running command checks for a cancel
+NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _user() -> tuple[int, int]:
+    """The uid/gid commands run as: the gate's own, or an unprivileged one for a root gate."""
+    uid, gid = os.getuid(), os.getgid()
+    return (UNPRIVILEGED, UNPRIVILEGED) if uid == 0 else (uid, gid)
+
+
+class DockerSandbox(Sandbox):
+    def __init__(self, provider: DockerSandboxProvider, task: Task, image: str,
+                 root: Path) -> None:
+        self.provider = provider
+        self.task = task
+        self.image = image
+        self.root = root
+        self.host_workdir = root / "work"
+        self.workdir = WORKDIR
+        self.task_dir = TASK_DIR
+        self._io = root / "io"
+        self._io.mkdir(mode=0o755, exist_ok=True)
+        self._live: set[str] = set()
+        self._lock = threading.Lock()
+        self._relay: _HostRelay | None = None
+
+    def model_endpoint(self, base_url: str) -> str:
+        """The run's meter, as a command in the container reaches it: a relay on the
+        container's loopback, through a Unix socket bind-mounted read-only, to a relay in the
+        gate that connects to this meter only. The container still has no network."""
+        parts = urlsplit(base_url)
+        if parts.hostname is None or parts.port is None:
+            raise SandboxError(f"cannot relay to the meter at {base_url!r}")
+        if self._relay is None:
+            self._relay = _HostRelay((parts.hostname, parts.port))
+            shutil.copyfile(RELAY, self._io / "relay.py")
+        return urlunsplit(("http", f"127.0.0.1:{RELAY_PORT}", parts.path, "", ""))
+
+    def base_env(self) -> dict[str, str]:
+        return {"WORK_DIR": WORKDIR, "HOME": HOME, "TMPDIR": "/tmp",
+                "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def _mounts(self, task_visible: bool) -> list[Mount]:
+        mounts = [
+            Mount(WORKDIR, str(self.host_workdir), type="bind"),
+            Mount(HOME, str(self.root / "home"), type="bind"),
+            Mount(IO_DIR, str(self._io), type="bind", read_only=True),
+        ]
+        if task_visible:
+            mounts.append(Mount(TASK_DIR, str(self.task.path), type="bind", read_only=True))
+        if self._relay is not None:
+            mounts.append(Mount(METER_DIR, str(self._relay.dir), type="bind", read_only=True))
+        return mounts
+
+    def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
+              task_visible: bool) -> ExecResult:
+        argv = ["bash", "-c", command]
+        if stdin is not None:
+            (self._io / "stdin").write_text(stdin, encoding="utf-8")
+            argv = ["bash", "-c", f'exec bash -c "$1" < {IO_DIR}/stdin', "bash", command]
+        if self._relay is not None and not task_visible:  # the agent's process: its relay
+            argv = ["bash", "-c",
+                    f'command -v python3 >/dev/null || {{ echo "{NO_PYTHON}" >&2; exit 127; }}; '
+                    f"python3 -I {IO_DIR}/relay.py {RELAY_PORT} {METER_DIR}/meter.sock && "
+                    'exec "$@"', "bash", *argv]
+        start = time.monotonic()
+        client = self.provider.client()
+        limits = self.task.meta.environment
+        uid, gid = _user()
+        try:
+            container = client.containers.create(
+                self.image, argv, detach=True, init=True,
+                labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
+                user=f"{uid}:{gid}", working_dir=WORKDIR, environment=env,
+                network_mode="bridge" if limits and limits.network else "none",
+                cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                read_only=True, tmpfs={"/tmp": TMPFS}, mounts=self._mounts(task_visible),
+                mem_limit=f"{(limits and limits.memory_mb) or DEFAULT_MEMORY_MB}m",
+                memswap_limit=f"{(limits and limits.memory_mb) or DEFAULT_MEMORY_MB}m",
+                pids_limit=(limits and limits.pids) or DEFAULT_PIDS,
+                nano_cpus=int(((limits and limits.cpus) or DEFAULT_CPUS) * 1e9),
+                log_config=LogConfig(type=LogConfig.types.JSON,
+                                     config={"max-size": "2m", "max-file": "1"}),
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot create a container: {_first_line(exc)}") from exc
+        with self._lock:
+            self._live.add(container.id)
+        timed_out = cancelled = False
+        code = -signal.SIGKILL
+        try:
+            container.start()
+            deadline = start + timeout
+            while True:
+                if self.cancel is not None and self.cancel.is_set():
+                    cancelled = True
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                try:
+                    code = int(container.wait(timeout=min(POLL_S, remaining))["StatusCode"])
+                    break
+                except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
+                    continue  # the SDK's wait timeout (a ConnectionError, not a ReadTimeout)
+            if timed_out or cancelled:
+                with contextlib.suppress(docker.errors.DockerException):
+                    container.kill()
+            stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+            stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"container failed: {_first_line(exc)}") from exc
+        finally:
+            self._remove(container.id)
+        if cancelled:
+            raise SandboxError("cancelled")
+        return ExecResult(
+            returncode=-signal.SIGKILL if timed_out else code,
+            stdout=clip(stdout, OUTPUT_LIMIT), stderr=clip(stderr, OUTPUT_LIMIT),
+            timed_out=timed_out, duration_s=time.monotonic() - start,
+        )
+
+    def _remove(self, container_id: str) -> None:
+        with contextlib.suppress(docker.errors.DockerException,
+                                 requests.exceptions.RequestException):
+            self.provider.client().api.remove_container(container_id, force=True)
+        with self._lock:
+            self._live.discard(container_id)
+
+    def _relative(self, path: str) -> str:
+        """Paths as commands see them (``/workspace/x``) to paths in the host's workspace."""
+        if path == WORKDIR:
+            return "."
+        if path.startswith(WORKDIR + "/"):
+            return path[len(WORKDIR) + 1:]
+        return path
+
+    def _read_file(self, path: str, *, max_bytes: int = READ_LIMIT,
+                   truncate: bool = False) -> str:
+        return read_inside(self.host_workdir, self._relative(path), max_bytes=max_bytes,
+                           truncate=truncate)
+
+    def _write_file(self, path: str, content: str) -> None:
+        target = write_inside(self.host_workdir, self._relative(path), content)
+        uid, gid = _user()
+        if os.getuid() == 0:  # the command user must own what the gate writes for it
+            for p in [target, *target.parents]:
+                if p == self.host_workdir or not p.is_relative_to(self.host_workdir):
+                    break
+                with contextlib.suppress(OSError):
+                    os.lchown(p, uid, gid)
+
+    def _teardown(self) -> None:
+        with self._lock:
+            live = list(self._live)
+        for cid in live:
+            self._remove(cid)
+        if self._relay is not None:
+            self._relay.close()
+        if not self.provider.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _HostRelay:
+    """A Unix socket in a private directory; every connection to it is piped to ``target``
+    (the run's meter on the gate's loopback) and nowhere else."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))  # short: sun_path is 108 bytes
+        os.chmod(self.dir, 0o755)
+        path = self.dir / "meter.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        os.chmod(path, 0o666)  # the container's unprivileged user connects to it
+        self._listener.listen(64)
+        threading.Thread(target=serve, args=(self._listener, self._connect), daemon=True,
+                         name="gate-meter-relay").start()
+
+    def _connect(self) -> socket.socket:
+        return socket.create_connection(self.target, timeout=10)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class DockerSandboxProvider(SandboxProvider):
+    name = "docker"
+    runs_containers = True
+
+    def __init__(self, options: SandboxOptions | None = None) -> None:
+        super().__init__(options)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._client: docker.DockerClient | None = None
+        self._lock = threading.Lock()
+        self._image_locks: dict[str, threading.Lock] = {}
+
+    @property
+    def pull(self) -> bool:
+        if self.options.pull is not None:
+            return self.options.pull
+        return os.environ.get("GITHUB_ACTIONS") == "true"
+
+    def client(self) -> docker.DockerClient:
+        with self._lock:
+            if self._client is None:
+                try:
+                    client = docker.from_env(max_pool_size=32)
+                    client.ping()
+                except (docker.errors.DockerException,
+                        requests.exceptions.RequestException) as exc:
+                    raise SandboxError(f"no Docker engine reachable ({_first_line(exc)})") \
+                        from exc
+                self._client = client
+                self._cleanup(client)
+            return self._client
+
+    def _cleanup(self, client: docker.DockerClient) -> None:
+        """Remove the containers a gate on this host left behind when it died (even by
+        SIGKILL): those whose owner process is gone. Other live gates' are left alone."""
+        host = socket.gethostname()
+        try:
+            found = client.api.containers(all=True, filters={"label": LABEL})
+        except docker.errors.DockerException:
+            return
+        for c in found:
+            owner = (c.get("Labels") or {}).get(OWNER_LABEL, "")
+            h, _, pid = owner.rpartition(":")
+            if h == host and pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(docker.errors.DockerException):
+                    client.api.remove_container(c["Id"], force=True)
+
+    def unavailable(self) -> str | None:
+        try:
+            self.client()
+        except SandboxError as exc:
+            return str(exc)
+        return None
+
+    def refusal(self, task: Task) -> str | None:
+        try:
+            if task.dockerfile is not None and task.image is None:
+                for base in self._bases(task.dockerfile):
+                    if not self._present(base) and not self.pull:
+                        return (f"{task.dockerfile.relative_to(task.path)}: base image "
+                                f"{base!r} is not present and pulling is off ([suite].pull)")
+                return None
+            image = task.image or self.options.image
+            if image is None:
+                return ("needs an image: [environment] image in task.toml, an "
+                        "environment/Dockerfile, or [suite].image in gate.toml")
+            if not self._present(image) and not self.pull:
+                return (f"image {image!r} is not present and pulling is off ([suite].pull = "
+                        "true pulls it)")
+        except SandboxError as exc:
+            return str(exc)
+        return None
+
+    def _present(self, image: str) -> bool:
+        try:
+            self.client().images.get(image)
+        except docker.errors.ImageNotFound:
+            return False
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot inspect image {image!r}: {_first_line(exc)}") from exc
+        return True
+
+    @staticmethod
+    def _bases(dockerfile: Path) -> list[str]:
+        """The external images a Dockerfile builds FROM (not its own stages, not scratch)."""
+        stages: set[str] = set()
+        bases: list[str] = []
+        for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = _FROM.match(line)
+            if not m:
+                continue
+            ref, alias = m.group(1), m.group(2)
+            if ref.lower() != "scratch" and ref not in stages and "$" not in ref:
+                bases.append(ref)
+            if alias:
+                stages.add(alias)
+        return bases
+
+    def image_for(self, task: Task) -> str:
+        """The task's image, built or pulled if need be (once per image, whatever the jobs)."""
+        if task.dockerfile is not None and task.image is None:
+            context = task.dockerfile.parent
+            tag = f"agent-gate-task:{digest_dir(context).removeprefix('sha256:')[:20]}"
+            with self._image_lock(tag):
+                if not self._present(tag):
+                    self._build(task, context, tag)
+            return tag
+        image = task.image or self.options.image
+        if image is None:
+            raise SandboxError(self.refusal(task) or "no image")
+        with self._image_lock(image):
+            if not self._present(image):
+                if not self.pull:
+                    raise SandboxError(f"image {image!r} is not present and pulling is off")
+                try:
+                    self.client().images.pull(image)
+                except docker.errors.DockerException as exc:
+                    raise SandboxError(f"cannot pull {image!r}: {_first_line(exc)}") from exc
+        return image
+
+    def _image_lock(self, key: str) -> threading.Lock:
+        with self._lock:
+            return self._image_locks.setdefault(key, threading.Lock())
+
+    def _build(self, task: Task, context: Path, tag: str) -> None:
+        assert task.dockerfile is not None
+        try:
+            self.client().images.build(
+                path=str(context), dockerfile=task.dockerfile.name, tag=tag, rm=True,
+                forcerm=True, pull=self.pull, labels={LABEL: "1"})
+        except docker.errors.BuildError as exc:
+            log = [str(x.get("stream") or x.get("error") or "").strip() for x in exc.build_log]
+            last = next((ln for ln in reversed(log) if ln), _first_line(exc))
+            raise SandboxError(f"cannot build the image of {task.id}: {last[:300]}") from exc
+        except (docker.errors.DockerException, OSError) as exc:
+            raise SandboxError(f"cannot build the image of {task.id}: {_first_line(exc)}") \
+                from exc
+
+    def _create(self, task: Task, run_name: str) -> DockerSandbox:
+        image = self.image_for(task)
+        root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
+        sandbox = DockerSandbox(self, task, image, root)
+        if os.getuid() == 0:
+            uid, gid = _user()
+            try:
+                for top in (root / "work", root / "home"):
+                    os.lchown(top, uid, gid)
+                    for dirpath, dirnames, filenames in os.walk(top):
+                        for name in (*dirnames, *filenames):
+                            os.lchown(os.path.join(dirpath, name), uid, gid)
+            except OSError as exc:
+                sandbox.close()
+                raise SandboxError(f"cannot prepare workspace: {exc}") from exc
+        return sandbox
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
