@@ -182,6 +182,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                                  "price_table": prices.date}
         if suite.problems:
             extra["problems"] = {p.name: p.reason for p in suite.problems}
+        if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
+            extra["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
         if req.task_ids:  # a partial run: comparable, but never a baseline refresh
             extra["selected_tasks"] = sorted(req.task_ids)
         if upstream == "simulator":

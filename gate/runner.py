@@ -174,19 +174,22 @@ def run_one(
         elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
             status, reason = "failed", broke
         else:
-            res = sandbox.run_script("verify.sh",
-                                     timeout=task.verify_timeout(opts.verify_timeout))
+            verdict = sandbox.verify(timeout=task.verify_timeout(opts.verify_timeout))
+            res = verdict.result
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
-                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
+                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT),
+                    **({"score": verdict.score} if verdict.score is not None else {})})
             notes, score = _read_runner_files(sandbox)
+            score = verdict.score if verdict.score is not None else score
             if res.timed_out:
                 status, reason = "failed", "timeout"
-            elif res.returncode == 0:
+            elif verdict.passed:
                 # verify decides, even when the agent did not finish cleanly
                 status, reason = "passed", None
             else:
                 status = "failed"
-                reason = outcome.failure or f"verify exited {res.returncode}: {_tail(res.output)}"
+                reason = outcome.failure or verdict.reason or (
+                    f"verify exited {res.returncode}: {_tail(res.output)}")
     except (SandboxError, OSError) as exc:
         status, reason = "error", f"infra: {exc}"
     finally:

@@ -1,13 +1,16 @@
-"""Task suites: load a directory of tasks in either layout, validate metadata, digest contents.
+"""Task suites: load a directory of tasks in any of three layouts, validate metadata, digest.
 
-Two layouts load without conversion:
+Three layouts load without conversion:
 - SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``
 - effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``
   + ``README.md``
-Both may add ``task.toml`` and ``solution/solve.sh``. In both, ``task.toml`` is ours
+- Harbor (Terminal-Bench, SkillsBench): ``instruction.md`` + ``task.toml`` +
+  ``environment/Dockerfile`` + ``tests/test.sh`` (+ ``solution/solve.sh``), see
+  :mod:`gate.harbor`; it always runs in a container.
+The first two may add ``task.toml`` and ``solution/solve.sh``; there ``task.toml`` is ours
 (:class:`TaskMeta`): a key the gate does not know is an error naming it, not ignored (a
-misspelt ``verify_timout`` would silently change nothing). A foreign layout (e.g. Harbor's
-``instruction.md`` + ``tests/``) would bring its own model of its own ``task.toml``.
+misspelt ``verify_timout`` would silently change nothing). A Harbor ``task.toml`` keeps
+Harbor's schema: keys the gate does not honour are listed (``Task.unhonoured``).
 
 A task id is its directory name, restricted to :data:`TASK_ID_PATTERN`; a directory with
 another name is reported as a broken task under its escaped name.
@@ -35,6 +38,7 @@ from gate._files import (
     read_toml,
 )
 from gate.errors import BadInput
+from gate.harbor import DEFAULT_VERIFIER_TIMEOUT, HarborTask, parse_harbor_toml
 
 #: Task ids: letters, digits, ``.``, ``_``, ``+``, ``-``, starting with a letter or digit, at most
 #: 128 characters. A task id is a directory name, a log line, a comment row and part of file
@@ -104,20 +108,33 @@ class Task:
     digest: str
     meta: TaskMeta
     metadata: dict[str, Any] = field(default_factory=dict)
+    harbor: HarborTask | None = field(default=None, compare=False)
+
+    @property
+    def layout(self) -> str:
+        """``harbor`` for a Harbor-format task, else ``gate`` (our two layouts)."""
+        return "harbor" if self.harbor is not None else "gate"
+
+    @property
+    def unhonoured(self) -> list[str]:
+        """Keys of a foreign ``task.toml`` the gate does not act on (listed, never dropped)."""
+        return self.harbor.unhonoured if self.harbor is not None else []
 
     @property
     def verify_script(self) -> Path:
+        if self.harbor is not None:
+            return self.path / "tests" / "test.sh"
         return self.path / "verify.sh"
 
     @property
     def setup_script(self) -> Path | None:
         p = self.path / "setup.sh"
-        return p if p.is_file() else None
+        return p if p.is_file() and self.harbor is None else None
 
     @property
     def starting_dir(self) -> Path | None:
         p = self.path / "starting"
-        return p if p.is_dir() else None
+        return p if p.is_dir() and self.harbor is None else None
 
     @property
     def solution_script(self) -> Path | None:
@@ -139,8 +156,15 @@ class Task:
         return p if p.is_file() else None
 
     @property
+    def build_timeout(self) -> float | None:
+        """Seconds an image build may take (Harbor's ``build_timeout_sec``)."""
+        return self.harbor.config.environment.build_timeout_sec if self.harbor else None
+
+    @property
     def container_need(self) -> str | None:
         """Why this task needs a container (``None``: it runs on the host too)."""
+        if self.harbor is not None:
+            return f"a Harbor-format task {NEEDS_CONTAINER}"
         if self.meta.environment is not None:
             return f"task.toml: [environment] {NEEDS_CONTAINER}"
         if (self.path / "environment").exists():
@@ -242,6 +266,39 @@ def _task_meta(name: str, path: Path) -> TaskMeta:
         raise BadInput(f"{name}: task.toml: {describe_validation_error(exc)}") from None
 
 
+def _harbor_task(name: str, path: Path) -> Task:
+    """A Harbor-format task: ``instruction.md``, ``task.toml``, ``tests/test.sh`` ..."""
+    if not (path / "tests" / "test.sh").is_file():
+        raise BadInput(f"{name}: missing tests/test.sh (a Harbor task's verifier)")
+    prompt_path = path / "instruction.md"
+    prompt: str = _reading(name, prompt_path,
+                           lambda: read_text(prompt_path, PROMPT_LIMIT, "instruction.md"))
+    toml_path = path / "task.toml"
+    data: dict[str, Any] = {}
+    if toml_path.exists():
+        data = _reading(name, toml_path, lambda: read_toml(toml_path, TASK_META_LIMIT,
+                                                          "task.toml"))
+    harbor = parse_harbor_toml(data, f"{name}: task.toml")
+    cfg = harbor.config
+    env = cfg.environment
+    if env.docker_image is None and not (path / "environment" / "Dockerfile").is_file():
+        raise BadInput(f"{name}: a Harbor task needs environment/Dockerfile or "
+                       "[environment] docker_image in task.toml")
+    category = cfg.metadata.get("category")
+    tags = cfg.metadata.get("tags")
+    meta = TaskMeta(
+        difficulty=harbor.difficulty,
+        category=category if isinstance(category, str) else None,
+        tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+        verify_timeout=cfg.verifier.timeout_sec or DEFAULT_VERIFIER_TIMEOUT,
+        task_timeout=cfg.agent.timeout_sec,
+        environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
+                                    memory_mb=env.memory_mb),
+    )
+    return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
+                meta=meta, metadata=dict(cfg.metadata), harbor=harbor)
+
+
 def load_task(path: Path) -> Task:
     """Load one task directory; raises ``BadInput`` with the reason when it is not a task
     (``<escaped id>: <reason>``)."""
@@ -249,6 +306,8 @@ def load_task(path: Path) -> Task:
     if not _TASK_ID.fullmatch(path.name):  # `$` alone would let a final newline through
         raise BadInput(f"{name}: not a valid task id (letters, digits, '.', '_', '+', '-'; "
                        "starting with a letter or digit; at most 128 characters)")
+    if (path / "instruction.md").is_file() and not (path / "task.md").exists():
+        return _harbor_task(name, path)
     if not (path / "task.md").is_file():
         raise BadInput(f"{name}: missing task.md")
     if not (path / "verify.sh").is_file():

@@ -44,4 +44,7 @@ def run(base_ref: str | None, **kw: Any) -> None:
     problems = (results.model_extra or {}).get("problems") or {}
     for name, reason in problems.items():  # names and reasons escaped by the loader
         click.echo(f"gate: warning: task {name} not run: {reason}", err=True)
+    for name, keys in ((results.model_extra or {}).get("unhonoured") or {}).items():
+        click.echo(f"gate: note: task {name}: task.toml keys the gate does not honour: "
+                   f"{', '.join(keys)}", err=True)
     infra_gate(results, req.config.gate.max_infra_rate)

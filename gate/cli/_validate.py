@@ -30,13 +30,17 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
     suite = load_suite(root, task_ids or None)
     if not suite.tasks and not suite.problems:  # "0 sound, 0 broken" would read as a pass
         raise BadInput(f"{root}: no task found to validate (a task is a directory with "
-                       "task.md and verify.sh)")
+                       "task.md and verify.sh, or a Harbor task with instruction.md)")
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
     with suite_sandboxes(cfg.suite) as provider:
         checks = validate_suite(suite, provider=provider, options=opts)
     rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]
             for c in checks]
     console().print(table(["task", "verify untouched", "verify after oracle", "result"], rows))
+    for task in suite.tasks:
+        if task.unhonoured:
+            click.echo(f"note: {task.id}: task.toml keys the gate does not honour: "
+                       f"{', '.join(task.unhonoured)}")
     broken = [c for c in checks if not c.sound]
     click.echo(f"{len(checks) - len(broken)} sound, {len(broken)} broken")
     sys.exit(1 if broken else 0)

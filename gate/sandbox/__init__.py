@@ -7,7 +7,8 @@ cancel check, the credential-free environment and the once-only teardown.
 
 - ``local``: real subprocesses in a fresh temporary directory, under a per-run subreaper.
 - ``docker``: every command in a fresh, locked-down container on the ``docker`` SDK
-  (imported only when used).
+  (imported only when used); a Harbor-format task in one container per run, with Harbor's
+  own semantics (``_harbor``).
 """
 
 from gate.sandbox._base import (
@@ -17,6 +18,7 @@ from gate.sandbox._base import (
     SandboxError,
     SandboxOptions,
     SandboxProvider,
+    Verification,
     backend_names,
     clip,
     make_provider,
@@ -44,6 +46,7 @@ __all__ = [
     "SandboxError",
     "SandboxOptions",
     "SandboxProvider",
+    "Verification",
     "admit",
     "backend_names",
     "clip",

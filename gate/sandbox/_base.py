@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from gate.errors import BadInput
 from gate.secrets import scrubbed_env
@@ -43,6 +43,17 @@ class ExecResult:
         if self.stdout and self.stderr:
             return self.stdout.rstrip("\n") + "\n" + self.stderr
         return self.stdout or self.stderr
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What the task's verifier said: its run, whether the task passed, and (for a task whose
+    verifier reports one) why not and its score."""
+
+    result: ExecResult
+    passed: bool
+    reason: str | None = None  # None: the runner names the failure from the exit status
+    score: dict[str, Any] | None = None
 
 
 class Sandbox(abc.ABC):
@@ -90,6 +101,16 @@ class Sandbox(abc.ABC):
         """The environment a command inherits before scrubbing (none, in a container)."""
         return {}
 
+    def _run_script(self, rel: str, *, timeout: float) -> ExecResult:
+        """Run one of the task's own scripts; a task format with other paths overrides it."""
+        return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
+                          timeout=timeout, stdin=None, task_visible=True)
+
+    def _verify(self, *, timeout: float) -> Verification:
+        """Our layouts: ``verify.sh`` decides by its exit status."""
+        res = self._run_script("verify.sh", timeout=timeout)
+        return Verification(res, passed=res.returncode == 0 and not res.timed_out)
+
     # ----- the contract -------------------------------------------------------------------
 
     def model_endpoint(self, base_url: str) -> str:
@@ -126,8 +147,12 @@ class Sandbox(abc.ABC):
         """Run one of the task's own scripts (``setup.sh``, ``verify.sh``,
         ``solution/solve.sh``) with ``TASK_DIR`` set and the task directory visible."""
         self.check_open()
-        return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
-                          timeout=timeout, stdin=None, task_visible=True)
+        return self._run_script(rel, timeout=timeout)
+
+    def verify(self, *, timeout: float) -> Verification:
+        """Run the task's verifier once the agent is done, and say whether the task passed."""
+        self.check_open()
+        return self._verify(timeout=timeout)
 
     def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
         """Read a regular file; relative paths are relative to ``workdir``.

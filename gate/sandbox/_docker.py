@@ -248,9 +248,11 @@ class _HostRelay:
     """A Unix socket in a private directory; every connection to it is piped to ``target``
     (the run's meter on the gate's loopback) and nowhere else."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    def __init__(self, target: tuple[str, int], directory: Path | None = None) -> None:
         self.target = target
-        self.dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))  # short: sun_path is 108 bytes
+        self._own_dir = directory is None
+        # short: sun_path is 108 bytes
+        self.dir = directory or Path(tempfile.mkdtemp(prefix="gate-meter-"))
         os.chmod(self.dir, 0o755)
         path = self.dir / "meter.sock"
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -268,7 +270,8 @@ class _HostRelay:
             self._listener.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._listener.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class DockerSandboxProvider(SandboxProvider):
@@ -325,6 +328,8 @@ class DockerSandboxProvider(SandboxProvider):
         return None
 
     def refusal(self, task: Task) -> str | None:
+        if task.harbor is not None and (why := task.harbor.refusal()):
+            return why
         try:
             if task.dockerfile is not None and task.image is None:
                 for base in self._bases(task.dockerfile):
@@ -399,7 +404,8 @@ class DockerSandboxProvider(SandboxProvider):
         try:
             self.client().images.build(
                 path=str(context), dockerfile=task.dockerfile.name, tag=tag, rm=True,
-                forcerm=True, pull=self.pull, labels={LABEL: "1"})
+                forcerm=True, pull=self.pull, labels={LABEL: "1"},
+                **({"timeout": int(task.build_timeout)} if task.build_timeout else {}))
         except docker.errors.BuildError as exc:
             log = [str(x.get("stream") or x.get("error") or "").strip() for x in exc.build_log]
             last = next((ln for ln in reversed(log) if ln), _first_line(exc))
@@ -408,9 +414,19 @@ class DockerSandboxProvider(SandboxProvider):
             raise SandboxError(f"cannot build the image of {task.id}: {_first_line(exc)}") \
                 from exc
 
-    def _create(self, task: Task, run_name: str) -> DockerSandbox:
+    def _create(self, task: Task, run_name: str) -> Sandbox:
         image = self.image_for(task)
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
+        if task.harbor is not None:
+            from gate.sandbox._harbor import HarborSandbox
+
+            harbor = HarborSandbox(self, task, image, root)
+            try:
+                harbor.start()
+            except BaseException:
+                harbor.close()
+                raise
+            return harbor
         sandbox = DockerSandbox(self, task, image, root)
         if os.getuid() == 0:
             uid, gid = _user()
