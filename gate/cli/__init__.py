@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -13,9 +14,48 @@ from gate import __version__
 from gate.errors import GateError
 from gate.secrets import reexec_without_secrets
 
+#: Commands load on first use (their modules import the statistics, the SDK, the docker
+#: client ...), so ``gate --help`` and a bad flag cost a fraction of a second. Each entry:
+#: name -> (module, attribute, the short help ``gate --help`` lists without importing it;
+#: tests/test_cli_lazy.py keeps it equal to the command's own).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "baseline": ("gate.cli._compare", "baseline_cmd", "Promote RESULTS into the baseline."),
+    "ci": ("gate.cli._ci", "ci",
+           "The GitHub Actions entrypoint: run, judge against the base branch, comment, exit."),
+    "compare": ("gate.cli._compare", "compare_cmd",
+                "Compare RESULTS with BASELINE and give the verdict."),
+    "run": ("gate.cli._run", "run",
+            "Run the suite and write a results file (written as runs land, atomically)."),
+    "sim": ("gate.cli._sim", "sim",
+            "The simulator: a local Messages API with a simulated model (no network, no key)."),
+    "validate": ("gate.cli._validate", "validate",
+                 "Check each task is sound: verify FAILS untouched and PASSES after the oracle."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    module, attr, _ = COMMANDS[name]
+    command = getattr(importlib.import_module(module), attr)
+    assert isinstance(command, click.Command)
+    return command
+
 
 class _GateGroup(click.Group):
-    """Turns a ``GateError`` into one line on stderr and its exit code, never a traceback."""
+    """Turns a ``GateError`` into one line on stderr and its exit code, never a traceback;
+    loads a command's module only when that command runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)  # as click lists commands
+        rows = [(n, click.utils.make_default_short_help(COMMANDS[n][2], limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -44,22 +84,6 @@ def main() -> None:
     Run a suite of verifiable tasks against the agent configuration in this commit, compare
     with the committed baseline, and block only real regressions.
     """
-
-
-from gate.cli import _ci, _run, _validate  # noqa: E402  (commands register on import)
-
-main.add_command(_run.run)
-main.add_command(_validate.validate)
-main.add_command(_ci.ci)
-
-from gate.cli import _sim  # noqa: E402
-
-main.add_command(_sim.sim)
-
-from gate.cli import _compare  # noqa: E402
-
-main.add_command(_compare.compare_cmd)
-main.add_command(_compare.baseline_cmd)
 
 
 def entry() -> None:
