@@ -1,0 +1,231 @@
+"""Speed at scale: harness overhead, parallel speedup, meter overhead, growth, compare time.
+
+Every figure is a ratio (or a bound) measured side by side in this one process, so the
+machine's speed cancels out; the numbers are printed as a Markdown table (recorded in
+docs/statistics.md, "Speed"). Sections (``--only`` picks some):
+
+- ``overhead``: ``gate run --agent oracle`` on the bundled suite (run_suite's own code path,
+  ``--jobs 1``) vs a bare script doing the same setup / solve / verify in temp dirs; with
+  ``--docker`` also in the docker sandbox, images warm (target ≤ 1.3× local, ≤ 2× docker).
+- ``parallel``: the builtin agent on the simulator with 300 ms model latency, ``--jobs 8`` vs
+  ``--jobs 1`` (target ≥ 6×).
+- ``meter``: the same small requests to the simulator directly vs through the meter: added
+  p50 latency (target ≤ 1 ms) and the first streamed byte's delay.
+- ``growth``: generated trivial suites of 100 and 1,000 tasks with the oracle: time per task
+  (target: flat) and this process's peak memory (target ≤ 200 MB); ``gate compare`` on a
+  1,000-task × 20-run baseline (target ≤ 5 s).
+
+    python bench/bench_scale.py [--only overhead,parallel,meter,growth] [--docker]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS: list[tuple[str, str, str, str]] = []
+
+
+def row(what: str, figure: str, target: str, ok: bool | None) -> None:
+    verdict = "—" if ok is None else ("met" if ok else "**missed**")
+    ROWS.append((what, figure, target, verdict))
+    print(f"  {what}: {figure} (target {target}: {verdict})", flush=True)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _run(tasks: Path, *, kind: str = "oracle", jobs: int = 1, sim: bool = False,
+         sandbox: str = "local", image: str | None = None, latency_ms: float = 0.0,
+         out: Path) -> None:
+    from gate.config import load_config
+    from gate.run import RunRequest, run_suite
+    from gate.sim import Latency
+
+    cfg_path = out.with_suffix(".toml")
+    cfg_path.write_text(f'[suite]\ntasks = "{tasks}"\nsandbox = "{sandbox}"\n'
+                        + (f'image = "{image}"\n' if image else ""))
+    req = RunRequest(config=load_config(cfg_path), output=out, agent_kind=kind, replications=1,
+                     jobs=jobs, sim=sim, seed=1, transcripts=False,
+                     sim_options={"latency": Latency(fixed_ms=latency_ms)} if sim else {})
+    results = run_suite(req)
+    bad = [r for r in results.runs if r.status == "error"]
+    if bad:
+        raise SystemExit(f"bench: infra errors: {bad[0].reason}")
+
+
+def bare(tasks: Path) -> None:
+    """What the harness does, as plainly as possible: copy, setup, solve, verify."""
+    for task in sorted(p for p in tasks.iterdir() if (p / "task.md").is_file()):
+        work = Path(tempfile.mkdtemp(prefix="bare-"))
+        try:
+            if (task / "starting").is_dir():
+                shutil.copytree(task / "starting", work, dirs_exist_ok=True)
+            env = {"PATH": os.environ["PATH"], "WORK_DIR": str(work), "TASK_DIR": str(task),
+                   "HOME": str(work)}
+            for script in ("setup.sh", "solution/solve.sh", "verify.sh"):
+                if (task / script).is_file():
+                    subprocess.run(["bash", str(task / script)], cwd=work, env=env,
+                                   capture_output=True, timeout=120)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def overhead(tmp: Path, docker_image: str | None) -> None:
+    print("harness overhead (oracle, bundled suite, --jobs 1)", flush=True)
+    tasks = REPO / "tasks"
+    bare(tasks)  # warm the page cache and Python's imports
+    _run(tasks, out=tmp / "warm.json")
+    b = min(timed(lambda: bare(tasks)) for _ in range(2))
+    g = min(timed(lambda: _run(tasks, out=tmp / "o.json")) for _ in range(2))
+    row("local: gate / bare script", f"{g / b:.2f}× ({g:.1f} s vs {b:.1f} s)", "≤ 1.3×",
+        g / b <= 1.3)
+    if docker_image:
+        _run(tasks, sandbox="docker", image=docker_image, out=tmp / "dwarm.json")
+        d = timed(lambda: _run(tasks, sandbox="docker", image=docker_image, out=tmp / "d.json"))
+        row("docker (images warm): gate / bare script", f"{d / b:.2f}× ({d:.1f} s)", "≤ 2×",
+            d / b <= 2)
+
+
+def parallel(tmp: Path) -> None:
+    print("parallel speedup (builtin agent, simulator with 300 ms latency)", flush=True)
+    tasks = REPO / "tasks"
+    one = timed(lambda: _run(tasks, kind="builtin", sim=True, jobs=1, latency_ms=300,
+                             out=tmp / "p1.json"))
+    eight = timed(lambda: _run(tasks, kind="builtin", sim=True, jobs=8, latency_ms=300,
+                               out=tmp / "p8.json"))
+    row("--jobs 8 vs --jobs 1", f"{one / eight:.1f}× ({one:.1f} s → {eight:.1f} s)", "≥ 6×",
+        one / eight >= 6)
+
+
+def meter(n: int = 300) -> None:
+    print("meter overhead (simulator, zero latency)", flush=True)
+    from gate.cost import price_table
+    from gate.meter import MeterProxy
+    from gate.sim import Latency, Simulator
+
+    body = {"model": "claude-sonnet-5-5", "max_tokens": 16,
+            "messages": [{"role": "user", "content": "Say hi."}]}
+
+    def p50(url: str, headers: dict[str, str]) -> float:
+        s = requests.Session()
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            s.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30).raise_for_status()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    def first_byte(url: str, headers: dict[str, str]) -> float:
+        s = requests.Session()
+        times = []
+        for _ in range(n // 10):
+            t0 = time.perf_counter()
+            with s.post(f"{url}/v1/messages", json={**body, "stream": True}, headers=headers,
+                        timeout=30, stream=True) as r:
+                next(r.iter_content(1))
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    hdr = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    with Simulator(seed=1, latency=Latency(fixed_ms=200)) as slow, \
+            Simulator(seed=1) as sim, \
+            MeterProxy(sim.base_url, "k", price_table({})) as proxy, \
+            MeterProxy(slow.base_url, "k", price_table({})) as slow_proxy:
+        run = proxy.open_run("bench")
+        via = {"x-api-key": run.token, "anthropic-version": "2023-06-01"}
+        p50(sim.base_url, hdr), p50(run.base_url, via)  # warm both paths
+        direct, metered = p50(sim.base_url, hdr), p50(run.base_url, via)
+        added = (metered - direct) * 1000
+        row("meter: added p50 per request", f"{added:.2f} ms ({direct * 1000:.2f} → "
+            f"{metered * 1000:.2f} ms)", "≤ 1 ms", added <= 1)
+        srun = slow_proxy.open_run("bench-stream")
+        sdirect = first_byte(slow.base_url, hdr)
+        svia = first_byte(srun.base_url, {"x-api-key": srun.token,
+                                          "anthropic-version": "2023-06-01"})
+        row("meter: first streamed byte (200 ms upstream)", f"+{(svia - sdirect) * 1000:.2f} ms "
+            f"({sdirect * 1000:.0f} → {svia * 1000:.0f} ms)", "not delayed (≤ 5 ms)",
+            svia - sdirect <= 0.005)
+
+
+def _trivial_suite(root: Path, n: int) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        d = root / f"t{i:04d}"
+        (d / "solution").mkdir(parents=True)
+        (d / "task.md").write_text(f"Create the file done-{i}.\n")
+        (d / "verify.sh").write_text(f"test -f done-{i}\n")
+        (d / "solution" / "solve.sh").write_text(f"touch done-{i}\n")
+    return root
+
+
+def growth(tmp: Path) -> None:
+    print("growth (trivial tasks, oracle, --jobs 2)", flush=True)
+    per: dict[int, float] = {}
+    for n in (100, 1000):
+        suite = _trivial_suite(tmp / f"suite{n}", n)
+        per[n] = timed(lambda s=suite, k=n: _run(s, jobs=2, out=tmp / f"g{k}.json")) / n
+    ratio = per[1000] / per[100]
+    row("time per task, 1,000 vs 100 tasks", f"{ratio:.2f}× ({per[100] * 1000:.0f} → "
+        f"{per[1000] * 1000:.0f} ms/task)", "flat (≤ 1.2×)", ratio <= 1.2)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row("peak memory of the gate (1,000 tasks)", f"{peak:.0f} MB", "≤ 200 MB", peak <= 200)
+
+    import numpy as np
+
+    from gate.compare._synthetic import reference_rates, synthetic_results
+    from gate.results import write_results
+
+    rng = np.random.default_rng(7)
+    rates = reference_rates(1000)
+    base, cand = tmp / "base1000.json", tmp / "cand1000.json"
+    write_results(base, synthetic_results(rates, 20, rng))
+    write_results(cand, synthetic_results(rates, 3, rng))
+    t = timed(lambda: subprocess.run([sys.executable, "-m", "gate", "compare", str(base),
+                                      str(cand), "--format", "json"], capture_output=True,
+                                     check=False, timeout=600))
+    row("gate compare, 1,000 tasks × 20-run baseline", f"{t:.1f} s", "≤ 5 s", t <= 5)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="overhead,parallel,meter,growth")
+    ap.add_argument("--docker", nargs="?", const="gate-test-base:bookworm", default=None,
+                    help="also the docker sandbox, with this image (default: the test image)")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as d:
+        tmp = Path(d)
+        if "overhead" in only:
+            overhead(tmp, args.docker)
+        if "parallel" in only:
+            parallel(tmp)
+        if "meter" in only:
+            meter()
+        if "growth" in only:
+            growth(tmp)
+    print(f"\ncores: {os.cpu_count()}\n")
+    print("| measure | figure | target | |\n|---|---|---|---|")
+    for r in ROWS:
+        print("| " + " | ".join(r) + " |")
+    print(json.dumps({"rows": ROWS}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
