@@ -189,3 +189,33 @@ def test_detectable_drop_matches_the_power_table() -> None:
     # breaking every task), just a bigger one than a pooled 20-run baseline at k = 5
     assert shallow is not None and deep < shallow <= 1.0
     assert _stats.detectable_drop(np.zeros(15, np.int64), nb, np.full(15, 5), 0.01) is None
+
+
+def test_random_subsets_are_uniform_k_subsets() -> None:
+    import collections
+    import itertools
+
+    rng = np.random.default_rng(3)
+    for m, k in ((5, 2), (6, 3), (12, 9)):  # 9 > 8 takes the keys-and-partition path
+        subsets = _stats.random_subsets(rng, (30000,), m, k)
+        assert subsets.shape == (30000, k)
+        assert all(len(set(row)) == k for row in subsets.tolist())
+        assert subsets.min() >= 0 and subsets.max() < m
+        counts = collections.Counter(tuple(sorted(r)) for r in subsets.tolist())
+        n = sum(1 for _ in itertools.combinations(range(m), k))
+        assert len(counts) == n
+        expected = 30000 / n
+        chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+        assert chi2 < n + 6 * (2 * n) ** 0.5  # far inside the χ²(n - 1) bulk
+
+
+def test_permutation_tests_do_not_depend_on_the_number_of_cores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    tasks = [_stats.TaskSamples(baseline=rng.random((6, 4)), candidate=rng.random((3, 4)))
+             for _ in range(200)]  # 5 chunks of 44 tasks at 9,999 permutations
+    monkeypatch.setattr(_stats.os, "cpu_count", lambda: 1)
+    one = _stats.permutation_tests(tasks, permutations=9999, seed=9)
+    monkeypatch.setattr(_stats.os, "cpu_count", lambda: 4)
+    four = _stats.permutation_tests(tasks, permutations=9999, seed=9)
+    assert one == four

@@ -19,7 +19,9 @@ task), for a suite-level aggregate and a task-equal-weight statistic.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -286,30 +288,82 @@ class PermResult:
 TURNS, COST, CACHE_READ, PROMPT = 0, 1, 2, 3
 
 
-def _relabelled_means(tasks: Sequence[TaskSamples], rng: np.random.Generator,
+def random_subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
+                   k: int) -> IntArray:
+    """Uniformly random k-subsets of ``range(m)``, one per row: ``shape + (k,)`` indices.
+
+    For small k: the j-th index is uniform over the m - j indices not drawn yet (the draw r is
+    mapped to the r-th unchosen index by stepping over the chosen ones in ascending order), so
+    every k-subset is equally likely. k random integers per row instead of m random floats and
+    a partition. For large k: the k smallest of m uniform keys."""
+    if k > 8:
+        keys = rng.random((*shape, m))
+        return np.argpartition(keys, k - 1, axis=-1)[..., :k]
+    chosen = np.empty((*shape, k), dtype=np.int64)
+    for j in range(k):
+        pos = rng.integers(0, m - j, size=shape)
+        for prev in np.sort(chosen[..., :j], axis=-1).transpose(-1, *range(len(shape))):
+            pos += prev <= pos
+        chosen[..., j] = pos
+    return chosen
+
+
+def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
+                 seed: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+    """Per-task arm means of ``vals`` (G tasks, M = nb + nc runs, 4 columns) for the observed
+    labels (row 0) and ``permutations`` relabellings drawn from their own seeded stream.
+
+    A relabelling picks which runs are "candidate" (or, when fewer, which are "baseline") as a
+    uniformly random subset, and sums the picked runs in ascending index order. The observed
+    row takes the same path, so a relabelling identical to the observed one gives bit-identical
+    statistics (it must count as "as extreme")."""
+    g, m = vals.shape[0], nb + nc
+    rng = np.random.default_rng(seed)
+    pick_candidates = nc <= nb
+    k = nc if pick_candidates else nb
+    idx = np.empty((g, permutations + 1, k), dtype=np.int64)
+    idx[:, 0] = np.arange(nb, m) if pick_candidates else np.arange(nb)
+    idx[:, 1:] = np.sort(random_subsets(rng, (g, permutations), m, k), axis=-1)
+    rows = np.arange(g)[:, None, None]
+    picked = vals[rows, idx].sum(axis=2).transpose(1, 0, 2)  # (R + 1, G, 4)
+    totals = vals.sum(axis=1)[None]
+    c = picked if pick_candidates else totals - picked
+    return (totals - c) / nb, c / nc
+
+
+def _relabelled_means(tasks: Sequence[TaskSamples], seed: int,
                       permutations: int) -> Iterator[tuple[FloatArray, FloatArray]]:
     """Per-task arm means for the observed labels (row 0) and R relabellings, in chunks.
 
     Yields ``(base, cand)`` shaped ``(R + 1, G, 4)`` for successive groups of tasks. Tasks with
     the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers, so memory
-    stays flat however large the suite.
+    stays flat however large the suite. Each chunk draws from its own stream, seeded by
+    (seed, shape, first task), so chunks run on every core and the result does not depend on
+    how many there are; they are yielded in order, so the sums are reproducible bit for bit.
     """
     by_shape: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(tasks):
         by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
+    jobs: list[tuple[FloatArray, int, int, tuple[int, ...]]] = []
     for (nb, nc), idx in by_shape.items():
         m = nb + nc
         values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
         chunk = max(1, 4_000_000 // max(1, m * permutations))
         for start in range(0, len(idx), chunk):
-            vals = values[start:start + chunk]  # (G, M, 4)
-            totals = vals.sum(axis=1)
-            u = rng.random((permutations, len(vals), m))
-            kth = np.partition(u, nc - 1, axis=2)[:, :, nc - 1:nc]
-            mask = (u <= kth).astype(float)  # exactly nc "candidate" runs per relabelling
-            c_sum = np.concatenate([vals[None, :, nb:].sum(axis=2),
-                                    np.einsum("rgm,gmd->rgd", mask, vals)])
-            yield (totals[None] - c_sum) / nb, c_sum / nc
+            jobs.append((values[start:start + chunk], nb, nc, (seed, nb, nc, start)))
+    if len(jobs) == 1:
+        yield _chunk_means(jobs[0][0], jobs[0][1], jobs[0][2], permutations, jobs[0][3])
+        return
+    workers = min(len(jobs), os.cpu_count() or 1, 4)  # numpy releases the GIL here
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = [pool.submit(_chunk_means, v, nb, nc, permutations, sd)
+                   for v, nb, nc, sd in jobs[:workers]]
+        for i in range(len(jobs)):
+            result = pending[i].result()
+            if i + workers < len(jobs):  # at most `workers` chunks in memory at once
+                v, nb, nc, sd = jobs[i + workers]
+                pending.append(pool.submit(_chunk_means, v, nb, nc, permutations, sd))
+            yield result
 
 
 def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
@@ -334,8 +388,7 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
     sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
     log_ratio = np.zeros((rows, 2))  # turns, cost
     hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
-    rng = np.random.default_rng(seed)
-    for base, cand in _relabelled_means(tasks, rng, permutations):
+    for base, cand in _relabelled_means(tasks, seed, permutations):
         sum_b += base.sum(axis=1)
         sum_c += cand.sum(axis=1)
         log_ratio += np.log((cand[:, :, :2] + delta[:2]) / (base[:, :, :2] + delta[:2])).sum(1)
