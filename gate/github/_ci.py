@@ -42,7 +42,6 @@ from gate.github._comment import (
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
     append_history,
-    apply_drift_guard,
     entry_for,
     parse_history,
     trend_entries,
@@ -113,7 +112,7 @@ class _Judgement:
 
     results: Results
     baseline: Results
-    comparison: Any
+    comparison: Comparison
     exit_code: int
     accepted: bool
     baseline_edited: bool
@@ -248,7 +247,7 @@ class _CI:
 
     def judge(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
         """Run the suite and compare it with the base branch's baseline."""
-        from gate.compare import compare
+        from gate.compare import judge
         from gate.report import render_markdown
 
         root = self.repo_root()
@@ -273,14 +272,13 @@ class _CI:
         if self.cfg.gate.sequential:
             from gate.sequential import run_sequential
 
-            seq = run_sequential(self.run_request(), baseline, self.cfg.gate,
-                                 self.opts.on_result)
-            results, comparison = seq.results, seq.comparison
-            notes.append(seq.note)
+            # the looks are recorded in the results file: the judge applies α/2 from there
+            results = run_sequential(self.run_request(), baseline, self.cfg.gate,
+                                     self.opts.on_result).results
         else:
             results = self.run_suite()
-            comparison = compare(baseline, results, self.cfg.gate)
-        comparison = self.guard_drift(ys, comparison, results, notes)
+        comparison = judge(baseline, results, self.cfg.gate,
+                           parse_history(ys.history_text or ""))
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
@@ -303,18 +301,6 @@ class _CI:
                                    trend=trend, yardstick=ys.note())
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
-
-    def guard_drift(self, ys: Yardstick, comparison: Comparison, results: Results,
-                    notes: list[str]) -> Comparison:
-        """Main's drift guard, from the base branch's history file."""
-        if comparison.verdict != "regression":
-            return comparison
-        guarded, note = apply_drift_guard(comparison, parse_history(ys.history_text or ""),
-                                          fingerprint=results.agent.fingerprint,
-                                          alpha=self.cfg.gate.alpha)
-        if note:
-            notes.append(note)
-        return guarded
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
         changed = _git.pr_changes_file(root, base_ref, rel)
