@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -30,13 +31,14 @@ from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
 from gate.github._comment import (
+    DEFAULT_COMMENT_ID,
+    CommentRef,
     find_pr_for_run,
     label_added_by,
     pr_files,
     pr_labels,
     render_body,
     token_login,
-    upsert_comment,
     user_permission,
 )
 from gate.github._env import CIEnvironment, PullRequestInfo
@@ -49,6 +51,7 @@ from gate.github._history import (
 )
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
+from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
@@ -87,6 +90,8 @@ class CIOverrides:
     history: str | None = None
     fork_without_key: str | None = None
     comment_author: str | None = None
+    comment_id: str | None = None
+    comment_mode: str | None = None
 
     def apply(self, base: CISettings) -> CISettings:
         update = {k: v for k, v in vars(self).items() if v is not None}
@@ -102,6 +107,8 @@ class CIOptions:
     mode: str = "auto"
     overrides: CIOverrides = field(default_factory=CIOverrides)
     report_path: Path = Path("gate-report.md")
+    # the comment id when neither the input nor [ci] names one: from the config path
+    default_comment_id: str = DEFAULT_COMMENT_ID
     on_result: Callable[[RunResult], None] | None = None
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
@@ -132,6 +139,7 @@ class _CI:
         self.io = io or ActionsIO(env.output, env.step_summary, redact=self.redact)
         self._client: GitHubClient | None = None
         self._author: str | None = None
+        self._comment: PRComment | None = None
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -245,7 +253,7 @@ class _CI:
                                                 tasks_dir=ys.tasks_dir)
             yield ys
 
-    def judge(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
+    def assess(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
         """Run the suite and compare it with the base branch's baseline."""
         from gate.compare import judge
         from gate.report import render_markdown
@@ -264,10 +272,7 @@ class _CI:
         notes: list[str] = []
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
         if edited:
-            notes.append(
-                f"This PR edits {_code(rel)}. It was judged against the copy on "
-                f"{_code(base_branch)}: a pull request cannot move its own yardstick. The "
-                f"baseline changes when {_code(base_branch)} refreshes it after the merge.")
+            notes.append(_note("baseline_edited", path=_code(rel), branch=_code(base_branch)))
         labels = self.labels(pr) if pr is not None else []
         if self.cfg.gate.sequential:
             from gate.sequential import run_sequential
@@ -287,12 +292,10 @@ class _CI:
         if accepted:
             code = 0
         elif verdict == "regression" and not self.settings.fail_on_regression:
-            notes.append("`fail-on-regression` is off: this regression is reported, not "
-                         "blocking.")
+            notes.append(_note("not_failing"))
             code = 0
         elif verdict == "regression" and label and pr is not None:
-            notes.append(f"A maintainer (write permission) who accepts this regression can add "
-                         f"the {_code(label)} label and re-run this check.")
+            notes.append(_note("how_to_accept", label=_code(label)))
         trend = self.base_trend(ys)
         ys.validate_changed_tasks()
         for line in ys.lines(markdown=False):
@@ -342,20 +345,16 @@ class _CI:
         except GateError as exc:
             self.io.warning(self.redact(f"the {label} label accepts nothing: cannot tell who "
                                         f"added it: {exc}"), title="agent-gate")
-            notes.append(f"The {_code(label)} label is on this PR, but the gate could not "
-                         "check who added it (see the job's warnings): it accepts nothing.")
+            notes.append(_note("label_unchecked", label=_code(label)))
             return None
         if who is None or not can_write:
-            by = f"**{md(who, 60)}**, whose role on this repository is {md(role, 40)}" \
-                if who else "an unknown user"
-            notes.append(f"The {_code(label)} label was added by {by}: **ignored**. Only a "
-                         "user with write permission can accept a regression.")
+            notes.append(_note("label_ignored", label=_code(label), who=md(who, 60),
+                               role=md(role, 40)))
             self.io.warning(f"the {label} label was added by {who or 'an unknown user'} "
                             f"({role}): ignored, accepting needs write permission",
                             title="agent-gate")
             return None
-        notes.append(f"**Regression accepted** by **{md(who, 60)}** ({md(role, 40)}) with "
-                     f"the {_code(label)} label: reported, not blocking.")
+        notes.append(_note("accepted", label=_code(label), who=md(who, 60), role=md(role, 40)))
         self.log(f"gate ci: the regression was accepted by {who} ({role})")
         return who
 
@@ -410,24 +409,101 @@ class _CI:
             if (self.needs_key and self.env.anthropic_api_key is None
                     and self.env.secrets_withheld):
                 return self.withheld(pr)
-            j = self.judge(ys, pr)
+            self.announce_running(pr)
+            try:
+                j = self.assess(ys, pr)
+            except KeyboardInterrupt:  # the job cancelled (SIGTERM/SIGINT) during the suite
+                self.announce_cancelled(pr)
+                raise
         extra: dict[str, object] = {
             "mode": "pr", "pr_number": pr.number,
             "baseline_edited": str(j.baseline_edited).lower(),
         }
         self.report(j, extra=extra)
-        self.post_comment(pr, j.markdown)
+        self.post_comment(pr, j.markdown, j.comparison)
         self.log(f"gate ci: {j.comparison.headline} (exit {j.exit_code})")
         return j.exit_code
 
     def check(self) -> int:
         with self.yardstick(self.env.default_branch or "main") as ys:
-            j = self.judge(ys, None)
+            j = self.assess(ys, None)
         self.report(j, extra={"mode": "check"})
         return j.exit_code
 
-    def post_comment(self, pr: PullRequestInfo, markdown: str) -> None:
-        if not self.settings.comment:
+    # ----- this suite's PR comment (gate/github/_sticky.py) --------------------------------
+
+    @property
+    def comment_id(self) -> str:
+        return self.settings.comment_id or self.opts.default_comment_id
+
+    def pr_comment(self, number: int) -> PRComment:
+        if self._comment is None or self._comment.number != number:
+            self._comment = PRComment(
+                client=lambda: self.client, author=self.comment_author, number=number,
+                comment_id=self.comment_id, mode=comment_mode(self.settings))
+        return self._comment
+
+    def can_comment(self) -> bool:
+        """Whether this run may write the PR comment at all (the mode, a fork's read-only
+        token, a token to write with)."""
+        return (comment_mode(self.settings) != "never" and not self.env.fork_repo
+                and self.env.token is not None)
+
+    def show(self, pr: PullRequestInfo, markdown: str, *, create: bool, what: str,
+             quiet: bool = False) -> CommentRef | None:
+        """Put ``markdown`` in this suite's comment; a failure is a warning (``quiet``: a log
+        line, when the verdict's own post will warn of the same cause), never a verdict."""
+        try:
+            ref = self.pr_comment(pr.number).post(self.redact(markdown), create=create)
+        except GateError as exc:
+            message = (f"the PR comment was not {what} (the verdict stands): "
+                       f"{self.comment_failure(exc)}")
+            if quiet:
+                self.log(f"gate ci: {message}")
+            else:
+                self.io.warning(message, title="agent-gate")
+            return None
+        if ref is not None:
+            self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment "
+                     f"{ref.url} ({what}; comment id {self.comment_id})")
+        return ref
+
+    def head(self, pr: PullRequestInfo) -> Markup:
+        return code_span((pr.head_sha or self.env.sha or "HEAD")[:7])
+
+    def announce_running(self, pr: PullRequestInfo) -> None:
+        """Before the suite: an existing comment stops showing the last verdict as current.
+        Only ``always`` creates a comment for this."""
+        if not self.can_comment():
+            return
+        from gate.report._render import _url
+
+        self.show(pr, render_body("running.md.j2", sha=self.head(pr),
+                                  run_url=_url(self.env.run_url)),
+                  create=comment_mode(self.settings) == "always", what="marked as running",
+                  quiet=True)
+
+    def announce_cancelled(self, pr: PullRequestInfo) -> None:
+        """The run was stopped during the suite: the comment (if any) says so. A second
+        signal while this is written is ignored: the runner escalates to SIGKILL anyway."""
+        if not self.can_comment():
+            return
+        from gate.report._render import _url
+
+        self.log("gate ci: cancelled during the suite")
+        previous = {sig: signal.signal(sig, signal.SIG_IGN)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.show(pr, render_body("cancelled.md.j2", sha=self.head(pr),
+                                      run_url=_url(self.env.run_url)),
+                      create=False, what="marked as cancelled")
+            self.io.set_outputs({"verdict": "cancelled", "mode": "pr"})
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def post_comment(self, pr: PullRequestInfo, markdown: str, comparison: Comparison) -> None:
+        if comment_mode(self.settings) == "never":
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
         if self.env.fork_repo:
@@ -437,18 +513,13 @@ class _CI:
                 "shows the two-workflow pattern that comments on fork PRs.")
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
-        try:
-            ref = upsert_comment(self.client, pr.number, markdown,
-                                 author=self.comment_author())
-        except GateError as exc:
-            # A comment that cannot be written (a read-only token, GitHub down) never changes
-            # the verdict: the exit code and `verdict` output stay the verdict's.
-            self.io.warning(f"the PR comment was not posted (the verdict stands): "
-                            f"{self.comment_failure(exc)}", title="agent-gate")
-            self.io.set_outputs({"comment_url": "", "comment_id": ""})
-            return
-        self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment {ref.url}")
-        self.io.set_outputs({"comment_url": ref.url, "comment_id": ref.id})
+        create = creates(comment_mode(self.settings), comparison)
+        ref = self.show(pr, markdown, create=create, what="posted")
+        if ref is None and create is False:
+            self.log(f"gate ci: no PR comment (comment-mode {comment_mode(self.settings)}: "
+                     "nothing to report, and no earlier comment to update)")
+        self.io.set_outputs({"comment_url": ref.url if ref else "",
+                             "comment_id": ref.id if ref else ""})
 
     def withheld(self, pr: PullRequestInfo) -> int:
         who = f"the fork {self.env.fork_repo}" if self.env.fork_repo else self.env.actor
@@ -556,15 +627,11 @@ class _CI:
     def try_comment_failure(self, mode: str, reason: str, what: str, exc: GateError) -> None:
         """A PR whose gate could not measure still says why on the PR, not only in a log."""
         pr = self.env.pull_request if mode == "pr" else None
-        if (pr is None or isinstance(exc, GitHubError) or not self.settings.comment
-                or self.env.fork_repo or self.env.token is None):
+        if pr is None or isinstance(exc, GitHubError) or not self.can_comment():
             return
-        try:
-            upsert_comment(self.client, pr.number, _failure_markdown(what, reason,
-                                                                     self.env.run_url),
-                           author=self.comment_author())
-        except GateError as err:
-            self.io.warning(f"could not comment on the PR: {self.comment_failure(err)}")
+        self.show(pr, _failure_markdown(what, reason, self.env.run_url),
+                  create=creates(comment_mode(self.settings), None, failed=True),
+                  what="posted")
 
     # ----- comment (workflow_run) ----------------------------------------------------------
 
@@ -593,10 +660,14 @@ class _CI:
         # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
         from gate.report import defuse_markdown
 
-        ref = upsert_comment(self.client, number, defuse_markdown(self.redact(markdown)),
-                             author=self.comment_author())
-        self.io.set_outputs({"mode": "comment", "pr_number": number, "comment_url": ref.url,
-                             "comment_id": ref.id})
+        mode = comment_mode(self.settings)
+        # the verdict is the triggering run's conclusion (trusted), never the report's text
+        create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
+        ref = self.pr_comment(number).post(defuse_markdown(self.redact(markdown)),
+                                           create=create)
+        self.io.set_outputs({"mode": "comment", "pr_number": number,
+                             "comment_url": ref.url if ref else "",
+                             "comment_id": ref.id if ref else ""})
         return 0
 
 
@@ -646,9 +717,16 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
     return render_body("failure.md.j2", what=what, reason=md(reason, 4000), run_url=_url(run_url))
 
 
-def _code(text: str) -> str:
+def _code(text: str) -> Markup:
     """A configured name (the accept label, a path, a branch) as inline code."""
-    return str(code_span(text))
+    return code_span(text)
+
+
+def _note(name: str, **values: object) -> str:
+    """One of the CI layer's notes on a verdict, from ``gate/templates/notes.md.j2``."""
+    from gate.report._render import _env
+
+    return str(getattr(_env().get_template("notes.md.j2").module, name)(**values))
 
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
