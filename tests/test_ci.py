@@ -138,6 +138,18 @@ class Project:
     def gate_ci(self, checkout: Path, *args: str, event: str = "pull_request",
                 event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
                 env: dict[str, str] | None = None) -> CIRun:
+        full_env, out, summary = self.ci_env(checkout, event=event, event_path=event_path,
+                                             ref=ref, env=env)
+        p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
+                           capture_output=True, text=True, env=full_env, timeout=240,
+                           check=False)
+        return ci_run(p.returncode, p.stdout, p.stderr, out, summary)
+
+    def ci_env(self, checkout: Path, *, event: str = "pull_request",
+               event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
+               env: dict[str, str] | None = None) -> tuple[dict[str, str], Path, Path]:
+        """The environment the runner gives the action's step, and its output and summary
+        files."""
         out = checkout.parent / f"{checkout.name}-output-{len(self.gh.requests)}"
         summary = checkout.parent / f"{checkout.name}-summary-{len(self.gh.requests)}.md"
         full_env = {
@@ -155,12 +167,12 @@ class Project:
             "AGENT_HELPER": str(checkout / "agent" / "solve.sh"),
             **(env or {}),
         }
-        p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
-                           capture_output=True, text=True, env=full_env, timeout=240,
-                           check=False)
-        outputs = _parse_output_file(out.read_text()) if out.exists() else {}
-        return CIRun(p.returncode, p.stdout, p.stderr, outputs,
-                     summary.read_text() if summary.exists() else "")
+        return full_env, out, summary
+
+
+def ci_run(code: int, stdout: str, stderr: str, out: Path, summary: Path) -> CIRun:
+    outputs = _parse_output_file(out.read_text()) if out.exists() else {}
+    return CIRun(code, stdout, stderr, outputs, summary.read_text() if summary.exists() else "")
 
 
 @dataclass
