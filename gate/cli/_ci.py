@@ -56,6 +56,10 @@ from gate.run import RunRequest
               help="When a comment is created: always, on-change, on-regression, never "
                    "([ci].comment_mode, default always). An existing one is always kept "
                    "current (never aside); --no-comment is never.")
+@click.option("--rejudge", metavar="RESULTS", envvar="GATE_REJUDGE",
+              help="Judge these stored results (a run's artifact) instead of running the "
+                   "suite: a PR re-judged after the accept label, or a workflow_dispatch on "
+                   "a PR's branch. `true` means the --output file; empty or `false`: off.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
@@ -63,7 +67,7 @@ def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, history: str | None,
     fork_without_key: str | None, comment_author: str | None, comment_id: str | None,
-    comment_mode: str | None, report_path: str,
+    comment_mode: str | None, rejudge: str | None, report_path: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -91,6 +95,7 @@ def ci(
     opts = CIOptions(
         run=req, mode=mode, report_path=Path(report_path), on_result=progress,
         default_comment_id=default_comment_id(config_path, root),
+        rejudge=_rejudge_path(rejudge, req.output),
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, history=history,
@@ -100,3 +105,10 @@ def ci(
         log=lambda line: click.echo(line, err=True),
     )
     sys.exit(run_ci(opts, env))
+
+
+def _rejudge_path(value: str | None, output: Path) -> Path | None:
+    """``--rejudge``: a path, or the action input's ``true`` (the results file) / ``false``."""
+    if value is None or value.strip().lower() in ("", "false"):
+        return None
+    return output if value.strip().lower() == "true" else Path(value)

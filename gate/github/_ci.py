@@ -109,6 +109,8 @@ class CIOptions:
     report_path: Path = Path("gate-report.md")
     # the comment id when neither the input nor [ci] names one: from the config path
     default_comment_id: str = DEFAULT_COMMENT_ID
+    # judge these stored results (a run's artifact) instead of running the suite
+    rejudge: Path | None = None
     on_result: Callable[[RunResult], None] | None = None
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
@@ -131,6 +133,8 @@ class _CI:
     """One ``gate ci`` invocation. Holds the context every mode shares."""
 
     def __init__(self, opts: CIOptions, env: CIEnvironment, io: ActionsIO | None) -> None:
+        if opts.rejudge is not None:  # the results judged are the stored ones
+            opts.run = dataclasses.replace(opts.run, output=opts.rejudge)
         self.opts = opts
         self.env = env
         self.cfg: GateConfig = opts.run.config
@@ -274,7 +278,10 @@ class _CI:
         if edited:
             notes.append(_note("baseline_edited", path=_code(rel), branch=_code(base_branch)))
         labels = self.labels(pr) if pr is not None else []
-        if self.cfg.gate.sequential:
+        if self.opts.rejudge is not None:
+            results = self.stored_results(self.opts.rejudge)
+            notes.append(_note("rejudged", path=_code(self.opts.rejudge.name)))
+        elif self.cfg.gate.sequential:
             from gate.sequential import run_sequential
 
             # the looks are recorded in the results file: the judge applies α/2 from there
@@ -304,6 +311,20 @@ class _CI:
                                    trend=trend, yardstick=ys.note())
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
+
+    def stored_results(self, path: Path) -> Results:
+        """A finished run's results, judged again without a new suite run."""
+        from gate.results import load_results
+
+        if not path.is_file():
+            raise BadInput(f"{path}: no results to re-judge (download the artifact of the run "
+                           "that wrote them first)")
+        results = load_results(path)
+        if results.interrupted is not None:
+            raise Unmeasurable(f"{path}: {results.interruption_note() or 'interrupted'}: an "
+                               "incomplete run is not judged")
+        self.log(f"gate ci: re-judging {path} ({len(results.runs)} runs); no suite run")
+        return results
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
         changed = _git.pr_changes_file(root, base_ref, rel)
@@ -407,9 +428,10 @@ class _CI:
             raise BadInput("the pull_request event names no base branch")
         with self.yardstick(pr.base_ref) as ys:
             if (self.needs_key and self.env.anthropic_api_key is None
-                    and self.env.secrets_withheld):
+                    and self.env.secrets_withheld and self.opts.rejudge is None):
                 return self.withheld(pr)
-            self.announce_running(pr)
+            if self.opts.rejudge is None:
+                self.announce_running(pr)
             try:
                 j = self.assess(ys, pr)
             except KeyboardInterrupt:  # the job cancelled (SIGTERM/SIGINT) during the suite
@@ -428,7 +450,29 @@ class _CI:
         with self.yardstick(self.env.default_branch or "main") as ys:
             j = self.assess(ys, None)
         self.report(j, extra={"mode": "check"})
+        if self.opts.rejudge is not None:
+            self.comment_on_branch_pr(j)
         return j.exit_code
+
+    def comment_on_branch_pr(self, j: _Judgement) -> None:
+        """A re-judge dispatched on a PR's branch shows its verdict on that PR (the open PR
+        whose head is this commit), by the comment mode like a PR run."""
+        branch = self.env.branch
+        if not (branch and self.env.sha and self.env.token is not None and self.env.repository):
+            return
+        try:
+            number = find_pr_for_run(self.client, self.env.repository, branch, self.env.sha)
+        except GateError as exc:
+            self.io.warning(f"cannot find the pull request of {branch}: {exc}")
+            return
+        if number is None:
+            self.log(f"gate ci: no open pull request has {self.env.sha[:7]} as its head; "
+                     "no comment")
+            return
+        pr = PullRequestInfo(number=number, base_ref=self.env.default_branch or "main",
+                             head_ref=branch, head_sha=self.env.sha)
+        self.io.set_outputs({"pr_number": number})
+        self.post_comment(pr, j.markdown, j.comparison)
 
     # ----- this suite's PR comment (gate/github/_sticky.py) --------------------------------
 
@@ -684,6 +728,10 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
         mode = ci.mode()
         if mode not in MODES:
             raise BadInput(f"unknown mode {mode!r}")
+        if opts.rejudge is not None and mode not in ("pr", "check"):
+            raise BadInput(f"--rejudge judges a pull request's or a branch's stored results "
+                           f"(mode pr or check), not mode {mode}: on the default branch a "
+                           "refresh pools a new run")
         handler: Callable[[], int] = getattr(ci, mode)
         return handler()
     except GateError as exc:
