@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,15 +19,21 @@ from test_ci import (
     PR,
     Project,
     _break_agent,
+    _project,
     ci_run,
     make_baseline,
-    project,  # noqa: F401  (the fixture)
     sh,
 )
 
 from gate.github import MARKER, MARKER_PREFIX, marker
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    """test_ci's oracle-agent project: a bare origin, main with a baseline, the fake GitHub."""
+    yield from _project(tmp_path, sim=False)
 
 HEAD = "0" * 7  # the short head SHA of the test's pull_request event
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_ci import CIRun, Project, _break_agent, _project, sh
 
 from gate.cli import main as gate_main
 from gate.compare import judge
@@ -40,7 +41,7 @@ def test_sequential_looks_are_judged_at_half_alpha_by_whoever_judges() -> None:
 
 
 def test_gate_compare_judges_a_sequential_file_as_ci_did(tmp_path: Path) -> None:
-    base, pr, settings = _borderline()
+    base, pr, _ = _borderline()
     seq = pr.model_copy(update={"schedule": Schedule(replications=5, sequential=[2, 3])})
     write_results(tmp_path / "b.json", base)
     write_results(tmp_path / "plain.json", pr)
@@ -57,40 +58,40 @@ def test_gate_compare_judges_a_sequential_file_as_ci_did(tmp_path: Path) -> None
 
 # ----- through both real CLIs ---------------------------------------------------------------
 
+def _compare(ci: Path, *args: str) -> tuple[int, dict]:
+    p = subprocess.run([sys.executable, "-m", "gate", "compare", *args, "--format", "json"],
+                       cwd=ci, capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def _same_as_ci(project: Project, ci: Path, run: CIRun, history: str | None) -> dict:
+    """`gate compare` on the files `gate ci` judged — main's baseline, settings and history,
+    and the results it wrote — both from files and with --base-ref: the same answer."""
+    main = project.clone(f"main-{run.code}-{history}")
+    files = [str(main / "baseline.json"), str(ci / "results.json"),
+             "--config", str(main / "gate.toml")]
+    if history is not None:
+        files += ["--history", str(main / history)]
+    code, c = _compare(ci, *files)
+    sh(ci, "git", "fetch", "-q", "origin", "main")
+    ref_code, ref_c = _compare(ci, "--base-ref", "origin/main", str(ci / "results.json"))
+    assert code == ref_code == run.code
+    assert c["verdict"] == ref_c["verdict"] == run.outputs["verdict"]
+    assert c["headline"] == ref_c["headline"] == run.outputs["headline"]
+    assert c["notes"] == ref_c["notes"]
+    return c
+
+
 @pytest.mark.slow
 def test_gate_compare_and_gate_ci_reach_the_same_verdict(tmp_path: Path) -> None:
-    from fake_github import FakeGitHub  # noqa: F401  (the project fixture's fake)
-    from test_ci import _break_agent, _project, sh
-
     for project in _project(tmp_path, sim=False):
         ci = project.pr_branch("drifty", _break_agent)
-
-        def compare(*args: str) -> tuple[int, dict]:
-            p = subprocess.run([sys.executable, "-m", "gate", "compare", *args,
-                                "--format", "json"], cwd=ci, capture_output=True, text=True,
-                               timeout=120, check=False)
-            assert p.returncode in (0, 1), p.stderr
-            return p.returncode, json.loads(p.stdout)
-
-        def same(run_code: int, outputs: dict[str, str], history: Path | None) -> dict:
-            main = project.clone(f"main-{run_code}-{history is not None}")
-            files = [str(main / "baseline.json"), str(ci / "results.json"),
-                     "--config", str(main / "gate.toml")]
-            if history is not None:
-                files += ["--history", str(main / history)]
-            code, c = compare(*files)
-            sh(ci, "git", "fetch", "-q", "origin", "main")
-            ref_code, ref_c = compare("--base-ref", "origin/main", str(ci / "results.json"))
-            assert code == ref_code == run_code
-            assert c["verdict"] == ref_c["verdict"] == outputs["verdict"]
-            assert c["headline"] == ref_c["headline"] == outputs["headline"]
-            assert c["notes"] == ref_c["notes"]
-            return c
 
         # no history on main: a plain regression, blocked by both
         run = project.gate_ci(ci)
         assert run.code == 1, run.stderr
-        c = same(run.code, run.outputs, None)
+        c = _same_as_ci(project, ci, run, None)
         assert c["verdict"] == "regression" and c["notes"] == []
 
         # main's A/A checks keep blocking: the drift guard reports it, in both
@@ -106,7 +107,7 @@ def test_gate_compare_and_gate_ci_reach_the_same_verdict(tmp_path: Path) -> None
         sh(ci, "git", "fetch", "-q", "origin", "main")  # a new CI run checks out afresh
         run = project.gate_ci(ci)
         assert run.code == 0, run.stderr
-        c = same(run.code, run.outputs, Path("gate-history.jsonl"))
+        c = _same_as_ci(project, ci, run, "gate-history.jsonl")
         assert c["verdict"] == "pass" and c["headline"].startswith("No regression (drift guard)")
         (note,) = c["notes"]
         assert note.startswith("Drift guard:") and note in run.summary
