@@ -87,10 +87,16 @@ def test_rejudge_refuses_what_it_cannot_judge(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
     missing = project.gate_ci(ci, "--rejudge", "nowhere.json")
     assert missing.code == 2 and "nowhere.json: no results to re-judge" in missing.stderr
+    stopped = json.loads((ci / "baseline.json").read_text())  # a finished run's file, then
+    stopped["interrupted"] = {"reason": "interrupted: Ctrl-C or SIGTERM",  # one that stopped
+                              "missing": [{"task": "alpha", "replication": 3}]}
+    (ci / "stopped.json").write_text(json.dumps(stopped))
+    partial = project.gate_ci(ci, "--rejudge", "stopped.json")
+    assert partial.code == 3 and "an incomplete run is not judged" in partial.stderr
     main = project.clone("main-rejudge")
     push = project.tmp / "push.json"
     push.write_text(json.dumps({"repository": {"full_name": REPO, "default_branch": "main"}}))
     refused = project.gate_ci(main, "--rejudge", "true", event="push", event_path=push,
                               ref="refs/heads/main")
     assert refused.code == 2 and "not mode main" in refused.stderr
-    assert "Traceback" not in missing.stderr + refused.stderr
+    assert "Traceback" not in missing.stderr + partial.stderr + refused.stderr

@@ -30,16 +30,16 @@ from gate._files import atomic_write_text, describe_validation_error
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
+from gate.github._accept import acceptance
 from gate.github._comment import (
     DEFAULT_COMMENT_ID,
     CommentRef,
     find_pr_for_run,
-    label_added_by,
     pr_files,
     pr_labels,
     render_body,
+    render_note,
     token_login,
-    user_permission,
 )
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
@@ -276,11 +276,12 @@ class _CI:
         notes: list[str] = []
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
         if edited:
-            notes.append(_note("baseline_edited", path=_code(rel), branch=_code(base_branch)))
+            notes.append(render_note("baseline_edited", path=_code(rel),
+                                     branch=_code(base_branch)))
         labels = self.labels(pr) if pr is not None else []
         if self.opts.rejudge is not None:
             results = self.stored_results(self.opts.rejudge)
-            notes.append(_note("rejudged", path=_code(self.opts.rejudge.name)))
+            notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
         elif self.cfg.gate.sequential:
             from gate.sequential import run_sequential
 
@@ -299,10 +300,10 @@ class _CI:
         if accepted:
             code = 0
         elif verdict == "regression" and not self.settings.fail_on_regression:
-            notes.append(_note("not_failing"))
+            notes.append(render_note("not_failing"))
             code = 0
         elif verdict == "regression" and label and pr is not None:
-            notes.append(_note("how_to_accept", label=_code(label)))
+            notes.append(render_note("how_to_accept", label=_code(label)))
         trend = self.base_trend(ys)
         ys.validate_changed_tasks()
         for line in ys.lines(markdown=False):
@@ -350,34 +351,16 @@ class _CI:
 
     def accepted_by(self, pr: PullRequestInfo, labels: list[str], notes: list[str]
                     ) -> str | None:
-        """Who accepted this regression with the accept label, or None.
-
-        The label counts only when the user who added it (the PR's latest ``labeled`` event
-        for it) has write permission on the repository, both checked through the API — a
-        label anyone could add (a bot, a triager) turns nothing green. An ignored label gets
-        a visible note; the note of an accepted one records who accepted.
-        """
-        label = self.settings.accept_label
-        if not label or label.casefold() not in {x.casefold() for x in labels}:
-            return None
-        try:
-            who = label_added_by(self.client, pr.number, label)
-            role, can_write = user_permission(self.client, who) if who else ("none", False)
-        except GateError as exc:
-            self.io.warning(self.redact(f"the {label} label accepts nothing: cannot tell who "
-                                        f"added it: {exc}"), title="agent-gate")
-            notes.append(_note("label_unchecked", label=_code(label)))
-            return None
-        if who is None or not can_write:
-            notes.append(_note("label_ignored", label=_code(label), who=md(who, 60),
-                               role=md(role, 40)))
-            self.io.warning(f"the {label} label was added by {who or 'an unknown user'} "
-                            f"({role}): ignored, accepting needs write permission",
-                            title="agent-gate")
-            return None
-        notes.append(_note("accepted", label=_code(label), who=md(who, 60), role=md(role, 40)))
-        self.log(f"gate ci: the regression was accepted by {who} ({role})")
-        return who
+        """Who accepted this regression with the accept label, or None (gate/github/_accept.py);
+        the label's note goes into ``notes``."""
+        result = acceptance(self.client, pr.number, self.settings.accept_label, labels)
+        if result.note:
+            notes.append(result.note)
+        if result.warning:
+            self.io.warning(self.redact(result.warning), title="agent-gate")
+        if result.log:
+            self.log(f"gate ci: {result.log}")
+        return result.who
 
     def comment_author(self) -> str:
         """The login whose marker comment is the gate's (found once per run)."""
@@ -768,13 +751,6 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
 def _code(text: str) -> Markup:
     """A configured name (the accept label, a path, a branch) as inline code."""
     return code_span(text)
-
-
-def _note(name: str, **values: object) -> str:
-    """One of the CI layer's notes on a verdict, from ``gate/templates/notes.md.j2``."""
-    from gate.report._render import _env
-
-    return str(getattr(_env().get_template("notes.md.j2").module, name)(**values))
 
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536

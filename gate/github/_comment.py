@@ -86,6 +86,14 @@ def render_body(template: str, **values: object) -> str:
     return _env().get_template(template).render(**values)
 
 
+def render_note(name: str, **values: object) -> str:
+    """One of the CI layer's one-line notes on a verdict: a macro of
+    ``gate/templates/notes.md.j2``, escaped like every body."""
+    from gate.report._render import _env
+
+    return str(getattr(_env().get_template("notes.md.j2").module, name)(**values))
+
+
 def token_login(client: GitHubClient, configured: str = "") -> tuple[str, str]:
     """Who the token writes comments as, and how we know: ``(login, how)``.
 
