@@ -118,6 +118,10 @@ class GateSettings(_Strict):
                                    description="draws per step of the power search; 0 = skip")
 
 
+#: a comment id: letters, digits and ``._/:@+=-``, at most 100 (it sits in an HTML comment)
+COMMENT_ID_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,99})?$"
+
+
 class CISettings(_Strict):
     """``[ci]``: what ``gate ci`` does with a verdict. Commenting and failing are separate."""
 
@@ -135,6 +139,12 @@ class CISettings(_Strict):
     fork_without_key: Literal["fail", "skip"] = "fail"
     # the login the token comments as (a GitHub App's: "my-app[bot]"); "" = inferred
     comment_author: str = Field(default="", pattern=r"^([A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?)?$")
+    # which of the PR's gate comments is this suite's: the id goes into the hidden marker, so
+    # several suites (or a matrix over models) keep one comment each; "" = from the config path
+    comment_id: str = Field(default="", pattern=COMMENT_ID_PATTERN)
+    # when a comment is created: always | on-change | on-regression | never. An existing one
+    # is always kept current (except never); `comment = false` is `never`
+    comment_mode: Literal["always", "on-change", "on-regression", "never"] = "always"
 
 
 class GateConfig(_Strict):

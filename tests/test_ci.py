@@ -23,7 +23,7 @@ from fake_github import FakeGitHub
 from test_github import _parse_output_file
 
 from gate.config import load_config
-from gate.github import MARKER
+from gate.github import MARKER, MARKER_PREFIX, marker
 from gate.results import load_results
 from gate.run import RunRequest, run_suite
 
@@ -36,6 +36,7 @@ PR = 7
 WORDS = ("alpha", "beta", "gamma")
 GOOD_HELPER = 'echo "$1" > out.txt\n'
 BROKEN_HELPER = 'echo "nope" > out.txt\n'
+OURS = marker("gate.toml")  # the marker of the default config's comment
 
 
 def sh(cwd: Path, *args: str) -> str:
@@ -137,6 +138,18 @@ class Project:
     def gate_ci(self, checkout: Path, *args: str, event: str = "pull_request",
                 event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
                 env: dict[str, str] | None = None) -> CIRun:
+        full_env, out, summary = self.ci_env(checkout, event=event, event_path=event_path,
+                                             ref=ref, env=env)
+        p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
+                           capture_output=True, text=True, env=full_env, timeout=240,
+                           check=False)
+        return ci_run(p.returncode, p.stdout, p.stderr, out, summary)
+
+    def ci_env(self, checkout: Path, *, event: str = "pull_request",
+               event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
+               env: dict[str, str] | None = None) -> tuple[dict[str, str], Path, Path]:
+        """The environment the runner gives the action's step, and its output and summary
+        files."""
         out = checkout.parent / f"{checkout.name}-output-{len(self.gh.requests)}"
         summary = checkout.parent / f"{checkout.name}-summary-{len(self.gh.requests)}.md"
         full_env = {
@@ -154,12 +167,12 @@ class Project:
             "AGENT_HELPER": str(checkout / "agent" / "solve.sh"),
             **(env or {}),
         }
-        p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
-                           capture_output=True, text=True, env=full_env, timeout=240,
-                           check=False)
-        outputs = _parse_output_file(out.read_text()) if out.exists() else {}
-        return CIRun(p.returncode, p.stdout, p.stderr, outputs,
-                     summary.read_text() if summary.exists() else "")
+        return full_env, out, summary
+
+
+def ci_run(code: int, stdout: str, stderr: str, out: Path, summary: Path) -> CIRun:
+    outputs = _parse_output_file(out.read_text()) if out.exists() else {}
+    return CIRun(code, stdout, stderr, outputs, summary.read_text() if summary.exists() else "")
 
 
 @dataclass
@@ -218,7 +231,7 @@ def _break_agent(work: Path) -> None:
 
 
 def _marker_comments(gh: FakeGitHub) -> list[dict]:
-    return [c for c in gh.comments.get(PR, []) if MARKER in c["body"]]
+    return [c for c in gh.comments.get(PR, []) if MARKER_PREFIX in c["body"]]
 
 
 # ----- pull requests ------------------------------------------------------------------------
@@ -247,7 +260,9 @@ def test_regressed_pr_exits_1_with_one_comment_updated_in_place(project: Project
     second = project.gate_ci(ci)
     assert second.code == 1
     assert len(_marker_comments(gh)) == 1 and len(gh.comments[PR]) == 121
-    assert len(gh.calls("PATCH", "/issues/comments/")) == 1
+    # one comment ever created; each run set it to "running" first, then to its verdict
+    assert len(gh.calls("POST", "/comments")) == 1
+    assert len(gh.calls("PATCH", "/issues/comments/")) == 3
     pages = {r.query.get("page", ["1"])[0] for r in gh.calls("GET", "/comments")}
     assert "2" in pages
     assert second.outputs["comment_id"] == first.outputs["comment_id"]
@@ -427,12 +442,12 @@ def test_bad_token_is_a_warning_not_a_verdict(project: Project) -> None:
 def test_a_marker_comment_someone_else_wrote_is_left_alone(project: Project) -> None:
     """An outsider pastes the marker: the gate neither edits their comment nor exits 2."""
     gh = project.gh
-    planted = gh.add_comment(PR, f"{MARKER}\nI am the gate now", user="mallory")
+    planted = gh.add_comment(PR, f"{OURS}\nI am the gate now", user="mallory")
     ci = project.pr_branch("feature", _break_agent)
     for _ in range(2):
         run = project.gate_ci(ci)
         assert run.code == 1, run.stderr
-    assert planted["body"] == f"{MARKER}\nI am the gate now"
+    assert planted["body"] == f"{OURS}\nI am the gate now"
     assert not gh.calls("PATCH", f"/issues/comments/{planted['id']}")
     ours = [c for c in _marker_comments(gh) if c["user"]["login"] == "github-actions[bot]"]
     assert len(ours) == 1 and run.outputs["comment_id"] == str(ours[0]["id"])
@@ -452,7 +467,7 @@ def test_an_app_token_comments_as_the_configured_login(project: Project) -> None
         assert run.code == 1, run.stderr
     assert bots["body"].endswith("old, by the Actions token")
     apps = [c for c in _marker_comments(gh) if c["user"]["login"] == "gate-app[bot]"]
-    assert len(apps) == 1 and len(gh.calls("PATCH")) == 1
+    assert len(apps) == 1 and len(gh.calls("POST", "/comments")) == 1
     bad = project.gate_ci(ci, env={**env, "GATE_COMMENT_AUTHOR": "not a login"})
     assert bad.code == 2 and "comment_author" in bad.stderr
 
@@ -542,7 +557,7 @@ def test_workflow_run_posts_the_uploaded_report_on_the_right_pr(project: Project
                               ref="refs/heads/main")
         assert run.code == 0, run.stderr
     (comment,) = _marker_comments(gh)
-    assert comment["body"].count(MARKER) == 1 and comment["body"].startswith(MARKER)
+    assert comment["body"].count(MARKER_PREFIX) == 1 and comment["body"].startswith(OURS)
     assert "fork &lt;!-- agent-gate:comment --> text" in comment["body"]  # shown, inert
     assert gh.comments.keys() == {PR}
     assert run.outputs["comment_url"] == comment["html_url"]
@@ -590,8 +605,8 @@ def test_workflow_run_neutralises_a_hostile_uploaded_report(project: Project) ->
         assert run.code == 0, run.stderr
         run.no_secrets(gh)
         (comment,) = _marker_comments(gh)
-        assert comment["body"].startswith(MARKER + "\n")
-        return str(comment["body"])[len(MARKER) + 1:]
+        assert comment["body"].startswith(OURS + "\n")
+        return str(comment["body"])[len(OURS) + 1:]
 
     assert post(ours) == ours  # our report is left exactly as rendered
     body = post(HOSTILE_REPORT)  # the same comment, edited in place

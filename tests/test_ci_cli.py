@@ -33,7 +33,8 @@ def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: objec
     env = {"GATE_COMMENT": "false", "GATE_FAIL_ON_REGRESSION": "true", "GATE_SIM": "true",
            "GATE_REPLICATIONS": "2", "GATE_MODE": "pr", "GATE_ACCEPT_LABEL": "ok-slower",
            "GATE_BASELINE_REFRESH": "commit", "GATE_FORK_WITHOUT_KEY": "skip",
-           "GATE_REPORT": "r.md", "GATE_OUTPUT": "res.json"}
+           "GATE_REPORT": "r.md", "GATE_OUTPUT": "res.json", "GATE_COMMENT_ID": "model-b",
+           "GATE_COMMENT_MODE": "on-change", "GATE_REJUDGE": "true"}
     r = CliRunner().invoke(cli.ci, [], env=env)
     assert r.exit_code == 0, r.output
     (o,) = captured
@@ -42,16 +43,20 @@ def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: objec
     ov = o.overrides
     assert (ov.comment, ov.fail_on_regression, ov.accept_label, ov.baseline_refresh,
             ov.fork_without_key) == (False, True, "ok-slower", "commit", "skip")
+    assert (ov.comment_id, ov.comment_mode) == ("model-b", "on-change")
+    assert o.rejudge == Path("res.json")  # `rejudge: true` judges the results file
 
 
 def test_empty_inputs_leave_gate_toml_in_charge(captured: list[CIOptions]) -> None:
     env = {k: "" for k in ("GATE_COMMENT", "GATE_FAIL_ON_REGRESSION", "GATE_SIM",
                            "GATE_REPLICATIONS", "GATE_ACCEPT_LABEL", "GATE_MODE",
-                           "GATE_BASELINE_REFRESH", "GATE_OUTPUT")}
+                           "GATE_BASELINE_REFRESH", "GATE_OUTPUT", "GATE_COMMENT_ID",
+                           "GATE_COMMENT_MODE", "GATE_REJUDGE")}
     assert CliRunner().invoke(cli.ci, [], env=env).exit_code == 0
     (o,) = captured
     assert o.mode == "auto" and not o.run.sim and str(o.run.output) == "results.json"
     assert o.overrides == CIOverrides()
+    assert o.rejudge is None and o.default_comment_id == "gate.toml"
     merged = o.overrides.apply(CISettings(comment=False, baseline_refresh="commit"))
     assert merged.comment is False and merged.baseline_refresh == "commit"
 

@@ -17,7 +17,7 @@ from fake_github import FakeGitHub
 from test_ci import API_KEY, PR, REPO, TOKEN, _clean_env
 from test_github import _parse_output_file
 
-from gate.github import MARKER
+from gate.github import marker
 
 GATE = Path(sys.executable).parent / "gate"
 
@@ -65,7 +65,7 @@ def test_comment_mode_works_from_an_empty_directory(gh: FakeGitHub, tmp_path: Pa
     p, outputs = _comment_run(gh, workspace, report)
     assert p.returncode == 0, p.stderr
     (comment,) = gh.comments[PR]
-    assert comment["body"].startswith(MARKER) and "no key on a fork" in comment["body"]
+    assert comment["body"].startswith(marker("gate.toml")) and "no key on a fork" in comment["body"]
     assert outputs["mode"] == "comment" and outputs["comment_url"] == comment["html_url"]
     assert list(workspace.iterdir()) == []  # and it wrote nothing there
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gate.github._history import MIN_AA_CHECKS, HistoryEntry, drift_guard
+from gate.compare._drift import MIN_AA_CHECKS, drift_guard
+from gate.github._history import HistoryEntry
 
 
 def _entries(n: int, blocked: int, rates: list[float], fp: str = "fp") -> list[HistoryEntry]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from gate.cli._options import progress, run_options, run_request
 from gate.config import GateConfig
 from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
 from gate.github._ci import MODES, is_comment_mode
+from gate.github._comment import default_comment_id
+from gate.github._sticky import COMMENT_MODES
 from gate.run import RunRequest
 
 
@@ -45,13 +48,26 @@ from gate.run import RunRequest
               help="Login the token writes as, whose marker comment is the gate's "
                    "([ci].comment_author; default: github-actions[bot] for the Actions token, "
                    "GET /user for a personal token). A GitHub App's token: my-app[bot].")
+@click.option("--comment-id", envvar="GATE_COMMENT_ID",
+              help="This suite's comment: the id in its hidden marker, so several suites (or a "
+                   "matrix over models) keep one comment each ([ci].comment_id; default: the "
+                   "config path relative to the repository, e.g. gate.toml).")
+@click.option("--comment-mode", type=click.Choice(COMMENT_MODES), envvar="GATE_COMMENT_MODE",
+              help="When a comment is created: always, on-change, on-regression, never "
+                   "([ci].comment_mode, default always). An existing one is always kept "
+                   "current (never aside); --no-comment is never.")
+@click.option("--rejudge", metavar="RESULTS", envvar="GATE_REJUDGE",
+              help="Judge these stored results (a run's artifact) instead of running the "
+                   "suite: a PR re-judged after the accept label, or a workflow_dispatch on "
+                   "a PR's branch. `true` means the --output file; empty or `false`: off.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
 def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, history: str | None,
-    fork_without_key: str | None, comment_author: str | None, report_path: str,
+    fork_without_key: str | None, comment_author: str | None, comment_id: str | None,
+    comment_mode: str | None, rejudge: str | None, report_path: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -66,18 +82,33 @@ def ci(
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
     env = CIEnvironment.from_environ()
+    config_path = run_kw["config_path"]
     if is_comment_mode(mode, env.event_name):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
         req = run_request(run_kw)
+        config_path = req.config.source or config_path
+    # the repository root as the runner checked it out (no git: comment mode must not run
+    # it in a workspace a fork's files may be in)
+    root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
     opts = CIOptions(
         run=req, mode=mode, report_path=Path(report_path), on_result=progress,
+        default_comment_id=default_comment_id(config_path, root),
+        rejudge=_rejudge_path(rejudge, req.output),
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, history=history,
             fork_without_key=fork_without_key, comment_author=comment_author,
+            comment_id=comment_id, comment_mode=comment_mode,
         ),
         log=lambda line: click.echo(line, err=True),
     )
     sys.exit(run_ci(opts, env))
+
+
+def _rejudge_path(value: str | None, output: Path) -> Path | None:
+    """``--rejudge``: a path, or the action input's ``true`` (the results file) / ``false``."""
+    if value is None or value.strip().lower() in ("", "false"):
+        return None
+    return output if value.strip().lower() == "true" else Path(value)

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gate._files import HISTORY_LIMIT, read_text
 from gate.cli._output import console
-from gate.compare import Comparison, compare
+from gate.compare import Comparison, judge
 from gate.config import load_config
 from gate.errors import Unmeasurable
 from gate.results import Results, load_results, parse_results
@@ -55,6 +55,8 @@ def _rich_report(c: Comparison) -> None:
 
     out = console()
     out.print(Text(c.headline, style="bold"))
+    for note in c.notes:
+        out.print(Text(note))
     rows = [[m.label, _value(m, m.baseline), _value(m, m.candidate),
              _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
             for m in c.metrics]
@@ -142,32 +144,24 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
                                    "baseline` on the default branch)")
             baseline = load_results(paths[0], "baseline")
             history_text, yardstick = None, None
-    comparison = compare(baseline, results, settings)
-    notes: tuple[str, ...] = ()
     if history_path:
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
-    if history_text is not None:
-        from gate.github._history import apply_drift_guard, parse_history
+    from gate.github._history import parse_history
 
-        comparison, note = apply_drift_guard(comparison, parse_history(history_text),
-                                             fingerprint=results.agent.fingerprint,
-                                             alpha=settings.alpha)
-        notes = (note,) if note else ()
+    comparison = judge(baseline, results, settings, parse_history(history_text or ""))
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":
         from gate.report import render_markdown
 
-        click.echo(render_markdown(comparison, run_url=run_url, notes=notes,
-                                   yardstick=yardstick), nl=False)
+        click.echo(render_markdown(comparison, run_url=run_url, yardstick=yardstick),
+                   nl=False)
     elif sys.stdout.isatty():
         _rich_report(comparison)
     else:
         from gate.report import render_text
 
         click.echo(render_text(comparison), nl=False)
-    if notes and fmt != "markdown":
-        click.echo(notes[0], err=True)
     sys.exit(comparison.exit_code)
 
 

@@ -1,10 +1,14 @@
 """Compare a candidate's results with the baseline and reach a verdict (docs/statistics.md).
 
 ``compare`` is pure: two ``Results`` and the ``GateSettings`` in, a ``Comparison`` out.
+``judge`` is ``compare`` plus the gate's verdict policy (sequential looks, main's drift guard,
+from a history passed in): what ``gate compare`` and ``gate ci`` both call.
 Rendering it is :mod:`gate.report`'s job; acting on it (exit code, comment, label) the caller's.
 """
 
 from gate.compare._compare import compare
+from gate.compare._drift import HistoryPoint, apply_drift_guard, drift_guard
+from gate.compare._judge import judge
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -24,6 +28,7 @@ __all__ = [
     "AgentChange",
     "ArmInfo",
     "Comparison",
+    "HistoryPoint",
     "InfoMetric",
     "InfraCheck",
     "MetricResult",
@@ -33,5 +38,8 @@ __all__ = [
     "SuiteChanges",
     "TaskChange",
     "Verdict",
+    "apply_drift_guard",
     "compare",
+    "drift_guard",
+    "judge",
 ]

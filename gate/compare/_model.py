@@ -178,6 +178,9 @@ class Comparison(_Frozen):
     suite: SuiteChanges
     settings: dict[str, object]
     schedule: ScheduleCheck | None = None
+    # what the verdict policy did on top of the test (the sequential design, the drift
+    # guard; :func:`gate.compare.judge`): every report shows these lines
+    notes: list[str] = []
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

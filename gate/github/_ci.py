@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -29,20 +30,20 @@ from gate._files import atomic_write_text, describe_validation_error
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
+from gate.github._accept import acceptance
 from gate.github._comment import (
+    DEFAULT_COMMENT_ID,
+    CommentRef,
     find_pr_for_run,
-    label_added_by,
     pr_files,
     pr_labels,
     render_body,
+    render_note,
     token_login,
-    upsert_comment,
-    user_permission,
 )
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
     append_history,
-    apply_drift_guard,
     entry_for,
     parse_history,
     trend_entries,
@@ -50,6 +51,7 @@ from gate.github._history import (
 )
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient, GitHubError
+from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
@@ -88,6 +90,8 @@ class CIOverrides:
     history: str | None = None
     fork_without_key: str | None = None
     comment_author: str | None = None
+    comment_id: str | None = None
+    comment_mode: str | None = None
 
     def apply(self, base: CISettings) -> CISettings:
         update = {k: v for k, v in vars(self).items() if v is not None}
@@ -103,6 +107,10 @@ class CIOptions:
     mode: str = "auto"
     overrides: CIOverrides = field(default_factory=CIOverrides)
     report_path: Path = Path("gate-report.md")
+    # the comment id when neither the input nor [ci] names one: from the config path
+    default_comment_id: str = DEFAULT_COMMENT_ID
+    # judge these stored results (a run's artifact) instead of running the suite
+    rejudge: Path | None = None
     on_result: Callable[[RunResult], None] | None = None
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
@@ -113,7 +121,7 @@ class _Judgement:
 
     results: Results
     baseline: Results
-    comparison: Any
+    comparison: Comparison
     exit_code: int
     accepted: bool
     baseline_edited: bool
@@ -125,6 +133,8 @@ class _CI:
     """One ``gate ci`` invocation. Holds the context every mode shares."""
 
     def __init__(self, opts: CIOptions, env: CIEnvironment, io: ActionsIO | None) -> None:
+        if opts.rejudge is not None:  # the results judged are the stored ones
+            opts.run = dataclasses.replace(opts.run, output=opts.rejudge)
         self.opts = opts
         self.env = env
         self.cfg: GateConfig = opts.run.config
@@ -133,6 +143,7 @@ class _CI:
         self.io = io or ActionsIO(env.output, env.step_summary, redact=self.redact)
         self._client: GitHubClient | None = None
         self._author: str | None = None
+        self._comment: PRComment | None = None
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -246,9 +257,9 @@ class _CI:
                                                 tasks_dir=ys.tasks_dir)
             yield ys
 
-    def judge(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
+    def assess(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
         """Run the suite and compare it with the base branch's baseline."""
-        from gate.compare import compare
+        from gate.compare import judge
         from gate.report import render_markdown
 
         root = self.repo_root()
@@ -265,22 +276,22 @@ class _CI:
         notes: list[str] = []
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
         if edited:
-            notes.append(
-                f"This PR edits {_code(rel)}. It was judged against the copy on "
-                f"{_code(base_branch)}: a pull request cannot move its own yardstick. The "
-                f"baseline changes when {_code(base_branch)} refreshes it after the merge.")
+            notes.append(render_note("baseline_edited", path=_code(rel),
+                                     branch=_code(base_branch)))
         labels = self.labels(pr) if pr is not None else []
-        if self.cfg.gate.sequential:
+        if self.opts.rejudge is not None:
+            results = self.stored_results(self.opts.rejudge)
+            notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
+        elif self.cfg.gate.sequential:
             from gate.sequential import run_sequential
 
-            seq = run_sequential(self.run_request(), baseline, self.cfg.gate,
-                                 self.opts.on_result)
-            results, comparison = seq.results, seq.comparison
-            notes.append(seq.note)
+            # the looks are recorded in the results file: the judge applies α/2 from there
+            results = run_sequential(self.run_request(), baseline, self.cfg.gate,
+                                     self.opts.on_result).results
         else:
             results = self.run_suite()
-            comparison = compare(baseline, results, self.cfg.gate)
-        comparison = self.guard_drift(ys, comparison, results, notes)
+        comparison = judge(baseline, results, self.cfg.gate,
+                           parse_history(ys.history_text or ""))
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
@@ -289,12 +300,10 @@ class _CI:
         if accepted:
             code = 0
         elif verdict == "regression" and not self.settings.fail_on_regression:
-            notes.append("`fail-on-regression` is off: this regression is reported, not "
-                         "blocking.")
+            notes.append(render_note("not_failing"))
             code = 0
         elif verdict == "regression" and label and pr is not None:
-            notes.append(f"A maintainer (write permission) who accepts this regression can add "
-                         f"the {_code(label)} label and re-run this check.")
+            notes.append(render_note("how_to_accept", label=_code(label)))
         trend = self.base_trend(ys)
         ys.validate_changed_tasks()
         for line in ys.lines(markdown=False):
@@ -304,17 +313,19 @@ class _CI:
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
 
-    def guard_drift(self, ys: Yardstick, comparison: Comparison, results: Results,
-                    notes: list[str]) -> Comparison:
-        """Main's drift guard, from the base branch's history file."""
-        if comparison.verdict != "regression":
-            return comparison
-        guarded, note = apply_drift_guard(comparison, parse_history(ys.history_text or ""),
-                                          fingerprint=results.agent.fingerprint,
-                                          alpha=self.cfg.gate.alpha)
-        if note:
-            notes.append(note)
-        return guarded
+    def stored_results(self, path: Path) -> Results:
+        """A finished run's results, judged again without a new suite run."""
+        from gate.results import load_results
+
+        if not path.is_file():
+            raise BadInput(f"{path}: no results to re-judge (download the artifact of the run "
+                           "that wrote them first)")
+        results = load_results(path)
+        if results.interrupted is not None:
+            raise Unmeasurable(f"{path}: {results.interruption_note() or 'interrupted'}: an "
+                               "incomplete run is not judged")
+        self.log(f"gate ci: re-judging {path} ({len(results.runs)} runs); no suite run")
+        return results
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
         changed = _git.pr_changes_file(root, base_ref, rel)
@@ -340,38 +351,16 @@ class _CI:
 
     def accepted_by(self, pr: PullRequestInfo, labels: list[str], notes: list[str]
                     ) -> str | None:
-        """Who accepted this regression with the accept label, or None.
-
-        The label counts only when the user who added it (the PR's latest ``labeled`` event
-        for it) has write permission on the repository, both checked through the API — a
-        label anyone could add (a bot, a triager) turns nothing green. An ignored label gets
-        a visible note; the note of an accepted one records who accepted.
-        """
-        label = self.settings.accept_label
-        if not label or label.casefold() not in {x.casefold() for x in labels}:
-            return None
-        try:
-            who = label_added_by(self.client, pr.number, label)
-            role, can_write = user_permission(self.client, who) if who else ("none", False)
-        except GateError as exc:
-            self.io.warning(self.redact(f"the {label} label accepts nothing: cannot tell who "
-                                        f"added it: {exc}"), title="agent-gate")
-            notes.append(f"The {_code(label)} label is on this PR, but the gate could not "
-                         "check who added it (see the job's warnings): it accepts nothing.")
-            return None
-        if who is None or not can_write:
-            by = f"**{md(who, 60)}**, whose role on this repository is {md(role, 40)}" \
-                if who else "an unknown user"
-            notes.append(f"The {_code(label)} label was added by {by}: **ignored**. Only a "
-                         "user with write permission can accept a regression.")
-            self.io.warning(f"the {label} label was added by {who or 'an unknown user'} "
-                            f"({role}): ignored, accepting needs write permission",
-                            title="agent-gate")
-            return None
-        notes.append(f"**Regression accepted** by **{md(who, 60)}** ({md(role, 40)}) with "
-                     f"the {_code(label)} label: reported, not blocking.")
-        self.log(f"gate ci: the regression was accepted by {who} ({role})")
-        return who
+        """Who accepted this regression with the accept label, or None (gate/github/_accept.py);
+        the label's note goes into ``notes``."""
+        result = acceptance(self.client, pr.number, self.settings.accept_label, labels)
+        if result.note:
+            notes.append(result.note)
+        if result.warning:
+            self.io.warning(self.redact(result.warning), title="agent-gate")
+        if result.log:
+            self.log(f"gate ci: {result.log}")
+        return result.who
 
     def comment_author(self) -> str:
         """The login whose marker comment is the gate's (found once per run)."""
@@ -422,26 +411,126 @@ class _CI:
             raise BadInput("the pull_request event names no base branch")
         with self.yardstick(pr.base_ref) as ys:
             if (self.needs_key and self.env.anthropic_api_key is None
-                    and self.env.secrets_withheld):
+                    and self.env.secrets_withheld and self.opts.rejudge is None):
                 return self.withheld(pr)
-            j = self.judge(ys, pr)
+            if self.opts.rejudge is None:
+                self.announce_running(pr)
+            try:
+                j = self.assess(ys, pr)
+            except KeyboardInterrupt:  # the job cancelled (SIGTERM/SIGINT) during the suite
+                self.announce_cancelled(pr)
+                raise
         extra: dict[str, object] = {
             "mode": "pr", "pr_number": pr.number,
             "baseline_edited": str(j.baseline_edited).lower(),
         }
         self.report(j, extra=extra)
-        self.post_comment(pr, j.markdown)
+        self.post_comment(pr, j.markdown, j.comparison)
         self.log(f"gate ci: {j.comparison.headline} (exit {j.exit_code})")
         return j.exit_code
 
     def check(self) -> int:
         with self.yardstick(self.env.default_branch or "main") as ys:
-            j = self.judge(ys, None)
+            j = self.assess(ys, None)
         self.report(j, extra={"mode": "check"})
+        if self.opts.rejudge is not None:
+            self.comment_on_branch_pr(j)
         return j.exit_code
 
-    def post_comment(self, pr: PullRequestInfo, markdown: str) -> None:
-        if not self.settings.comment:
+    def comment_on_branch_pr(self, j: _Judgement) -> None:
+        """A re-judge dispatched on a PR's branch shows its verdict on that PR (the open PR
+        whose head is this commit), by the comment mode like a PR run."""
+        branch = self.env.branch
+        if not (branch and self.env.sha and self.env.token is not None and self.env.repository):
+            return
+        try:
+            number = find_pr_for_run(self.client, self.env.repository, branch, self.env.sha)
+        except GateError as exc:
+            self.io.warning(f"cannot find the pull request of {branch}: {exc}")
+            return
+        if number is None:
+            self.log(f"gate ci: no open pull request has {self.env.sha[:7]} as its head; "
+                     "no comment")
+            return
+        pr = PullRequestInfo(number=number, base_ref=self.env.default_branch or "main",
+                             head_ref=branch, head_sha=self.env.sha)
+        self.io.set_outputs({"pr_number": number})
+        self.post_comment(pr, j.markdown, j.comparison)
+
+    # ----- this suite's PR comment (gate/github/_sticky.py) --------------------------------
+
+    @property
+    def comment_id(self) -> str:
+        return self.settings.comment_id or self.opts.default_comment_id
+
+    def pr_comment(self, number: int) -> PRComment:
+        if self._comment is None or self._comment.number != number:
+            self._comment = PRComment(
+                client=lambda: self.client, author=self.comment_author, number=number,
+                comment_id=self.comment_id, mode=comment_mode(self.settings))
+        return self._comment
+
+    def can_comment(self) -> bool:
+        """Whether this run may write the PR comment at all (the mode, a fork's read-only
+        token, a token to write with)."""
+        return (comment_mode(self.settings) != "never" and not self.env.fork_repo
+                and self.env.token is not None)
+
+    def show(self, pr: PullRequestInfo, markdown: str, *, create: bool, what: str,
+             quiet: bool = False) -> CommentRef | None:
+        """Put ``markdown`` in this suite's comment; a failure is a warning (``quiet``: a log
+        line, when the verdict's own post will warn of the same cause), never a verdict."""
+        try:
+            ref = self.pr_comment(pr.number).post(self.redact(markdown), create=create)
+        except GateError as exc:
+            message = (f"the PR comment was not {what} (the verdict stands): "
+                       f"{self.comment_failure(exc)}")
+            if quiet:
+                self.log(f"gate ci: {message}")
+            else:
+                self.io.warning(message, title="agent-gate")
+            return None
+        if ref is not None:
+            self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment "
+                     f"{ref.url} ({what}; comment id {self.comment_id})")
+        return ref
+
+    def head(self, pr: PullRequestInfo) -> Markup:
+        return code_span((pr.head_sha or self.env.sha or "HEAD")[:7])
+
+    def announce_running(self, pr: PullRequestInfo) -> None:
+        """Before the suite: an existing comment stops showing the last verdict as current.
+        Only ``always`` creates a comment for this."""
+        if not self.can_comment():
+            return
+        from gate.report._render import _url
+
+        self.show(pr, render_body("running.md.j2", sha=self.head(pr),
+                                  run_url=_url(self.env.run_url)),
+                  create=comment_mode(self.settings) == "always", what="marked as running",
+                  quiet=True)
+
+    def announce_cancelled(self, pr: PullRequestInfo) -> None:
+        """The run was stopped during the suite: the comment (if any) says so. A second
+        signal while this is written is ignored: the runner escalates to SIGKILL anyway."""
+        if not self.can_comment():
+            return
+        from gate.report._render import _url
+
+        self.log("gate ci: cancelled during the suite")
+        previous = {sig: signal.signal(sig, signal.SIG_IGN)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.show(pr, render_body("cancelled.md.j2", sha=self.head(pr),
+                                      run_url=_url(self.env.run_url)),
+                      create=False, what="marked as cancelled")
+            self.io.set_outputs({"verdict": "cancelled", "mode": "pr"})
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def post_comment(self, pr: PullRequestInfo, markdown: str, comparison: Comparison) -> None:
+        if comment_mode(self.settings) == "never":
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
         if self.env.fork_repo:
@@ -451,18 +540,13 @@ class _CI:
                 "shows the two-workflow pattern that comments on fork PRs.")
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
-        try:
-            ref = upsert_comment(self.client, pr.number, markdown,
-                                 author=self.comment_author())
-        except GateError as exc:
-            # A comment that cannot be written (a read-only token, GitHub down) never changes
-            # the verdict: the exit code and `verdict` output stay the verdict's.
-            self.io.warning(f"the PR comment was not posted (the verdict stands): "
-                            f"{self.comment_failure(exc)}", title="agent-gate")
-            self.io.set_outputs({"comment_url": "", "comment_id": ""})
-            return
-        self.log(f"gate ci: {'created' if ref.created else 'updated'} the PR comment {ref.url}")
-        self.io.set_outputs({"comment_url": ref.url, "comment_id": ref.id})
+        create = creates(comment_mode(self.settings), comparison)
+        ref = self.show(pr, markdown, create=create, what="posted")
+        if ref is None and create is False:
+            self.log(f"gate ci: no PR comment (comment-mode {comment_mode(self.settings)}: "
+                     "nothing to report, and no earlier comment to update)")
+        self.io.set_outputs({"comment_url": ref.url if ref else "",
+                             "comment_id": ref.id if ref else ""})
 
     def withheld(self, pr: PullRequestInfo) -> int:
         who = f"the fork {self.env.fork_repo}" if self.env.fork_repo else self.env.actor
@@ -570,15 +654,11 @@ class _CI:
     def try_comment_failure(self, mode: str, reason: str, what: str, exc: GateError) -> None:
         """A PR whose gate could not measure still says why on the PR, not only in a log."""
         pr = self.env.pull_request if mode == "pr" else None
-        if (pr is None or isinstance(exc, GitHubError) or not self.settings.comment
-                or self.env.fork_repo or self.env.token is None):
+        if pr is None or isinstance(exc, GitHubError) or not self.can_comment():
             return
-        try:
-            upsert_comment(self.client, pr.number, _failure_markdown(what, reason,
-                                                                     self.env.run_url),
-                           author=self.comment_author())
-        except GateError as err:
-            self.io.warning(f"could not comment on the PR: {self.comment_failure(err)}")
+        self.show(pr, _failure_markdown(what, reason, self.env.run_url),
+                  create=creates(comment_mode(self.settings), None, failed=True),
+                  what="posted")
 
     # ----- comment (workflow_run) ----------------------------------------------------------
 
@@ -607,10 +687,14 @@ class _CI:
         # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
         from gate.report import defuse_markdown
 
-        ref = upsert_comment(self.client, number, defuse_markdown(self.redact(markdown)),
-                             author=self.comment_author())
-        self.io.set_outputs({"mode": "comment", "pr_number": number, "comment_url": ref.url,
-                             "comment_id": ref.id})
+        mode = comment_mode(self.settings)
+        # the verdict is the triggering run's conclusion (trusted), never the report's text
+        create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
+        ref = self.pr_comment(number).post(defuse_markdown(self.redact(markdown)),
+                                           create=create)
+        self.io.set_outputs({"mode": "comment", "pr_number": number,
+                             "comment_url": ref.url if ref else "",
+                             "comment_id": ref.id if ref else ""})
         return 0
 
 
@@ -627,6 +711,10 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
         mode = ci.mode()
         if mode not in MODES:
             raise BadInput(f"unknown mode {mode!r}")
+        if opts.rejudge is not None and mode not in ("pr", "check"):
+            raise BadInput(f"--rejudge judges a pull request's or a branch's stored results "
+                           f"(mode pr or check), not mode {mode}: on the default branch a "
+                           "refresh pools a new run")
         handler: Callable[[], int] = getattr(ci, mode)
         return handler()
     except GateError as exc:
@@ -660,9 +748,9 @@ def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:
     return render_body("failure.md.j2", what=what, reason=md(reason, 4000), run_url=_url(run_url))
 
 
-def _code(text: str) -> str:
+def _code(text: str) -> Markup:
     """A configured name (the accept label, a path, a branch) as inline code."""
-    return str(code_span(text))
+    return code_span(text)
 
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536

@@ -11,13 +11,24 @@ Also here: who the token is, the PR's labels and who added one, and a user's per
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from gate.github._rest import GitHubClient, GitHubError
 
+#: the marker of the gate's comments before comment ids (one comment per PR); a comment that
+#: carries it is still found by the suite of the default config (``gate.toml`` at the root)
 MARKER = "<!-- agent-gate:comment -->"
+#: what every gate marker starts with
+MARKER_PREFIX = "<!-- agent-gate:comment"
+#: the comment id of the default config, whose suite adopts a comment with the old marker
+DEFAULT_COMMENT_ID = "gate.toml"
+# any gate marker, of any id, and near-misses: none may survive inside a report's text
+_ANY_MARKER = re.compile(r"<!--\s*agent-gate:comment\b.*?-->", re.DOTALL)
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._/:@+=-]")
 #: who the Actions ``GITHUB_TOKEN`` writes as
 ACTIONS_BOT = "github-actions[bot]"
 #: roles that may accept a regression (``role_name`` of the permission endpoint)
@@ -36,13 +47,31 @@ class CommentRef:
     created: bool
 
 
+def marker(comment_id: str) -> str:
+    """The hidden marker of one suite's comment: ``<!-- agent-gate:comment id=… -->``."""
+    return f"{MARKER_PREFIX} id={comment_id} -->"
+
+
+def default_comment_id(config: str | Path | None, root: Path) -> str:
+    """A suite's comment id when none is configured: its config path relative to the repository
+    root (``gate.toml``, ``suites/fast.toml``), so two suites in one repository differ."""
+    path = Path(config or DEFAULT_COMMENT_ID)
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        rel = absolute.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        rel = path.name
+    text = _UNSAFE_ID.sub("-", rel).lstrip("._/:@+=-")[:100]
+    return text or DEFAULT_COMMENT_ID
+
+
 def comment_body(markdown: str, marker: str = MARKER) -> str:
     """The marker first, then the report, cut to GitHub's limit.
 
-    Any copy of the marker inside the report is removed, so text from elsewhere (an uploaded
-    report in the two-workflow pattern) cannot plant a second "sticky" comment.
+    Any gate marker inside the report (of any id) is removed, so text from elsewhere (an
+    uploaded report in the two-workflow pattern) cannot plant a second "sticky" comment.
     """
-    text = markdown.replace(marker, "")
+    text = _ANY_MARKER.sub("", markdown.replace(marker, ""))
     body = f"{marker}\n{text}"
     if len(body) > MAX_BODY:
         body = body[: MAX_BODY - len(_TRUNCATED) - 1] + _TRUNCATED
@@ -55,6 +84,14 @@ def render_body(template: str, **values: object) -> str:
     from gate.report._render import _env
 
     return _env().get_template(template).render(**values)
+
+
+def render_note(name: str, **values: object) -> str:
+    """One of the CI layer's one-line notes on a verdict: a macro of
+    ``gate/templates/notes.md.j2``, escaped like every body."""
+    from gate.report._render import _env
+
+    return str(getattr(_env().get_template("notes.md.j2").module, name)(**values))
 
 
 def token_login(client: GitHubClient, configured: str = "") -> tuple[str, str]:
@@ -87,36 +124,59 @@ def _author(comment: dict[str, Any]) -> str:
     return str(user.get("login") or "") if isinstance(user, dict) else ""
 
 
+def _marked(body: str, marker: str) -> bool:
+    """``body`` carries exactly ``marker`` (``id=a`` is not ``id=ab``)."""
+    return body.split("\n", 1)[0].strip() == marker
+
+
 def find_comment(client: GitHubClient, pr_number: int, *, author: str,
-                 marker: str = MARKER) -> dict | None:
-    """The first comment carrying ``marker`` that ``author`` wrote, searching every page."""
+                 marker: str = MARKER, legacy: bool = False) -> dict | None:
+    """The first comment carrying ``marker`` that ``author`` wrote, searching every page.
+
+    With ``legacy``, a comment of ``author``'s with the old id-less :data:`MARKER` is the
+    answer when none carries ``marker``: updating it migrates it to the new marker.
+    """
     path = client.repo_path(f"issues/{pr_number}/comments")
+    old: dict | None = None
     for comment in client.paginate(path, what=f"list the comments of PR #{pr_number}",
                                    permission="pull-requests: read"):
-        if (isinstance(comment, dict) and marker in str(comment.get("body") or "")
-                and _author(comment).lower() == author.lower()):
+        if not (isinstance(comment, dict) and _author(comment).lower() == author.lower()):
+            continue
+        body = str(comment.get("body") or "")
+        if _marked(body, marker) or (marker == MARKER and MARKER in body):
             return comment
-    return None
+        if legacy and old is None and _marked(body, MARKER):
+            old = comment
+    return old
+
+
+def update_comment(client: GitHubClient, pr_number: int, comment_id: int,
+                   markdown: str, *, marker: str = MARKER) -> CommentRef:
+    """Edit the comment ``comment_id`` (found earlier in this run)."""
+    resp = client.request(
+        "PATCH", client.repo_path(f"issues/comments/{comment_id}"),
+        json={"body": comment_body(markdown, marker)},
+        what=f"update the gate comment on PR #{pr_number}", permission=_PERMISSION)
+    data = resp.json()
+    return CommentRef(id=int(data["id"]), url=str(data.get("html_url") or ""), created=False)
 
 
 def upsert_comment(client: GitHubClient, pr_number: int, markdown: str, *, author: str,
-                   marker: str = MARKER) -> CommentRef:
-    """Update the PR's gate comment (``author``'s), or create it. Returns its id and URL."""
-    body = comment_body(markdown, marker)
-    existing = find_comment(client, pr_number, author=author, marker=marker)
+                   marker: str = MARKER, legacy: bool = False,
+                   create: bool = True) -> CommentRef | None:
+    """Update the PR's gate comment (``author``'s, carrying ``marker``), or create it — only
+    when ``create``. Returns its id and URL; None when there was none and none was made."""
+    existing = find_comment(client, pr_number, author=author, marker=marker, legacy=legacy)
     if existing is not None:
-        resp = client.request(
-            "PATCH", client.repo_path(f"issues/comments/{existing['id']}"),
-            json={"body": body}, what=f"update the gate comment on PR #{pr_number}",
-            permission=_PERMISSION)
-        created = False
-    else:
-        resp = client.request(
-            "POST", client.repo_path(f"issues/{pr_number}/comments"), json={"body": body},
-            what=f"write comments on PR #{pr_number}", permission=_PERMISSION)
-        created = True
+        return update_comment(client, pr_number, int(existing["id"]), markdown, marker=marker)
+    if not create:
+        return None
+    resp = client.request(
+        "POST", client.repo_path(f"issues/{pr_number}/comments"),
+        json={"body": comment_body(markdown, marker)},
+        what=f"write comments on PR #{pr_number}", permission=_PERMISSION)
     data = resp.json()
-    return CommentRef(id=int(data["id"]), url=str(data.get("html_url") or ""), created=created)
+    return CommentRef(id=int(data["id"]), url=str(data.get("html_url") or ""), created=True)
 
 
 def pr_labels(client: GitHubClient, pr_number: int) -> list[str]:

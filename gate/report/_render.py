@@ -305,7 +305,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
     return {
         "icon": Markup(_ICON[c.verdict]), "verdict_word": Markup(_WORD[c.verdict]),
         "headline": md(c.headline, 1000),
-        "notes": [_note(n) for n in list(notes)[:MAX_NOTES]],
+        "notes": [_note(n) for n in [*c.notes, *notes][:MAX_NOTES]],
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,
         "not_comparable": md(reason, 500) if (reason := _schedule_reason(c)) else None,
@@ -397,7 +397,7 @@ def render_summary(comparison: Comparison, *, run_url: str | None = None,
 def render_text(comparison: Comparison) -> str:
     """A plain-text report for logs and terminals without rich."""
     c = comparison
-    lines = [plain(c.headline, 1000), ""]
+    lines = [plain(c.headline, 1000), *(plain(n, 1000) for n in c.notes), ""]
     width = max(len(m.label) for m in c.metrics)
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")

@@ -1,0 +1,104 @@
+"""This suite's comment on the pull request: which comment it is, when it is created, and what
+it shows while a run is under way or after one was cancelled.
+
+- **Which**: the comment carrying this suite's marker (``comment-id``, by default the config
+  path) that the token's identity wrote, so two suites — or a matrix over models — in one
+  repository keep one comment each. The default config's suite adopts a comment with the old
+  id-less marker (it is rewritten with the new one).
+- **When** (``comment-mode``): ``always`` creates one on every run; ``on-regression`` only when
+  the check blocks or would block (a regression, accepted or not; an inconclusive or failed
+  gate); ``on-change`` also when a pass shows a change (a metric moved significantly either
+  way, a task newly fails or newly passes); ``never`` touches nothing. Whatever the mode
+  (``never`` aside), a comment that exists is always kept current: a stale verdict is never
+  left standing.
+- **While running**: at the start of a PR run, an existing comment says "running for <sha>…"
+  (a new one is created for it only in ``always``); a run cancelled during the suite says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from gate.github._comment import (
+    DEFAULT_COMMENT_ID,
+    CommentRef,
+    marker,
+    update_comment,
+    upsert_comment,
+)
+from gate.github._rest import GitHubClient, GitHubError
+
+if TYPE_CHECKING:
+    from gate.compare import Comparison
+    from gate.config import CISettings
+
+CommentMode = Literal["always", "on-change", "on-regression", "never"]
+COMMENT_MODES: tuple[str, ...] = ("always", "on-change", "on-regression", "never")
+
+
+def comment_mode(settings: CISettings) -> CommentMode:
+    """The mode in force: ``comment = false`` (the older switch) is ``never``."""
+    return "never" if not settings.comment else settings.comment_mode
+
+
+def shows_change(c: Comparison) -> bool:
+    """A pass that still has something to say: a metric that moved significantly (either way)
+    or a task that newly fails or newly passes."""
+    return (any(m.significant and m.comparable for m in c.metrics)
+            or any(t.change in ("newly_failing", "newly_passing") for t in c.tasks))
+
+
+def creates(mode: CommentMode, comparison: Comparison | None, *, failed: bool = False) -> bool:
+    """Whether ``mode`` creates a comment for this outcome when none exists. ``comparison``
+    None: the gate reached no verdict (``failed``: the check is red all the same)."""
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if comparison is None:
+        return failed
+    if comparison.verdict != "pass":
+        return True
+    return mode == "on-change" and shows_change(comparison)
+
+
+@dataclass
+class PRComment:
+    """This suite's comment on one pull request, found once and then edited by id."""
+
+    client: Callable[[], GitHubClient]
+    author: Callable[[], str]
+    number: int
+    comment_id: str
+    mode: CommentMode
+    known: int | None = None  # the comment's id once found or made in this run
+
+    @property
+    def marker(self) -> str:
+        return marker(self.comment_id)
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this suite adopts a comment with the old id-less marker."""
+        return self.comment_id == DEFAULT_COMMENT_ID
+
+    def post(self, markdown: str, *, create: bool) -> CommentRef | None:
+        """Show ``markdown`` in the comment: edit it, or create it when ``create``. None when
+        there is none and none was made (or the mode is ``never``)."""
+        if self.mode == "never":
+            return None
+        if self.known is not None:
+            try:
+                return update_comment(self.client(), self.number, self.known, markdown,
+                                      marker=self.marker)
+            except GitHubError as exc:
+                if exc.status != 404:  # deleted meanwhile: look again
+                    raise
+                self.known = None
+        ref = upsert_comment(self.client(), self.number, markdown, author=self.author(),
+                             marker=self.marker, legacy=self.legacy, create=create)
+        if ref is not None:
+            self.known = ref.id
+        return ref
