@@ -231,3 +231,110 @@ def test_a_protected_branch_is_named_with_what_to_do(project: Project) -> None:
     # the pooled files are there for an `if: always()` upload step
     assert Path(run.outputs["baseline_path"]).is_file()
     assert Path(run.outputs["history_path"]).is_file()
+
+
+# ----- a data branch ------------------------------------------------------------------------
+
+DATA = "agent-gate-data"
+
+
+def test_the_data_branch_holds_the_baseline_and_prs_read_it_from_there(
+        project: Project) -> None:
+    """`baseline-refresh: branch`: the first refresh creates the orphan data branch (seeded
+    from main's committed baseline, so no depth is lost), main stays untouched and may be
+    protected; a PR is judged against the data branch's baseline, with its trend."""
+    protect_main(project)  # a protected main is no obstacle: the data branch is not main
+    main = project.clone("main-ci")
+    main_tip = origin(project, "rev-parse", "main")
+    seed_runs = runs_in(project, "main:baseline.json")
+    for _ in range(2):
+        run = refresh(project, main, "--baseline-refresh", "branch")
+        assert run.code == 0, run.stderr
+        assert run.outputs["refresh"] == "committed"
+        assert run.outputs["baseline_commit"] == origin(project, "rev-parse", DATA)
+    assert origin(project, "rev-parse", "main") == main_tip
+    assert origin(project, "rev-list", "--count", DATA) == "2"  # an orphan: its own history
+    assert origin(project, "ls-tree", "-r", "--name-only", DATA).split() == [
+        "main/baseline.json", "main/gate-history.jsonl"]
+    assert runs_in(project, f"{DATA}:main/baseline.json") == 3 * seed_runs
+    assert "has no baseline.json yet" not in run.stderr  # the second read the data branch
+    assert f"`{DATA}`" in run.summary
+
+    # a PR: the data branch's baseline (not main's committed one) judges it
+    with (project.tmp / "seed" / "gate.toml").open("a") as fh:
+        fh.write('\n[ci]\nbaseline_refresh = "branch"\n')
+    seed = project.tmp / "seed"
+    sh(seed, "git", "rm", "-q", "baseline.json")
+    sh(seed, "git", "commit", "-q", "-am", "the baseline lives on the data branch")
+    (project.origin / "hooks" / "pre-receive").unlink()
+    sh(seed, "git", "push", "-q", "origin", "main")
+    ci = project.pr_branch("feature", lambda w: (w / "agent" / "solve.sh").write_text(
+        'echo "nope" > out.txt\n'))
+    pr = project.gate_ci(ci)
+    assert pr.code == 1, pr.stderr  # a regression, not "no baseline" (exit 3)
+    body = pr.summary
+    assert f"Baseline from `{DATA} (main/)`: {3 * seed_runs} runs over 3 tasks pooled from" \
+        in body
+    assert "```mermaid" in body  # main's trend, from the data branch's history
+
+
+def test_two_main_runs_racing_on_the_data_branch_both_land(project: Project) -> None:
+    """The data branch moves too (another refresh pushed meanwhile): re-pooled onto it."""
+    main = project.clone("main-ci")
+    other = project.clone("other-ci")
+    first = refresh(project, other, "--baseline-refresh", "branch", env={
+        "GITHUB_RUN_ID": "1"})
+    assert first.code == 0, first.stderr
+    landed = origin(project, "rev-parse", DATA)
+    # the race, made deterministic: drop the data branch the main-ci run fetched before its
+    # suite, and let the other refresh land right before main-ci's first push
+    sh(project.tmp, "git", "--git-dir", str(project.origin), "update-ref", "-d",
+       f"refs/heads/{DATA}")
+    env = on_push_wrapper(project, f'if [ ! -e "{project.tmp}/landed" ]; then touch '
+                          f'"{project.tmp}/landed"; git --git-dir "{project.origin}" '
+                          f'update-ref refs/heads/{DATA} {landed}; fi')
+    run = refresh(project, main, "--baseline-refresh", "branch", env=env)
+    assert run.code == 0, run.stderr
+    assert f"the data branch {DATA} moved on while the suite ran" in run.stderr
+    assert origin(project, "rev-parse", f"{DATA}^") == landed  # on top of the other run
+    history = origin(project, "show", f"{DATA}:main/gate-history.jsonl").splitlines()
+    assert len(history) == 2
+
+
+# ----- a fallback baseline, its age and depth -----------------------------------------------
+
+def test_a_pr_into_a_branch_without_a_baseline_uses_the_default_branchs(
+        project: Project) -> None:
+    seed = project.tmp / "seed"
+    sh(seed, "git", "checkout", "-q", "-b", "release")
+    sh(seed, "git", "rm", "-q", "baseline.json")
+    sh(seed, "git", "commit", "-q", "-m", "release: no baseline")
+    sh(seed, "git", "push", "-q", "origin", "release")
+    # main's baseline, 60 days old (a real run, its dates moved back)
+    main = project.clone("main-old")
+    data = json.loads((main / "baseline.json").read_text())
+    old = "2026-09-01T00:00:00Z"
+    data["created_at"] = old
+    for r in data["runs"]:
+        r["created_at"] = old
+    (main / "baseline.json").write_text(json.dumps(data))
+    sh(main, "git", "commit", "-q", "-am", "an old baseline")
+    sh(main, "git", "push", "-q", "origin", "main")
+
+    work = project.clone("rel-author", "release")
+    sh(work, "git", "checkout", "-q", "-b", "rel-fix")
+    (work / "README.md").write_text("x\n")
+    sh(work, "git", "add", "-A")
+    sh(work, "git", "commit", "-q", "-m", "fix")
+    sh(work, "git", "push", "-q", "origin", "rel-fix")
+    ci = project.clone("rel-ci", "rel-fix", depth=1)
+    event = project.event(ci)
+    payload = json.loads(event.read_text())
+    payload["pull_request"]["base"]["ref"] = "release"
+    event.write_text(json.dumps(payload))
+    run = project.gate_ci(ci, event_path=event)
+    assert run.code == 0, run.stderr
+    body = run.summary
+    assert "`release` has no baseline of its own: this PR is judged against `main`'s" in body
+    assert "Baseline from `main`: 9 runs over 3 tasks pooled from 1 refresh" in body
+    assert "2026-09-01" in body and "**Stale:** older than 30 days" in body

@@ -591,7 +591,8 @@ class _CI:
         self.io.summary(self.redact(render_body(
             "refresh.md.j2", where=Markup(_code(branch or self.env.ref or "HEAD")),
             message=md(" ".join([outcome.message, *outcome.lines]), 3000),
-            committed=f"{committed[:7]} on {place.name}" if place and committed else "",
+            committed=Markup(f"{committed[:7]} on {'the data branch ' if place.data else ''}"
+                             f"{_code(place.branch)}") if place and committed else "",
             artifact=outcome.status in ("artifact", "superseded") or how == "artifact",
             baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
             trend=Markup(trend or ""), report=Markup(markdown))))
