@@ -228,9 +228,10 @@ def test_a_protected_branch_is_named_with_what_to_do(project: Project) -> None:
     assert "baseline-refresh: branch" in run.stderr and "bypass" in run.stderr
     assert "moved on" not in run.stderr
     assert origin(project, "rev-parse", "main") == before
-    # the pooled files are there for an `if: always()` upload step
-    assert Path(run.outputs["baseline_path"]).is_file()
-    assert Path(run.outputs["history_path"]).is_file()
+    # the pooled files are there for the documented upload step
+    assert run.outputs["refresh"] == "artifact"
+    assert len(json.loads(Path(run.outputs["baseline_path"]).read_text())["runs"]) == 18
+    assert Path(run.outputs["history_path"]).read_text().count("\n") == 1
 
 
 # ----- a data branch ------------------------------------------------------------------------

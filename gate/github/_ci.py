@@ -569,7 +569,7 @@ class _CI:
             "baseline_path": str(baseline_path.resolve()),
             "history_path": str(history_path.resolve()),
         }
-        # an upload step (`if: always()`) finds the files even when the push fails below
+        # an upload step (`if: !cancelled()`) finds the files even when the push fails below
         self.io.set_outputs(outputs)
         if place is None:
             outcome = self.refresh_files(results, start, entry, baseline_path, history_path)
@@ -650,7 +650,7 @@ class _CI:
                      entry: HistoryEntry, git_state: str, baseline_path: Path,
                      history_path: Path) -> Outcome:
         """Pool and push to ``place``; the pooled files are left in the workspace whatever
-        happens to the push (an upload step with ``if: always()`` keeps them)."""
+        happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
         def guard() -> None:
             if _git.config_state(root) != git_state:
                 raise Unmeasurable(
@@ -670,9 +670,12 @@ class _CI:
         try:
             outcome = refresh.run(first, start.baseline_text,
                                   f"gate: refresh {place.baseline_rel} from {short or 'HEAD'}")
-        finally:
-            if refresh.last is not None:
+        except GateError:
+            if refresh.last is not None:  # pooled but not pushed (a protected branch)
                 write_files(refresh.last, baseline_path, history_path)
+                self.io.set_outputs({"refresh": "artifact"})
+            raise
+        write_files(outcome, baseline_path, history_path)
         return outcome
 
     def refresh_files(self, results: Results, start: State, entry: HistoryEntry,
