@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -277,6 +279,14 @@ def test_the_data_branch_holds_the_baseline_and_prs_read_it_from_there(
     assert f"Baseline from `{DATA} (main/)`: {3 * seed_runs} runs over 3 tasks pooled from" \
         in body
     assert "```mermaid" in body  # main's trend, from the data branch's history
+
+    # locally, `gate compare --base-ref` reads the same data branch (as this clone knows it)
+    local = subprocess.run(
+        [sys.executable, "-m", "gate", "compare", "--base-ref", "origin/main", "results.json",
+         "--format", "json"], cwd=ci, capture_output=True, text=True, check=False, timeout=240,
+        env={**_clean_env(), "AGENT_HELPER": str(ci / "agent" / "solve.sh")})
+    assert local.returncode == 1, local.stderr
+    assert json.loads(local.stdout)["verdict"] == "regression"
 
 
 def test_two_main_runs_racing_on_the_data_branch_both_land(project: Project) -> None:
