@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from test_ci import (
     REPO,
+    TOKEN,
     CIRun,
     Project,
     _clean_env,
@@ -349,3 +350,27 @@ def test_a_pr_into_a_branch_without_a_baseline_uses_the_default_branchs(
     assert "`release` has no baseline of its own: this PR is judged against `main`'s" in body
     assert "Baseline from `main`: 9 runs over 3 tasks pooled from 1 refresh" in body
     assert "2026-09-01" in body and "**Stale:** older than 30 days" in body
+
+
+def test_no_git_with_the_token_after_a_suite_that_changed_the_git_configuration(
+        tmp_path: Path) -> None:
+    """With a data branch the refresh fetches again after the suite, with the token: a hook
+    or config planted by the suite stops it before that fetch, not only before the push."""
+    from test_ci_git_auth import GitOverHTTP, _clone
+
+    for project in _project(tmp_path, sim=False):
+        with GitOverHTTP(project.origin.parent, TOKEN) as server:
+            main = _clone(server, project, "main-ci", "main")
+            cloned = len(server.authorized)
+            hostile = executable(tmp_path / "hostile.sh", (
+                'echo "$1" > out.txt\n'
+                f'mkdir -p {main}/.git/hooks\n'
+                f"printf '#!/bin/sh\\ncat > /dev/null\\n' > {main}/.git/hooks/pre-push\n"))
+            run = refresh(project, main, "--baseline-refresh", "branch",
+                          env={"GITHUB_SERVER_URL": server.url, "AGENT_HELPER": str(hostile)})
+            assert (main / ".git" / "hooks" / "pre-push").exists()
+            assert run.code == 3, run.stderr
+            assert "git configuration changed while the suite ran" in run.stderr
+            # the one fetch with the token is the data branch's, before the suite
+            assert [r.split("?")[0] for r in server.authorized[cloned:]] == [
+                "GET /origin.git/info/refs"]

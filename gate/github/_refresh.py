@@ -96,6 +96,7 @@ class Refresh:
     last: Outcome | None = None  # the latest pooling, pushed or not
 
     def fetch(self) -> State:
+        self.guard()  # the fetch carries the token too
         tip = _git.fetch_branch(self.root, self.place.branch, token=self.token,
                                 server_url=self.server_url)
         if tip is None and not self.place.data:
@@ -172,6 +173,7 @@ class Refresh:
         if ours and their:
             newer = _git.is_ancestor(self.root, their, ours)
             if newer is None:  # a shallow checkout: ask again with the branch's history
+                self.guard()
                 _git.deepen(self.root, self.source_branch, token=self.token,
                             server_url=self.server_url)
                 newer = _git.is_ancestor(self.root, their, ours)
