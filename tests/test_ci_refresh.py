@@ -372,5 +372,4 @@ def test_no_git_with_the_token_after_a_suite_that_changed_the_git_configuration(
             assert run.code == 3, run.stderr
             assert "git configuration changed while the suite ran" in run.stderr
             # the one fetch with the token is the data branch's, before the suite
-            assert [r.split("?")[0] for r in server.authorized[cloned:]] == [
-                "GET /origin.git/info/refs"]
+            assert len([r for r in server.authorized[cloned:] if "info/refs" in r]) == 1
