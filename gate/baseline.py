@@ -19,8 +19,11 @@ The file is only ever written here, from a real results file, atomically.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gate.errors import BadInput, Unmeasurable
@@ -176,3 +179,67 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
     if new is not baseline:
         write_results(target, new)
     return message
+
+
+def dump_baseline(baseline: Results) -> str:
+    """The text ``write_results`` writes for ``baseline``, for a commit made without a file."""
+    data = baseline.model_copy(update={"summary": summarize(baseline.runs)})
+    return json.dumps(data.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+
+
+def same_agent(a: Results, b: Results) -> bool:
+    """Whether ``promote`` pools ``b`` into ``a`` (rather than starting afresh): the same agent
+    fingerprint, model label and metering."""
+    return (a.agent.fingerprint == b.agent.fingerprint and a.model == b.model
+            and a.metering == b.metering)
+
+
+@dataclass(frozen=True)
+class Depth:
+    """How much a baseline holds and how old its newest runs are."""
+
+    runs: int
+    tasks: int
+    refreshes: int
+    newest: datetime | None
+
+    def age_days(self, now: datetime) -> float | None:
+        return None if self.newest is None else (now - self.newest).total_seconds() / 86400
+
+
+def depth(baseline: Results) -> Depth:
+    refreshes = {r.refresh or r.created_at for r in baseline.runs}
+    stamps = [t for t in (_parse_time(r.created_at) for r in baseline.runs) if t is not None]
+    newest = max(stamps) if stamps else _parse_time(baseline.created_at)
+    return Depth(runs=len(baseline.runs), tasks=len({r.task for r in baseline.runs}),
+                 refreshes=len(refreshes) or 1, newest=newest)
+
+
+def describe_depth(baseline: Results, *, now: datetime | None = None) -> str:
+    """E.g. "24 runs over 8 tasks pooled from 3 refreshes, the newest 2 days old (2026-11-29)"."""
+    d = depth(baseline)
+    now = now or datetime.now(UTC)
+    text = (f"{d.runs} runs over {d.tasks} task{'s' if d.tasks != 1 else ''} pooled from "
+            f"{d.refreshes} refresh{'es' if d.refreshes != 1 else ''}")
+    age = d.age_days(now)
+    if d.newest is not None and age is not None:
+        text += f", the newest {_age(age)} old ({d.newest.date().isoformat()})"
+    return text
+
+
+def _age(days: float) -> str:
+    if days < 1:
+        hours = max(0, round(days * 24))
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    n = round(days)
+    return f"{n} day{'s' if n != 1 else ''}"
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)

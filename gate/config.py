@@ -129,8 +129,14 @@ class CISettings(_Strict):
     fail_on_regression: bool = True
     accept_label: str = "gate:accept-regression"
     # "commit": push the refreshed baseline.json to the default branch (needs contents: write);
+    # "branch": push it to `data_branch` instead (an orphan branch: no protection rules, no CI
+    # triggers, no noise in main's history); PRs read the base's baseline from there;
     # "artifact": leave it in the workspace for an upload step (no write permission needed).
-    baseline_refresh: Literal["commit", "artifact"] = "artifact"
+    baseline_refresh: Literal["commit", "branch", "artifact"] = "artifact"
+    data_branch: str = Field(default="agent-gate-data", max_length=200,
+                             pattern=r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+    # the PR comment warns when the baseline's newest runs are older than this
+    stale_after_days: float = Field(default=30, gt=0)
     # JSONL of main-branch run summaries; the PR comment draws the trend from the base
     # branch's copy, so it must be committed (baseline_refresh = "commit") to show one.
     history: str = "gate-history.jsonl"
@@ -145,6 +151,15 @@ class CISettings(_Strict):
     # when a comment is created: always | on-change | on-regression | never. An existing one
     # is always kept current (except never); `comment = false` is `never`
     comment_mode: Literal["always", "on-change", "on-regression", "never"] = "always"
+
+
+    @field_validator("data_branch")
+    @classmethod
+    def _branch_name(cls, v: str) -> str:
+        # what `git check-ref-format --branch` refuses, beyond the pattern's characters
+        if ".." in v or "//" in v or v.endswith(("/", ".", ".lock")) or "/." in v:
+            raise ValueError("not a valid git branch name")
+        return v
 
 
 class GateConfig(_Strict):

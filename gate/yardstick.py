@@ -17,8 +17,9 @@ import json
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from markupsafe import Markup
@@ -27,6 +28,7 @@ from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
 from gate.github import _git
+from gate.results import Results
 from gate.tasks import Suite, load_suite
 
 #: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
@@ -60,6 +62,22 @@ class TaskChange:
     sound: bool | None = None  # validated: True/False; not validated: None
 
 
+@dataclass(frozen=True)
+class BaselineSource:
+    """Where a base branch's baseline and history may be read: a ref and a path prefix on it.
+
+    ``note`` says why this is not the base branch's own copy (None when it is)."""
+
+    ref: str
+    prefix: str = ""  # "main/" on a data branch
+    label: str = ""  # how it is named to people, e.g. "main" or "agent-gate-data (main/)"
+    note: str | None = None
+
+
+#: The candidates, in order, for the joined configuration: the first with a baseline wins.
+Sources = Callable[[GateConfig], Iterator[BaselineSource]]
+
+
 @dataclass
 class Yardstick:
     """The base branch's measuring half, joined with the PR's agent."""
@@ -78,6 +96,8 @@ class Yardstick:
     pr_suite: Suite | None = None
     unreadable: str | None = None  # why the PR's own suite could not be read, if it could not
     base_digest: str = ""  # the base suite's digest: results measured with it compare in full
+    baseline_from: str = ""  # where the baseline and history were read (a branch, a data branch)
+    baseline_note: str | None = None  # why not the base branch's own copy, if it was not
 
     @property
     def changed(self) -> bool:
@@ -109,6 +129,25 @@ class Yardstick:
                 self.tasks[i] = TaskChange(t.task, t.change,
                                            "sound with its oracle" if c.sound
                                            else f"broken: {c.problem}", c.sound)
+
+    def baseline_notes(self, baseline: Results, *, stale_after_days: float,
+                       now: datetime | None = None) -> list[str]:
+        """The comment's lines about the baseline: where it came from when it is not the base
+        branch's own, its depth and age, and a warning when it is stale."""
+        from gate.baseline import depth, describe_depth
+        from gate.report._escape import code_span
+
+        now = now or datetime.now(UTC)
+        where = code_span(self.baseline_from or self.label)
+        line = f"Baseline from {where}: {describe_depth(baseline, now=now)}."
+        if self.baseline_note:
+            line = f"{self.baseline_note} {line}"
+        age = depth(baseline).age_days(now)
+        if age is not None and age > stale_after_days:
+            line += (f" ⚠️ **Stale:** older than {stale_after_days:g} days "
+                     "(`[ci] stale_after_days`): the model behind it may have changed since; "
+                     "refresh it (a push to the branch, or a manual `mode: main` run).")
+        return [line]
 
     # ----- how the changes are told ---------------------------------------------------------
 
@@ -174,9 +213,14 @@ class Yardstick:
 
 @contextlib.contextmanager
 def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None = None,
-                   tasks_override: Path | None = None) -> Iterator[Yardstick]:
+                   tasks_override: Path | None = None,
+                   sources: Sources | None = None) -> Iterator[Yardstick]:
     """The base branch's yardstick at ``ref`` for the PR configuration ``cfg`` (the working
-    tree's). The base's suite lives in a private temporary directory until the block ends."""
+    tree's). The base's suite lives in a private temporary directory until the block ends.
+
+    The baseline and the history come from the first of ``sources`` that has a baseline
+    (default: ``local_sources``, the base ref itself, after the data branch when the base's
+    ``[ci]`` keeps the baseline on one)."""
     label = label or ref
     if _git.git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
         raise BadInput(f"--base-ref {ref}: no such commit or branch in {root} (fetch it first: "
@@ -185,7 +229,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
     # the path as named in the checkout: a symlink the PR planted must not point elsewhere
     parent = _git.repo_relative(root, source.parent)
     config_rel = source.name if parent == "." else f"{parent}/{source.name}"
-    base_text = _show(root, ref, config_rel, CONFIG_LIMIT, label)
+    base_text = show_bounded(root, ref, config_rel, CONFIG_LIMIT, label)
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
             else GateConfig(root=cfg.root))
@@ -200,11 +244,15 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
 
     with tempfile.TemporaryDirectory(prefix="gate-base-") as tmp:
         tasks_dir = _extract(root, ref, tasks_rel, Path(tmp), label)
+        found = _read_baseline(root, (sources or local_sources(root, ref, label))(joined),
+                               baseline_rel, history_rel)
         ys = Yardstick(
             ref=ref, label=label, config=joined, tasks_dir=tasks_dir,
             baseline_rel=baseline_rel,
-            baseline_text=_show(root, ref, baseline_rel, RESULTS_LIMIT, label),
-            history_text=_show(root, ref, history_rel, HISTORY_LIMIT, label),
+            baseline_text=found[1] if found else None,
+            history_text=found[2] if found else None,
+            baseline_from=found[0].label if found else label,
+            baseline_note=found[0].note if found else None,
             settings=_setting_changes(base, cfg),
             workflows=_changed_paths(root, ref, WORKFLOW_PATHS),
             files=_changed_paths(root, ref, (baseline_rel, history_rel)),
@@ -221,7 +269,36 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
         yield ys
 
 
-def _show(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:
+def local_sources(root: Path, ref: str, label: str) -> Sources:
+    """Where ``gate run/compare --base-ref`` read the baseline: the data branch as this clone
+    knows it (``origin/<data_branch>``, else a local branch), when the base's ``[ci]`` keeps the
+    baseline there; then the base ref itself."""
+    branch = label.removeprefix("origin/")
+
+    def sources(joined: GateConfig) -> Iterator[BaselineSource]:
+        if joined.ci.baseline_refresh == "branch":
+            data = joined.ci.data_branch
+            for candidate in (f"origin/{data}", data):
+                if _git.git(root, "rev-parse", "--verify", "--quiet",
+                            f"{candidate}^{{commit}}").returncode == 0:
+                    yield BaselineSource(candidate, f"{branch}/", f"{data} ({branch}/)")
+                    break
+        yield BaselineSource(ref, "", label)
+
+    return sources
+
+
+def _read_baseline(root: Path, sources: Iterator[BaselineSource], baseline_rel: str,
+                   history_rel: str) -> tuple[BaselineSource, str, str | None] | None:
+    for src in sources:
+        text = show_bounded(root, src.ref, src.prefix + baseline_rel, RESULTS_LIMIT, src.label)
+        if text is not None:
+            return src, text, show_bounded(root, src.ref, src.prefix + history_rel,
+                                           HISTORY_LIMIT, src.label)
+    return None
+
+
+def show_bounded(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:
     """The file's text at ``ref`` (None when absent there), refused past ``limit`` bytes
     before it is read: the base branch's files are bounded like the working tree's."""
     size = _git.git(root, "cat-file", "-s", f"{ref}:{rel}")

@@ -34,10 +34,14 @@ from gate.run import RunRequest
 @click.option("--accept-label", envvar="GATE_ACCEPT_LABEL",
               help="PR label that accepts a regression: reported, not blocking "
                    "([ci].accept_label, default gate:accept-regression).")
-@click.option("--baseline-refresh", type=click.Choice(["commit", "artifact"]),
+@click.option("--baseline-refresh", type=click.Choice(["commit", "branch", "artifact"]),
               envvar="GATE_BASELINE_REFRESH",
-              help="On main: push the pooled baseline.json back, or leave it for an upload "
+              help="On main: push the pooled baseline.json back (commit), push it to the data "
+                   "branch (branch), or leave it for an upload (artifact) "
                    "([ci].baseline_refresh, default artifact).")
+@click.option("--data-branch", envvar="GATE_DATA_BRANCH",
+              help="The branch that holds the baselines with --baseline-refresh branch "
+                   "([ci].data_branch, default agent-gate-data).")
 @click.option("--history", envvar="GATE_HISTORY",
               help="Main's run history, JSONL ([ci].history, default gate-history.jsonl).")
 @click.option("--fork-without-key", type=click.Choice(["fail", "skip"]),
@@ -65,9 +69,9 @@ from gate.run import RunRequest
               help="Markdown report to write (pr/check), or to post (comment mode).")
 def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
-    accept_label: str | None, baseline_refresh: str | None, history: str | None,
-    fork_without_key: str | None, comment_author: str | None, comment_id: str | None,
-    comment_mode: str | None, rejudge: str | None, report_path: str,
+    accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
+    history: str | None, fork_without_key: str | None, comment_author: str | None,
+    comment_id: str | None, comment_mode: str | None, rejudge: str | None, report_path: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -98,7 +102,7 @@ def ci(
         rejudge=_rejudge_path(rejudge, req.output),
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
-            baseline_refresh=baseline_refresh, history=history,
+            baseline_refresh=baseline_refresh, data_branch=data_branch, history=history,
             fork_without_key=fork_without_key, comment_author=comment_author,
             comment_id=comment_id, comment_mode=comment_mode,
         ),

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from markupsafe import Markup
 from pydantic import ValidationError
 
-from gate._files import atomic_write_text, describe_validation_error
+from gate._files import (
+    HISTORY_LIMIT,
+    RESULTS_LIMIT,
+    atomic_write_text,
+    describe_validation_error,
+    read_text,
+)
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import _git
@@ -43,13 +49,14 @@ from gate.github._comment import (
 )
 from gate.github._env import CIEnvironment, PullRequestInfo
 from gate.github._history import (
-    append_history,
+    HistoryEntry,
     entry_for,
     parse_history,
     trend_entries,
     trend_markdown,
 )
 from gate.github._outputs import ActionsIO
+from gate.github._refresh import Outcome, Place, Refresh, State, data_paths, read_state, write_files
 from gate.github._rest import GitHubClient, GitHubError
 from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
@@ -59,7 +66,7 @@ from gate.secrets import Redactor
 
 if TYPE_CHECKING:
     from gate.compare import Comparison
-    from gate.yardstick import Yardstick
+    from gate.yardstick import BaselineSource, Yardstick
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
 MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
@@ -87,6 +94,7 @@ class CIOverrides:
     fail_on_regression: bool | None = None
     accept_label: str | None = None
     baseline_refresh: str | None = None
+    data_branch: str | None = None
     history: str | None = None
     fork_without_key: str | None = None
     comment_author: str | None = None
@@ -250,12 +258,56 @@ class _CI:
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
                                         server_url=self.env.server_url)
         with open_yardstick(self.opts.run.config, root=root, ref=base_ref, label=base_branch,
-                            tasks_override=self.opts.run.tasks_dir) as ys:
+                            tasks_override=self.opts.run.tasks_dir,
+                            sources=self.baseline_sources(root, base_branch, base_ref)) as ys:
             self.cfg = ys.config
             self.settings = self.opts.overrides.apply(ys.config.ci)
             self.opts.run = dataclasses.replace(self.opts.run, config=ys.config,
                                                 tasks_dir=ys.tasks_dir)
             yield ys
+
+    def baseline_sources(self, root: Path, base_branch: str, base_ref: str
+                         ) -> Callable[[GateConfig], Iterator[BaselineSource]]:
+        """Where the base branch's baseline is looked for, in order: the data branch (when the
+        base's [ci] keeps it there), the base branch's own copy, then the same two for the
+        default branch (a PR into a branch that has no baseline of its own). Fetched lazily."""
+        from gate.yardstick import BaselineSource
+
+        token = self.env.token.get_secret_value() if self.env.token else None
+        default = self.env.default_branch
+
+        def sources(joined: GateConfig) -> Iterator[BaselineSource]:
+            settings = self.opts.overrides.apply(joined.ci)
+            data = settings.data_branch
+            data_ref: str | None = None
+            if settings.baseline_refresh == "branch":
+                if _git.fetch_branch(root, data, token=token, server_url=self.env.server_url):
+                    data_ref = _git.remote_ref(data)
+                else:
+                    self.log(f"gate ci: the data branch {data} does not exist yet")
+            branches = [base_branch] + ([default] if default and default != base_branch
+                                        else [])
+            for branch in branches:
+                fallback = (f"{_code(base_branch)} has no baseline of its own: this PR is "
+                            f"judged against {_code(branch)}'s (the default branch)."
+                            if branch != base_branch else None)
+                if data_ref:
+                    yield BaselineSource(data_ref, data_paths(branch, ""),
+                                         f"{data} ({data_paths(branch, '')})", fallback)
+                try:
+                    ref = base_ref if branch == base_branch else _git.ensure_base_ref(
+                        root, branch, token=token, server_url=self.env.server_url)
+                except BadInput as exc:
+                    self.io.warning(f"no fallback baseline from {branch}: {exc}")
+                    continue
+                note = fallback
+                if data_ref and branch == base_branch:
+                    note = (f"The data branch {_code(data)} has no baseline for "
+                            f"{_code(branch)} yet: judged against the copy committed on "
+                            f"{_code(branch)}.")
+                yield BaselineSource(ref, "", branch, note)
+
+        return sources
 
     def assess(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
         """Run the suite and compare it with the base branch's baseline."""
@@ -269,11 +321,12 @@ class _CI:
             raise Unmeasurable(
                 f"no {rel} on the base branch {base_branch}: the gate has nothing to compare "
                 f"with. Refresh it on {base_branch} first (this action on a push to "
-                f"{base_branch}, with baseline-refresh: commit), or commit one made by "
-                "`gate run` + `gate baseline`")
-        baseline = parse_results(text.encode(), f"{rel} on {base_branch}", "baseline")
+                f"{base_branch}, with baseline-refresh: commit or branch), or commit one made "
+                "by `gate run` + `gate baseline`")
+        baseline = parse_results(text.encode(), f"{rel} on {ys.baseline_from}", "baseline")
 
-        notes: list[str] = []
+        notes: list[str] = ys.baseline_notes(baseline,
+                                             stale_after_days=self.settings.stale_after_days)
         edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
         if edited:
             notes.append(render_note("baseline_edited", path=_code(rel),
@@ -568,20 +621,21 @@ class _CI:
     # ----- main ----------------------------------------------------------------------------
 
     def main(self) -> int:
-        from gate.baseline import promote_file
-
+        """Pool this run into the baseline and the history, and put them where they live."""
         if self.env.pull_request is not None:
             raise BadInput("--mode main on a pull request would let the PR refresh the "
                            "baseline it is judged by: use mode pr (or auto)")
         branch = self.env.branch
-        if self.settings.baseline_refresh == "commit" and not branch:
-            raise BadInput(f"baseline-refresh commit needs a run on a branch (GITHUB_REF="
+        how = self.settings.baseline_refresh
+        if how != "artifact" and not branch:
+            raise BadInput(f"baseline-refresh {how} needs a run on a branch (GITHUB_REF="
                            f"refs/heads/…), not {self.env.ref or 'no ref'}")
         root = self.repo_root()
         baseline_path = self.cfg.path(self.cfg.gate.baseline)
         history_path = self.cfg.path(self.settings.history)
-        pushes = self.settings.baseline_refresh == "commit" and bool(branch)
-        git_state = _git.config_state(root) if pushes else ""
+        place = self.refresh_place(root, baseline_path, history_path) if branch else None
+        git_state = _git.config_state(root) if place else ""
+        start = self.refresh_start(root, place, baseline_path, history_path)
         results = self.run_suite()
         s = results.summary
         if s.total == 0:
@@ -592,56 +646,148 @@ class _CI:
             raise Unmeasurable(f"{infra:.0%} of this refresh's runs were infra errors (limit "
                                f"{self.cfg.gate.max_infra_rate:.0%}): the baseline was not "
                                "refreshed")
-        verdict: str | None = None
-        markdown = ""
-        if baseline_path.exists():
-            verdict, markdown = self.self_check(baseline_path, results)
-        message = promote_file(self.opts.run.output, baseline_path, self.cfg.gate.pool_size)
-        self.log(f"gate ci: {message}")
-        entries = append_history(history_path, entry_for(results, verdict=verdict,
-                                                         run_url=self.env.run_url),
-                                 keep=self.settings.history_size)
-        committed = ""
-        if pushes and branch:
+        verdict, markdown = self.self_check(start.baseline_text, results)
+        entry = entry_for(results, verdict=verdict, run_url=self.env.run_url)
+        outputs: dict[str, object] = {
+            "mode": "main", "exit_code": 0, **self.outputs_for(results),
+            "baseline_path": str(baseline_path.resolve()),
+            "history_path": str(history_path.resolve()),
+        }
+        # an upload step (`if: !cancelled()`) finds the files even when the push fails below
+        self.io.set_outputs(outputs)
+        if place is None:
+            outcome = self.refresh_files(results, start, entry, baseline_path, history_path)
+        else:
+            outcome = self.refresh_push(root, place, results, start, entry, git_state,
+                                        baseline_path, history_path)
+        self.log(f"gate ci: {outcome.message}")
+        for line in outcome.lines:
+            if outcome.status in ("superseded", "artifact"):
+                self.io.warning(line, title="agent-gate: baseline not pushed")
+            else:
+                self.io.notice(line, title="agent-gate")
+        committed = outcome.commit
+        if place is not None and outcome.status == "committed":
+            self.log(f"gate ci: pushed the refreshed baseline to {place.name} ({committed[:7]})")
+        elif outcome.status == "unchanged":
+            self.log("gate ci: the baseline did not change; nothing to commit")
+        trend = trend_markdown(outcome.entries)
+        self.io.summary(self.redact(render_body(
+            "refresh.md.j2", where=Markup(_code(branch or self.env.ref or "HEAD")),
+            message=md(" ".join([outcome.message, *outcome.lines]), 3000),
+            committed=Markup(f"{committed[:7]} on {'the data branch ' if place.data else ''}"
+                             f"{_code(place.branch)}") if place and committed else "",
+            artifact=outcome.status in ("artifact", "superseded") or how == "artifact",
+            baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
+            trend=Markup(trend or ""), report=Markup(markdown))))
+        self.io.set_outputs({
+            "verdict": verdict or "refreshed", "baseline_commit": committed,
+            "refresh": outcome.status,
+        })
+        return 0
+
+    def refresh_place(self, root: Path, baseline_path: Path, history_path: Path
+                      ) -> Place | None:
+        """Where the refresh commits (None: it leaves files for an artifact)."""
+        branch = self.env.branch or ""
+        baseline_rel = _git.repo_relative(root, baseline_path)
+        history_rel = _git.repo_relative(root, history_path)
+        how = self.settings.baseline_refresh
+        if how == "commit":
+            return Place(branch, baseline_rel, history_rel)
+        if how == "branch":
+            data = self.settings.data_branch
+            if data == branch:
+                raise BadInput(f"[ci] data_branch {data!r} is the branch being refreshed: "
+                               "name a branch of its own (default agent-gate-data)")
+            return Place(data, data_paths(branch, baseline_rel),
+                         data_paths(branch, history_rel), data=True)
+        return None
+
+    def refresh_start(self, root: Path, place: Place | None, baseline_path: Path,
+                      history_path: Path) -> State:
+        """The baseline and history this refresh starts from, read before the suite runs:
+        the checkout's committed files, or the data branch's (seeded from the checkout's
+        committed files on its first refresh), or the workspace's files for an artifact."""
+        if place is None:
+            return State(None, _read_optional(baseline_path, RESULTS_LIMIT, "baseline"),
+                         _read_optional(history_path, HISTORY_LIMIT, "history"))
+        head = _git.head(root)
+        if not place.data:
+            return read_state(root, place, head)
+        tip = _git.fetch_branch(root, place.branch, token=self.token(),
+                                server_url=self.env.server_url)
+        return read_state(root, place, tip, seed=self.seed(root, head))
+
+    def seed(self, root: Path, head: str | None) -> Callable[[], State]:
+        """A data branch without this branch's baseline starts from the checkout's committed
+        baseline and history: moving onto a data branch keeps the depth."""
+        base_rel = _git.repo_relative(root, self.cfg.path(self.cfg.gate.baseline))
+        hist_rel = _git.repo_relative(root, self.cfg.path(self.settings.history))
+        where = f"the {base_rel} committed on {self.env.branch}"
+        return lambda: read_state(root, Place("", base_rel, hist_rel), head, seeded_from=where)
+
+    def token(self) -> str | None:
+        return self.env.token.get_secret_value() if self.env.token else None
+
+    def refresh_push(self, root: Path, place: Place, results: Results, start: State,
+                     entry: HistoryEntry, git_state: str, baseline_path: Path,
+                     history_path: Path) -> Outcome:
+        """Pool and push to ``place``; the pooled files are left in the workspace whatever
+        happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
+        def guard() -> None:
             if _git.config_state(root) != git_state:
                 raise Unmeasurable(
                     "the checkout's git configuration changed while the suite ran (.git/config, "
                     ".git/hooks or the user's git config): the refreshed baseline is not pushed "
                     "with the token; see the threat model in docs/github.md")
-            short = (results.commit or self.env.sha or "")[:7]
-            token = self.env.token.get_secret_value() if self.env.token else None
-            sha = _git.commit_and_push(
-                root, [baseline_path, history_path], branch,
-                f"gate: refresh {_git.repo_relative(root, baseline_path)} from {short or 'HEAD'}"
-                f"\n\n{message}\n\n[skip ci]", token=token, server_url=self.env.server_url)
-            committed = sha or ""
-            self.log(f"gate ci: pushed the refreshed baseline to {branch} ({committed[:7]})"
-                     if sha else "gate ci: the baseline did not change; nothing to commit")
-        trend = trend_markdown(entries)
-        self.io.summary(self.redact(render_body(
-            "refresh.md.j2", where=Markup(_code(branch or self.env.ref or "HEAD")),
-            message=md(message, 1000),
-            committed=committed[:7], artifact=self.settings.baseline_refresh == "artifact",
-            baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
-            trend=Markup(trend or ""), report=Markup(markdown))))
-        self.io.set_outputs({
-            "mode": "main", "verdict": verdict or "refreshed", "exit_code": 0,
-            **self.outputs_for(results),
-            "baseline_path": str(baseline_path.resolve()),
-            "history_path": str(history_path.resolve()),
-            "baseline_commit": committed,
-        })
-        return 0
 
-    def self_check(self, baseline_path: Path, results: Results) -> tuple[str | None, str]:
+        refresh = Refresh(
+            root=root, place=place, results=results, entry=entry,
+            pool_size=self.cfg.gate.pool_size, history_size=self.settings.history_size,
+            token=self.token(), server_url=self.env.server_url,
+            source_branch=self.env.branch or "", guard=guard, log=self.log,
+            seed=self.seed(root, _git.head(root)) if place.data else None)
+        # a data branch is read again: as it is now, not as it was when the suite began
+        first = refresh.fetch() if place.data else start
+        short = (results.commit or self.env.sha or "")[:7]
+        try:
+            outcome = refresh.run(first, start.baseline_text,
+                                  f"gate: refresh {place.baseline_rel} from {short or 'HEAD'}")
+        except GateError:
+            if refresh.last is not None:  # pooled but not pushed (a protected branch)
+                write_files(refresh.last, baseline_path, history_path)
+                self.io.set_outputs({"refresh": "artifact"})
+            raise
+        write_files(outcome, baseline_path, history_path)
+        return outcome
+
+    def refresh_files(self, results: Results, start: State, entry: HistoryEntry,
+                      baseline_path: Path, history_path: Path) -> Outcome:
+        """``baseline_refresh = "artifact"``: pool into the workspace's files."""
+        from gate.baseline import promote
+
+        baseline = (parse_results(start.baseline_text.encode(), baseline_path, "baseline")
+                    if start.baseline_text is not None else None)
+        pooled, message = promote(results, baseline, pool_size=self.cfg.gate.pool_size)
+        entries = [*parse_history(start.history_text or ""), entry][-self.settings.history_size:]
+        outcome = Outcome("artifact", message, baseline=pooled, entries=entries)
+        write_files(outcome, baseline_path, history_path)
+        if pooled is baseline:
+            outcome.status = "unchanged"
+        return outcome
+
+    def self_check(self, baseline_text: str | None, results: Results
+                   ) -> tuple[str | None, str]:
         """Main against its own baseline before pooling: the A/A check behind drift guards.
         Never blocks main; a regression is a warning, since the change has already landed."""
         from gate.compare import compare
         from gate.report import render_markdown
-        from gate.results import load_results
 
+        if baseline_text is None:
+            return None, ""
         try:
-            baseline = load_results(baseline_path, "baseline")
+            baseline = parse_results(baseline_text.encode(), "the baseline", "baseline")
             comparison = compare(baseline, results, self.cfg.gate)
             markdown = render_markdown(comparison, run_url=self.env.run_url)
         except GateError as exc:
@@ -778,6 +924,10 @@ def _read_uploaded_report(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None
+
+
+def _read_optional(path: Path, limit: int, what: str) -> str | None:
+    return read_text(path, limit, what) if path.exists() else None
 
 
 def _num(v: float | None) -> str:

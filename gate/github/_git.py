@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,33 +128,125 @@ def config_state(root: Path) -> str:
     return digest.hexdigest()
 
 
-def commit_and_push(root: Path, paths: list[Path], branch: str, message: str, *,
-                    token: str | None, server_url: str) -> str | None:
-    """Commit ``paths`` as the Actions bot and push to ``branch``. Returns the new commit,
-    or None when nothing changed. Raises ``BadInput`` with git's reason when the push fails."""
-    rel = [repo_relative(root, p) for p in paths]
-    r = git(root, "add", "--", *rel)
+#: What GitHub (and GitHub Enterprise) print when branch protection or a ruleset refuses a
+#: push: GH006 (protected branch), GH013 (repository rules), and git's own wording of it.
+_PROTECTED = re.compile(r"GH006|GH013|protected branch|repository rule violations",
+                        re.IGNORECASE)
+#: A push refused because the branch moved on: the tip is not an ancestor of what was pushed.
+_MOVED = re.compile(r"non-fast-forward|\(fetch first\)|\[rejected\]|stale info|"
+                    r"cannot lock ref|failed to update ref|incorrect old value")
+
+
+class ProtectedBranch(BadInput):
+    """The remote refused the push by rule (branch protection, a ruleset): not a race, and
+    retrying cannot help."""
+
+
+def fetch_branch(root: Path, branch: str, *, token: str | None, server_url: str) -> str | None:
+    """Fetch ``origin/<branch>`` (its tip only, in a shallow checkout); return the tip's commit,
+    or None when origin has no such branch. Other failures (auth, network) raise ``BadInput``."""
+    ref = remote_ref(branch)
+    shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    depth = 1 if shallow else None
+    args = ["fetch", "--no-tags", *([f"--depth={depth}"] if depth else []), "origin",
+            f"+refs/heads/{branch}:{ref}"]
+    r = git(root, *args, env=_auth_env(token, server_url))
     if r.returncode != 0:
-        raise BadInput(f"cannot stage {', '.join(rel)}: {_last_line(r.stderr)}")
-    if git(root, "diff", "--cached", "--quiet", "--", *rel).returncode == 0:
-        return None
+        if "couldn't find remote ref" in r.stderr.lower():
+            return None
+        raise BadInput(f"cannot fetch the branch {branch!r} from origin: {_last_line(r.stderr)}")
+    return git(root, "rev-parse", ref).stdout.strip() or None
+
+
+def deepen(root: Path, branch: str, *, token: str | None, server_url: str) -> None:
+    """All of ``branch``'s history (a shallow CI checkout has one commit): for ancestry."""
+    shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    git(root, "fetch", "--no-tags", *(["--unshallow"] if shallow else []), "origin",
+        f"+refs/heads/{branch}:{remote_ref(branch)}", env=_auth_env(token, server_url))
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool | None:
+    """``git merge-base --is-ancestor``: True, False, or None when git cannot tell (a commit
+    is not in this clone)."""
+    r = git(root, "merge-base", "--is-ancestor", ancestor, descendant)
+    return {0: True, 1: False}.get(r.returncode)
+
+
+def head(root: Path) -> str | None:
+    r = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def commit_files(root: Path, parent: str | None, files: dict[str, str], message: str) -> str:
+    """A commit of ``parent``'s tree with ``files`` (repo-relative path → text) written into
+    it, as the Actions bot; ``parent`` None makes a root commit (an orphan branch). Built with
+    a private index: the checkout's working tree, index and HEAD are left alone."""
+    with tempfile.TemporaryDirectory(prefix="gate-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        r = git(root, "read-tree", *([parent] if parent else ["--empty"]), env=env)
+        if r.returncode != 0:
+            raise BadInput(f"cannot read the tree of {parent}: {_last_line(r.stderr)}")
+        for rel, text in files.items():
+            blob = _git_input(root, ["hash-object", "-w", "--stdin"], text)
+            r = git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}",
+                    env=env)
+            if r.returncode != 0:
+                raise BadInput(f"cannot stage {rel}: {_last_line(r.stderr)}")
+        r = git(root, "write-tree", env=env)
+        if r.returncode != 0:
+            raise BadInput(f"cannot write the refreshed tree: {_last_line(r.stderr)}")
+        tree = r.stdout.strip()
     ident = {"GIT_AUTHOR_NAME": BOT_NAME, "GIT_AUTHOR_EMAIL": BOT_EMAIL,
              "GIT_COMMITTER_NAME": BOT_NAME, "GIT_COMMITTER_EMAIL": BOT_EMAIL}
-    r = git(root, "commit", "--no-verify", "-m", message, "--", *rel, env=ident)
+    r = git(root, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message,
+            env=ident)
     if r.returncode != 0:
         raise BadInput(f"cannot commit the refreshed baseline: {_last_line(r.stderr)}")
-    sha = git(root, "rev-parse", "HEAD").stdout.strip()
-    r = git(root, "push", "origin", f"HEAD:refs/heads/{branch}", env=_auth_env(token, server_url))
-    if r.returncode != 0:
-        reason = _last_line(r.stderr)
-        if "rejected" in r.stderr or "non-fast-forward" in r.stderr or "fetch first" in r.stderr:
-            raise BadInput(f"cannot push the refreshed baseline to {branch}: the branch moved "
-                           "on while the suite ran; the next refresh pools this run's "
-                           f"successor ({reason})")
-        raise BadInput(f"cannot push the refreshed baseline to {branch}: {reason} (the token "
-                       "needs `contents: write`, and branch protection must let the bot push; "
-                       "or set [ci] baseline_refresh = \"artifact\")")
-    return sha
+    return r.stdout.strip()
+
+
+def push(root: Path, sha: str, branch: str, *, token: str | None, server_url: str) -> bool:
+    """Push ``sha`` to ``branch`` (never forced). True when it landed; False when the branch
+    moved on (a non-fast-forward: fetch, re-pool and try again). A push refused by branch
+    protection or a ruleset raises ``ProtectedBranch``; any other failure ``BadInput``."""
+    r = git(root, "push", "--porcelain", "origin", f"{sha}:refs/heads/{branch}",
+            env=_auth_env(token, server_url))
+    if r.returncode == 0:
+        return True
+    text = f"{r.stderr}\n{r.stdout}"
+    if _PROTECTED.search(text):
+        rule = "GH013 repository rules" if "GH013" in text else "branch protection"
+        raise ProtectedBranch(
+            f"cannot push the refreshed baseline to {branch}: {branch} is a protected branch "
+            f"({rule} refused the push: {_protected_line(text)}). Keep the baseline off it: "
+            "`baseline-refresh: branch` (a data branch, no protection rules needed), or "
+            "`baseline-refresh: artifact` (upload the files); or push with a token allowed to "
+            "bypass the rule (a GitHub App or admin token added to the bypass list)")
+    if _MOVED.search(text):
+        return False
+    raise BadInput(f"cannot push the refreshed baseline to {branch}: {_last_line(r.stderr)} "
+                   "(the token needs `contents: write`; or set [ci] baseline_refresh = "
+                   "\"artifact\")")
+
+
+def _protected_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.removeprefix("remote:").strip()
+        if _PROTECTED.search(line) and line.lower().startswith(("error:", "gh0")):
+            return line.removeprefix("error:").strip()[:200]
+    return _last_line(text)
+
+
+def _git_input(root: Path, args: list[str], text: str) -> str:
+    try:
+        p = subprocess.run(["git", *args], cwd=root, input=text, capture_output=True,
+                           text=True, timeout=120, env={**_base_env(), "GIT_TERMINAL_PROMPT": "0"},
+                           check=False)
+    except subprocess.TimeoutExpired:
+        raise BadInput(f"git {args[0]} timed out") from None
+    if p.returncode != 0:
+        raise BadInput(f"git {args[0]}: {_last_line(p.stderr)}")
+    return p.stdout.strip()
 
 
 def _base_env() -> dict[str, str]:
