@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from fake_github import FakeGitHub
-from test_ci import PR, Project, _break_agent, _marker_comments, _project
+from test_ci import PR, Project, _break_agent, _marker_comments, _project, sh
 
 from gate.github import MARKER, GitHubClient, GitHubError, upsert_comment
 from gate.github._comment import find_pr_for_run
@@ -141,3 +141,27 @@ def test_gate_ci_comments_on_a_fork_pr_whose_branch_needs_encoding(project: Proj
     run = project.gate_ci(work, event="workflow_run", event_path=event, ref="refs/heads/main")
     assert run.code == 0, run.stderr
     assert gh.comments.keys() == {PR} and run.outputs["pr_number"] == str(PR)
+
+
+@pytest.mark.slow
+def test_the_comment_footer_names_the_prs_head_not_the_merge_commit(project: Project) -> None:
+    """A pull_request run checks out refs/pull/N/merge, a commit no one pushed; the footer
+    names the head commit the author knows (from the event payload)."""
+    ci = project.pr_branch("feature", _break_agent)
+    head = sh(ci, "git", "rev-parse", "HEAD").strip()
+    # what actions/checkout gives a pull_request run: a merge commit on top of the head
+    sh(ci, "git", "checkout", "-q", "--detach")
+    sh(ci, "git", "commit", "-q", "--allow-empty", "-m", "Merge feature into main")
+    merge = sh(ci, "git", "rev-parse", "HEAD").strip()
+    event = project.event(ci)
+    payload = json.loads(event.read_text())
+    payload["pull_request"]["head"]["sha"] = head
+    event.write_text(json.dumps(payload))
+    run = project.gate_ci(ci, event_path=event)
+    assert run.code == 1, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    footer = comment["body"].strip().splitlines()[-1]
+    assert f"this PR {head[:12]}" in footer, footer
+    assert merge[:12] not in comment["body"]
+    # the results still record what was run: the merge commit
+    assert json.loads(Path(run.outputs["results_path"]).read_text())["commit"] == merge
