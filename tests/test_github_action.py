@@ -324,6 +324,14 @@ def test_the_action_installs_pinned_into_a_private_venv_and_leaves_the_job_alone
                        env=installed.env(), capture_output=True, text=True, check=True)
     assert p.stdout.strip() == "the caller's python"
     assert (venv / "pyvenv.cfg").is_file() and (venv / "bin" / "gate").is_file()
+    # the install is a real one (not the source tree): its package data is there
+    adopt = tmp_path / "adopt"
+    adopt.mkdir()
+    p = subprocess.run([str(venv / "bin" / "gate"), "init", "--branch", "main"], cwd=adopt,
+                       env=installed.env(), capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    assert (adopt / ".github" / "workflows" / "agent-gate.yml").is_file()
+    assert (adopt / "tasks" / "example-count-words" / "solution" / "solve.sh").is_file()
     # every package it installed is the pinned version
     frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all",
                              "--disable-pip-version-check"],
