@@ -583,6 +583,9 @@ def test_documented_workflows_run_on_the_right_events() -> None:
     seen: set[str] = set()
     for wf in full + readme:
         triggers = _triggers(wf)
+        if "merge_group" in triggers:  # a PR check also checks the merge queue's merges
+            assert "pull_request" in triggers, f"{wf['name']}: merge_group without a PR check"
+            triggers.pop("merge_group")
         assert len(triggers) == 1, f"{wf['name']}: one trigger each, got {set(triggers)}"
         (event,) = triggers
         seen.add(event)
@@ -695,6 +698,36 @@ def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() ->
             if "workflow_run" in triggers:
                 assert "github.event.workflow_run.conclusion != 'cancelled'" in job["if"], at
                 assert "github.event.workflow_run.event == 'pull_request'" in job["if"], at
+
+
+def test_every_pr_check_also_runs_in_the_merge_queue_and_groups_by_workflow(
+        tmp_path: Path) -> None:
+    """A PR check that is required must also run on `merge_group`, or the queue waits for it
+    forever; every concurrency group names `github.workflow`, so two suites in one repository
+    never cancel each other, and a PR check's group falls back to the ref for a merge-queue
+    run (no PR number), so queued merges do not cancel each other either."""
+    from gate.init import init_repository
+
+    init_repository(tmp_path, branch="main")
+    workflows = _every_workflow() + [
+        (f"gate init: {p.name}", yaml.safe_load(p.read_text()))
+        for p in sorted((tmp_path / ".github" / "workflows").glob("*.yml"))]
+    pr_checks = 0
+    for where, wf in workflows:
+        triggers = _triggers(wf)
+        group = str((wf.get("concurrency") or {}).get("group", ""))
+        if not any(_uses_gate(step) for job in wf["jobs"].values() for step in job["steps"]):
+            continue  # not a gate workflow (this repository's own tests)
+        assert "${{ github.workflow }}" in group, f"{where}: concurrency group {group!r}"
+        if "pull_request" in triggers:
+            pr_checks += 1
+            assert "merge_group" in triggers, f"{where}: no merge_group trigger"
+            assert "github.event.pull_request.number || github.ref" in group, where
+    assert pr_checks >= 5  # README, docs (the check, the fork half), this repo's, gate init's
+
+
+def _uses_gate(step: dict[str, Any]) -> bool:
+    return step.get("uses") == "./" or "agent-gate/" in str(step.get("uses", ""))
 
 
 def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:
