@@ -109,6 +109,65 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any]) -> None:
         assert f'"{name}"' in source, f"gate ci never writes the output {name}"
 
 
+def _dict_keys(node: object, scope: Any, funcs: dict[str, Any]) -> set[str]:
+    """The string keys a dict expression can hold: a literal (with its ``**`` parts), a
+    call of a function of the module (the dicts it returns), a variable built up in
+    ``scope`` (assigned a dict, or given keys one by one)."""
+    import ast
+
+    if isinstance(node, ast.Dict):
+        found = {k.value for k in node.keys
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:  # **expr
+                found |= _dict_keys(v, scope, funcs)
+        return found
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        fn = funcs.get(name)
+        return {k for r in ast.walk(fn) if isinstance(r, ast.Return)
+                for k in _dict_keys(r.value, fn, funcs)} if fn else set()
+    if isinstance(node, ast.Name):
+        found = set()
+        for a in ast.walk(scope):
+            if isinstance(a, ast.Assign | ast.AnnAssign):
+                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id == node.id:
+                        found |= _dict_keys(a.value, scope, funcs)
+                    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                            and t.value.id == node.id and isinstance(t.slice, ast.Constant)):
+                        found.add(str(t.slice.value))
+        return found
+    return set()
+
+
+def _written_outputs() -> set[str]:
+    """Every output name gate/github writes: the keys of each dict that reaches
+    ``set_outputs``."""
+    import ast
+
+    names: set[str] = set()
+    for path in sorted((ROOT / "gate" / "github").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        funcs = {f.name: f for f in ast.walk(tree)
+                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for fn in funcs.values():
+            for call in ast.walk(fn):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == "set_outputs" and call.args):
+                    names |= _dict_keys(call.args[0], fn, funcs)
+    return names
+
+
+def test_every_output_gate_ci_writes_is_declared(action: dict[str, Any]) -> None:
+    """An output the gate writes but action.yml does not declare is invisible to the caller
+    (`steps.<id>.outputs.x` of a composite action is only what `outputs:` maps)."""
+    written = _written_outputs()
+    assert {"verdict", "passed", "total", "errors", "comment_url", "baseline_commit"} <= written
+    assert written - set(action["outputs"]) == set()
+
+
 # ----- running the steps --------------------------------------------------------------------
 
 def _expand(value: str, inputs: dict[str, str], token: str,
