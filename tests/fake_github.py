@@ -3,7 +3,9 @@
 Comments (list with ``per_page``/``page`` and ``Link`` headers, create, update), labels and
 their ``labeled`` events, collaborators' permissions, PR files, PR search by head, ``GET
 /user``, and one-shot injected failures (``fail_next``) for retry and error tests. Every
-request is recorded.
+request is recorded. ``fail_next(..., landed=True)`` models GitHub's worst 5xx: the request is
+carried out (the comment is created) and only then answered with the error, as happens when a
+backend times out after the write.
 
 Tokens have an identity and refuse what GitHub refuses:
 
@@ -22,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     times: int = 1
+    landed: bool = False  # carried out, then answered with the failure
 
 
 class FakeGitHub:
@@ -133,10 +136,11 @@ class FakeGitHub:
              "label": {"name": name}, "created_at": "2026-12-01T00:00:00Z"})
 
     def fail_next(self, method: str, pattern: str, status: int, *, times: int = 1,
-                  headers: dict[str, str] | None = None, body: Any = None) -> None:
+                  headers: dict[str, str] | None = None, body: Any = None,
+                  landed: bool = False) -> None:
         self.failures.append(Failure(method, pattern, status, headers or {},
                                      body if body is not None else {"message": f"fake {status}"},
-                                     times))
+                                     times, landed))
 
     def calls(self, method: str, pattern: str = "") -> list[Recorded]:
         return [r for r in self.requests if r.method == method and re.search(pattern, r.path)]
@@ -173,7 +177,7 @@ class FakeGitHub:
                                     and re.search(f.pattern, parts.path) and f.times > 0), None)
                     if failure:
                         failure.times -= 1
-                if failure:
+                if failure and not failure.landed:
                     self._send(failure.status, failure.body, failure.headers)
                     return
                 auth = rec.headers.get("authorization", "")
@@ -184,6 +188,9 @@ class FakeGitHub:
                     return
                 status, payload, headers = fake._route(method, parts.path, rec.query, body,
                                                        who)
+                if failure:  # done, but the answer is lost: GitHub says 5xx after the write
+                    self._send(failure.status, failure.body, failure.headers)
+                    return
                 self._send(status, payload, headers)
 
             def do_GET(self) -> None:
@@ -204,7 +211,7 @@ class FakeGitHub:
         chunk = items[(page - 1) * per_page: page * per_page]
         last = max(1, -(-len(items) // per_page))
         keep = {k: v[0] for k, v in query.items() if k not in ("page", "per_page")}
-        extra = "".join(f"&{k}={v}" for k, v in keep.items())
+        extra = "".join(f"&{k}={quote(v, safe='')}" for k, v in keep.items())
         links = []
         if page < last:
             links.append(f'<{self.url}{path}?per_page={per_page}&page={page + 1}{extra}>; '

@@ -109,26 +109,103 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any]) -> None:
         assert f'"{name}"' in source, f"gate ci never writes the output {name}"
 
 
+def _dict_keys(node: object, scope: Any, funcs: dict[str, Any]) -> set[str]:
+    """The string keys a dict expression can hold: a literal (with its ``**`` parts), a
+    call of a function of the module (the dicts it returns), a variable built up in
+    ``scope`` (assigned a dict, or given keys one by one)."""
+    import ast
+
+    if isinstance(node, ast.Dict):
+        found = {k.value for k in node.keys
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:  # **expr
+                found |= _dict_keys(v, scope, funcs)
+        return found
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        fn = funcs.get(name)
+        return {k for r in ast.walk(fn) if isinstance(r, ast.Return)
+                for k in _dict_keys(r.value, fn, funcs)} if fn else set()
+    if isinstance(node, ast.Name):
+        found = set()
+        for a in ast.walk(scope):
+            if isinstance(a, ast.Assign | ast.AnnAssign):
+                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id == node.id:
+                        found |= _dict_keys(a.value, scope, funcs)
+                    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                            and t.value.id == node.id and isinstance(t.slice, ast.Constant)):
+                        found.add(str(t.slice.value))
+        return found
+    return set()
+
+
+def _written_outputs() -> set[str]:
+    """Every output name gate/github writes: the keys of each dict that reaches
+    ``set_outputs``."""
+    import ast
+
+    names: set[str] = set()
+    for path in sorted((ROOT / "gate" / "github").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        funcs = {f.name: f for f in ast.walk(tree)
+                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for fn in funcs.values():
+            for call in ast.walk(fn):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == "set_outputs" and call.args):
+                    names |= _dict_keys(call.args[0], fn, funcs)
+    return names
+
+
+def test_every_output_gate_ci_writes_is_declared(action: dict[str, Any]) -> None:
+    """An output the gate writes but action.yml does not declare is invisible to the caller
+    (`steps.<id>.outputs.x` of a composite action is only what `outputs:` maps)."""
+    written = _written_outputs()
+    assert {"verdict", "passed", "total", "errors", "comment_url", "baseline_commit"} <= written
+    assert written - set(action["outputs"]) == set()
+
+
 # ----- running the steps --------------------------------------------------------------------
 
-def _expand(value: str, inputs: dict[str, str], token: str) -> str:
+def _expand(value: str, inputs: dict[str, str], token: str,
+            steps: dict[str, dict[str, str]] | None = None,
+            runner: dict[str, str] | None = None) -> str:
+    """``${{ … }}`` as the runner expands it, for the expressions this action uses."""
     def sub(m: re.Match[str]) -> str:
         expr = m.group(1)
         if expr.startswith("inputs."):
             return inputs[expr[len("inputs."):]]
         if expr == "github.token":
             return token
+        if (sm := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)) is not None:
+            # a skipped step, or one that did not write the output, gives ""
+            return (steps or {}).get(sm.group(1), {}).get(sm.group(2), "")
+        if expr.startswith("runner.") and runner is not None:
+            return runner[expr[len("runner."):]]
         raise AssertionError(f"the test runner does not know the expression {expr!r}")
     return EXPR.sub(sub, value)
 
 
+def _condition(cond: str, inputs: dict[str, str]) -> bool:
+    """A step's ``if:``; this action only tests an input against the empty string."""
+    m = re.fullmatch(r"inputs\.([\w-]+) (==|!=) ''", cond.strip())
+    assert m, f"the test runner does not know the condition {cond!r}"
+    return (inputs[m.group(1)] == "") == (m.group(2) == "==")
+
+
 def _copy_action(dest: Path) -> Path:
-    """The action's files (what a `uses: owner/agent-gate@v1` checkout holds)."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
-    for name in ("pyproject.toml", "README.md", "LICENSE", "action.yml"):
-        if (ROOT / name).exists():
-            shutil.copy2(ROOT / name, dest / name)
-    shutil.copytree(ROOT / "gate", dest / "gate", ignore=ignore)
+    """The action's files, as a `uses: owner/agent-gate@v1` checkout holds them: every file of
+    the repository (tracked, or new and not ignored), nothing a build left behind."""
+    files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
     return dest
 
 
@@ -155,43 +232,225 @@ def _run_step(step: dict[str, Any], env: dict[str, str], cwd: Path, script: Path
                           check=False)
 
 
+def _read_file_command(path: Path) -> dict[str, str]:
+    """GITHUB_OUTPUT / GITHUB_ENV as the runner reads them: `name=value` or a heredoc."""
+    out: dict[str, str] = {}
+    lines = path.read_text().split("\n") if path.exists() else []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            j = lines.index(delim, i + 1)
+            out[name] = "\n".join(lines[i + 1:j])
+            i = j + 1
+            continue
+        if line:
+            name, value = line.split("=", 1)
+            out[name] = value
+        i += 1
+    return out
+
+
+CALLER_PYTHON = """#!/bin/sh
+# the caller's own `python` (their agent's, their verify scripts'): the action must not use it
+# to install itself, nor put another in front of it on PATH
+echo "$0 $*" >> "{log}"
+[ "$1" = "--whoami" ] && {{ echo "the caller's python"; exit 0; }}
+exec "{real}" "$@"
+"""
+
+
 @dataclass
 class Installed:
-    """The action's install step, run for real once: its virtualenv under RUNNER_TEMP."""
+    """The action's setup and install steps, run for real once, as the runner runs them: its
+    virtualenv under RUNNER_TEMP, built from the interpreter setup-python reported."""
 
     action_path: Path
     runner_temp: Path
-    path: str  # PATH with a `python` that is this interpreter, as setup-python leaves it
+    path: str  # the job's PATH: the caller's own `python` first
+    caller_log: Path  # one line per start of the caller's `python`
+    setup_python: Path  # the interpreter setup-python set up (off PATH)
+    outputs: dict[str, dict[str, str]]  # each step's outputs, by step id
+    env_files: dict[str, str]  # everything the steps wrote to GITHUB_ENV and GITHUB_PATH
+    uses: list[tuple[str, dict[str, str]]]  # the `uses:` steps and their expanded `with:`
 
     def env(self) -> dict[str, str]:
         return {**_clean_env(), "PATH": self.path, "GITHUB_ACTIONS": "true", "CI": "true",
                 "GITHUB_ACTION_PATH": str(self.action_path),
-                "RUNNER_TEMP": str(self.runner_temp)}
+                "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": "Linux"}
+
+
+def _run_setup_steps(action: dict[str, Any], inst: Installed, inputs: dict[str, str],
+                     workspace: Path, tmp: Path) -> None:
+    """Every step before `gate ci`, in order, the way the runner runs a composite action:
+    `if:` decides, expressions are expanded from the inputs and earlier steps' outputs, each
+    step gets fresh GITHUB_OUTPUT / GITHUB_ENV / GITHUB_PATH files. The two marketplace
+    actions are played by their contract: setup-python reports `python-path` (and would
+    change PATH only without `update-environment: false`), the cache misses."""
+    full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    full.update(inputs)
+    runner = {"temp": str(inst.runner_temp), "os": "Linux"}
+    for n, step in enumerate(action["runs"]["steps"]):
+        if step.get("id") == "gate":
+            return
+        if "if" in step and not _condition(str(step["if"]), full):
+            continue
+        def expand(v: object) -> str:
+            text = str(v).lower() if isinstance(v, bool) else str(v)  # YAML `false`: "false"
+            return _expand(text, full, "", inst.outputs, runner)
+
+        if "uses" in step:
+            with_ = {k: expand(v) for k, v in (step.get("with") or {}).items()}
+            inst.uses.append((str(step["uses"]), with_))
+            if str(step["uses"]).startswith("actions/setup-python@"):
+                assert step["with"].get("update-environment") is False, \
+                    "setup-python would put its Python first on PATH for the rest of the job"
+                inst.outputs[step["id"]] = {"python-path": str(inst.setup_python),
+                                            "python-version": "3.12.0", "cache-hit": ""}
+            elif not str(step["uses"]).startswith("actions/cache@"):
+                raise AssertionError(f"the test runner cannot play {step['uses']}")
+            continue
+        files = {k: tmp / f"step{n}-{k}" for k in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH")}
+        env = {**inst.env(), **{k: expand(v) for k, v in (step.get("env") or {}).items()},
+               "GITHUB_WORKSPACE": str(workspace), **{k: str(v) for k, v in files.items()}}
+        p = _run_step(step, env, workspace, tmp / f"step{n}.sh")
+        assert p.returncode == 0, f"{step.get('name')}: {p.stdout}{p.stderr}"
+        if "id" in step:
+            inst.outputs[step["id"]] = _read_file_command(files["GITHUB_OUTPUT"])
+        for k in ("GITHUB_ENV", "GITHUB_PATH"):
+            if files[k].exists():
+                inst.env_files[k] = inst.env_files.get(k, "") + files[k].read_text()
+    raise AssertionError("no `gate ci` step")
+
+
+def _prepare_runner(tmp: Path) -> Installed:
+    action_path = tmp / "action"
+    action_path.mkdir()
+    _copy_action(action_path)
+    # the caller's `python`, first on the job's PATH; setup-python's, in a tool cache off PATH
+    bindir = tmp / "caller-bin"
+    bindir.mkdir()
+    log = tmp / "caller-python.log"
+    (bindir / "python").write_text(CALLER_PYTHON.format(log=log, real=sys.executable))
+    (bindir / "python").chmod(0o755)
+    (bindir / "python3").symlink_to("python")
+    toolcache = tmp / "toolcache" / "Python" / "3.12.0" / "x64" / "bin"
+    toolcache.mkdir(parents=True)
+    (toolcache / "python3").symlink_to(sys.executable)
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir()
+    return Installed(action_path, runner_temp, f"{bindir}{os.pathsep}{os.environ['PATH']}",
+                     log, toolcache / "python3", {}, {}, [])
 
 
 @pytest.fixture(scope="module")
 def installed(action: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Installed:
     tmp = tmp_path_factory.mktemp("action")
-    action_path = tmp / "action"
-    action_path.mkdir()
-    _copy_action(action_path)
-    bindir = tmp / "python-bin"
-    bindir.mkdir()
-    (bindir / "python").symlink_to(sys.executable)
-    runner_temp = tmp / "runner-temp"
-    runner_temp.mkdir()
-    inst = Installed(action_path, runner_temp, f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    # the install step runs in the workspace, which may hold a fork's files
+    inst = _prepare_runner(tmp)
+    # the steps run in the workspace, which may hold a fork's files
     workspace = tmp / "workspace"
     marker = tmp / "imported"
     _plant_hostile_modules(workspace, marker)
-    (step,) = [s for s in action["runs"]["steps"] if s.get("name") == "Install agent-gate"]
-    p = _run_step(step, {**inst.env(), "GITHUB_WORKSPACE": str(workspace)}, workspace,
-                  tmp / "install.sh")
-    assert p.returncode == 0, p.stdout + p.stderr
+    _run_setup_steps(action, inst, {}, workspace, tmp)
     assert not marker.exists(), marker.read_text()
-    assert (runner_temp / "agent-gate-venv" / "bin" / "gate").exists()
+    assert (inst.runner_temp / "agent-gate-venv" / "bin" / "gate").exists()
     return inst
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version.strip()
+    return pins
+
+
+@pytest.mark.slow
+def test_the_action_installs_pinned_into_a_private_venv_and_leaves_the_job_alone(
+        action: dict[str, Any], installed: Installed, tmp_path: Path) -> None:
+    """The caller's `python` is the same after the action as before it: the action never
+    started it, set no variable and put nothing on PATH for later steps; its own install is
+    a venv under RUNNER_TEMP from setup-python's interpreter, every package pinned by
+    constraints/action.txt, its pip cache under RUNNER_TEMP keyed on those pins."""
+    venv = installed.runner_temp / "agent-gate-venv"
+    assert not installed.caller_log.exists(), installed.caller_log.read_text()
+    assert installed.env_files.get("GITHUB_PATH", "") == ""
+    assert installed.env_files.get("GITHUB_ENV", "") == ""
+    # what a later step of the caller's job runs as `python`
+    p = subprocess.run(["bash", "--noprofile", "--norc", "-c", "python --whoami"],
+                       env=installed.env(), capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "the caller's python"
+    assert (venv / "pyvenv.cfg").is_file() and (venv / "bin" / "gate").is_file()
+    # the install is a real one (not the source tree): its package data is there
+    adopt = tmp_path / "adopt"
+    adopt.mkdir()
+    p = subprocess.run([str(venv / "bin" / "gate"), "init", "--branch", "main"], cwd=adopt,
+                       env=installed.env(), capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    assert (adopt / ".github" / "workflows" / "agent-gate.yml").is_file()
+    assert (adopt / "tasks" / "example-count-words" / "solution" / "solve.sh").is_file()
+    # every package it installed is the pinned version
+    frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all",
+                             "--disable-pip-version-check"],
+                            capture_output=True, text=True, check=True).stdout
+    pins = _pins(installed.action_path / "constraints" / "action.txt")
+    got = {re.sub(r"[-_.]+", "-", n).lower(): v for n, _, v in
+           (line.partition("==") for line in frozen.splitlines() if "==" in line)}
+    assert {n: got[n] for n in pins if n in got} == {n: pins[n] for n in pins if n in got}
+    for dep in ("numpy", "scipy", "pydantic", "click", "setuptools"):
+        assert got[dep] == pins[dep], dep
+    # the cache: under RUNNER_TEMP (pip's own cache dir), keyed on the pins and the Python
+    (cache,) = [w for u, w in installed.uses if u.startswith("actions/cache@")]
+    assert cache["path"] == str(installed.runner_temp / "agent-gate-pip-cache")
+    assert re.fullmatch(r"agent-gate-pip-Linux-py3\.\d+-[0-9a-f]{20}", cache["key"])
+    (setup,) = [w for u, w in installed.uses if u.startswith("actions/setup-python@")]
+    assert setup == {"python-version": "3.12", "update-environment": "false"}
+
+
+def test_the_pip_cache_key_follows_the_pins_not_the_code(action: dict[str, Any],
+                                                        tmp_path: Path) -> None:
+    """A new pin (or Python) is a new cache; a change to the gate's own code is not."""
+    (prepare,) = [s for s in action["runs"]["steps"] if s.get("id") == "prepare"]
+    inst = _prepare_runner(tmp_path)
+
+    def key(python: str) -> str:
+        out = tmp_path / "out"
+        out.write_text("")
+        env = {**inst.env(), "GITHUB_OUTPUT": str(out), "AGENT_GATE_PYTHON": python}
+        p = _run_step(prepare, env, tmp_path, tmp_path / "prepare.sh")
+        assert p.returncode == 0, p.stderr
+        return _read_file_command(out)["cache-key"]
+
+    first = key(str(inst.setup_python))
+    (inst.action_path / "gate" / "__init__.py").write_text("# new code, same pins\n",
+                                                             encoding="utf-8")
+    assert key(str(inst.setup_python)) == first
+    with (inst.action_path / "constraints" / "action.txt").open("a") as fh:
+        fh.write("extra-pin==1.0\n")
+    assert key(str(inst.setup_python)) != first
+    assert not inst.caller_log.exists()
+    # no setup-python (python-version: ''): the Python on PATH, which is the caller's
+    assert key("") and inst.caller_log.exists()
+
+
+def test_the_constraints_pin_every_runtime_dependency() -> None:
+    """constraints/action.txt pins each of pyproject's dependencies and the build backend,
+    within pyproject's own bounds (regenerate it with constraints/regenerate.sh)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = _pins(ROOT / "constraints" / "action.txt")
+    reqs = project["project"]["dependencies"] + project["build-system"]["requires"]
+    for text in reqs:
+        req = Requirement(text)
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        assert name in pins, f"constraints/action.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[name], prereleases=True), \
+            f"constraints/action.txt pins {req.name}=={pins[name]}, outside {req.specifier}"
 
 
 def _gate_step_env(action: dict[str, Any], inputs: dict[str, str], token: str
@@ -383,6 +642,9 @@ def test_documented_workflows_run_on_the_right_events() -> None:
     seen: set[str] = set()
     for wf in full + readme:
         triggers = _triggers(wf)
+        if "merge_group" in triggers:  # a PR check also checks the merge queue's merges
+            assert "pull_request" in triggers, f"{wf['name']}: merge_group without a PR check"
+            triggers.pop("merge_group")
         assert len(triggers) == 1, f"{wf['name']}: one trigger each, got {set(triggers)}"
         (event,) = triggers
         seen.add(event)
@@ -495,6 +757,36 @@ def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() ->
             if "workflow_run" in triggers:
                 assert "github.event.workflow_run.conclusion != 'cancelled'" in job["if"], at
                 assert "github.event.workflow_run.event == 'pull_request'" in job["if"], at
+
+
+def test_every_pr_check_also_runs_in_the_merge_queue_and_groups_by_workflow(
+        tmp_path: Path) -> None:
+    """A PR check that is required must also run on `merge_group`, or the queue waits for it
+    forever; every concurrency group names `github.workflow`, so two suites in one repository
+    never cancel each other, and a PR check's group falls back to the ref for a merge-queue
+    run (no PR number), so queued merges do not cancel each other either."""
+    from gate.init import init_repository
+
+    init_repository(tmp_path, branch="main")
+    workflows = _every_workflow() + [
+        (f"gate init: {p.name}", yaml.safe_load(p.read_text()))
+        for p in sorted((tmp_path / ".github" / "workflows").glob("*.yml"))]
+    pr_checks = 0
+    for where, wf in workflows:
+        triggers = _triggers(wf)
+        group = str((wf.get("concurrency") or {}).get("group", ""))
+        if not any(_uses_gate(step) for job in wf["jobs"].values() for step in job["steps"]):
+            continue  # not a gate workflow (this repository's own tests)
+        assert "${{ github.workflow }}" in group, f"{where}: concurrency group {group!r}"
+        if "pull_request" in triggers:
+            pr_checks += 1
+            assert "merge_group" in triggers, f"{where}: no merge_group trigger"
+            assert "github.event.pull_request.number || github.ref" in group, where
+    assert pr_checks >= 5  # README, docs (the check, the fork half), this repo's, gate init's
+
+
+def _uses_gate(step: dict[str, Any]) -> bool:
+    return step.get("uses") == "./" or "agent-gate/" in str(step.get("uses", ""))
 
 
 def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:

@@ -24,6 +24,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
            "The GitHub Actions entrypoint: run, judge against the base branch, comment, exit."),
     "compare": ("gate.cli._compare", "compare_cmd",
                 "Compare RESULTS with BASELINE and give the verdict."),
+    "init": ("gate.cli._init", "init_cmd",
+             "Adopt the gate in an existing repository: a commented gate.toml, one example task "
+             "and the PR + main workflows."),
     "run": ("gate.cli._run", "run",
             "Run the suite and write a results file (written as runs land, atomically)."),
     "sim": ("gate.cli._sim", "sim",

@@ -361,7 +361,13 @@ class _CI:
         ys.validate_changed_tasks()
         for line in ys.lines(markdown=False):
             self.log(f"gate ci: yardstick: {line}")
-        markdown = render_markdown(comparison, run_url=self.env.run_url, notes=tuple(notes),
+        shown = comparison
+        if pr is not None and pr.head_sha:
+            # the PR's head commit, as its author knows it: not the merge commit under test,
+            # which a pull_request run checks out (refs/pull/N/merge) and no one has seen
+            shown = comparison.model_copy(update={
+                "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
+        markdown = render_markdown(shown, run_url=self.env.run_url, notes=tuple(notes),
                                    trend=trend, yardstick=ys.note())
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))

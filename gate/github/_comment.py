@@ -171,11 +171,13 @@ def upsert_comment(client: GitHubClient, pr_number: int, markdown: str, *, autho
         return update_comment(client, pr_number, int(existing["id"]), markdown, marker=marker)
     if not create:
         return None
-    resp = client.request(
-        "POST", client.repo_path(f"issues/{pr_number}/comments"),
+    # a POST that got a 5xx may have landed: the retry looks for it first, never posts twice
+    data = client.create(
+        client.repo_path(f"issues/{pr_number}/comments"),
         json={"body": comment_body(markdown, marker)},
-        what=f"write comments on PR #{pr_number}", permission=_PERMISSION)
-    data = resp.json()
+        what=f"write comments on PR #{pr_number}", permission=_PERMISSION,
+        find=lambda: find_comment(client, pr_number, author=author, marker=marker,
+                                  legacy=legacy))
     return CommentRef(id=int(data["id"]), url=str(data.get("html_url") or ""), created=True)
 
 
@@ -239,7 +241,7 @@ def find_pr_for_run(client: GitHubClient, head_repo: str, head_branch: str,
     never from an uploaded artifact, so a fork cannot aim the comment at another PR."""
     owner = head_repo.split("/", 1)[0]
     for pr in client.paginate(
-            client.repo_path("pulls") + f"?state=open&head={owner}:{head_branch}",
+            client.repo_path("pulls"), query={"state": "open", "head": f"{owner}:{head_branch}"},
             what="find the pull request of the triggering run",
             permission="pull-requests: read"):
         if isinstance(pr, dict) and (pr.get("head") or {}).get("sha") == head_sha:

@@ -5,6 +5,11 @@ with ``x-ratelimit-remaining: 0``, wait until ``x-ratelimit-reset``; on a second
 neither, wait at least a minute and back off. 5xx and dropped connections are retried with
 exponential backoff. Everything else is one clear error that says what permission is missing.
 The token lives only in the session's headers: never in ``repr``, messages or logs.
+
+A ``POST`` is the exception to retrying a 5xx or a lost answer: GitHub may have created the
+comment and then failed to say so, and the same ``POST`` again would create a second one.
+``request`` never resends a ``POST`` that may have landed; ``create`` retries it only after
+asking ``find`` whether the failed attempt landed after all.
 """
 
 from __future__ import annotations
@@ -14,11 +19,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
+from urllib3.exceptions import NewConnectionError
 
 from gate import __version__
 from gate.errors import GateError
 
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+# Methods whose repetition has the effect of one call: resent freely on a 5xx. (A PATCH of a
+# comment with the same body is one edit however often it lands.)
+_REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 _SECONDARY_WORDS = ("secondary rate limit", "abuse", "rate limit")
 
 
@@ -28,11 +37,15 @@ class GitHubError(GateError):
     exit_code = 2
 
     def __init__(self, message: str, status: int | None = None, *,
-                 transient: bool = False) -> None:
+                 transient: bool = False, maybe_landed: bool = False) -> None:
         super().__init__(message)
         self.status = status
         # GitHub being down or rate-limiting us, not something the user must fix
         self.transient = transient
+        # a POST GitHub may have carried out though it failed to answer (a 5xx, a lost reply)
+        self.maybe_landed = maybe_landed
+        # seconds GitHub asked to wait (its ``retry-after``), when it asked
+        self.retry_after: float | None = None
 
 
 class GitHubClient:
@@ -89,22 +102,36 @@ class GitHubClient:
         """One call, retried when GitHub says to wait. ``what`` and ``permission`` word errors.
 
         ``path`` is a path under the API root or a full URL (a ``Link: rel=next`` target).
+        A ``POST`` that may have landed (a 5xx, an answer lost after sending) is not resent:
+        its error says ``maybe_landed``; use :meth:`create` to retry one safely.
         """
         url = path if path.startswith(("http://", "https://")) else self.api_url + path
+        repeatable = method.upper() in _REPEATABLE
         attempt = 0
         while True:
             try:
                 resp = self._session.request(method, url, params=params, json=json,
                                              timeout=self.timeout)
             except requests.RequestException as exc:
-                if attempt >= self.max_retries:
+                landed = not repeatable and not _never_sent(exc)
+                if landed or attempt >= self.max_retries:
                     raise GitHubError(f"cannot reach the GitHub API to {what}: "
-                                      f"{type(exc).__name__}", transient=True) from None
+                                      f"{type(exc).__name__}", transient=True,
+                                      maybe_landed=landed) from None
                 self._sleep(self._backoff(attempt))
                 attempt += 1
                 continue
             if resp.status_code < 400:
                 return resp
+            if not repeatable and resp.status_code in RETRY_STATUSES:
+                err = self._error(resp, what, permission)
+                err.maybe_landed = True
+                if (after := resp.headers.get("retry-after")) is not None:
+                    try:
+                        err.retry_after = float(after)
+                    except ValueError:
+                        err.retry_after = 60.0
+                raise err
             wait = self._retry_wait(resp, attempt)
             if wait is not None and attempt < self.max_retries:
                 self._sleep(wait)
@@ -112,11 +139,38 @@ class GitHubClient:
                 continue
             raise self._error(resp, what, permission)
 
+    def create(self, path: str, *, json: Any, what: str, find: Callable[[], Any | None],
+               permission: str | None = None) -> Any:
+        """``POST`` what must exist at most once (a comment) and return it (the JSON).
+
+        When an attempt may have landed (GitHub answered 5xx, or the answer was lost), the
+        next one waits as a retry would, then asks ``find()`` for what that attempt would have
+        created: if it is there, it is the answer, and nothing is posted again.
+        """
+        attempt = 0
+        while True:
+            try:
+                return self.request("POST", path, what=what, permission=permission,
+                                    json=json).json()
+            except GitHubError as exc:
+                wait = self._backoff(attempt) if exc.retry_after is None \
+                    else self._bounded(exc.retry_after)
+                if not exc.maybe_landed or attempt >= self.max_retries or wait is None:
+                    raise
+            self._sleep(wait)
+            attempt += 1
+            found = find()
+            if found is not None:
+                return found
+
     def paginate(self, path: str, *, what: str, per_page: int = 100,
-                 permission: str | None = None) -> Iterator[Any]:
-        """Every item of a list endpoint, following ``Link: rel="next"`` to the last page."""
+                 permission: str | None = None,
+                 query: dict[str, str] | None = None) -> Iterator[Any]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` to the last page.
+
+        ``query`` is sent URL-encoded (a branch name may hold ``#``, ``&``, ``+`` or ``%``)."""
         url: str | None = path
-        params: dict[str, Any] | None = {"per_page": per_page}
+        params: dict[str, Any] | None = {**(query or {}), "per_page": per_page}
         while url:
             resp = self.request("GET", url, what=what, params=params, permission=permission)
             items = resp.json()
@@ -186,6 +240,16 @@ class GitHubClient:
         else:
             text = f"GitHub failed to {what} (HTTP {status}){detail}"
         return GitHubError(text, status, transient=status >= 500)
+
+
+def _never_sent(exc: requests.RequestException) -> bool:
+    """True when the request cannot have reached GitHub: no connection was ever made."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    if isinstance(exc, requests.ConnectionError) and exc.args:
+        reason = getattr(exc.args[0], "reason", exc.args[0])
+        return isinstance(reason, NewConnectionError)
+    return False
 
 
 def _message(resp: requests.Response) -> str:

@@ -1,0 +1,112 @@
+"""``gate init``: adoption in one command, through the real CLI in real git repositories.
+
+In an empty repository, ``gate init`` then ``gate validate`` and ``gate run --sim --agent
+oracle`` work as they are; it never overwrites a file (exit 2 naming it, nothing written).
+The generated workflows are linted with the others in tests/test_workflow_lint.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.init import EXAMPLE_TASK
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
+
+WRITTEN = ("gate.toml", f"tasks/{EXAMPLE_TASK}/task.md", f"tasks/{EXAMPLE_TASK}/task.toml",
+           f"tasks/{EXAMPLE_TASK}/setup.sh", f"tasks/{EXAMPLE_TASK}/verify.sh",
+           f"tasks/{EXAMPLE_TASK}/solution/solve.sh", ".github/workflows/agent-gate.yml",
+           ".github/workflows/agent-gate-main.yml")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
+    return {**env, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+            "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}
+
+
+def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=_env(), capture_output=True, text=True,
+                          check=True).stdout
+
+
+def empty_repo(path: Path, branch: str = "trunk") -> Path:
+    path.mkdir()
+    git(path, "init", "-q", f"--initial-branch={branch}")
+    return path
+
+
+@pytest.mark.slow
+def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "repo")
+    p = gate(repo, "init")
+    assert p.returncode == 0, p.stderr
+    for rel in WRITTEN:
+        assert (repo / rel).is_file(), rel
+        assert f"wrote {rel}" in p.stdout
+    assert "Next steps:" in p.stdout and "gate run --sim --agent oracle" in p.stdout
+    for script in ("setup.sh", "verify.sh", "solution/solve.sh"):
+        assert os.access(repo / "tasks" / EXAMPLE_TASK / script, os.X_OK), script
+    # the refresh runs on this repository's branch; the PR check on PRs and the merge queue
+    main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
+    assert main[True]["push"]["branches"] == ["trunk"]
+    pr = yaml.safe_load((repo / ".github/workflows/agent-gate.yml").read_text())
+    assert set(pr[True]) == {"pull_request", "merge_group"}
+    assert "github.workflow" in pr["concurrency"]["group"]
+
+    v = gate(repo, "validate")
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "1 sound, 0 broken" in v.stdout
+    run = gate(repo, "run", "--sim", "--agent", "oracle")
+    assert run.returncode == 0, run.stderr
+    results = json.loads((repo / "results.json").read_text())
+    assert results["summary"]["passed"] == results["summary"]["total"] == 3
+    # a baseline can be made from the run and committed with the rest
+    b = gate(repo, "baseline", "results.json")
+    assert b.returncode == 0, b.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "adopt agent-gate")
+    assert "baseline.json" in git(repo, "ls-files")
+
+
+@pytest.mark.parametrize("existing", [".github/workflows/agent-gate.yml", "gate.toml",
+                                      f"tasks/{EXAMPLE_TASK}/verify.sh"])
+def test_init_never_overwrites_and_writes_nothing_then(tmp_path: Path, existing: str) -> None:
+    repo = empty_repo(tmp_path / "repo")
+    (repo / existing).parent.mkdir(parents=True, exist_ok=True)
+    (repo / existing).write_text("mine\n")
+    p = gate(repo, "init")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"gate: error: {repo / existing}: already exists; gate init never overwrites a file "
+        "(move it away and run gate init again)"]
+    assert (repo / existing).read_text() == "mine\n"
+    assert [rel for rel in WRITTEN if (repo / rel).exists()] == [existing]
+
+
+def test_init_takes_the_branch_and_the_directory(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "repo", branch="main")
+    p = gate(tmp_path, "init", "repo", "--branch", "release/v2")
+    assert p.returncode == 0, p.stderr
+    main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
+    assert main[True]["push"]["branches"] == ["release/v2"]
+    assert "push to release/v2" in p.stdout
+
+
+def test_init_refuses_a_path_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    p = gate(tmp_path, "init", "afile")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "afile" in p.stderr
