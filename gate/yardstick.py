@@ -29,7 +29,13 @@ from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
 from gate.github import _git
 from gate.results import Results
+from gate.runner import RunOptions
+from gate.sandbox import suite_sandboxes
 from gate.tasks import Suite, load_suite
+
+# imported now, not when the PR's tasks are validated: by then the suite has run, and the agent
+# under test could have rewritten the gate's own files (tests/test_ci_yardstick.py)
+from gate.validate import validate_suite
 
 #: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
 #: but for its ``prices``: the price table measures cost, so it is the base's too.
@@ -106,10 +112,6 @@ class Yardstick:
 
     def validate_changed_tasks(self) -> None:
         """Run verify untouched and after the oracle on the PR's added and changed tasks."""
-        from gate.runner import RunOptions
-        from gate.sandbox import suite_sandboxes
-        from gate.validate import validate_suite
-
         suite = self.pr_suite
         if suite is None:
             return
