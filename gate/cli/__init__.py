@@ -61,6 +61,10 @@ from gate.cli import _compare  # noqa: E402
 main.add_command(_compare.compare_cmd)
 main.add_command(_compare.baseline_cmd)
 
+from gate.cli import _merge  # noqa: E402
+
+main.add_command(_merge.merge_cmd)
+
 
 def entry() -> None:
     """The console script: credentials out of the process's visible environment, then the CLI."""
