@@ -368,7 +368,8 @@ class Budget:
             if self.stopped is None:
                 f = self._forecast(task.id)
                 committed = self.spent + sum(self.in_flight.values())
-                if committed + f <= self.limit:
+                # a run with no forecast yet (no baseline, nothing landed) needs budget left
+                if committed + f <= self.limit and (f > 0 or committed < self.limit):
                     self.in_flight[RunKey(task.id, replication)] = f
                     return True
                 self.stopped = (f"--max-cost ${self.limit:.4f} reached: ${self.spent:.4f} "
