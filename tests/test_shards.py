@@ -1,0 +1,102 @@
+"""Issue 13, shards: `gate run --shard I/N` runs a deterministic, balanced part of the tasks;
+`gate merge` joins all N parts and refuses parts of different runs, overlaps and gaps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.errors import BadInput
+from gate.results import load_results
+from gate.shards import parse_shard, split
+from tests.sim_helpers import tiny_suite
+
+
+def gate(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_split_by_task_id_without_a_baseline() -> None:
+    ids = ["e", "a", "d", "b", "c"]
+    assert split(ids, 2) == [["a", "c", "e"], ["b", "d"]]
+    assert split(ids, 7) == [["a"], ["b"], ["c"], ["d"], ["e"], [], []]
+    assert split(ids, 1) == [sorted(ids)]
+
+
+def test_split_balances_the_baseline_durations() -> None:
+    durations = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
+    # longest first, each to the least-loaded shard: a→1, b→2, c→2 (60 < 100), d→1
+    # (100 < 110), e→2 (120 < 140)
+    assert split(list(durations), 2, durations) == [["a", "d"], ["b", "c", "e"]]
+    # a task the baseline lacks counts as the mean task (52 s): a→1, b→2, f→2, c→1, d→2, e→1
+    assert split([*durations, "f"], 2, durations) == [["a", "c", "e"], ["b", "d", "f"]]
+    # the order the tasks come in changes nothing
+    assert split(["f", *reversed(durations)], 2, durations) == split([*durations, "f"], 2,
+                                                                     durations)
+
+
+def test_parse_shard_refuses_nonsense() -> None:
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "3", "a/b", "1/0", "-1/2"):
+        with pytest.raises(BadInput, match="--shard"):
+            parse_shard(bad)
+
+
+def _keys(path: Path) -> list[tuple[str, int]]:
+    return sorted((r["task"], r["replication"]) for r in json.loads(path.read_text())["runs"])
+
+
+@pytest.mark.slow
+def test_three_shards_merged_equal_the_unsharded_run_and_mismatches_are_refused(
+        tmp_path: Path) -> None:
+    tasks = tiny_suite(tmp_path / "suite")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "builtin"\n[suite]\ntasks = "{tasks}"\n')
+    args = ["run", "--config", cfg, "--sim", "--seed", "5", "-k", "2", "-j", "1",
+            "--no-transcripts"]
+    whole = tmp_path / "whole.json"
+    assert gate(*args, "-o", whole).returncode in (0, 1)
+    shards = [tmp_path / f"shard{i}.json" for i in (1, 2, 3)]
+    for i, out in enumerate(shards, 1):
+        p = gate(*args, "--shard", f"{i}/3", "-o", out)
+        assert p.returncode in (0, 1), p.stderr
+        assert f"shard {i}/3: 1 tasks (balanced by task id)" in p.stderr
+        res = load_results(out)
+        assert res.schedule is not None and res.schedule.shard == f"{i}/3"
+    # a shard alone is a partial run: never a baseline
+    p = gate("baseline", shards[0], "--baseline", tmp_path / "nope.json")
+    assert p.returncode == 2, p.stderr
+
+    merged = tmp_path / "merged.json"
+    p = gate("merge", merged, *reversed(shards))
+    assert p.returncode == 0, p.stderr
+    assert _keys(merged) == _keys(whole) and len(_keys(merged)) == 6
+    m = load_results(merged)
+    assert m.interrupted is None and m.schedule is not None and m.schedule.shard is None
+    assert m.suite == load_results(whole).suite
+    # each run's randomness is its own: the shards' runs are the unsharded run's runs
+    want = {(r.task, r.replication): (r.status, r.turns, r.usage) for r in
+            load_results(whole).runs}
+    assert {(r.task, r.replication): (r.status, r.turns, r.usage) for r in m.runs} == want
+    p = gate("baseline", merged, "--baseline", tmp_path / "baseline.json")
+    assert p.returncode == 0, p.stderr
+
+    # refused: a missing shard, the same shard twice, a shard of another seed
+    p = gate("merge", tmp_path / "x.json", shards[0], shards[1])
+    assert p.returncode == 2 and "shard 3/3 missing" in p.stderr, p.stderr
+    p = gate("merge", tmp_path / "x.json", shards[0], shards[0], shards[1], shards[2])
+    assert p.returncode == 2 and "the same shard twice" in p.stderr, p.stderr
+    other = tmp_path / "other-seed.json"
+    p = gate(*[a if a != "5" else "6" for a in args], "--shard", "3/3", "-o", other)
+    assert p.returncode in (0, 1), p.stderr
+    p = gate("merge", tmp_path / "x.json", shards[0], shards[1], other)
+    assert p.returncode == 2 and "its seed differs" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "x.json").exists()
+    # ... and an unsharded file is no shard
+    p = gate("merge", tmp_path / "x.json", whole)
+    assert p.returncode == 2 and "not the result of `gate run --shard" in p.stderr, p.stderr
