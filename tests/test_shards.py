@@ -100,3 +100,47 @@ def test_three_shards_merged_equal_the_unsharded_run_and_mismatches_are_refused(
     # ... and an unsharded file is no shard
     p = gate("merge", tmp_path / "x.json", whole)
     assert p.returncode == 2 and "not the result of `gate run --shard" in p.stderr, p.stderr
+
+
+def _shard(index: int, count: int, tasks: list[str], **over: object) -> tuple[Path, object]:
+    from gate.results import RunResult, new_results
+
+    runs = [RunResult.model_validate({"task": t, "replication": 0, "status": "passed", "reason": None, "turns": 1,
+             "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                       "cache_read_input_tokens": 0}, "cost_usd": 0.1, "duration_s": 1.0,
+             "notes": None}) for t in tasks]
+    fields: dict = {
+        "model": "m", "agent": {"kind": "builtin", "fingerprint": "f1"},
+        "suite": {"digest": "d", "tasks": {t: {"digest": t} for t in "abcd"}},
+        "commit": "c", "runs": runs,
+        "schedule": {"replications": 1, "jobs": 1, "metering": "warm-prefix-v1",
+                     "shard": f"{index}/{count}"},
+        "simulator": {"seed": 0, "ledger": f"s{index}.jsonl"},
+        "shard": {"index": index, "count": count, "tasks": tasks, "balanced_by": "task id",
+                  "selected": None}, "selected_tasks": tasks}
+    fields.update(over)
+    return Path(f"s{index}.json"), new_results(**fields)
+
+
+def test_merge_refuses_shards_that_differ_in_anything_but_their_index() -> None:
+    from gate.shards import merge
+
+    parts = [_shard(1, 2, ["a", "c"]), _shard(2, 2, ["b", "d"])]
+    merged = merge(parts)  # type: ignore[arg-type]
+    assert sorted(r.task for r in merged.runs) == ["a", "b", "c", "d"]
+    assert "selected_tasks" not in (merged.model_extra or {})  # whole again: promotable
+    cases = {
+        "agent fingerprint": {"agent": {"kind": "builtin", "fingerprint": "f2"}},
+        "suite digest": {"suite": {"digest": "x", "tasks": {t: {"digest": t} for t in "abcd"}}},
+        "seed": {"simulator": {"seed": 1, "ledger": "s2.jsonl"}},
+        "schedule": {"schedule": {"replications": 2, "jobs": 1, "metering": "warm-prefix-v1",
+                                  "shard": "2/2"}},
+        "model": {"model": "other"},
+    }
+    for what, over in cases.items():
+        with pytest.raises(BadInput, match=f"its {what} differs"):
+            merge([parts[0], _shard(2, 2, ["b", "d"], **over)])  # type: ignore[list-item]
+    with pytest.raises(BadInput, match="also in"):  # overlapping tasks
+        merge([parts[0], _shard(2, 2, ["a", "d"])])  # type: ignore[list-item]
+    with pytest.raises(BadInput, match="shard 2/2 missing"):
+        merge([parts[0]])  # type: ignore[list-item]
