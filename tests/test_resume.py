@@ -86,8 +86,11 @@ def test_sigkill_then_resume_ends_with_exactly_the_uninterrupted_runs(tmp_path: 
     assert sorted(r.key for r in done.runs) == sorted(expected)
     # the zero-latency simulator at -j 1: the same outcomes and measured usage as the
     # uninterrupted run with the same seed (each run's randomness is drawn from its name)
-    want = {(r["task"], r["replication"]): _outcome(r) for r in json.loads(full.read_text())["runs"]}
-    got = {(r["task"], r["replication"]): _outcome(r) for r in json.loads(out.read_text())["runs"]}
+    def outcomes(path: Path) -> dict[tuple[str, int], tuple]:
+        return {(r["task"], r["replication"]): _outcome(r)
+                for r in json.loads(path.read_text())["runs"]}
+
+    want, got = outcomes(full), outcomes(out)
     assert got == want
     # and the resumed file promotes
     p = gate("baseline", out, "--baseline", target)

@@ -105,7 +105,8 @@ def test_three_shards_merged_equal_the_unsharded_run_and_mismatches_are_refused(
 def _shard(index: int, count: int, tasks: list[str], **over: object) -> tuple[Path, object]:
     from gate.results import RunResult, new_results
 
-    runs = [RunResult.model_validate({"task": t, "replication": 0, "status": "passed", "reason": None, "turns": 1,
+    runs = [RunResult.model_validate({
+        "task": t, "replication": 0, "status": "passed", "reason": None, "turns": 1,
              "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
                        "cache_read_input_tokens": 0}, "cost_usd": 0.1, "duration_s": 1.0,
              "notes": None}) for t in tasks]
