@@ -1,4 +1,8 @@
-"""``gate run``: the suite against the agent configuration, results written as they land.
+"""``gate run``: the suite against the agent configuration.
+
+Each finished run is appended to a journal (``<output stem>.journal.jsonl``, fsync'd per line)
+as it lands; the results file is written at the start marked incomplete, and from the journal
+once the plan is done (or stopped: Ctrl-C, a budget). ``--resume`` continues from the journal.
 
 Every agent kind except the oracle talks to the model through the metering proxy. Under
 ``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
