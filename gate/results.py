@@ -306,6 +306,10 @@ class Journal:
         self.path = path
         self._lock = threading.Lock()
         if resume:
+            # a line torn by the kill is dropped first, so the next line starts on its own
+            with path.open("rb+") as fh:
+                data = fh.read()
+                fh.truncate(data.rfind(b"\n") + 1)
             self._fh = path.open("a", encoding="utf-8")
         else:
             self._fh = path.open("w", encoding="utf-8")

@@ -158,3 +158,22 @@ def test_simulated_outcomes_do_not_depend_on_which_runs_came_before(tmp_path: Pa
     # unnamed clients (gate sim serve) still count episodes up
     anon = SimModel(suite.tasks, seed=3)
     assert [anon.reply(request).episode for _ in range(3)] == [0, 1, 2]
+
+
+def test_resuming_after_a_torn_line_appends_on_a_line_of_its_own(tmp_path: Path) -> None:
+    from gate.results import Journal, RunResult
+
+    j = tmp_path / "r.journal.jsonl"
+    run = RunResult.model_validate({
+        "task": "a", "replication": 0, "status": "passed", "reason": None, "turns": 1,
+        "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0}, "cost_usd": 0.1, "duration_s": 1.0,
+        "notes": None})
+    Journal(j, {"identity": {"seed": 1}}, [run]).close()
+    with j.open("a") as fh:
+        fh.write('{"type":"run","run":{"task":"b"')  # SIGKILL mid-write
+    journal = Journal(j, {}, resume=True)
+    journal.append(run.model_copy(update={"task": "c"}))
+    journal.close()
+    header, runs = read_journal(j)
+    assert header["identity"] == {"seed": 1} and [r.task for r in runs] == ["a", "c"]
