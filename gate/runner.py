@@ -173,6 +173,11 @@ def run_one(
             raise
         except Exception as exc:  # an agent crash is the harness's problem, not the task's
             outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+        if outcome.infra_error and meter_run is not None and meter_run.capped:
+            # the agent stopped on the meter's refusal past a cap (the builtin agent reports
+            # any API error it cannot retry as infra): the run was stopped, it did not break
+            outcome.infra_error = None
+            outcome.failure = f"stopped by the meter: {meter_run.capped}"
         if outcome.infra_error is None and outcome.failure and meter_run is not None:
             # an agent that gave up because the model API kept failing is infra, not a fail
             outcome.infra_error = meter_run.api_failure()

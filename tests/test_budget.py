@@ -142,8 +142,10 @@ def test_the_meter_holds_a_command_agent_to_the_task_turn_cap(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_the_meter_holds_a_run_to_its_cost_cap(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, f'kind = "command"\ncommand = "{sys.executable} {STDLIB_AGENT}"')
+@pytest.mark.parametrize("agent", ["command", "builtin"])
+def test_the_meter_holds_a_run_to_its_cost_cap(tmp_path: Path, agent: str) -> None:
+    cfg = _config(tmp_path, f'kind = "command"\ncommand = "{sys.executable} {STDLIB_AGENT}"'
+                  if agent == "command" else 'kind = "builtin"')
     out = tmp_path / "r.json"
     p = gate("run", "--config", cfg, "--sim", "--task", "build-report", "-k", "1", "-o", out,
              "--max-run-cost", "0.000001")
