@@ -206,6 +206,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         "first replication": req.first_replication, "jobs": jobs,
         "shard": f"{req.shard[0]}/{req.shard[1]}" if req.shard else None,
         "metering": METERING, "max run cost": req.max_run_cost,
+        "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
+        if req.sim else None,
     }
     jpath = journal_path(req.output)
     kept = list(req.keep_runs)
