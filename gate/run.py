@@ -218,9 +218,9 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             raise BadInput(f"{jpath}: the journal's header has no identity")
         for what, value in identity.items():
             if before.get(what) != value:
-                raise BadInput(f"{jpath}: cannot resume: the {what} differs (the killed run: "
-                               f"{before.get(what)!r}, this one: {value!r}); start it afresh "
-                               "without --resume")
+                raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
+                               f"run: {before.get(what)!r}, this one: {value!r}); start it "
+                               "afresh without --resume")
         planned = {RunKey(t.id, r) for t, r in work}
         kept = [r for r in kept if r.key in planned]
         done = {r.key for r in kept}
