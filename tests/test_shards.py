@@ -145,3 +145,32 @@ def test_merge_refuses_shards_that_differ_in_anything_but_their_index() -> None:
         merge([parts[0], _shard(2, 2, ["a", "d"])])  # type: ignore[list-item]
     with pytest.raises(BadInput, match="shard 2/2 missing"):
         merge([parts[0]])  # type: ignore[list-item]
+
+
+def test_a_shard_is_balanced_by_the_baseline_durations_and_records_its_split(
+        tmp_path: Path) -> None:
+    from gate.config import load_config
+    from gate.results import RunResult, new_results, write_results
+    from gate.run import RunRequest, run_suite
+
+    tasks = tiny_suite(tmp_path / "suite")
+    (tmp_path / "gate.toml").write_text(f'[suite]\ntasks = "{tasks}"\n')
+    cfg = load_config(tmp_path / "gate.toml")
+    # by id, shard 1/2 would be build-report + turn-mode-on; by duration, the long one alone
+    durations = {"build-report": 10.0, "count-lines": 300.0, "turn-mode-on": 20.0}
+    runs = [RunResult.model_validate({
+        "task": t, "replication": 0, "status": "passed", "reason": None, "turns": 1,
+        "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0}, "cost_usd": 0.1, "duration_s": d,
+        "notes": None}) for t, d in durations.items()]
+    write_results(tmp_path / "baseline.json", new_results(
+        model="m", agent={"kind": "builtin", "fingerprint": "f"},
+        suite={"digest": "d", "tasks": {t: {"digest": t} for t in durations}}, commit=None,
+        runs=runs))
+    res = run_suite(RunRequest(config=cfg, output=tmp_path / "s1.json", agent_kind="oracle",
+                               replications=1, jobs=1, transcripts=False, shard=(1, 2)))
+    shard = (res.model_extra or {})["shard"]
+    assert shard == {"index": 1, "count": 2, "tasks": ["count-lines"],
+                     "balanced_by": "baseline mean durations", "selected": None}
+    assert [r.task for r in res.runs] == ["count-lines"]
+    assert res.schedule is not None and res.schedule.shard == "1/2"
