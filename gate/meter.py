@@ -182,7 +182,37 @@ class RunMeter:
     _in_flight: int = 0
     _closed: bool = False
     _proxy: MeterProxy | None = field(default=None, repr=False)
+    run_name: str = ""
     _families: set[str] = field(default_factory=set, repr=False)  # billed and completed
+    # the run's caps: past them the meter answers model requests with an API error instead of
+    # forwarding them, so they bind every agent kind (a command agent counts no turns itself)
+    max_turns: int | None = None
+    max_cost_usd: float | None = None
+    capped: str | None = None  # why the meter stopped answering, once it did
+    _messages_in_flight: int = 0
+
+    def admit_message(self) -> str | None:
+        """Reserve a messages request against the caps; the refusal message past them.
+
+        A request in flight counts toward the turn cap (parallel requests cannot overshoot
+        it); the cost cap binds on what the finished requests were billed."""
+        with self._lock:
+            billed = [r for r in self.requests if r.billed]
+            if self.max_turns is not None \
+                    and len(billed) + self._messages_in_flight >= self.max_turns:
+                self.capped = f"turn cap reached (max_turns = {self.max_turns})"
+            elif self.max_cost_usd is not None \
+                    and sum(r.cost_usd for r in billed) >= self.max_cost_usd:
+                self.capped = f"cost cap reached (max run cost ${self.max_cost_usd:g})"
+            else:
+                self._messages_in_flight += 1
+                return None
+            return (f"the gate's meter: this run's {self.capped}; no further model requests "
+                    "are answered")
+
+    def message_done(self) -> None:
+        with self._lock:
+            self._messages_in_flight -= 1
 
     def __post_init__(self) -> None:
         self._idle = threading.Condition(self._lock)
@@ -369,8 +399,12 @@ class MeterProxy:
         host: str = "127.0.0.1",
         timeout: float = 600,
         observer: Callable[[str, bytes], None] | None = None,
+        run_header: str | None = None,
     ) -> None:
-        """``observer(run_id, body)`` sees each authenticated request body (benchmarks)."""
+        """``observer(run_id, body)`` sees each authenticated request body (benchmarks).
+        ``run_header``: a header naming the run (``<task>-r<replication>``) on every forwarded
+        request — for the simulator only, which derives the run's randomness from it."""
+        self._run_header = run_header
         self.upstream = upstream.rstrip("/")
         self._credential = credential
         self._credential_header = credential_header
@@ -410,10 +444,12 @@ class MeterProxy:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open_run(self, run_name: str) -> RunMeter:
+    def open_run(self, run_name: str, *, max_turns: int | None = None,
+                 max_cost_usd: float | None = None) -> RunMeter:
         run_id = f"{run_name}-{secrets.token_hex(4)}"
         meter = RunMeter(run_id=run_id, token="gate-run-" + secrets.token_urlsafe(24),
-                         base_url=f"{self.url}/r/{run_id}", _proxy=self)
+                         base_url=f"{self.url}/r/{run_id}", _proxy=self,
+                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name)
         with self._lock:
             self._runs[run_id] = meter
         return meter
@@ -499,6 +535,13 @@ class MeterProxy:
                 "POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models are "
                 "allowed during a gated run"))
             return
+        if endpoint == MESSAGES:
+            # a 400 invalid_request_error: clients (the SDKs, Claude Code) do not retry it, and
+            # it is never forwarded, so it is neither billed nor counted as an API failure
+            refusal = run.admit_message()
+            if refusal is not None:
+                self._send_error(h, 400, "invalid_request_error", refusal)
+                return
         if self._observer is not None:
             self._observer(run.run_id, body)
         run.begin()
@@ -506,6 +549,8 @@ class MeterProxy:
             self._forward(h, run, endpoint, query, body)
         finally:
             run.end()
+            if endpoint == MESSAGES:
+                run.message_done()
 
     def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, endpoint: str, query: str,
                  body: bytes) -> None:
@@ -524,6 +569,8 @@ class MeterProxy:
             f"Bearer {self._credential}" if self._credential_header == "authorization"
             else self._credential)
         headers["accept-encoding"] = "identity"  # pass bytes through unchanged
+        if self._run_header:
+            headers[self._run_header] = run.run_name
         is_messages = endpoint == MESSAGES
         try:
             up = self._session.request(h.command, url, data=body, headers=headers, stream=True,

@@ -6,9 +6,12 @@ holding only the required fields loads, and newer writers can add fields older r
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -94,6 +97,8 @@ class RunResult(_Open):
     # older files, whose ``usage`` and ``cost_usd`` are as billed.
     billed_usage: RunUsage | None = None
     overhead_usd: float | None = None
+    # the meter stopped answering the run's model requests at its turn or cost cap: why
+    capped: str | None = None
 
     @property
     def key(self) -> RunKey:
@@ -277,3 +282,82 @@ def parse_results(data: bytes, where: str | os.PathLike[str],
     if problem:
         raise BadInput(f"{where}: invalid {what}: {problem}")
     return results
+
+
+# -- the journal: each finished run appended as it lands ----------------------------------------
+
+JOURNAL_SUFFIX = ".journal.jsonl"
+
+
+def journal_path(output: str | os.PathLike[str]) -> Path:
+    """``results.json`` → ``results.journal.jsonl``, next to it."""
+    out = Path(output)
+    return out.with_name(out.stem + JOURNAL_SUFFIX)
+
+
+class Journal:
+    """An append-only JSONL file: a header line (what the run is), then one line per finished
+    run, each flushed and fsync'd as it lands, so a run killed at any moment (SIGKILL) loses at
+    most the run it was writing. Appending is O(1) per run; the results file is written from
+    the journal once, at the end."""
+
+    def __init__(self, path: Path, header: dict[str, object], runs: Iterable[RunResult] = (),
+                 *, resume: bool = False) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        if resume:
+            # a line torn by the kill is dropped first, so the next line starts on its own
+            with path.open("rb+") as fh:
+                data = fh.read()
+                fh.truncate(data.rfind(b"\n") + 1)
+            self._fh = path.open("a", encoding="utf-8")
+        else:
+            self._fh = path.open("w", encoding="utf-8")
+            self._line({"type": "header", **header})
+            for run in runs:
+                self._line({"type": "run", "run": run.model_dump(mode="json")})
+
+    def _line(self, obj: dict[str, object]) -> None:
+        self._fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def append(self, run: RunResult) -> None:
+        with self._lock:
+            self._line({"type": "run", "run": run.model_dump(mode="json")})
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_journal(path: Path) -> tuple[dict[str, object], list[RunResult]]:
+    """(header, runs) of a journal. A last line cut off by a kill is dropped (that run is
+    simply run again); a run journaled twice counts once (the first)."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no journal to resume from (the run never started here, or "
+                       "was written by an older gate)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read the journal: {exc}") from None
+    complete = lines[:-1]  # the text after the last newline is a torn write, or empty
+    header: dict[str, object] | None = None
+    runs: dict[RunKey, RunResult] = {}
+    for i, line in enumerate(complete, 1):
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+            if i == 1:
+                if obj.get("type") != "header":
+                    raise ValueError("the first line is not the header")
+                header = obj
+                continue
+            run = RunResult.model_validate(obj.get("run"))
+        except (ValueError, ValidationError) as exc:
+            raise BadInput(f"{path}: line {i}: not a journal line "
+                           f"({printable(str(exc).splitlines()[0])[:120]})") from None
+        runs.setdefault(run.key, run)
+    if header is None:
+        raise BadInput(f"{path}: the journal has no header line")
+    return header, list(runs.values())

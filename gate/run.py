@@ -1,4 +1,8 @@
-"""``gate run``: the suite against the agent configuration, results written as they land.
+"""``gate run``: the suite against the agent configuration.
+
+Each finished run is appended to a journal (``<output stem>.journal.jsonl``, fsync'd per line)
+as it lands; the results file is written at the start marked incomplete, and from the journal
+once the plan is done (or stopped: Ctrl-C, a budget). ``--resume`` continues from the journal.
 
 Every agent kind except the oracle talks to the model through the metering proxy. Under
 ``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
@@ -26,6 +30,7 @@ from gate.meter import METERING, PUBLIC_API, MeterProxy
 from gate.results import (
     AgentInfo,
     Interruption,
+    Journal,
     MissingRun,
     Results,
     RunKey,
@@ -33,11 +38,15 @@ from gate.results import (
     Schedule,
     SuiteInfo,
     TaskInfo,
+    journal_path,
+    load_results,
     new_results,
+    read_journal,
     write_results,
 )
 from gate.runner import RunOptions, plan, run_many
 from gate.sandbox import admit, suite_sandboxes
+from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, load_suite
 
 SIM_CREDENTIAL = "gate-simulator-key"
@@ -68,6 +77,11 @@ class RunRequest:
     sequential: list[int] | None = None
     # sees every model request body the meter forwards (run id, raw JSON); for benchmarks
     request_observer: Callable[[str, bytes], None] | None = None
+    # `gate run --resume`: continue the run the journal next to ``output`` belongs to
+    resume: bool = False
+    max_cost: float | None = None  # USD for the whole run (--max-cost)
+    max_run_cost: float | None = None  # USD per run, enforced by the meter (--max-run-cost)
+    shard: tuple[int, int] | None = None  # (I, N): run the I-th of N parts of the suite
 
 
 def suite_info(suite: Suite) -> SuiteInfo:
@@ -133,7 +147,10 @@ def _mark_interrupted(results: Results, work: list[tuple[Task, int]],
     results.interrupted = Interruption(reason=reason, missing=missing)
 
 
-def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None) -> Results:
+def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None,
+              on_start: Callable[[Results, int], None] | None = None) -> Results:
+    """Run the suite; ``on_start(results, runs to do)`` is called once before the first run
+    starts (the results hold the runs kept by ``--resume``, the budget's forecast)."""
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
     kind = req.agent_kind or cfg.agent.kind
@@ -158,6 +175,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     options = RunOptions(
         verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
         max_turns=cfg.agent.max_turns, commit=commit, transcripts_dir=transcripts_dir,
+        max_run_cost=req.max_run_cost,
     )
     prices = price_table(cfg.agent.prices)
     if spec.uses_model:
@@ -165,18 +183,70 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     label = f"{model} (simulator)" if req.sim and spec.uses_model else model
     agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
 
+    baseline = _baseline(cfg) if (req.max_cost is not None or req.shard) else None
+    run_tasks = list(suite.tasks)
+    shard_info: dict[str, Any] | None = None
+    if req.shard:
+        index, count = req.shard
+        durations = mean_durations(baseline)
+        parts_of = split([t.id for t in suite.tasks], count, durations)
+        mine = set(parts_of[index - 1])
+        run_tasks = [t for t in suite.tasks if t.id in mine]
+        shard_info = {"index": index, "count": count, "tasks": sorted(mine),
+                      "balanced_by": "baseline mean durations" if durations else "task id",
+                      "selected": sorted(req.task_ids) or None}
+    work = plan(run_tasks, replications, req.first_replication)
+    fp = fingerprint(parts, kind)
+    identity: dict[str, Any] = {
+        "suite digest": suite.digest, "tasks": sorted(t.id for t in run_tasks),
+        "agent kind": kind, "agent fingerprint": fp, "model": label,
+        "upstream": "simulator" if req.sim and spec.uses_model else "api",
+        "seed": (req.seed or 0) if req.sim else None, "commit": commit,
+        "replications": req.first_replication + replications,
+        "first replication": req.first_replication, "jobs": jobs,
+        "shard": f"{req.shard[0]}/{req.shard[1]}" if req.shard else None,
+        "metering": METERING, "max run cost": req.max_run_cost,
+        "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
+        if req.sim else None,
+    }
+    jpath = journal_path(req.output)
+    kept = list(req.keep_runs)
+    if req.resume:
+        header, kept = read_journal(jpath)
+        before = header.get("identity")
+        if not isinstance(before, dict):
+            raise BadInput(f"{jpath}: the journal's header has no identity")
+        for what, value in identity.items():
+            if before.get(what) != value:
+                raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
+                               f"run: {before.get(what)!r}, this one: {value!r}); start it "
+                               "afresh without --resume")
+        planned = {RunKey(t.id, r) for t, r in work}
+        kept = [r for r in kept if r.key in planned]
+        done = {r.key for r in kept}
+        work = [(t, r) for t, r in work if RunKey(t.id, r) not in done]
+
     with contextlib.ExitStack() as stack:
         stack.callback(provider.close)
         meter: MeterProxy | None = None
         upstream = "none"
+        ledger = Path(f"{stem}.sim-ledger.jsonl")
+        if req.resume:  # the killed run's ledger stays as it was
+            ledger = next(p for k in range(1, 10_000)
+                          if not (p := Path(f"{stem}.sim-ledger.resume{k}.jsonl")).exists())
         if spec.uses_model:
-            ledger = Path(f"{stem}.sim-ledger.jsonl")
-            base, credential, header, upstream = stack.enter_context(
+            base, credential, header_name, upstream = stack.enter_context(
                 _upstream(req, suite, ledger))
             _bypass_proxies_for_loopback()
-            meter = stack.enter_context(MeterProxy(base, credential, prices,
-                                                   credential_header=header,
-                                                   observer=req.request_observer))
+            run_header: str | None = None
+            if upstream == "simulator":  # the simulator draws each run's randomness by name
+                from gate.sim._model import RUN_HEADER
+
+                run_header = RUN_HEADER
+            meter = stack.enter_context(MeterProxy(
+                base, credential, prices, credential_header=header_name,
+                observer=req.request_observer,
+                run_header=run_header))
         extra: dict[str, Any] = {"replications": req.first_replication + replications,
                                  "upstream": upstream,
                                  "price_table": prices.date}
@@ -184,38 +254,149 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             extra["problems"] = {p.name: p.reason for p in suite.problems}
         if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
             extra["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
-        if req.task_ids:  # a partial run: comparable, but never a baseline refresh
+        if shard_info is not None:  # one part of a run: `gate merge` joins the parts
+            extra["shard"] = shard_info
+            extra["selected_tasks"] = shard_info["tasks"]
+        elif req.task_ids:  # a partial run: comparable, but never a baseline refresh
             extra["selected_tasks"] = sorted(req.task_ids)
         if upstream == "simulator":
             extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+        if req.max_run_cost is not None:
+            extra["max_run_cost_usd"] = req.max_run_cost
+        budget: Budget | None = None
+        if req.max_cost is not None:
+            budget = Budget(req.max_cost, baseline, work, kept)
+            extra["budget"] = budget.record()
         results = new_results(
             model=agent.model_label(),
-            agent=AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
-            suite=suite_info(suite), commit=commit, runs=list(req.keep_runs),
+            agent=AgentInfo(kind=kind, fingerprint=fp, parts=parts),
+            suite=suite_info(suite), commit=commit, runs=kept,
             schedule=Schedule(replications=req.first_replication + replications, jobs=jobs,
-                              sequential=req.sequential, metering=METERING),
+                              sequential=req.sequential, metering=METERING,
+                              shard=identity["shard"]),
             **extra,
         )
-        write_results(req.output, results)  # an empty, valid file from the start
+        # until the last run lands the file says it is incomplete: a killed run's file can be
+        # read, never promoted, and `--resume` finishes it
+        results.interrupted = Interruption(
+            reason=f"incomplete: the run has not finished (if it was killed, `gate run "
+                   f"--resume -o {req.output}` continues it)",
+            missing=[MissingRun(task=t.id, replication=r) for t, r in work])
+        write_results(req.output, results)
+        journal = (Journal(jpath, {}, resume=True) if req.resume else
+                   Journal(jpath, {"identity": identity}, kept))
+        stack.callback(journal.close)
+        if on_start:
+            on_start(results, len(work))
 
         def land(res: RunResult) -> None:
-            results.runs.append(res)
-            write_results(req.output, results)
+            journal.append(res)  # O(1) per run, on disk before anything else hears of it
+            if budget is not None:
+                budget.landed(res)
             if on_result:
                 on_result(res)
 
-        work = plan(suite.tasks, replications, req.first_replication)
+        plan_all = plan(run_tasks, replications, req.first_replication)
         try:
             run_many(work, agent, jobs=jobs, provider=provider, meter=meter, options=options,
-                     on_result=land, cancel=cancel)
+                     on_result=land, cancel=cancel,
+                     admit=budget.admit if budget is not None else None)
         except BaseException as exc:
             # Ctrl-C, SIGTERM (raised as KeyboardInterrupt) or a crash: the file says so, and
             # which runs are missing, so it can never be promoted into the baseline
-            _mark_interrupted(results, work, exc)
+            journal.close()
+            results.runs = read_journal(jpath)[1]
+            _mark_interrupted(results, plan_all, exc)
             write_results(req.output, results)
             raise
+        journal.close()
+        results.runs = read_journal(jpath)[1]  # the final file, from the journal
+        results.interrupted = None
+        if budget is not None:
+            results.budget = budget.record()  # type: ignore[attr-defined]
+            if budget.skipped:
+                landed = {r.key for r in results.runs}
+                results.interrupted = Interruption(
+                    reason=f"budget: {budget.stopped}",
+                    missing=[MissingRun(task=t.id, replication=r) for t, r in plan_all
+                             if RunKey(t.id, r) not in landed])
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
     results.runs.sort(key=lambda r: r.key)
     write_results(req.output, results)
     return results
+
+
+def _baseline(cfg: GateConfig) -> Results | None:
+    """The committed baseline (per-task costs and durations), if there is one."""
+    path = cfg.path(cfg.gate.baseline)
+    return load_results(path, "baseline") if path.exists() else None
+
+
+def _spend(run: RunResult) -> float:
+    """What a run really cost: measured cost plus its share of suite overhead."""
+    return run.cost_usd + (run.overhead_usd or 0.0)
+
+
+class Budget:
+    """``--max-cost``: forecast from the baseline's per-task mean spend; a run starts only if
+    spent + the forecast of the runs in flight + its own forecast stays within the limit.
+    Once one run is refused none starts after it (the plan order is kept; what did not run
+    is listed as missing). Without a baseline a run is forecast at the mean spend of the
+    runs landed so far."""
+
+    def __init__(self, limit: float, baseline: Results | None,
+                 work: list[tuple[Task, int]], kept: list[RunResult]) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        per_task: dict[str, list[float]] = {}
+        for r in baseline.runs if baseline is not None else []:
+            per_task.setdefault(r.task, []).append(_spend(r))
+        self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
+        self.typical = (sum(self.per_task.values()) / len(self.per_task)
+                        if self.per_task else None)
+        self.basis = "baseline per-task mean spend" if self.per_task else None
+        self.spent = sum(_spend(r) for r in kept)
+        self.landed_runs = len(kept)
+        self.in_flight: dict[RunKey, float] = {}
+        self.forecast = (self.spent + sum(self._forecast(t.id) for t, _ in work)
+                         if self.per_task else None)
+        self.stopped: str | None = None
+        self.skipped = 0
+
+    def _forecast(self, task: str) -> float:
+        if task in self.per_task:
+            return self.per_task[task]
+        if self.typical is not None:
+            return self.typical
+        return self.spent / self.landed_runs if self.landed_runs else 0.0
+
+    def admit(self, task: Task, replication: int) -> bool:
+        with self._lock:
+            if self.stopped is None:
+                f = self._forecast(task.id)
+                committed = self.spent + sum(self.in_flight.values())
+                # a run with no forecast yet (no baseline, nothing landed) needs budget left
+                if committed + f <= self.limit and (f > 0 or committed < self.limit):
+                    self.in_flight[RunKey(task.id, replication)] = f
+                    return True
+                self.stopped = (f"--max-cost ${self.limit:.4f} reached: ${self.spent:.4f} "
+                                f"spent + ${committed - self.spent:.4f} in flight + "
+                                f"${f:.4f} forecast for {task.id} #{replication} would pass "
+                                "it; no further run was started")
+            self.skipped += 1
+            return False
+
+    def landed(self, run: RunResult) -> None:
+        with self._lock:
+            self.in_flight.pop(run.key, None)
+            self.spent += _spend(run)
+            self.landed_runs += 1
+
+    def record(self) -> dict[str, Any]:
+        """What the results file (and a comment) shows of the budget."""
+        with self._lock:
+            return {"max_cost_usd": self.limit,
+                    "forecast_usd": None if self.forecast is None else round(self.forecast, 6),
+                    "forecast_basis": self.basis, "spent_usd": round(self.spent, 6),
+                    "skipped_runs": self.skipped, "stopped": self.stopped}

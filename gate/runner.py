@@ -53,9 +53,15 @@ class MeterRun(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def capped(self) -> str | None:
+        """Why the meter stopped answering the run's model requests (a cap), if it did."""
+        ...
+
 
 class Meter(Protocol):
-    def open_run(self, run_name: str) -> MeterRun: ...
+    def open_run(self, run_name: str, *, max_turns: int | None = None,
+                 max_cost_usd: float | None = None) -> MeterRun: ...
 
 
 @dataclass
@@ -63,6 +69,7 @@ class RunOptions:
     verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
     task_timeout: float = DEFAULT_TASK_TIMEOUT
     max_turns: int | None = None
+    max_run_cost: float | None = None  # USD; the meter answers a run's requests past it
     condition: str | None = None
     commit: str | None = None
     transcripts_dir: Path | None = None
@@ -139,7 +146,9 @@ def run_one(
     reason: str | None = "not started"
     notes: str | None = None
     score: dict[str, Any] | None = None
-    meter_run = meter.open_run(run_name) if meter else None
+    max_turns = min((t for t in (task.meta.max_turns, opts.max_turns) if t), default=None)
+    meter_run = (meter.open_run(run_name, max_turns=max_turns, max_cost_usd=opts.max_run_cost)
+                 if meter else None)
     sandbox: Sandbox | None = None
     try:
         sandbox = provider.create(task, run_name)
@@ -153,7 +162,7 @@ def run_one(
         ctx = RunContext(
             task=task, replication=replication, run_name=run_name,
             timeout=task.task_timeout(opts.task_timeout),
-            max_turns=min((t for t in (task.meta.max_turns, opts.max_turns) if t), default=None),
+            max_turns=max_turns,
             base_url=meter_run.base_url if meter_run else None,
             api_key=meter_run.token if meter_run else None,
             record=record,
@@ -164,6 +173,11 @@ def run_one(
             raise
         except Exception as exc:  # an agent crash is the harness's problem, not the task's
             outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+        if outcome.infra_error and meter_run is not None and meter_run.capped:
+            # the agent stopped on the meter's refusal past a cap (the builtin agent reports
+            # any API error it cannot retry as infra): the run was stopped, it did not break
+            outcome.infra_error = None
+            outcome.failure = f"stopped by the meter: {meter_run.capped}"
         if outcome.infra_error is None and outcome.failure and meter_run is not None:
             # an agent that gave up because the model API kept failing is infra, not a fail
             outcome.infra_error = meter_run.api_failure()
@@ -196,11 +210,16 @@ def run_one(
         if sandbox is not None:
             sandbox.close()
         totals = RunTotals(0, Usage(), 0.0, Usage(), 0.0)
+        capped: str | None = None
         if meter_run is not None:
             meter_run.close()  # waits briefly for requests still in flight to be counted
             totals = meter_run.measured()
             if refused := meter_run.refusals():
                 record({"type": "meter_refused", "requests": refused})
+            if capped := meter_run.capped:
+                record({"type": "meter_capped", "reason": capped})
+                if status == "failed":  # the agent stopped because the meter stopped it
+                    reason = f"stopped by the meter: {capped}"
     return RunResult(
         task=task.id,
         replication=replication,
@@ -219,6 +238,7 @@ def run_one(
         commit=opts.commit,
         created_at=now_iso(),
         transcript=str(transcript_path) if transcript_path else None,
+        capped=capped,
     )
 
 
@@ -238,8 +258,11 @@ def run_many(
     options: RunOptions | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     cancel: threading.Event | None = None,
+    admit: Callable[[Task, int], bool] | None = None,
 ) -> list[RunResult]:
     """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands.
+
+    ``admit(task, replication)``, asked as each run is about to start, may skip it (a budget).
 
     On Ctrl-C (or any escape) queued runs are dropped and ``cancel`` is set, which makes the
     sandboxes built with it kill what they are running, so the gate stops in about a second.
@@ -247,10 +270,14 @@ def run_many(
     results: list[RunResult] = []
     lock = threading.Lock()
 
-    def one(item: tuple[Task, int]) -> RunResult:
+    def one(item: tuple[Task, int]) -> RunResult | None:
+        if admit is not None and not admit(*item):
+            return None
         return run_one(item[0], item[1], agent, provider=provider, meter=meter, options=options)
 
-    def land(res: RunResult) -> None:
+    def land(res: RunResult | None) -> None:
+        if res is None:
+            return
         with lock:
             results.append(res)
             if on_result:

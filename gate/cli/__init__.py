@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("gate.cli._init", "init_cmd",
              "Adopt the gate in an existing repository: a commented gate.toml, one example task "
              "and the PR + main workflows."),
+    "merge": ("gate.cli._merge", "merge_cmd",
+              "Join the results of `gate run --shard I/N` (all N of them) into OUTPUT."),
     "run": ("gate.cli._run", "run",
             "Run the suite and write a results file (written as runs land, atomically)."),
     "sim": ("gate.cli._sim", "sim",

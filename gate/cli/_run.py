@@ -7,7 +7,10 @@ from typing import Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
+from gate.errors import Unmeasurable
+from gate.results import Results
 from gate.run import infra_gate, run_suite
+from gate.shards import parse_shard
 
 
 @click.command()
@@ -16,12 +19,31 @@ from gate.run import infra_gate, run_suite
               help="Measure as a pull request into REF is measured: this checkout's [agent], "
                    "REF's tasks, [suite] and [gate] (read with git). Then `gate compare "
                    "--base-ref REF` judges exactly as CI does.")
-def run(base_ref: str | None, **kw: Any) -> None:
-    """Run the suite and write a results file (written as runs land, atomically).
+@click.option("--resume", is_flag=True,
+              help="Continue a killed run from its journal (OUTPUT's .journal.jsonl): the runs "
+                   "it finished are kept, the rest are run. Same configuration, suite, seed "
+                   "and schedule required.")
+@click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", envvar="GATE_MAX_COST",
+              help="Budget for the whole run: forecast from the baseline's per-task costs; no "
+                   "run starts once spent + in flight would pass it (exit 3, partial result).")
+@click.option("--max-run-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              envvar="GATE_MAX_RUN_COST",
+              help="Per-run cost cap, enforced by the meter for every agent kind (as the "
+                   "turn cap, max_turns, is).")
+@click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
+              help="Run only the I-th of N parts of the suite's tasks (balanced by the "
+                   "baseline's durations); `gate merge` joins the parts.")
+def run(base_ref: str | None, resume: bool, max_cost: float | None,
+        max_run_cost: float | None, shard: str | None, **kw: Any) -> None:
+    """Run the suite and write a results file (each run journaled as it lands; the file is
+    written from the journal at the end, and marked incomplete until then).
 
-    Exit 3 when more than [gate].max_infra_rate of the runs were infra errors.
+    Exit 3 when more than [gate].max_infra_rate of the runs were infra errors, or when
+    --max-cost stopped the run early.
     """
-    req = run_request(kw)
+    req = dataclasses.replace(run_request(kw), resume=resume, max_cost=max_cost,
+                              max_run_cost=max_run_cost,
+                              shard=parse_shard(shard) if shard else None)
     with contextlib.ExitStack() as stack:
         if base_ref:
             from gate.github._git import toplevel
@@ -33,7 +55,7 @@ def run(base_ref: str | None, **kw: Any) -> None:
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
             req = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
-        results = run_suite(req, on_result=progress)
+        results = run_suite(req, on_result=progress, on_start=_announce)
     s = results.summary
     rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"
@@ -48,3 +70,25 @@ def run(base_ref: str | None, **kw: Any) -> None:
         click.echo(f"gate: note: task {name}: task.toml keys the gate does not honour: "
                    f"{', '.join(keys)}", err=True)
     infra_gate(results, req.config.gate.max_infra_rate)
+    budget = (results.model_extra or {}).get("budget") or {}
+    if budget.get("stopped"):
+        missing = len(results.interrupted.missing) if results.interrupted else 0
+        raise Unmeasurable(f"{budget['stopped']}: {missing} planned run"
+                           f"{'s' if missing != 1 else ''} skipped; {req.output} holds the "
+                           "partial result (`gate run --resume` with a larger budget finishes it)")
+
+
+def _announce(results: Results, todo: int) -> None:
+    """Before the first run starts: what the run is, its forecast and what it resumes."""
+    extra = results.model_extra or {}
+    if shard := extra.get("shard"):
+        click.echo(f"shard {shard['index']}/{shard['count']}: {len(shard['tasks'])} tasks "
+                   f"(balanced by {shard['balanced_by']})", err=True)
+    if results.runs:
+        click.echo(f"resuming: {len(results.runs)} runs kept from the journal, {todo} to run",
+                   err=True)
+    if budget := extra.get("budget"):
+        f = budget.get("forecast_usd")
+        forecast = (f"forecast ${f:.4f} ({budget['forecast_basis']})" if f is not None
+                    else "no baseline to forecast from: the budget binds on spend so far")
+        click.echo(f"budget ${budget['max_cost_usd']:.4f}: {forecast}", err=True)

@@ -45,6 +45,10 @@ LOOP_LIMIT = 60
 _SHELL_NAMES = {"bash", "shell", "sh", "terminal", "run_command", "execute_command",
                 "run_shell_command", "exec", "execute", "run"}
 _TOOL_ID = re.compile(r"^toolu_sim_(\d+)_(\d+)_")
+#: the header the gate's meter names the run with (``<task>-r<replication>``), simulator only
+RUN_HEADER = "x-gate-run"
+_RUN_NAME = re.compile(r".+-r(\d{1,9})")
+EPISODE_STRIDE = 1_000_000_000
 _MENTIONED_PATH = re.compile(r"`([\w][\w./-]*\.[A-Za-z0-9]+)`")
 _REPORT_LINE = re.compile(r"^\s*(echo|printf)\b")
 _NO_OUTPUT = re.compile(r"^\(.*no output.*\)$", re.IGNORECASE)  # agents' "(no output)" notes
@@ -279,7 +283,7 @@ class SimModel:
         self._tasks = sorted(tasks, key=lambda t: -len(t.prompt))
         self._prompts = {t.id: _squash(t.prompt) for t in tasks}
         self._scripts: dict[str, TaskScript] = {}
-        self._episodes: dict[tuple[str, str], int] = {}
+        self._episodes: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
     def recognise(self, request: dict[str, Any]) -> Task | None:
@@ -303,14 +307,20 @@ class SimModel:
                 known = self._scripts.setdefault(task.id, built)
         return known
 
-    def _new_episode(self, task_id: str, model: str) -> int:
+    def _new_episode(self, task_id: str, model: str, run: str | None = None) -> int:
+        """The episode a new conversation starts. Named by the gate's meter (``run``, e.g.
+        ``fix-bug-r3``), it derives from the run's replication alone — the k-th conversation
+        of replication r is episode ``r + k * EPISODE_STRIDE`` — so a run's outcome does not
+        depend on which runs came before it (a resumed or sharded run replays the same
+        episodes). Unnamed (a client talking to ``gate sim serve``), episodes count up."""
+        named = _RUN_NAME.fullmatch(run or "")
         with self._lock:
-            key = (task_id, normalise(model))
+            key = (run or "" if named else "", task_id, normalise(model))
             n = self._episodes.get(key, 0)
             self._episodes[key] = n + 1
-            return n
+        return int(named.group(1)) + n * EPISODE_STRIDE if named else n
 
-    def reply(self, request: dict[str, Any]) -> Reply:
+    def reply(self, request: dict[str, Any], run: str | None = None) -> Reply:
         task = self.recognise(request)
         if task is None:
             return Reply([{"type": "text", "text": _generic_answer(request)}], "end_turn")
@@ -324,7 +334,8 @@ class SimModel:
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         episode = _episode_in(messages)
         if episode is None:
-            episode = self._new_episode(task.id, str(request["model"])) if turn == 0 else 0
+            episode = (self._new_episode(task.id, str(request["model"]), run) if turn == 0
+                       else 0)
         model = str(request["model"])
         outcome = decide_outcome(self.seed, model, task.id, task.difficulty, episode)
         script = self.script(task)

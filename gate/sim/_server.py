@@ -26,7 +26,7 @@ from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
 from gate.sim._faults import FaultConfig, Latency
 from gate.sim._ledger import Ledger, key_id
-from gate.sim._model import SimModel, apply_stop_sequences, fit_max_tokens
+from gate.sim._model import RUN_HEADER, SimModel, apply_stop_sequences, fit_max_tokens
 from gate.sim._protocol import ApiError, check_messages_request, error_body, invalid
 
 log = logging.getLogger("gate.sim")
@@ -259,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
             entry["fault"] = fault
             entry["status"] = 0
             self._drop(entry)
-        reply = engine.model.reply(req)
+        reply = engine.model.reply(req, run=self.headers.get(RUN_HEADER))
         content, stop, seq = apply_stop_sequences(reply.content, reply.stop_reason,
                                                   req.get("stop_sequences"))
         content, stop, out_tokens = fit_max_tokens(content, stop, int(req["max_tokens"]))

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gate.results import load_results, write_results
+from gate.shards import merge
+
+
+@click.command("merge")
+@click.argument("output", type=click.Path(dir_okay=False))
+@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def merge_cmd(output: str, shards: tuple[str, ...]) -> None:
+    """Join the results of `gate run --shard I/N` (all N of them) into OUTPUT.
+
+    Refuses (exit 2) shards that differ in anything but their shard index (suite, agent
+    fingerprint, model, seed, replications, schedule, conditions), the same shard twice,
+    overlapping tasks and missing shards.
+    """
+    parts = [(Path(p), load_results(p)) for p in shards]
+    merged = merge(parts)
+    write_results(output, merged)
+    s = merged.summary
+    click.echo(f"merged {len(parts)} shards: {len(merged.runs)} runs over "
+               f"{len({r.task for r in merged.runs})} tasks, {s.passed}/{s.total} passed → "
+               f"{output}")
+    if note := merged.interruption_note():
+        click.echo(f"gate: warning: the merged {note}", err=True)
