@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
            "The GitHub Actions entrypoint: run, judge against the base branch, comment, exit."),
     "compare": ("gate.cli._compare", "compare_cmd",
                 "Compare RESULTS with BASELINE and give the verdict."),
+    "report": ("gate.cli._report", "report",
+               "Write RESULTS as one self-contained HTML report, against a baseline when given."),
     "run": ("gate.cli._run", "run",
             "Run the suite and write a results file (written as runs land, atomically)."),
     "sim": ("gate.cli._sim", "sim",
