@@ -319,6 +319,8 @@ def sim_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                              "output": f"HOSTILE-OUTPUT {HOSTILE} <img src=\"http://127.0.0.1:9/"
                                        "x.png\">", "is_error": False}) + "\n")
     hostile.status, hostile.reason = "failed", f"hostile reason {HOSTILE}"
+    for r in pr.runs:  # distinct mean turns per task, so the numeric sort has an order to show
+        r.turns = 17 if r.task == hostile.task else 3
     write_results(tmp / "pr.json", pr)
     p = _gate("report", tmp / "pr.json", "--baseline", tmp / "base.json", "--html",
               tmp / "report.html", "--config", REPO / "gate.toml", cwd=tmp)
@@ -402,6 +404,10 @@ def test_the_report_in_a_real_browser(sim_report: Path, chromium: Any) -> None:
     turns = [float(t) for t in page.locator(
         "#task-table tbody tr td:nth-child(6)").all_inner_texts()]
     assert turns == sorted(turns)
+    page.click("th[data-key=turns] button")
+    turns = [float(t) for t in page.locator(
+        "#task-table tbody tr td:nth-child(6)").all_inner_texts()]
+    assert turns == sorted(turns, reverse=True) and turns[0] > turns[-1]
 
     # filters: by text (task id and failure reasons) and by group
     page.fill("#filter", "slugify")
