@@ -86,6 +86,16 @@ def _text(value: object) -> str:
     return _clip(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+def _input_text(value: object) -> str:
+    """A tool call's input as a person reads it: a lone string argument (bash's command, a
+    path) as it is, not as a JSON string with escaped newlines."""
+    if isinstance(value, Mapping) and value and all(isinstance(v, str) for v in value.values()):
+        if len(value) == 1:
+            return _clip(next(iter(value.values())))
+        return _clip("\n".join(f"{k}: {v}" for k, v in value.items()))
+    return _text(value)
+
+
 def _usage_line(usage: object) -> str:
     if not isinstance(usage, Mapping):
         return ""
@@ -107,7 +117,7 @@ def _event(raw: Mapping[str, Any]) -> Event:
             if b.get("type") == "text":
                 blocks.append(("text", _text(b.get("text", ""))))
             elif b.get("type") == "tool_use":
-                blocks.append((f"calls {b.get('name')}", _text(b.get("input"))))
+                blocks.append((f"calls {b.get('name')}", _input_text(b.get("input"))))
             elif b.get("type") == "thinking":
                 blocks.append(("thinking", _text(b.get("thinking", ""))))
             else:
@@ -117,9 +127,9 @@ def _event(raw: Mapping[str, Any]) -> Event:
         return Event("model", title + (f" · {usage}" if usage else ""), blocks)
     if kind == "tool":
         err = bool(raw.get("is_error"))
-        return Event("tool", f"tool {raw.get('name')}" + (" · error" if err else ""),
-                     [("input", _text(raw.get("input"))), ("output", _text(raw.get("output", "")))],
-                     error=err)
+        # its input is in the turn that called it, just above
+        return Event("tool", f"{raw.get('name')} returned" + (" an error" if err else ""),
+                     [("output", _text(raw.get("output", "")))], error=err)
     if kind in ("setup", "verify", "oracle", "command"):
         rc = raw.get("returncode")
         title = f"{kind} · exit {rc}" + (" · timed out" if raw.get("timed_out") else "")
