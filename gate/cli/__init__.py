@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "and the PR + main workflows."),
     "merge": ("gate.cli._merge", "merge_cmd",
               "Join the results of `gate run --shard I/N` (all N of them) into OUTPUT."),
+    "report": ("gate.cli._report", "report",
+               "Write RESULTS as one self-contained HTML report, against a baseline when given."),
     "run": ("gate.cli._run", "run",
             "Run the suite and write a results file (written as runs land, atomically)."),
     "sim": ("gate.cli._sim", "sim",

@@ -1,0 +1,647 @@
+"""``gate report --html``: one self-contained HTML file a person opens to see *why*.
+
+The verdict, the four metrics with intervals, a per-task table that sorts and filters, inline
+SVG plots, and every run's transcript, the PR's beside the baseline's. No external asset, no
+remote script: it works offline and as a CI artifact.
+
+Everything in it that came from a results file or a transcript is untrusted text. It stays
+text three times over: Jinja2 autoescapes every value; the data the page script reads sits in
+a ``<script type="application/json">`` block with ``<``, ``>`` and ``&`` as JSON escapes, so
+no ``</script>`` can close it; and a Content-Security-Policy allows only the page's own script
+and style (by hash), so even markup that escaped the escaping could run nothing and load
+nothing.
+
+Transcripts are read only from the ``<stem>.transcripts/`` directory beside the results file
+that ``gate run`` writes (by the recorded file's name): a results file cannot make the report
+embed any other file of the machine it is rendered on.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
+from scipy.stats import norm
+
+from gate._files import MiB
+from gate.compare import Comparison, MetricResult, TaskChange
+from gate.report._render import _change, _value, _verdict, num, pct, usd
+from gate.results import Results, RunResult
+
+TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
+FIELD_LIMIT = 20_000  # characters of one transcript field shown (the runner clips at 8,000)
+MAX_RUNS = 20  # runs shown per task and arm (a pooled baseline keeps 20)
+MAX_PLOT_TASKS = 200  # rows of the per-task pass-rate plot
+BOOTSTRAP = 1000  # resamples for the turns, cost and cache-hit intervals
+_MINUS = "−"
+
+# ---- transcripts --------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    """One transcript line, as the page shows it: a title and labelled blocks of text."""
+
+    kind: str
+    title: str
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    error: bool = False
+
+
+@dataclass
+class RunView:
+    replication: int
+    status: str
+    reason: str | None
+    turns: int
+    cost: str
+    notes: str | None
+    events: list[Event] | None  # None: no transcript to show
+    missing: str | None = None  # why there is no transcript
+
+
+def _clip(text: str) -> str:
+    if len(text) <= FIELD_LIMIT:
+        return text
+    cut = len(text) - FIELD_LIMIT
+    return f"{text[:FIELD_LIMIT // 2]}\n[… {cut:,} characters cut …]\n{text[-FIELD_LIMIT // 2:]}"
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return _clip(value)
+    return _clip(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _input_text(value: object) -> str:
+    """A tool call's input as a person reads it: a lone string argument (bash's command, a
+    path) as it is, not as a JSON string with escaped newlines."""
+    if isinstance(value, Mapping) and value and all(isinstance(v, str) for v in value.values()):
+        if len(value) == 1:
+            return _clip(next(iter(value.values())))
+        return _clip("\n".join(f"{k}: {v}" for k, v in value.items()))
+    return _text(value)
+
+
+def _usage_line(usage: object) -> str:
+    if not isinstance(usage, Mapping):
+        return ""
+    parts = [(k, usage.get(f"{k}_tokens" if k in ("input", "output") else k)) for k in
+             ("input", "output", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    names = {"input": "in", "output": "out", "cache_creation_input_tokens": "cache write",
+             "cache_read_input_tokens": "cache read"}
+    return " · ".join(f"{names[k]} {v:,}" for k, v in parts if isinstance(v, int))
+
+
+def _event(raw: Mapping[str, Any]) -> Event:
+    kind = str(raw.get("type", "?"))
+    if kind == "model":
+        blocks: list[tuple[str, str]] = []
+        content = raw.get("content")
+        for b in content if isinstance(content, list) else []:
+            if not isinstance(b, Mapping):
+                continue
+            if b.get("type") == "text":
+                blocks.append(("text", _text(b.get("text", ""))))
+            elif b.get("type") == "tool_use":
+                blocks.append((f"calls {b.get('name')}", _input_text(b.get("input"))))
+            elif b.get("type") == "thinking":
+                blocks.append(("thinking", _text(b.get("thinking", ""))))
+            else:
+                blocks.append((str(b.get("type")), _text(dict(b))))
+        usage = _usage_line(raw.get("usage"))
+        title = f"turn {raw.get('turn', '?')} · {raw.get('stop_reason')}"
+        return Event("model", title + (f" · {usage}" if usage else ""), blocks)
+    if kind == "tool":
+        err = bool(raw.get("is_error"))
+        # its input is in the turn that called it, just above
+        return Event("tool", f"{raw.get('name')} returned" + (" an error" if err else ""),
+                     [("output", _text(raw.get("output", "")))], error=err)
+    if kind in ("setup", "verify", "oracle", "command"):
+        rc = raw.get("returncode")
+        title = f"{kind} · exit {rc}" + (" · timed out" if raw.get("timed_out") else "")
+        blocks = [(k, _text(raw[k])) for k in ("output", "stdout", "stderr", "score")
+                  if raw.get(k) not in (None, "")]
+        return Event(kind, title, blocks, error=rc not in (0, None) or bool(raw.get("timed_out")))
+    if kind == "final":
+        blocks = [("message", _text(raw.get("message") or ""))]
+        blocks += [(k, _text(raw[k])) for k in ("failure", "infra_error") if raw.get(k)]
+        return Event("final", "final message", blocks,
+                     error=bool(raw.get("failure") or raw.get("infra_error")))
+    if kind == "meter_refused":
+        return Event(kind, "requests the meter refused", [("requests", _text(raw.get("requests")))],
+                     error=True)
+    rest = {k: v for k, v in raw.items() if k not in ("t", "type")}
+    return Event("other", kind, [("event", _text(rest))])
+
+
+def transcript_dir(results_path: Path) -> Path:
+    """Where ``gate run -o X.json`` writes its transcripts: ``X.transcripts/``."""
+    return results_path.with_name(f"{results_path.stem}.transcripts")
+
+
+def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Event] | None, str]:
+    """The run's transcript as events, or None and why not. Read only from the transcripts
+    directory beside the results file, by the recorded file's name; bounded; a line that is
+    not JSON is shown as it is."""
+    if not run.transcript:
+        return None, "no transcript recorded (run with --no-transcripts?)"
+    if results_path is None:
+        return None, "transcript not available"
+    folder = transcript_dir(results_path)
+    name = Path(run.transcript.replace("\\", "/")).name
+    if not name.endswith(".jsonl") or name.startswith("."):
+        return None, "transcript not available (not a transcript file name)"
+    path = folder / name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None, f"transcript not available ({folder.name}/{name} not found)"
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None, "transcript not available (not a regular file)"
+        data = fh.read(TRANSCRIPT_LIMIT + 1)
+    note = None
+    if len(data) > TRANSCRIPT_LIMIT:
+        data = data[:TRANSCRIPT_LIMIT]
+        note = Event("note", "transcript cut", [("note", f"only the first {TRANSCRIPT_LIMIT:,} "
+                                                          "bytes of the transcript are shown")])
+    events: list[Event] = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError):
+            events.append(Event("raw", "unreadable line", [("line", _clip(line))], error=True))
+            continue
+        events.append(_event(raw) if isinstance(raw, dict) else
+                      Event("raw", "unreadable line", [("line", _clip(line))], error=True))
+    return events + ([note] if note else []), ""
+
+
+def _run_views(runs: Sequence[RunResult], results_path: Path | None,
+               with_transcripts: bool) -> list[RunView]:
+    views = []
+    for r in sorted(runs, key=lambda r: r.replication)[-MAX_RUNS:]:
+        events, why = read_transcript(r, results_path) if with_transcripts else (None, "")
+        views.append(RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
+                             r.notes, events, why or None))
+    return views
+
+
+# ---- statistics for the page --------------------------------------------------------------
+
+
+def _by_task(results: Results) -> dict[str, list[RunResult]]:
+    out: dict[str, list[RunResult]] = {}
+    for r in results.runs:
+        out.setdefault(r.task, []).append(r)
+    return out
+
+
+def _valid(runs: Sequence[RunResult]) -> list[RunResult]:
+    return [r for r in runs if r.status != "error"]
+
+
+def wilson(passed: float, n: float, level: float) -> tuple[float, float]:
+    """Wilson score interval of a pass rate (``n`` may be an effective sample size)."""
+    if n <= 0:
+        return 0.0, 1.0
+    z = float(norm.ppf(0.5 + level / 2))
+    p = passed / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class ArmStats:
+    """One arm's four metrics over the given tasks, as the comparison defines them (every
+    task one vote), each with an interval: Wilson (stratified) for the pass rate, a bootstrap
+    over runs within tasks for turns, cost and cache hits."""
+
+    values: dict[str, float | None]
+    intervals: dict[str, tuple[float, float] | None]
+    draws: dict[str, np.ndarray]  # bootstrap draws of the suite-level turns/cost/read/prompt
+
+
+def arm_stats(by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[str], level: float,
+              seed: int) -> ArmStats:
+    rng = np.random.default_rng(seed)
+    samples = [np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
+                          r.usage.input_tokens + r.usage.cache_creation_input_tokens
+                          + r.usage.cache_read_input_tokens, r.status == "passed"]
+                         for r in _valid(by_task.get(t, []))], dtype=float) for t in tasks]
+    samples = [s for s in samples if len(s)]
+    if not samples:
+        return ArmStats(dict.fromkeys(("pass_rate", "turns", "cost", "cache_hit_rate")),
+                        dict.fromkeys(("pass_rate", "turns", "cost", "cache_hit_rate")), {})
+    n = len(samples)
+    means = np.array([s.mean(axis=0) for s in samples])  # (tasks, 5)
+    draws = np.zeros((BOOTSTRAP, 5))
+    for s in samples:
+        idx = rng.integers(0, len(s), size=(BOOTSTRAP, len(s)))
+        draws += s[idx].mean(axis=1)
+    draws /= n
+    lo_q, hi_q = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+
+    def interval(x: np.ndarray) -> tuple[float, float]:
+        lo, hi = np.percentile(x, [lo_q, hi_q])
+        return float(lo), float(hi)
+
+    rate = float(means[:, 4].mean())
+    n_eff = 1.0 / float(np.sum(1.0 / (n * n) / np.array([len(s) for s in samples])))
+    values: dict[str, float | None] = {"pass_rate": rate, "turns": float(means[:, 0].mean()),
+                                       "cost": float(means[:, 1].mean()), "cache_hit_rate": None}
+    intervals: dict[str, tuple[float, float] | None] = {
+        "pass_rate": wilson(rate * n_eff, n_eff, level),
+        "turns": interval(draws[:, 0]), "cost": interval(draws[:, 1]), "cache_hit_rate": None}
+    if means[:, 3].sum() > 0:
+        values["cache_hit_rate"] = float(means[:, 2].sum() / means[:, 3].sum())
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hit = draws[:, 2] / draws[:, 3]
+        intervals["cache_hit_rate"] = interval(hit[np.isfinite(hit)])
+    return ArmStats(values, intervals, {"turns": draws[:, 0], "cost": draws[:, 1],
+                                        "read": draws[:, 2], "prompt": draws[:, 3]})
+
+
+def change_interval(name: str, b: ArmStats, c: ArmStats,
+                    level: float) -> tuple[float, float] | None:
+    """A bootstrap interval of the change in turns or cost (relative) or cache hits
+    (points), from the two arms' independent draws."""
+    if not b.draws or not c.draws:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if name == "cache_hit_rate":
+            x = c.draws["read"] / c.draws["prompt"] - b.draws["read"] / b.draws["prompt"]
+        else:
+            x = c.draws[name] / b.draws[name] - 1
+    x = x[np.isfinite(x)]
+    if not len(x):
+        return None
+    lo, hi = np.percentile(x, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+# ---- inline SVG ---------------------------------------------------------------------------
+
+PR_COLOUR, BASE_COLOUR, BAD_COLOUR = "#1a63c7", "#8a8f98", "#c62828"
+
+
+def _t(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _svg(width: int, height: int, label: str, parts: Sequence[str]) -> Markup:
+    return Markup(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                  f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
+                  f"<title>{escape(label)}</title>" + "".join(parts) + "</svg>")
+
+
+def _legend(x: float, y: float, with_baseline: bool) -> list[str]:
+    out = [f'<circle cx="{_t(x)}" cy="{_t(y - 4)}" r="4" fill="{PR_COLOUR}"/>',
+           f'<text x="{_t(x + 8)}" y="{_t(y)}" class="lg">this run</text>']
+    if with_baseline:
+        out += [f'<rect x="{_t(x + 70)}" y="{_t(y - 8)}" width="8" height="8" '
+                f'fill="{BASE_COLOUR}"/>', f'<text x="{_t(x + 82)}" y="{_t(y)}" '
+                'class="lg">baseline</text>']
+    return out
+
+
+def pass_rate_plot(rows: Sequence[dict[str, Any]], level: float, with_baseline: bool) -> Markup:
+    """Per task: this run's pass rate (and the baseline's) with Wilson intervals."""
+    rows = list(rows)[:MAX_PLOT_TASKS]
+    left, right, top, step, width = 230, 20, 34, 22, 760
+    plot_w = width - left - right
+    height = top + step * len(rows) + 26
+
+    def x(v: float) -> float:
+        return left + v * plot_w
+
+    parts = _legend(left, 14, with_baseline)
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{_t(x(tick))}" y1="{top - 6}" x2="{_t(x(tick))}" '
+                     f'y2="{height - 22}" class="grid"/>')
+        parts.append(f'<text x="{_t(x(tick))}" y="{height - 8}" class="tick" '
+                     f'text-anchor="middle">{tick * 100:.0f} %</text>')
+    for i, row in enumerate(rows):
+        y = top + step * i + step / 2
+        name = row["task"] if len(row["task"]) <= 34 else row["task"][:33] + "…"
+        cls = "bad" if row["group"] == "regressed" else "lbl"
+        parts.append(f'<text x="{left - 8}" y="{_t(y + 4)}" text-anchor="end" '
+                     f'class="{cls}">{escape(name)}<title>{escape(row["task"])}</title></text>')
+        arms = [("candidate", PR_COLOUR, y + (3 if with_baseline else 0))]
+        if with_baseline:
+            arms.insert(0, ("baseline", BASE_COLOUR, y - 3))
+        for arm, colour, yy in arms:
+            passed, n = row[f"{arm}_passed"], row[f"{arm}_runs"]
+            if not n:
+                continue
+            lo, hi = wilson(passed, n, level)
+            parts.append(f'<line x1="{_t(x(lo))}" y1="{_t(yy)}" x2="{_t(x(hi))}" '
+                         f'y2="{_t(yy)}" stroke="{colour}" stroke-width="2"/>')
+            cx = x(passed / n)
+            label = f"{arm}: {passed}/{n} passed, {level * 100:g} % interval " \
+                    f"{lo * 100:.0f}–{hi * 100:.0f} %"
+            shape = (f'<rect x="{_t(cx - 4)}" y="{_t(yy - 4)}" width="8" height="8" '
+                     f'fill="{colour}">' if arm == "baseline" else
+                     f'<circle cx="{_t(cx)}" cy="{_t(yy)}" r="4" fill="{colour}">')
+            end = "</rect>" if arm == "baseline" else "</circle>"
+            parts.append(f"{shape}<title>{escape(label)}</title>{end}")
+    return _svg(width, height, f"Pass rate per task with {level * 100:g} % intervals", parts)
+
+
+def histogram(title: str, unit: Callable[[float], str], candidate: Sequence[float],
+              baseline: Sequence[float] | None) -> Markup | None:
+    """A distribution of per-run values: this run's bars beside the baseline's, shared bins,
+    each arm as a share of its runs (the arms may have different numbers of runs)."""
+    values = list(candidate) + list(baseline or [])
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        hi = lo + 1
+    bins = min(20, max(5, len(set(values))))
+    edges = np.linspace(lo, hi, bins + 1)
+    arms = [("this run", PR_COLOUR, candidate)]
+    if baseline is not None:
+        arms.insert(0, ("baseline", BASE_COLOUR, baseline))
+    shares = [np.histogram(v, bins=edges)[0] / max(1, len(v)) for _, _, v in arms]
+    top_share = max(float(s.max()) for s in shares) or 1.0
+    left, top, width, height = 50, 28, 360, 200
+    plot_w, plot_h = width - left - 12, height - top - 34
+    parts = _legend(left, 14, baseline is not None)
+    bw = plot_w / bins
+    for a, ((name, colour, vals), share) in enumerate(zip(arms, shares, strict=True)):
+        sub = bw / len(arms)
+        for i, s in enumerate(share):
+            if s <= 0:
+                continue
+            h = s / top_share * plot_h
+            bx = left + i * bw + a * sub
+            tip = (f"{name}: {s * 100:.0f} % of {len(vals)} runs in "
+                   f"{unit(edges[i])} – {unit(edges[i + 1])}")
+            parts.append(f'<rect x="{_t(bx + 0.5)}" y="{_t(top + plot_h - h)}" '
+                         f'width="{_t(max(sub - 1, 1))}" height="{_t(h)}" fill="{colour}">'
+                         f"<title>{escape(tip)}</title></rect>")
+    base_y = top + plot_h
+    parts.append(f'<line x1="{left}" y1="{_t(base_y)}" x2="{left + plot_w}" y2="{_t(base_y)}" '
+                 'class="axis"/>')
+    for v, anchor in ((lo, "start"), ((lo + hi) / 2, "middle"), (hi, "end")):
+        xx = left + (v - lo) / (hi - lo) * plot_w
+        parts.append(f'<text x="{_t(xx)}" y="{_t(base_y + 16)}" class="tick" '
+                     f'text-anchor="{anchor}">{escape(unit(v))}</text>')
+    parts.append(f'<text x="{left - 6}" y="{_t(top + 8)}" class="tick" text-anchor="end">'
+                 f"{top_share * 100:.0f} %</text>")
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 2}" class="tick" '
+                 f'text-anchor="middle">{escape(title)} per run</text>')
+    return _svg(width, height, f"{title} per run: distribution", parts)
+
+
+# ---- the page -----------------------------------------------------------------------------
+
+_CHANGE_LABEL = {"newly_failing": "newly failing", "worse": "worse",
+                 "newly_passing": "newly passing", "better": "better", "same": "unchanged"}
+_STATUS_LABEL = {"unmeasured": "no valid run in one arm", "changed": "task changed: not compared",
+                 "added": "added: not gated", "removed": "removed", "compared": "compared"}
+_GROUP = {"newly_failing": "regressed", "worse": "regressed", "newly_passing": "improved",
+          "better": "improved", "same": "same"}
+
+
+def _json_for_script(data: object) -> Markup:
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or
+    ``&`` at all (they are ``\\u003c`` ...), so nothing in it can close the element or open
+    a comment, and U+2028/2029 escaped for good measure."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return Markup(text)
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+@cache
+def _assets() -> tuple[str, str]:
+    folder = resources.files("gate") / "templates"
+    return ((folder / "report.js").read_text(encoding="utf-8"),
+            (folder / "report.css").read_text(encoding="utf-8"))
+
+
+@cache
+def _env() -> Environment:
+    return Environment(loader=PackageLoader("gate", "templates"), autoescape=True,
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       auto_reload=False)
+
+
+def preload() -> None:
+    """Read the template, script and style now (see ``_render.preload_templates``)."""
+    _assets()
+    _env().get_template("report.html.j2")
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """Only the page's own script and style run (by hash); nothing loads from anywhere."""
+    return (f"default-src 'none'; script-src '{_sha256(script)}'; "
+            f"style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def _fmt_interval(name: str, iv: tuple[float, float] | None) -> str:
+    if iv is None:
+        return ""
+    lo, hi = iv
+    if name in ("pass_rate", "cache_hit_rate"):
+        return f"{lo * 100:.1f}–{hi * 100:.1f} %"
+    if name == "cost":
+        return f"{usd(lo)}–{usd(hi)}"
+    return f"{num(lo)}–{num(hi)}"
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    return f"{x:+.{digits}f}".replace("-", _MINUS)
+
+
+def _fmt_change_interval(name: str, iv: tuple[float, float] | None) -> str:
+    if iv is None:
+        return ""
+    lo, hi = iv
+    unit = " pts" if name == "cache_hit_rate" else " %"
+    return f"{_signed(lo * 100)} to {_signed(hi * 100)}{unit}"
+
+
+_LABELS = {"pass_rate": "Pass rate", "turns": "Mean turns", "cost": "Cost per task-run",
+           "cache_hit_rate": "Cache-hit rate"}
+
+
+def _fmt_value(name: str, x: float | None) -> str:
+    if name in ("pass_rate", "cache_hit_rate"):
+        return pct(x)
+    return usd(x) if name == "cost" else num(x)
+
+
+def _metric_rows(comparison: Comparison | None, c: ArmStats, b: ArmStats | None,
+                 level: float) -> list[dict[str, str]]:
+    rows = []
+    lvl = f"{level * 100:g} %"
+    for name, label in _LABELS.items():
+        row = {"label": label, "candidate": _fmt_value(name, c.values[name]),
+               "candidate_iv": _fmt_interval(name, c.intervals[name]),
+               "baseline": "", "baseline_iv": "", "change": "", "change_iv": "",
+               "verdict": "", "verdict_class": ""}
+        if comparison is not None and b is not None:
+            m: MetricResult = comparison.metric(name)  # type: ignore[arg-type]
+            row.update(baseline=_value(m, m.baseline), candidate=_value(m, m.candidate),
+                       baseline_iv=_fmt_interval(name, b.intervals[name]),
+                       change=_change(m).replace("<sub>", "_").replace("</sub>", ""),
+                       verdict=_verdict(m)[2:],
+                       verdict_class="bad" if m.blocks else ("warn" if m.verdict == "regression"
+                                                             or not m.comparable else "ok"))
+            if name != "pass_rate" and m.delta is not None:
+                iv = change_interval(name, b, c, level)
+                row["change_iv"] = (f"bootstrap {lvl} interval {_fmt_change_interval(name, iv)}"
+                                    if iv else "")
+        rows.append(row)
+    return rows
+
+
+def _task_rows(results: Results, baseline: Results | None,
+               comparison: Comparison | None) -> list[dict[str, Any]]:
+    c_runs = _by_task(results)
+    b_runs = _by_task(baseline) if baseline is not None else {}
+    changes: dict[str, TaskChange] = {t.task: t for t in comparison.tasks} if comparison else {}
+    ids = sorted(set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set()))
+    rows: list[dict[str, Any]] = []
+    for tid in ids:
+        cv, bv = _valid(c_runs.get(tid, [])), _valid(b_runs.get(tid, []))
+        ch = changes.get(tid)
+        if ch is None:
+            label, group, p = ("no valid run" if not cv else "—"), "same", None
+        elif ch.status != "compared":
+            label, group, p = _STATUS_LABEL[ch.status], ch.status, None
+        else:
+            label = _CHANGE_LABEL[ch.change or "same"]
+            group, p = _GROUP[ch.change or "same"], ch.p_value
+        if ch is not None and ch.flaky and group == "same":
+            label = "flaky"
+        failing = [r for r in c_runs.get(tid, []) if r.status != "passed"]
+        reasons = list(dict.fromkeys((r.reason or r.status) for r in failing))[:5]
+        row: dict[str, Any] = {
+            "task": tid, "label": label, "group": group,
+            "flaky": bool(ch.flaky) if ch else False,
+            "candidate_passed": sum(r.status == "passed" for r in cv), "candidate_runs": len(cv),
+            "candidate_errors": len(c_runs.get(tid, [])) - len(cv),
+            "baseline_passed": sum(r.status == "passed" for r in bv), "baseline_runs": len(bv),
+            "baseline_errors": len(b_runs.get(tid, [])) - len(bv),
+            "p": p if p is not None and math.isfinite(p) else None,
+            "turns": (sum(r.turns for r in cv) / len(cv)) if cv else None,
+            "cost": (sum(r.cost_usd for r in cv) / len(cv)) if cv else None,
+            "reasons": [r[:300] for r in reasons],
+        }
+        rows.append(row)
+    order = {"regressed": 0, "unmeasured": 1, "changed": 2, "added": 3, "removed": 4,
+             "improved": 5, "same": 6}
+    rows.sort(key=lambda r: (order.get(r["group"], 9), r["p"] if r["p"] is not None else 1.0,
+                             r["task"]))
+    return rows
+
+
+def _rate(passed: int, runs: int, errors: int) -> str:
+    if not runs and not errors:
+        return "—"
+    return f"{passed}/{runs}" + (f" (+{errors} err)" if errors else "")
+
+
+def render_html(results: Results, *, results_path: Path | None = None,
+                baseline: Results | None = None, baseline_path: Path | None = None,
+                comparison: Comparison | None = None, level: float = 0.95,
+                seed: int = 0, run_url: str | None = None) -> str:
+    """The report page. ``comparison`` is ``compare(baseline, results, settings)`` when a
+    baseline is given; transcripts are read beside ``results_path`` (and ``baseline_path``,
+    when that is a run's own results file with its transcripts)."""
+    script, style = _assets()
+    c_by, b_by = _by_task(results), (_by_task(baseline) if baseline is not None else {})
+    if comparison is not None:
+        stat_tasks = [t.task for t in comparison.tasks if t.status == "compared"]
+    else:
+        stat_tasks = sorted(results.suite.tasks)
+    c_stats = arm_stats(c_by, stat_tasks, level, seed)
+    b_stats = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
+    rows = _task_rows(results, baseline, comparison)
+    sections = []
+    for i, row in enumerate(rows):
+        tid = row["task"]
+        sections.append({
+            "anchor": f"task-{i}", "row": row,
+            "candidate": _run_views(c_by.get(tid, []), results_path, True),
+            "baseline": (_run_views(b_by.get(tid, []), baseline_path, True)
+                         if baseline is not None else None)})
+        row["anchor"] = f"task-{i}"
+        row["candidate_cell"] = _rate(row["candidate_passed"], row["candidate_runs"],
+                                      row["candidate_errors"])
+        row["baseline_cell"] = _rate(row["baseline_passed"], row["baseline_runs"],
+                                     row["baseline_errors"])
+    c_valid = _valid(results.runs)
+    b_valid = _valid(baseline.runs) if baseline is not None else None
+    plots = [p for p in (
+        histogram("Turns", lambda v: f"{v:.0f}", [r.turns for r in c_valid],
+                  [r.turns for r in b_valid] if b_valid is not None else None),
+        histogram("Cost", usd, [r.cost_usd for r in c_valid],
+                  [r.cost_usd for r in b_valid] if b_valid is not None else None),
+    ) if p is not None]
+    data = {"tasks": [{k: row[k] for k in ("task", "label", "group", "flaky", "p", "turns",
+                                             "cost", "reasons", "anchor")}
+                      | {"candidate_rate": (row["candidate_passed"] / row["candidate_runs"]
+                                            if row["candidate_runs"] else None),
+                         "baseline_rate": (row["baseline_passed"] / row["baseline_runs"]
+                                           if row["baseline_runs"] else None)}
+                      for row in rows]}
+    summary = results.summary
+    if comparison is not None:
+        verdict = {"pass": "No regression", "regression": "Regression",
+                   "inconclusive": "Inconclusive"}[comparison.verdict]
+        headline = comparison.headline
+    else:
+        verdict = "Results alone (no baseline, no verdict)"
+        headline = (f"{summary.passed}/{summary.total} valid runs passed"
+                    + (f" ({pct(summary.pass_rate)})" if summary.pass_rate is not None else "")
+                    + f", {summary.errors} infra error{'s' if summary.errors != 1 else ''}, "
+                    f"{len(results.suite.tasks)} tasks.")
+    arms = [("this run", results)] + ([("baseline", baseline)] if baseline is not None else [])
+    return _env().get_template("report.html.j2").render(
+        csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
+        verdict=verdict, verdict_class=comparison.verdict if comparison else "alone",
+        headline=headline, reasons=comparison.reasons if comparison else [],
+        power=comparison.power.statement if comparison and comparison.power else None,
+        interrupted=[n for _, a in arms if (n := a.interruption_note())],
+        metrics=_metric_rows(comparison, c_stats, b_stats, level),
+        level=f"{level * 100:g} %", with_baseline=baseline is not None,
+        stat_tasks=len(stat_tasks),
+        rows=rows, sections=sections,
+        pass_plot=pass_rate_plot(rows, level, baseline is not None),
+        plots=plots,
+        arms=[{"name": n, "model": a.model, "commit": (a.commit or "unknown")[:12],
+               "created_at": a.created_at, "kind": a.agent.kind,
+               "fingerprint": a.agent.fingerprint[:24], "runs": len(a.runs),
+               "gate_version": a.gate_version} for n, a in arms],
+        agent_changes=comparison.agent_changes if comparison else [],
+        run_url=run_url if run_url and run_url.startswith(("https://", "http://")) else None,
+        data_json=_json_for_script(data),
+    )
