@@ -32,7 +32,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("gate.cli._report", "report",
                "Write RESULTS as one self-contained HTML report, against a baseline when given."),
     "run": ("gate.cli._run", "run",
-            "Run the suite and write a results file (written as runs land, atomically)."),
+            "Run the suite and write a results file (each run journaled as it lands; the file "
+            "is written from the journal at the end, and marked incomplete until then)."),
     "sim": ("gate.cli._sim", "sim",
             "The simulator: a local Messages API with a simulated model (no network, no key)."),
     "validate": ("gate.cli._validate", "validate",
