@@ -222,7 +222,6 @@ def project(tmp_path: Path) -> Iterator[Project]:
 @pytest.fixture
 def sim_project(tmp_path: Path) -> Iterator[Project]:
     """The built-in agent against the simulator: the model's behaviour responds to gate.toml."""
-    pytest.importorskip("gate.sim")
     yield from _project(tmp_path, sim=True)
 
 
@@ -654,7 +653,6 @@ def _push_event(checkout: Path) -> Path:
 
 def test_push_to_main_pools_the_baseline_commits_it_and_feeds_the_trend(
         project: Project) -> None:
-    pytest.importorskip("gate.baseline")
     main = project.clone("main-ci")
     before = json.loads((main / "baseline.json").read_text())
     event = _push_event(main)
@@ -684,7 +682,6 @@ def test_push_to_main_pools_the_baseline_commits_it_and_feeds_the_trend(
 
 
 def test_push_to_main_can_leave_the_baseline_as_a_file(project: Project) -> None:
-    pytest.importorskip("gate.baseline")
     main = project.clone("main-ci")
     head = sh(main, "git", "rev-parse", "HEAD")
     run = project.gate_ci(main, event="push", event_path=_push_event(main),

@@ -145,7 +145,6 @@ def test_pr_run_fetches_the_base_branch_with_its_own_token(
 def test_main_run_pushes_the_refreshed_baseline_with_its_own_token(
     private: tuple[Project, GitOverHTTP],
 ) -> None:
-    pytest.importorskip("gate.baseline")
     project, server = private
     main = _clone(server, project, "main-ci", "main")
     event = main.parent / "push-event.json"

@@ -44,7 +44,6 @@ def project(tmp_path: Path) -> Iterator[Project]:
 
 @pytest.fixture
 def sim_project(tmp_path: Path) -> Iterator[Project]:
-    pytest.importorskip("gate.sim")
     yield from _project(tmp_path, sim=True)
 
 

@@ -256,7 +256,6 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
 
 @pytest.fixture
 def sim_project(tmp_path: Path) -> Iterator[Project]:
-    pytest.importorskip("gate.sim")
     yield from _project(tmp_path, sim=True)
 
 

@@ -36,7 +36,6 @@ RUNNER_INPUTS = {"python-version": "with", "working-directory": "working-directo
 
 @pytest.fixture
 def sim_repo(tmp_path: Path) -> Iterator[Project]:
-    pytest.importorskip("gate.sim")
     (tmp_path / "repo").mkdir()
     yield from _project(tmp_path / "repo", sim=True)
 
