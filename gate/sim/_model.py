@@ -27,9 +27,10 @@ first reads that ``SKILL.md`` with the shell tool (turn 0, whatever the outcome)
 *works* only when that read returned its text (front matter with ``name: <target>``) and the
 text does not hold :data:`NO_EFFECT_MARKER`; then the chance of solving rises — the same draw
 ``u`` against ``p + (1 - p) * SKILL_LIFT``, so every episode solved without the skill is solved
-with it — and the look phase is cut to one turn. A skill that is not the task's target is never
-read and changes nothing but the prompt's length; a listed target that does not work costs its
-read turn and helps nothing.
+with it — and its read replaces the look phase (the skill says how to go about the task), so a
+solved episode takes fewer turns whenever the task has more than one look. A skill that is
+not the task's target is never read and changes nothing but the prompt's length; a listed
+target that does not work costs its read turn and helps nothing.
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ class TaskScript:
         diff = self.task.difficulty or "medium"
         total = TURNS.get(diff, TURNS["medium"])
         acts = _group(list(self.steps), MAX_ACT_TURNS.get(diff, 2))
-        n_looks = 1 if short else max(1, total - 2 - len(acts))
+        n_looks = 0 if short else max(1, total - 2 - len(acts))  # a working skill: no looks
         looks = [Action("look", _look_text(i), self.looks[i % len(self.looks)])
                  for i in range(n_looks)]
         check = Action("check", "Let me check that it works now.", self.check)
@@ -235,7 +236,7 @@ class TaskScript:
             return [*looks, *[Action("act", _act_text(i), self.command(a))
                               for i, a in enumerate(acts)], check]
         if outcome == "give_up":
-            return looks[: max(1, rng.randint(1, len(looks)))]
+            return looks[: max(1, rng.randint(1, max(1, len(looks))))]
         if outcome == "partial":
             fixes = [s for s in self.steps if not _is_report(s)]
             k = rng.randint(0, max(0, len(fixes) - 1)) if len(fixes) > 1 else 0
