@@ -229,12 +229,16 @@ class _Lister(Agent):
 
     def __init__(self, probe: Path) -> None:
         self.probe = probe
+        self.said: list[str] = []
 
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
         res = sandbox.exec("find .claude -type f 2>/dev/null | sort; "
                            f"test -e {self.probe} && echo HOST-SKILLS-VISIBLE; "
                            "test -x .claude/skills/context-offloading/scripts/offload.sh "
-                           "&& echo EXECUTABLE", timeout=60)
+                           "&& echo EXECUTABLE; for d in .claude/skills/*/; do "
+                           'touch "$d/e" 2>/dev/null && rm "$d/e" && echo WRITABLE; done',
+                           timeout=60)
+        self.said.append(res.stdout)
         return AgentOutcome(final_message=res.stdout)
 
 
@@ -262,7 +266,7 @@ def _check_conditions(tmp_path: Path, provider: Any) -> list[str]:
     target = _run_listing(tmp_path, provider, "target")
     assert files(target) == [".claude/skills/context-offloading/SKILL.md",
                              ".claude/skills/context-offloading/scripts/offload.sh"]
-    assert "EXECUTABLE" in target
+    assert "EXECUTABLE" in target and "WRITABLE" in target  # the agent's own, like its files
     negative = _run_listing(tmp_path, provider, "negative")
     assert files(negative) == [".claude/skills/git-commit-messages/SKILL.md"]
     return target
@@ -423,3 +427,30 @@ def test_skills_are_not_in_the_repositorys_gate_toml() -> None:
     are turned on per condition, or by setting [agent] skills (README, Skills)."""
     assert load_config(REPO / "gate.toml").agent.skills is None
     assert os.path.isdir(BUNDLED_SKILLS)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_harbor_tasks_container_gets_exactly_its_conditions_skills(
+        engine: None, tmp_path: Path) -> None:  # noqa: F811
+    from tests.test_harbor import harbor_task
+
+    task = load_task(harbor_task(tmp_path / "tasks", "h"))
+    skills = load_skills(BUNDLED_SKILLS)
+    provider = make_provider("docker", SandboxOptions(base_dir=tmp_path / "ws"))
+    with provider:
+        for condition, want in [("control", []),
+                                ("target", [".claude/skills/context-offloading/SKILL.md",
+                                            ".claude/skills/context-offloading/scripts/"
+                                            "offload.sh"])]:
+            agent = _Lister(BUNDLED_SKILLS)
+            picked = [s for s in skills if s.name == "context-offloading"] \
+                if condition == "target" else []
+            res = run_one(task, 0, agent, provider=provider,
+                          options=RunOptions(condition=condition, skills=picked))
+            assert res.status == "failed", res.reason  # the verifier ran: reward 0
+            said = agent.said[0].split()
+            assert [f for f in said if f.startswith(".claude")] == want
+            assert "HOST-SKILLS-VISIBLE" not in said
+            if want:
+                assert "EXECUTABLE" in said and "WRITABLE" in said
