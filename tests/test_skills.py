@@ -454,3 +454,13 @@ def test_a_harbor_tasks_container_gets_exactly_its_conditions_skills(
             assert "HOST-SKILLS-VISIBLE" not in said
             if want:
                 assert "EXECUTABLE" in said and "WRITABLE" in said
+
+
+def test_the_skills_block_escapes_a_descriptions_markup_characters(tmp_path: Path) -> None:
+    from gate.agents._builtin import skills_block
+
+    write_skill(tmp_path / "skills", "demo",
+                front="name: demo\ndescription: \"Use when a < b & b > c, it's fine\"\n")
+    block = skills_block(load_skills(tmp_path / "skills"))
+    assert "<description>Use when a &lt; b &amp; b &gt; c, it's fine</description>" in block
+    assert block.count("<skill>") == 1 and "</available_skills>" in block

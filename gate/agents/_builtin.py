@@ -50,10 +50,12 @@ SKILLS_INTRO = (
 
 
 def skills_block(skills: Sequence[Skill], how: str = "with `read_file`") -> str:
-    """The system prompt's list of skills: names, descriptions, where each SKILL.md is."""
+    """The system prompt's list of skills: names, descriptions, where each SKILL.md is. Names
+    are safe by their pattern; a description holds no tags (gate.skills), its ``&<>`` are
+    escaped."""
     items = "".join(
-        f"<skill>\n<name>{escape(s.name)}</name>\n<description>{escape(s.description)}"
-        f"</description>\n<location>{escape(s.workspace_path)}</location>\n</skill>\n"
+        f"<skill>\n<name>{s.name}</name>\n<description>{escape(s.description, quote=False)}"
+        f"</description>\n<location>{s.workspace_path}</location>\n</skill>\n"
         for s in sorted(skills, key=lambda s: s.name))
     return f"{SKILLS_INTRO.format(how=how)}\n<available_skills>\n{items}</available_skills>\n"
 
