@@ -6,12 +6,19 @@ Relative paths in the file are relative to the file's directory.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gate._files import CONFIG_LIMIT, describe_validation_error, parse_toml, read_text
+from gate._files import (
+    CONFIG_LIMIT,
+    describe_validation_error,
+    parse_toml,
+    printable,
+    read_text,
+)
 from gate.errors import BadInput
 
 DEFAULT_CONFIG = "gate.toml"
@@ -162,14 +169,56 @@ class CISettings(_Strict):
         return v
 
 
+#: a named condition: lowercase letters, digits, ``_`` and ``-`` (it names runs in results)
+CONDITION_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_CONDITION_NAME = re.compile(CONDITION_NAME_PATTERN)
+#: the conditions every task gets from its metadata.json (gate.skills); not redefinable
+STANDARD_CONDITION_NAMES = ("control", "target", "negative", "full", "target_plus_one",
+                            "target_plus_unrelated")
+
+
+class ConditionConfig(_Strict):
+    """``[conditions.<name>]``: a named overlay, the same for every task: which of
+    ``[agent].skills`` its runs get (names of skill folders)."""
+
+    skills: list[str] = Field(default_factory=list)
+    description: str | None = Field(default=None, max_length=500)
+
+    @field_validator("skills")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        from gate.skills import SKILL_NAME_PATTERN
+
+        for name in v:
+            if not re.fullmatch(SKILL_NAME_PATTERN, name):
+                raise ValueError(f"{printable(name)!r} is not a skill name (lowercase letters, "
+                                 "digits and single hyphens)")
+        if len(set(v)) != len(v):
+            raise ValueError("a skill is listed twice")
+        return v
+
+
 class GateConfig(_Strict):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     suite: SuiteConfig = Field(default_factory=SuiteConfig)
     gate: GateSettings = Field(default_factory=GateSettings)
     ci: CISettings = Field(default_factory=CISettings)
+    conditions: dict[str, ConditionConfig] = Field(default_factory=dict)
     root: Path = Field(default_factory=Path.cwd, exclude=True)
     # the file this came from (None: no gate.toml, the defaults)
     source: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("conditions")
+    @classmethod
+    def _condition_names(cls, v: dict[str, ConditionConfig]) -> dict[str, ConditionConfig]:
+        for name in v:
+            if name in STANDARD_CONDITION_NAMES:
+                raise ValueError(f"{name!r} is a standard condition (from each task's "
+                                 "metadata.json); name the overlay otherwise")
+            if not _CONDITION_NAME.fullmatch(name):
+                raise ValueError(f"{printable(name)!r} is not a condition name (lowercase "
+                                 "letters, digits, '_' and '-'; at most 64 characters)")
+        return v
 
     def path(self, relative: str) -> Path:
         p = Path(relative)

@@ -40,6 +40,9 @@ def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:
         skills = Path(cfg.path(cfg.agent.skills))
         if not skills.is_dir():
             raise BadInput(f"[agent].skills: {skills} is not a directory")
+        from gate.skills import config_skills
+
+        config_skills(cfg)  # a broken skill is bad configuration, before anything runs
         parts["skills"] = digest_dir(skills)
     return parts
 

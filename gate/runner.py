@@ -14,11 +14,11 @@ import errno
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
@@ -27,6 +27,9 @@ from gate.sandbox import Sandbox, SandboxError, SandboxProvider, clip, make_prov
 from gate.secrets import Redactor
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
+
+if TYPE_CHECKING:
+    from gate.skills import Skill
 
 NOTES_LIMIT = 4000
 SCORE_LIMIT = 100_000  # bytes of .runner/score.json
@@ -74,6 +77,12 @@ class RunOptions:
     commit: str | None = None
     transcripts_dir: Path | None = None
     redactor: Redactor = field(default_factory=Redactor.from_environ)
+    # the skills a run's workspace gets (its condition's): the same for every task, or per
+    # task (gate.skills.skills_for: a standard condition's skills depend on the task)
+    skills: Sequence[Skill] | Callable[[Task], Sequence[Skill]] = ()
+
+    def skills_of(self, task: Task) -> list[Skill]:
+        return list(self.skills(task) if callable(self.skills) else self.skills)
 
 
 def _tail(text: str, limit: int = 200) -> str:
@@ -152,6 +161,10 @@ def run_one(
     sandbox: Sandbox | None = None
     try:
         sandbox = provider.create(task, run_name)
+        skills = opts.skills_of(task)
+        if skills:  # before setup and the agent; only what this run's condition has
+            sandbox.install_skills(skills)
+            record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
         if task.setup_script:
             res = sandbox.run_script("setup.sh", timeout=task.task_timeout(opts.task_timeout))
             record({"type": "setup", "returncode": res.returncode,
@@ -166,6 +179,7 @@ def run_one(
             base_url=meter_run.base_url if meter_run else None,
             api_key=meter_run.token if meter_run else None,
             record=record,
+            skills=tuple(skills),
         )
         try:
             outcome = agent.run(sandbox, ctx)

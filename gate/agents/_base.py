@@ -3,10 +3,13 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.sandbox import Sandbox
 from gate.tasks import Task
+
+if TYPE_CHECKING:
+    from gate.skills import Skill
 
 
 @dataclass
@@ -23,6 +26,8 @@ class RunContext:
     api_key: str | None = None
     # Appends one JSON-able event to the run's transcript (already redacted by the runner).
     record: Callable[[dict[str, Any]], None] = lambda event: None
+    # the skills installed in the workspace (at .claude/skills/<name>/) for this run
+    skills: tuple[Skill, ...] = ()
 
 
 @dataclass

@@ -5,6 +5,11 @@ moving breakpoint on the newest conversation turn, so every request re-reads the
 conversation so far from cache and writes only the new turn. Never more than 3 breakpoints.
 The system prompt is a Jinja2 template rendered for *every* request (``task_id``, ``workdir``,
 ``date``, ``now``), as real agents do: a per-request value in it really changes the prefix.
+
+Skills (the run's condition's, installed at ``.claude/skills/<name>/``) are offered by
+progressive disclosure: a second system block, after the configured prompt and the same for
+every request of the run, lists each skill's name, description and the path of its
+``SKILL.md``; the model reads the full file on demand with its tools.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import importlib
 import math
 import random
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from html import escape
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import jinja2
@@ -24,12 +31,33 @@ from gate.agents._base import Agent, AgentOutcome, RunContext
 from gate.agents._tools import TOOLS, run_tool
 from gate.sandbox import Sandbox
 
+if TYPE_CHECKING:
+    from gate.skills import Skill
+
 DEFAULT_SYSTEM_PROMPT = """\
 You are a careful software engineer working in a repository at {{ workdir }}.
 Use the tools to inspect the files, make the change, and check it. When you are done,
 reply with a short summary; if the task asks a question, state the answer plainly.
 """
 NOT_RETRYABLE = {400, 401, 403, 404, 413}
+SKILLS_INTRO = (
+    "# Skills\n"
+    "Skills are folders of instructions, scripts and references for particular kinds of work. "
+    "Each skill below has a name, a description of when to use it, and the path of its SKILL.md "
+    "(relative to your working directory). When the task matches a skill's description, read "
+    "that SKILL.md in full {how} before you start, and follow it; open the other files it "
+    "mentions only when you need them.\n")
+
+
+def skills_block(skills: Sequence[Skill], how: str = "with `read_file`") -> str:
+    """The system prompt's list of skills: names, descriptions, where each SKILL.md is. Names
+    are safe by their pattern; a description holds no tags (gate.skills), its ``&<>`` are
+    escaped."""
+    items = "".join(
+        f"<skill>\n<name>{s.name}</name>\n<description>{escape(s.description, quote=False)}"
+        f"</description>\n<location>{s.workspace_path}</location>\n</skill>\n"
+        for s in sorted(skills, key=lambda s: s.name))
+    return f"{SKILLS_INTRO.format(how=how)}\n<available_skills>\n{items}</available_skills>\n"
 
 
 def _transport_errors() -> tuple[type[Exception], ...]:
@@ -107,10 +135,14 @@ class BuiltinAgent(Agent):
         now = datetime.now(UTC)
         text = self._template.render(task_id=ctx.task.id, workdir=workdir,
                                      date=now.strftime("%Y-%m-%d"), now=now.isoformat())
-        block: dict[str, Any] = {"type": "text", "text": text}
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if ctx.skills:  # after the configured prompt, the same on every request: cached
+            how = ("with `read_file`" if any(t.name == "read_file" for t in self.tools)
+                   else "with your tools (e.g. `cat`)")
+            blocks.append({"type": "text", "text": skills_block(ctx.skills, how)})
         if (m := self._marker()):
-            block["cache_control"] = m
-        return [block]
+            blocks[-1]["cache_control"] = m
+        return blocks
 
     def _tool_schemas(self) -> list[dict[str, Any]]:
         schemas = [t.schema() for t in self.tools]

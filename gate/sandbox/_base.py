@@ -3,15 +3,18 @@ from __future__ import annotations
 import abc
 import shlex
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import BadInput
 from gate.secrets import scrubbed_env
 from gate.tasks import Task
+
+if TYPE_CHECKING:
+    from gate.skills import Skill
 
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
 
@@ -88,6 +91,11 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     def _write_file(self, path: str, content: str) -> None: ...
+
+    @abc.abstractmethod
+    def _put_dir(self, source: Path, dest: str) -> None:
+        """Copy the host folder ``source`` (regular files and folders, modes kept) to ``dest``
+        (relative to ``workdir``), replacing whatever is there, owned by the agent's user."""
 
     @abc.abstractmethod
     def _teardown(self) -> None:
@@ -167,6 +175,15 @@ class Sandbox(abc.ABC):
         """Write a regular file, creating parent directories; relative to ``workdir``."""
         self.check_open()
         self._write_file(path, content)
+
+    def install_skills(self, skills: Sequence[Skill]) -> None:
+        """Put each skill's folder at ``.claude/skills/<name>/`` in the workspace, before
+        setup and the agent: a run's workspace holds exactly its condition's skills."""
+        from gate.skills import SKILLS_DIR
+
+        self.check_open()
+        for skill in skills:
+            self._put_dir(skill.path, f"{SKILLS_DIR}/{skill.name}")
 
     def close(self) -> None:
         """Tear down. Safe to call twice; never raises for a teardown that half failed."""

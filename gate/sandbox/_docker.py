@@ -46,7 +46,13 @@ from gate.sandbox._base import (
     SandboxProvider,
     clip,
 )
-from gate.sandbox._local import OUTPUT_LIMIT, make_workspace, read_inside, write_inside
+from gate.sandbox._local import (
+    OUTPUT_LIMIT,
+    copy_inside,
+    make_workspace,
+    read_inside,
+    write_inside,
+)
 from gate.sandbox._relay import serve
 from gate.tasks import Task, digest_dir
 
@@ -232,6 +238,21 @@ class DockerSandbox(Sandbox):
                     break
                 with contextlib.suppress(OSError):
                     os.lchown(p, uid, gid)
+
+    def _put_dir(self, source: Path, dest: str) -> None:
+        """Into the host's workspace: only ``/workspace`` is mounted into the containers, so
+        the repository's skills folder itself is never visible to a command."""
+        target = copy_inside(self.host_workdir, source, self._relative(dest))
+        if os.getuid() == 0:  # the command user must own what the gate puts there for it
+            uid, gid = _user()
+            for p in target.parents:
+                if p == self.host_workdir or not p.is_relative_to(self.host_workdir):
+                    break
+                os.lchown(p, uid, gid)
+            for dirpath, _dirs, filenames in os.walk(target):
+                os.lchown(dirpath, uid, gid)
+                for name in filenames:
+                    os.lchown(os.path.join(dirpath, name), uid, gid)
 
     def _teardown(self) -> None:
         with self._lock:

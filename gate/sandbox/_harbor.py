@@ -384,6 +384,39 @@ class HarborSandbox(Sandbox):
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot upload {source.name}/: {_first_line(exc)}") from exc
 
+    def _put_dir(self, source: Path, dest: str) -> None:
+        """``dest`` (in the image's ``WORKDIR``) replaced by a copy of ``source``, owned by the
+        agent's user (it may edit a skill's files as in any workspace)."""
+        target = self._abs(dest)
+        uid, gid = self._uid_gid(self._user(self.harbor.config.agent.user))
+        owned, parent = [target], posixpath.dirname(target)
+        while parent.startswith(self.workdir.rstrip("/") + "/"):  # .claude/skills, .claude
+            owned.append(parent)
+            parent = posixpath.dirname(parent)
+        self._root_sh(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)} && "
+                      f"chown {uid}:{gid} {' '.join(map(shlex.quote, owned))}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for p in sorted(source.rglob("*")):
+                if any(part in {"__pycache__", ".DS_Store", ".git"}
+                       for part in p.relative_to(source).parts):
+                    continue
+                info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
+                info.uid, info.gid = uid, gid
+                info.uname = info.gname = ""
+                if info.isreg():
+                    with p.open("rb") as fh:
+                        tf.addfile(info, fh)
+                elif info.isdir():
+                    tf.addfile(info)
+        try:
+            ok = self.provider.client().api.put_archive(self._cid, target, buf.getvalue())
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot put {source.name}/ in the container: "
+                               f"{_first_line(exc)}") from exc
+        if not ok:
+            raise SandboxError(f"the engine refused {source.name}/")
+
     def _root_sh(self, script: str) -> None:
         res = self._run(["sh", "-c", script], user="0", env={}, timeout=60)
         if res.returncode != 0:

@@ -245,6 +245,9 @@ class LocalSandbox(Sandbox):
     def _write_file(self, path: str, content: str) -> None:
         write_inside(self.host_workdir, path, content)
 
+    def _put_dir(self, source: Path, dest: str) -> None:
+        copy_inside(self.host_workdir, source, dest)
+
     def _teardown(self) -> None:
         if not self._keep:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -297,6 +300,21 @@ def write_inside(root: Path, path: str, content: str) -> Path:
             fh.write(data)
     finally:
         os.close(fd)
+    return target
+
+
+def copy_inside(root: Path, source: Path, dest: str) -> Path:
+    """Copy the host folder ``source`` to ``dest`` in the workspace at ``root`` (replacing
+    what is there; a ``dest`` resolving outside the workspace is refused); returns its path."""
+    target = resolve_inside(root, dest)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    resolve_inside(root, str(target.parent.relative_to(root.resolve())))  # made, still inside
+    shutil.copytree(source, target, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", ".DS_Store", ".git"))
     return target
 
 

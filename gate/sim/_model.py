@@ -19,6 +19,18 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 ``solution/solve.sh``, split at blank lines, grouped to fit), check (the task's test command, or
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
 verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
+
+Skills. A task's ``metadata.json`` may name its ``target_skill``. When the request's system
+prompt lists that skill (the path of its ``SKILL.md``, ``…/skills/<name>/SKILL.md``; or its
+name in an ``<available_skills>`` list, then at ``.claude/skills/<name>/SKILL.md``), the model
+first reads that ``SKILL.md`` with the shell tool (turn 0, whatever the outcome). The skill
+*works* only when that read returned its text (front matter with ``name: <target>``) and the
+text does not hold :data:`NO_EFFECT_MARKER`; then the chance of solving rises — the same draw
+``u`` against ``p + (1 - p) * SKILL_LIFT``, so every episode solved without the skill is solved
+with it — and its read replaces the look phase (the skill says how to go about the task), so a
+solved episode takes fewer turns whenever the task has more than one look. A skill that is
+not the task's target is never read and changes nothing but the prompt's length; a listed
+target that does not work costs its read turn and helps nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +64,10 @@ EPISODE_STRIDE = 1_000_000_000
 _MENTIONED_PATH = re.compile(r"`([\w][\w./-]*\.[A-Za-z0-9]+)`")
 _REPORT_LINE = re.compile(r"^\s*(echo|printf)\b")
 _NO_OUTPUT = re.compile(r"^\(.*no output.*\)$", re.IGNORECASE)  # agents' "(no output)" notes
+#: in a SKILL.md, this makes the simulator treat the skill as useless (a test's "broken" skill)
+NO_EFFECT_MARKER = "<!-- sim: no-effect -->"
+#: the share of the episodes failing without it that a working target skill turns into solves
+SKILL_LIFT = 0.75
 
 
 @dataclass(frozen=True)
@@ -76,10 +92,14 @@ class Reply:
 
 
 def decide_outcome(seed: int, model: str, task_id: str, difficulty: str | None,
-                   episode: int) -> str:
-    """``solve`` / ``give_up`` / ``partial`` / ``loop`` for one episode; pure and seeded."""
+                   episode: int, lift: float = 0.0) -> str:
+    """``solve`` / ``give_up`` / ``partial`` / ``loop`` for one episode; pure and seeded.
+    ``lift`` (a working skill) turns that share of the would-be failures into solves."""
     u = random.Random(f"outcome\0{seed}\0{task_id}\0{episode}").random()
     p = pass_rate(model, difficulty)
+    p = p + (1.0 - p) * lift
+    if p >= 1.0:
+        return "solve"
     if u < p:
         return "solve"
     v = (u - p) / (1.0 - p)
@@ -197,12 +217,18 @@ class TaskScript:
     def command(self, step: str) -> str:
         return f"{self.preamble}\n{step}" if self.preamble else step
 
-    def plan(self, outcome: str, rng: random.Random) -> list[Action]:
-        """The episode's turns, in order; the final answer is added by the caller."""
+    def plan(self, outcome: str, rng: random.Random, skill: SkillUse | None = None) -> list[Action]:
+        """The episode's turns, in order; the final answer is added by the caller. With the
+        task's target ``skill`` offered, its read comes first; a working one cuts the looks."""
+        lead = [Action("skill", f"This matches the {skill.name} skill; let me read it first.",
+                       f"cat {shlex.quote(skill.path)}")] if skill else []
+        return [*lead, *self._plan(outcome, rng, short=bool(skill and skill.works))]
+
+    def _plan(self, outcome: str, rng: random.Random, short: bool) -> list[Action]:
         diff = self.task.difficulty or "medium"
         total = TURNS.get(diff, TURNS["medium"])
         acts = _group(list(self.steps), MAX_ACT_TURNS.get(diff, 2))
-        n_looks = max(1, total - 2 - len(acts))
+        n_looks = 0 if short else max(1, total - 2 - len(acts))  # a working skill: no looks
         looks = [Action("look", _look_text(i), self.looks[i % len(self.looks)])
                  for i in range(n_looks)]
         check = Action("check", "Let me check that it works now.", self.check)
@@ -210,7 +236,7 @@ class TaskScript:
             return [*looks, *[Action("act", _act_text(i), self.command(a))
                               for i, a in enumerate(acts)], check]
         if outcome == "give_up":
-            return looks[: max(1, rng.randint(1, len(looks)))]
+            return looks[: max(1, rng.randint(1, max(1, len(looks))))]
         if outcome == "partial":
             fixes = [s for s in self.steps if not _is_report(s)]
             k = rng.randint(0, max(0, len(fixes) - 1)) if len(fixes) > 1 else 0
@@ -228,6 +254,42 @@ class TaskScript:
                 return (f"printf '\\n# handle the edge case described in the issue\\n' >> "
                         f"{shlex.quote(f)}")
         return "echo 'applied the change'"
+
+
+@dataclass(frozen=True)
+class SkillUse:
+    """The task's target skill as offered in a request: where its SKILL.md is, and whether
+    the model's read of it (turn 0 of the episode) shows a skill that works."""
+
+    name: str
+    path: str
+    works: bool
+
+
+def target_skill(task: Task) -> str | None:
+    name = task.metadata.get("target_skill")
+    return name if isinstance(name, str) and name and name != "none" else None
+
+
+def offered_skill(request: dict[str, Any], task: Task) -> tuple[str, str] | None:
+    """(name, SKILL.md path) of the task's target skill when the system prompt lists it."""
+    name = target_skill(task)
+    if name is None:
+        return None
+    system = _text_of(request.get("system"))
+    found = re.search(rf"[\w./~-]*skills/{re.escape(name)}/SKILL\.md", system)
+    if found:
+        return name, found.group(0)
+    if re.search(rf"<name>\s*{re.escape(name)}\s*</name>", system):
+        return name, f".claude/skills/{name}/SKILL.md"
+    return None
+
+
+def skill_works(read: list[str], name: str) -> bool:
+    """The read of a SKILL.md returned that skill's text, without the no-effect marker."""
+    text = "\n".join(read)
+    return (re.search(rf"(?m)^name:\s*['\"]?{re.escape(name)}['\"]?\s*$", text) is not None
+            and NO_EFFECT_MARKER not in text)
 
 
 def _look_text(i: int) -> str:
@@ -337,12 +399,17 @@ class SimModel:
             episode = (self._new_episode(task.id, str(request["model"]), run) if turn == 0
                        else 0)
         model = str(request["model"])
-        outcome = decide_outcome(self.seed, model, task.id, task.difficulty, episode)
+        skill: SkillUse | None = None
+        if (offer := offered_skill(request, task)) is not None:
+            works = turn > 0 and skill_works(_tool_outputs(messages, {0}, episode), offer[0])
+            skill = SkillUse(offer[0], offer[1], works)
+        outcome = decide_outcome(self.seed, model, task.id, task.difficulty, episode,
+                                 lift=SKILL_LIFT if skill and skill.works else 0.0)
         script = self.script(task)
         rng = random.Random(f"plan\0{self.seed}\0{task.id}\0{episode}")
-        plan = script.plan(outcome, rng)
-        if outcome == "loop":
-            action: Action | None = (
+        plan = script.plan(outcome, rng, skill)
+        if outcome == "loop":  # after the skill's read, if any: re-reading until out of turns
+            action: Action | None = plan[turn] if turn < len(plan) else (
                 Action("look", "Let me re-read that to be sure.",
                        script.looks[turn % len(script.looks)]) if turn < LOOP_LIMIT else None)
         else:
