@@ -269,3 +269,26 @@ def test_gate_merge_refuses_two_arms(tmp_path: Path) -> None:
     p = _gate(repo, "merge", "out.json", "base.json", "pr.json")
     assert p.returncode == 2, p.stdout + p.stderr
     assert "schedule" in p.stderr and not (repo / "out.json").exists()
+
+
+@pytest.mark.slow
+def test_gate_init_then_a_first_pr_is_judged_by_a_same_job_ab(tmp_path: Path) -> None:
+    """Adoption: `gate init` in an empty repository, pushed without a baseline; the first PR
+    is judged by a same-job A/B on the simulator, not failed for want of a baseline."""
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    sh(seed, "git", "init", "-q", "-b", "main")
+    init = _gate(seed, "init")
+    assert init.returncode == 0, init.stderr
+    assert "same-job A/B" in init.stdout
+    origin = _origin(tmp_path, seed)
+    with FakeGitHub(REPO, token=TOKEN) as gh:
+        project = Project(tmp_path, origin, gh)
+        ci = project.pr_branch("first", _readme)
+        run = project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "pass"
+    (comment,) = _marker_comments(gh)
+    assert "Judged by a same-job A/B against" in comment["body"]
+    assert "no baseline for `main` anywhere" in comment["body"]
+    assert load_results(ci / "results.base.json").schedule.arm == BASE  # type: ignore[union-attr]
