@@ -8,6 +8,7 @@ origin, main, PR branches), and ``gate run --ab`` + ``gate compare`` locally.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fake_github import FakeGitHub
+from test_ci import PR as PR_NUMBER
 from test_ci import (
     REPO,
     TOKEN,
@@ -117,6 +119,25 @@ def test_a_pr_that_breaks_the_agent_is_blocked_by_the_ab(fresh: Project) -> None
     pr = load_results(ci / "results.json")
     assert (base.summary.pass_rate or 0) >= 0.8 and pr.summary.pass_rate == 0.0
     assert base.agent.fingerprint != pr.agent.fingerprint
+
+    # the pair is re-judged from the stored files (the run's artifact): no suite run; a
+    # maintainer's accept label applies as on any verdict
+    stored = fresh.tmp / "artifact"
+    stored.mkdir()
+    for name in ("results.json", "results.base.json"):
+        shutil.copy(ci / name, stored / name)
+    (ci / "results.json").unlink()
+    fresh.gh.collaborators["alice"] = "maintain"
+    fresh.gh.label(PR_NUMBER, "gate:accept-regression", by="alice")
+    again = fresh.gate_ci(ci, "--rejudge", str(stored / "results.json"), "--sim",
+                          env={"ANTHROPIC_API_KEY": ""})
+    assert again.code == 0, again.stderr
+    assert again.outputs["verdict"] == "regression" and again.outputs["accepted"] == "true"
+    assert again.outputs["headline"] == run.outputs["headline"]
+    assert not (ci / "results.json").exists()  # nothing ran
+    (comment,) = _marker_comments(fresh.gh)
+    assert "same-job A/B against" in comment["body"]
+    assert "Re-judged on demand from stored results (`results.json`)" in comment["body"]
 
 
 @pytest.mark.slow

@@ -336,6 +336,8 @@ class _CI:
                        "branch itself, the default branch): the first one comes from the "
                        f"refresh on a push to {_code(base_branch)}"))
             baseline, results, mode = self.assess_ab(ys, why)
+            if self.opts.rejudge is not None:
+                notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
             comparison = judge(baseline, results, self.cfg.gate)  # same job: no drift guard
             return self.finish(ys, pr, baseline, results, comparison, notes, edited, mode)
         if text is None:
