@@ -126,12 +126,15 @@ def base_arm_config(measuring: GateConfig, *, root: Path, ref: str,
         tree.mkdir()
         _extract_tree(root, ref, tree, label)
         path = tree / rel
-        if not path.is_file():
+        if path.is_file():
+            if path.stat().st_size > CONFIG_LIMIT:
+                raise BadInput(f"{rel} on {label}: larger than {CONFIG_LIMIT:,} bytes")
+            base = parse_config(path.read_text(encoding="utf-8", errors="replace"),
+                                where=f"{rel} on {label}", root=path.parent)
+        elif gate_is_new(measuring, root=root, ref=ref):
             raise Unmeasurable(GATE_IS_NEW.format(config=rel, label=label))
-        if path.stat().st_size > CONFIG_LIMIT:
-            raise BadInput(f"{rel} on {label}: larger than {CONFIG_LIMIT:,} bytes")
-        base = parse_config(path.read_text(encoding="utf-8", errors="replace"),
-                            where=f"{rel} on {label}", root=path.parent)
+        else:  # a suite without a gate.toml on the base: the defaults, as the yardstick reads
+            base = GateConfig(root=path.parent)
         # the price table measures cost: the base branch's for both arms
         agent = base.agent.model_copy(update={"prices": measuring.agent.prices})
         yield GateConfig(agent=agent, suite=measuring.suite, gate=measuring.gate,
