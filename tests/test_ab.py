@@ -102,6 +102,7 @@ def test_a_pr_with_no_baseline_anywhere_is_judged_by_a_same_job_ab(fresh: Projec
     assert {r.arm for r in base.runs} == {BASE} and {r.arm for r in pr.runs} == {PR}
     assert len(base.runs) == len(pr.runs) == 9
     assert "judged by a same-job A/B against main" in run.stderr
+    assert "alpha #0 [base] (" in run.stderr and "alpha #0 [pr] (" in run.stderr
     run.no_secrets(fresh.gh)
 
 

@@ -483,7 +483,7 @@ def test_the_failure_comment_escapes_what_the_config_says(project: Project) -> N
     hostile = "@everyone <img src=x onerror=alert(1)> #12 acme/other#3 www.evil.example"
     toml = (seed / "gate.toml").read_text().replace('baseline = "baseline.json"',
                                                      f'baseline = "{hostile}.json"')
-    (seed / "gate.toml").write_text(toml)
+    (seed / "gate.toml").write_text(toml + '\n[ci]\njudge = "baseline"\n')  # no A/B
     sh(seed, "git", "commit", "-qam", "a hostile baseline path")
     sh(seed, "git", "push", "-q", "origin", "main")
     ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))
