@@ -158,6 +158,10 @@ class CISettings(_Strict):
     # when a comment is created: always | on-change | on-regression | never. An existing one
     # is always kept current (except never); `comment = false` is `never`
     comment_mode: Literal["always", "on-change", "on-regression", "never"] = "always"
+    # what a PR is judged against: "baseline" (the stored one; none anywhere is exit 3), "ab"
+    # (a same-job A/B against the base commit's agent, run in the PR's job: twice the cost,
+    # immune to provider drift), "auto" (the baseline when one exists, else the A/B)
+    judge: Literal["auto", "baseline", "ab"] = "auto"
 
 
     @field_validator("data_branch")

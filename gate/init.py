@@ -52,8 +52,8 @@ Next steps:
   4. Make the first baseline and commit it with the rest:
        gate run && gate baseline results.json     # needs ANTHROPIC_API_KEY
        git add gate.toml tasks .github/workflows baseline.json && git commit
-     (or push without one: the refresh on {self.branch} writes it; until then a PR has no
-     baseline to be judged against and its check says so)
+     (or push without one: the refresh on {self.branch} writes it; until then each PR is
+     judged by a same-job A/B against its base commit's agent, at twice the cost)
   5. Add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions),
      push to {self.branch}, and open a pull request: the check comments on it.
 """

@@ -85,8 +85,14 @@ class RunResult(_Open):
     task_digest: str | None = None
     score: dict[str, object] | None = None
     condition: str | None = None
+    # the arm of a same-job A/B that ran it ("base" or "pr"; gate/ab.py): each arm has its
+    # own results file, so the key needs no arm
+    arm: str | None = None
     commit: str | None = None
     created_at: str | None = None
+    # when the run started (ISO 8601, milliseconds): the order runs began in, e.g. the
+    # interleaving of a same-job A/B's arms
+    started_at: str | None = None
     # in a pooled baseline: the ``created_at`` of the results file (the refresh) it came from
     refresh: str | None = None
     transcript: str | None = None
@@ -239,6 +245,10 @@ def summarize(runs: Iterable[RunResult]) -> Summary:
 
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_iso_ms() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_results(

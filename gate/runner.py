@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
-from gate.results import RunResult, RunUsage, now_iso
+from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
 from gate.sandbox import Sandbox, SandboxError, SandboxProvider, clip, make_provider
 from gate.secrets import Redactor
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
@@ -74,6 +74,7 @@ class RunOptions:
     max_turns: int | None = None
     max_run_cost: float | None = None  # USD; the meter answers a run's requests past it
     condition: str | None = None
+    arm: str | None = None  # a same-job A/B's arm ("base" or "pr"): in the run's name too
     commit: str | None = None
     transcripts_dir: Path | None = None
     redactor: Redactor = field(default_factory=Redactor.from_environ)
@@ -147,8 +148,11 @@ def run_one(
     """Run one (task, replication). Always returns a result; always tears down."""
     opts = options or RunOptions()
     provider = provider or make_provider("local")
-    run_name = f"{task.id}-r{replication}"
+    # the arm is in the name: the meter, the transcripts and the simulator's draws keep the
+    # two arms of a same-job A/B apart
+    run_name = f"{task.id}-{opts.arm}-r{replication}" if opts.arm else f"{task.id}-r{replication}"
     start = time.monotonic()
+    started_at = now_iso_ms()
     transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
     record = _Transcript(transcript_path, opts.redactor)
     status: str = "error"
@@ -249,8 +253,10 @@ def run_one(
         task_digest=task.digest,
         score=score,
         condition=opts.condition,
+        arm=opts.arm,
         commit=opts.commit,
         created_at=now_iso(),
+        started_at=started_at,
         transcript=str(transcript_path) if transcript_path else None,
         capped=capped,
     )
@@ -262,9 +268,19 @@ def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple
     return [(t, r) for r in range(first, first + replications) for t in tasks]
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a same-job A/B: its agent and its run options (commit, turn cap,
+    transcripts), run through the same pool, sandboxes and meter as the other arm."""
+
+    name: str
+    agent: Agent
+    options: RunOptions
+
+
 def run_many(
-    work: list[tuple[Task, int]],
-    agent: Agent,
+    work: Sequence[tuple[Task, int]] | Sequence[tuple[Task, int, Arm]],
+    agent: Agent | None,
     *,
     jobs: int = 1,
     provider: SandboxProvider | None = None,
@@ -277,6 +293,8 @@ def run_many(
     """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands.
 
     ``admit(task, replication)``, asked as each run is about to start, may skip it (a budget).
+    An item ``(task, replication, arm)`` runs the arm's agent with the arm's options instead
+    of ``agent`` and ``options`` (a same-job A/B interleaves the two arms in one plan).
 
     On Ctrl-C (or any escape) queued runs are dropped and ``cancel`` is set, which makes the
     sandboxes built with it kill what they are running, so the gate stops in about a second.
@@ -284,10 +302,17 @@ def run_many(
     results: list[RunResult] = []
     lock = threading.Lock()
 
-    def one(item: tuple[Task, int]) -> RunResult | None:
-        if admit is not None and not admit(*item):
+    def one(item: tuple[Task, int] | tuple[Task, int, Arm]) -> RunResult | None:
+        task, replication = item[0], item[1]
+        if admit is not None and not admit(task, replication):
             return None
-        return run_one(item[0], item[1], agent, provider=provider, meter=meter, options=options)
+        if len(item) == 3:
+            arm = item[2]
+            return run_one(task, replication, arm.agent, provider=provider, meter=meter,
+                           options=arm.options)
+        assert agent is not None, "run_many: an item without an arm needs the agent"
+        return run_one(task, replication, agent, provider=provider, meter=meter,
+                       options=options)
 
     def land(res: RunResult | None) -> None:
         if res is None:

@@ -353,9 +353,13 @@ def test_shallow_checkout_fetches_the_base_and_asks_github_for_the_files(
 
 
 def test_missing_baseline_on_the_base_branch_exits_3(project: Project) -> None:
+    """With ``[ci] judge = "baseline"``; the default (auto) judges by a same-job A/B instead
+    (tests/test_ab.py)."""
     seed = project.tmp / "seed"
+    with (seed / "gate.toml").open("a") as fh:
+        fh.write('\n[ci]\njudge = "baseline"\n')
     sh(seed, "git", "rm", "-q", "baseline.json")
-    sh(seed, "git", "commit", "-q", "-m", "drop baseline")
+    sh(seed, "git", "commit", "-q", "-am", "drop baseline")
     sh(seed, "git", "push", "-q", "origin", "main")
     ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))
     run = project.gate_ci(ci)
@@ -478,7 +482,7 @@ def test_the_failure_comment_escapes_what_the_config_says(project: Project) -> N
     hostile = "@everyone <img src=x onerror=alert(1)> #12 acme/other#3 www.evil.example"
     toml = (seed / "gate.toml").read_text().replace('baseline = "baseline.json"',
                                                      f'baseline = "{hostile}.json"')
-    (seed / "gate.toml").write_text(toml)
+    (seed / "gate.toml").write_text(toml + '\n[ci]\njudge = "baseline"\n')  # no A/B
     sh(seed, "git", "commit", "-qam", "a hostile baseline path")
     sh(seed, "git", "push", "-q", "origin", "main")
     ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))

@@ -66,5 +66,6 @@ def progress(r: RunResult) -> None:
     """One line per landed run, on stderr."""
     mark = {"passed": "PASS", "failed": "FAIL", "error": "ERR "}[r.status]
     tail = f"  {r.reason}" if r.reason else ""
-    click.echo(f"{mark} {r.task} #{r.replication} ({r.turns} turns, ${r.cost_usd:.4f}, "
+    arm = f" [{r.arm}]" if r.arm else ""  # a same-job A/B's arm
+    click.echo(f"{mark} {r.task} #{r.replication}{arm} ({r.turns} turns, ${r.cost_usd:.4f}, "
                f"{r.duration_s:.1f}s){tail}", err=True)

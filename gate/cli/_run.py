@@ -19,6 +19,11 @@ from gate.shards import parse_shard
               help="Measure as a pull request into REF is measured: this checkout's [agent], "
                    "REF's tasks, [suite] and [gate] (read with git). Then `gate compare "
                    "--base-ref REF` judges exactly as CI does.")
+@click.option("--ab", "ab_ref", metavar="REF",
+              help="Same-job A/B: run REF's agent configuration ([agent] and the files it "
+                   "names, read with git) and this checkout's, interleaved, on REF's tasks and "
+                   "settings; writes OUTPUT (this checkout's) and OUTPUT's .base.json (REF's) "
+                   "for `gate compare`.")
 @click.option("--resume", is_flag=True,
               help="Continue a killed run from its journal (OUTPUT's .journal.jsonl): the runs "
                    "it finished are kept, the rest are run. Same configuration, suite, seed "
@@ -33,7 +38,7 @@ from gate.shards import parse_shard
 @click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
               help="Run only the I-th of N parts of the suite's tasks (balanced by the "
                    "baseline's durations); `gate merge` joins the parts.")
-def run(base_ref: str | None, resume: bool, max_cost: float | None,
+def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float | None,
         max_run_cost: float | None, shard: str | None, **kw: Any) -> None:
     """Run the suite and write a results file (each run journaled as it lands; the file is
     written from the journal at the end, and marked incomplete until then).
@@ -44,6 +49,11 @@ def run(base_ref: str | None, resume: bool, max_cost: float | None,
     req = dataclasses.replace(run_request(kw), resume=resume, max_cost=max_cost,
                               max_run_cost=max_run_cost,
                               shard=parse_shard(shard) if shard else None)
+    if ab_ref:
+        from gate.ab import run_ab_command
+
+        run_ab_command(req, ab_ref, base_ref, progress)
+        return
     with contextlib.ExitStack() as stack:
         if base_ref:
             from gate.github._git import toplevel

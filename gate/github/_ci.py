@@ -257,6 +257,11 @@ class _CI:
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
                                         server_url=self.env.server_url)
+        from gate.ab import GATE_IS_NEW, config_rel, gate_is_new
+
+        if gate_is_new(self.opts.run.config, root=root, ref=base_ref):
+            raise Unmeasurable(GATE_IS_NEW.format(config=config_rel(self.opts.run.config, root),
+                                                  label=base_branch))
         with open_yardstick(self.opts.run.config, root=root, ref=base_ref, label=base_branch,
                             tasks_override=self.opts.run.tasks_dir,
                             sources=self.baseline_sources(root, base_branch, base_ref)) as ys:
@@ -310,28 +315,40 @@ class _CI:
         return sources
 
     def assess(self, ys: Yardstick, pr: PullRequestInfo | None) -> _Judgement:
-        """Run the suite and compare it with the base branch's baseline."""
+        """Run the suite and compare it with the base branch's baseline, or (``[ci] judge``,
+        or no baseline anywhere) with the base commit's agent run in this job."""
         from gate.compare import judge
-        from gate.report import render_markdown
 
         root = self.repo_root()
         base_ref, base_branch = ys.ref, ys.label
         rel, text = ys.baseline_rel, ys.baseline_text
+        how = self.settings.judge
+        edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
+        notes: list[str] = []
+        if edited:
+            notes.append(render_note("baseline_edited", path=_code(rel),
+                                     branch=_code(base_branch)))
+        if how == "ab" or (how == "auto" and text is None):
+            forced = _code('[ci] judge = "ab"')
+            why = (Markup(f"{forced} on {_code(base_branch)}")
+                   if how == "ab" else Markup(
+                       f"no baseline for {_code(base_branch)} anywhere (the data branch, the "
+                       "branch itself, the default branch): the first one comes from the "
+                       f"refresh on a push to {_code(base_branch)}"))
+            baseline, results, mode = self.assess_ab(ys, why)
+            if self.opts.rejudge is not None:
+                notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
+            comparison = judge(baseline, results, self.cfg.gate)  # same job: no drift guard
+            return self.finish(ys, pr, baseline, results, comparison, notes, edited, mode)
         if text is None:
             raise Unmeasurable(
                 f"no {rel} on the base branch {base_branch}: the gate has nothing to compare "
                 f"with. Refresh it on {base_branch} first (this action on a push to "
                 f"{base_branch}, with baseline-refresh: commit or branch), or commit one made "
-                "by `gate run` + `gate baseline`")
+                "by `gate run` + `gate baseline`; or set [ci] judge = \"auto\" on "
+                f"{base_branch} to judge PRs by a same-job A/B until then")
         baseline = parse_results(text.encode(), f"{rel} on {ys.baseline_from}", "baseline")
-
-        notes: list[str] = ys.baseline_notes(baseline,
-                                             stale_after_days=self.settings.stale_after_days)
-        edited = pr is not None and self.pr_edits(root, base_ref, rel, pr)
-        if edited:
-            notes.append(render_note("baseline_edited", path=_code(rel),
-                                     branch=_code(base_branch)))
-        labels = self.labels(pr) if pr is not None else []
+        notes[:0] = ys.baseline_notes(baseline, stale_after_days=self.settings.stale_after_days)
         if self.opts.rejudge is not None:
             results = self.stored_results(self.opts.rejudge)
             notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
@@ -345,6 +362,43 @@ class _CI:
             results = self.run_suite()
         comparison = judge(baseline, results, self.cfg.gate,
                            parse_history(ys.history_text or ""))
+        return self.finish(ys, pr, baseline, results, comparison, notes, edited, None)
+
+    def assess_ab(self, ys: Yardstick, why: Markup) -> tuple[Results, Results, Markup]:
+        """The two arms of a same-job A/B (gate/ab.py): the base commit's agent and this
+        checkout's, run here interleaved (or, on a re-judge, the stored pair); and the
+        comment's line saying so, with what it cost."""
+        from gate.ab import ABRun, base_arm_config, base_output, describe, resolve_commit, run_ab
+
+        root = self.repo_root()
+        if self.opts.rejudge is not None:
+            base_path = base_output(self.opts.rejudge)
+            base = self.stored_results(base_path)
+            pair = ABRun(base, self.stored_results(self.opts.rejudge), base_path,
+                         self.opts.rejudge, base.commit)
+        else:
+            commit = resolve_commit(root, ys.ref)
+            self.log(f"gate ci: judged by a same-job A/B against {ys.label} "
+                     f"({(commit or '?')[:7]})'s agent: {why.striptags()}")
+            if self.cfg.gate.sequential:
+                self.log("gate ci: [gate] sequential does not apply to a same-job A/B: every "
+                         "replication runs in both arms")
+            req = self.run_request()
+            with base_arm_config(ys.config, root=root, ref=ys.ref, label=ys.label) as base_cfg:
+                pair = run_ab(req, base_cfg, base_commit=commit, on_result=self.opts.on_result)
+        self.log(f"gate ci: {describe(pair, markdown=False)}")
+        mode = Markup(f"{describe(pair, markdown=True)}: {why}. Both arms ran on "
+                      f"{_code(ys.label)}'s tasks and settings, interleaved run by run, "
+                      "so provider drift cannot tell them apart.")
+        return pair.base, pair.pr, mode
+
+    def finish(self, ys: Yardstick, pr: PullRequestInfo | None, baseline: Results,
+               results: Results, comparison: Comparison, notes: list[str], edited: bool,
+               mode: Markup | None) -> _Judgement:
+        """The verdict's policy on a PR (the accept label, fail-on-regression) and its report."""
+        from gate.report import render_markdown
+
+        labels = self.labels(pr) if pr is not None else []
         verdict = comparison.verdict
         code = int(comparison.exit_code)
         label = self.settings.accept_label
@@ -368,7 +422,7 @@ class _CI:
             shown = comparison.model_copy(update={
                 "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
         markdown = render_markdown(shown, run_url=self.env.run_url, notes=tuple(notes),
-                                   trend=trend, yardstick=ys.note())
+                                   trend=trend, yardstick=ys.note(), mode=mode)
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
 

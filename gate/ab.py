@@ -1,0 +1,368 @@
+"""Same-job A/B: the base commit's agent and the PR's, run in one job and judged as a pair.
+
+When no baseline exists anywhere (a first PR, a new base branch) — or when ``[ci] judge =
+"ab"`` asks for it — the PR is not judged against a stored baseline but against its base
+commit's agent, run here and now: the base's ``[agent]`` and the files it names (system
+prompt, skills), read from the base commit's tree extracted with git to a private directory.
+Everything that measures is the base branch's, for both arms (as for every PR judgement):
+the tasks, ``[suite]``, ``[gate]``, ``[ci]`` and the price table.
+
+The two arms share one plan, one pool of ``jobs``, one set of sandboxes and one meter (one
+simulator under ``--sim``), interleaved run by run: each (task, replication) runs both arms,
+in the order base-PR for even pairs and PR-base for odd ones (ABBA), so neither arm always
+goes first. Both arms meet the same provider, the same time of day and the same load:
+exchangeable by construction and immune to provider drift, at twice the cost.
+
+Each arm is written to its own results file (``results.json`` for the PR's agent,
+``results.base.json`` for the base's; every run records its ``arm``, each file its
+``schedule.arm``), and :func:`gate.compare.judge` judges the pair like any other two files,
+so ``gate compare results.base.json results.json`` gives the same verdict.
+
+A same-job A/B is not journaled: ``--resume`` is refused (the pair is only judged whole).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate._files import CONFIG_LIMIT
+from gate._git import current_commit
+from gate.agents import agent_kind
+from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.cost import price_table
+from gate.errors import BadInput, Unmeasurable
+from gate.fingerprint import fingerprint, fingerprint_parts
+from gate.github import _git
+from gate.meter import METERING, MeterProxy
+from gate.results import (
+    AgentInfo,
+    Interruption,
+    MissingRun,
+    Results,
+    RunResult,
+    Schedule,
+    new_results,
+    write_results,
+)
+from gate.run import (
+    RunRequest,
+    _bypass_proxies_for_loopback,
+    _mark_interrupted,
+    _upstream,
+    build_agent,
+    suite_info,
+)
+from gate.runner import Arm, RunOptions, run_many
+from gate.sandbox import admit, suite_sandboxes
+from gate.tasks import Task, load_suite
+
+BASE, PR = "base", "pr"
+
+#: Why a PR that adds the gate cannot be judged at all (exit 3).
+GATE_IS_NEW = (
+    "{config} does not exist on the base branch {label}: this pull request adds the gate. "
+    "Nothing on {label} can measure it yet (no tasks, no baseline, no agent to run a "
+    "same-job A/B against), so it is not judged. Once it is merged, the refresh on a push to "
+    "{label} writes the first baseline; until then every later PR is judged by a same-job "
+    "A/B against its base commit's agent")
+
+
+def base_output(output: Path) -> Path:
+    """Where the base arm's results go: ``results.json`` → ``results.base.json``."""
+    return output.with_name(f"{output.stem}.{BASE}{output.suffix or '.json'}")
+
+
+def ab_plan(tasks: list[Task], replications: int, base: Arm, pr: Arm,
+            first: int = 0) -> list[tuple[Task, int, Arm]]:
+    """Every (task, replication) for both arms, replication-major, the two arms of each pair
+    next to each other in ABBA order: base first on even pairs, the PR first on odd ones."""
+    out: list[tuple[Task, int, Arm]] = []
+    pair = 0
+    for rep in range(first, first + replications):
+        for task in tasks:
+            order = (base, pr) if pair % 2 == 0 else (pr, base)
+            out += [(task, rep, arm) for arm in order]
+            pair += 1
+    return out
+
+
+def config_rel(cfg: GateConfig, root: Path) -> str:
+    """gate.toml's path in the repository, as the checkout names it."""
+    source = cfg.source or (cfg.root / DEFAULT_CONFIG)
+    parent = _git.repo_relative(root, source.parent)
+    return source.name if parent == "." else f"{parent}/{source.name}"
+
+
+def gate_is_new(cfg: GateConfig, *, root: Path, ref: str) -> bool:
+    """Whether ``ref`` has neither this checkout's gate.toml nor its task suite: the PR adds
+    the gate, and nothing on the base can measure it."""
+    if cfg.source is None:
+        return False  # no gate.toml here either: the defaults on both sides
+    rel = config_rel(cfg, root)
+    tasks = _git.repo_relative(root, cfg.path(cfg.suite.tasks))
+    return all(_git.git(root, "cat-file", "-e", f"{ref}:{p}").returncode != 0
+               for p in (rel, tasks))
+
+
+@contextlib.contextmanager
+def base_arm_config(measuring: GateConfig, *, root: Path, ref: str,
+                    label: str | None = None) -> Iterator[GateConfig]:
+    """The base commit's agent configuration: ``[agent]`` of its gate.toml, the files it names
+    resolved in its tree (extracted with ``git archive`` to a private directory that lives
+    until the block ends); everything else ``measuring``'s (the base branch's yardstick)."""
+    label = label or ref
+    rel = config_rel(measuring, root)
+    with tempfile.TemporaryDirectory(prefix="gate-ab-base-") as tmp:
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        _extract_tree(root, ref, tree, label)
+        path = tree / rel
+        if path.is_file():
+            if path.stat().st_size > CONFIG_LIMIT:
+                raise BadInput(f"{rel} on {label}: larger than {CONFIG_LIMIT:,} bytes")
+            base = parse_config(path.read_text(encoding="utf-8", errors="replace"),
+                                where=f"{rel} on {label}", root=path.parent)
+        elif gate_is_new(measuring, root=root, ref=ref):
+            raise Unmeasurable(GATE_IS_NEW.format(config=rel, label=label))
+        else:  # a suite without a gate.toml on the base: the defaults, as the yardstick reads
+            base = GateConfig(root=path.parent)
+        # the price table measures cost: the base branch's for both arms
+        agent = base.agent.model_copy(update={"prices": measuring.agent.prices})
+        yield GateConfig(agent=agent, suite=measuring.suite, gate=measuring.gate,
+                         ci=measuring.ci, root=path.parent, source=path)
+
+
+def _extract_tree(root: Path, ref: str, dest: Path, label: str) -> None:
+    proc = subprocess.Popen(["git", "archive", "--format=tar", ref], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            tar.extractall(dest, filter="data")
+    except tarfile.TarError:
+        pass  # git says why on stderr
+    finally:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        proc.wait()
+    if proc.returncode != 0:
+        last = next((ln for ln in reversed(err.splitlines()) if ln.strip()), "git archive failed")
+        raise BadInput(f"{label}: cannot read the base commit's tree for a same-job A/B "
+                       f"({last.strip()[:200]})")
+
+
+@dataclass
+class ABRun:
+    """The two arms of a same-job A/B, each a complete results file."""
+
+    base: Results
+    pr: Results
+    base_path: Path
+    pr_path: Path
+    base_commit: str | None
+
+    @property
+    def runs_each(self) -> int:
+        return max(len(self.base.runs), len(self.pr.runs))
+
+    @property
+    def cost_usd(self) -> float:
+        """What both arms really cost (measured cost plus the suite overhead)."""
+        return sum((r.summary.spend_usd if r.summary.spend_usd is not None
+                    else r.summary.cost_usd) for r in (self.base, self.pr))
+
+
+def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
+           on_result: Callable[[RunResult], None] | None = None) -> ABRun:
+    """Run the base commit's agent (``base_cfg``) and the PR's (``req.config``) on the suite
+    of ``req`` (the base branch's), interleaved; write ``base_output(req.output)`` and
+    ``req.output``. ``req.agent_kind`` and ``req.model`` override both arms alike."""
+    if req.resume:
+        raise BadInput("--resume: a same-job A/B is not journaled (its two arms are judged "
+                       "only together); run it afresh")
+    if req.max_cost is not None or req.shard is not None:
+        raise BadInput("--max-cost and --shard do not apply to a same-job A/B (its two arms "
+                       "are run and judged whole)")
+    cfg = req.config
+    tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
+    cancel = threading.Event()
+    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
+    configs = {BASE: base_cfg, PR: cfg}
+    kinds = {arm: req.agent_kind or c.agent.kind for arm, c in configs.items()}
+    suite = load_suite(tasks_dir, req.task_ids or None)
+    for kind in dict.fromkeys(kinds.values()):  # what either arm cannot run is run by neither
+        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox)
+    if not suite.tasks:
+        provider.close()
+        raise BadInput(f"{tasks_dir}: no loadable task"
+                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
+                          if suite.problems else ""))
+    replications = req.replications or cfg.suite.replications
+    jobs = req.jobs or cfg.suite.jobs
+    outputs = {BASE: base_output(req.output), PR: req.output}
+    commits = {BASE: base_commit, PR: current_commit(cfg.root)}
+    prices = price_table(cfg.agent.prices)
+    arms: dict[str, Arm] = {}
+    infos: dict[str, tuple[AgentInfo, str]] = {}
+    for name, arm_cfg in configs.items():
+        kind = kinds[name]
+        spec = agent_kind(kind)
+        model = req.model or arm_cfg.agent.model
+        if req.model:
+            arm_cfg = arm_cfg.model_copy(update={
+                "agent": arm_cfg.agent.model_copy(update={"model": model})})
+        parts = fingerprint_parts(arm_cfg, kind)
+        if spec.uses_model:
+            prices.resolve(model)  # an unknown model is exit 2 before anything runs
+        label = f"{model} (simulator)" if req.sim and spec.uses_model else model
+        agent = build_agent(arm_cfg, kind, model, label)
+        stem = outputs[name].with_name(outputs[name].stem)
+        options = RunOptions(
+            verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
+            max_turns=arm_cfg.agent.max_turns, commit=commits[name], arm=name,
+            transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
+            max_run_cost=req.max_run_cost)
+        arms[name] = Arm(name, agent, options)
+        infos[name] = (AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
+                       agent.model_label())
+    work = ab_plan(list(suite.tasks), replications, arms[BASE], arms[PR],
+                   req.first_replication)
+    uses_model = any(agent_kind(k).uses_model for k in kinds.values())
+
+    with contextlib.ExitStack() as stack:
+        stack.callback(provider.close)
+        meter: MeterProxy | None = None
+        upstream = "none"
+        stem = req.output.with_name(req.output.stem)
+        ledger = Path(f"{stem}.sim-ledger.jsonl")
+        if uses_model:
+            base_url, credential, header_name, upstream = stack.enter_context(
+                _upstream(req, suite, ledger))
+            _bypass_proxies_for_loopback()
+            run_header: str | None = None
+            if upstream == "simulator":
+                from gate.sim._model import RUN_HEADER
+
+                run_header = RUN_HEADER
+            meter = stack.enter_context(MeterProxy(
+                base_url, credential, prices, credential_header=header_name,
+                observer=req.request_observer, run_header=run_header))
+        results: dict[str, Results] = {}
+        for name in (BASE, PR):
+            extra: dict[str, Any] = {
+                "replications": req.first_replication + replications, "upstream": upstream,
+                "price_table": prices.date,
+                "ab": {"arm": name, "base_commit": base_commit, "pr_commit": commits[PR],
+                       "order": "ABBA per task and replication",
+                       "other_arm": str(outputs[PR if name == BASE else BASE].name)}}
+            if suite.problems:
+                extra["problems"] = {p.name: p.reason for p in suite.problems}
+            if req.task_ids:
+                extra["selected_tasks"] = sorted(req.task_ids)
+            if upstream == "simulator":
+                extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+            if req.max_run_cost is not None:
+                extra["max_run_cost_usd"] = req.max_run_cost
+            info, model_label = infos[name]
+            res = new_results(
+                model=model_label, agent=info, suite=suite_info(suite), commit=commits[name],
+                schedule=Schedule(replications=req.first_replication + replications,
+                                  jobs=jobs, metering=METERING, arm=name), **extra)
+            res.interrupted = Interruption(
+                reason="incomplete: the same-job A/B has not finished",
+                missing=[MissingRun(task=t.id, replication=r) for t, r, a in work
+                         if a.name == name])
+            write_results(outputs[name], res)
+            results[name] = res
+        lock = threading.Lock()
+
+        def land(run: RunResult) -> None:
+            with lock:
+                results[run.arm or PR].runs.append(run)
+            if on_result:
+                on_result(run)
+
+        try:
+            run_many(work, None, jobs=jobs, provider=provider, meter=meter, on_result=land,
+                     cancel=cancel)
+        except BaseException as exc:
+            for name, res in results.items():
+                _mark_interrupted(res, [(t, r) for t, r, a in work if a.name == name], exc)
+                write_results(outputs[name], res)
+            raise
+        for name, res in results.items():
+            res.interrupted = None
+            res.runs.sort(key=lambda r: r.key)
+            if meter is not None and meter.unpriced:
+                res.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
+            write_results(outputs[name], res)
+    return ABRun(base=results[BASE], pr=results[PR], base_path=outputs[BASE],
+                 pr_path=outputs[PR], base_commit=base_commit)
+
+
+def resolve_commit(root: Path, ref: str) -> str | None:
+    r = _git.git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def run_local_ab(req: RunRequest, ref: str,
+                 on_result: Callable[[RunResult], None] | None = None,
+                 echo: Callable[[str], None] | None = None) -> ABRun:
+    """``gate run --ab REF``: REF's yardstick (tasks, [suite], [gate]) for both arms, REF's
+    agent against this checkout's, in one run."""
+    from gate.yardstick import open_yardstick
+
+    root = _git.toplevel(req.config.root)
+    with open_yardstick(req.config, root=root, ref=ref, tasks_override=req.tasks_dir) as ys:
+        for line in ys.lines(markdown=False):
+            if echo:
+                echo(f"yardstick: {line}")
+        joined = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
+        with base_arm_config(ys.config, root=root, ref=ref) as base_cfg:
+            return run_ab(joined, base_cfg, base_commit=resolve_commit(root, ref),
+                          on_result=on_result)
+
+
+def describe(pair: ABRun, *, markdown: bool) -> str:
+    """The line saying which mode judged and what it cost."""
+    sha = (pair.base_commit or "the base")[:7]
+    shown = f"`{sha}`" if markdown and pair.base_commit else sha
+    return (f"Judged by a same-job A/B against {shown}'s agent ({pair.runs_each} runs each, "
+            f"cost ${pair.cost_usd:.4f} total)")
+
+
+__all__ = ["BASE", "PR", "ABRun", "ab_plan", "base_arm_config", "base_output",
+           "describe", "gate_is_new", "run_ab", "run_local_ab"]
+
+
+def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
+                   on_result: Callable[[RunResult], None] | None) -> ABRun:
+    """``gate run --ab REF``, with its output and its exit (3 on too many infra errors)."""
+    import click
+
+    from gate.run import infra_gate
+
+    if base_ref and base_ref != ref:
+        raise BadInput(f"--ab {ref} measures with {ref}'s tasks and settings: --base-ref "
+                       f"{base_ref} names another yardstick")
+    pair = run_local_ab(req, ref, on_result=on_result,
+                        echo=lambda line: click.echo(line, err=True))
+    for what, res, path in (("base", pair.base, pair.base_path), ("this checkout", pair.pr,
+                                                                    pair.pr_path)):
+        s = res.summary
+        rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
+        click.echo(f"{what} ({res.model}): {s.passed}/{s.total} passed ({rate}), {s.errors} "
+                   f"errors, cost ${s.cost_usd:.4f} → {path}")
+    click.echo(f"{describe(pair, markdown=False)}; judge it with: gate compare "
+               f"{pair.base_path} {pair.pr_path}")
+    for res in (pair.base, pair.pr):
+        infra_gate(res, req.config.gate.max_infra_rate)
+    return pair
