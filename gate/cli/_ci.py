@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -64,6 +65,12 @@ from gate.run import RunRequest
               help="Judge these stored results (a run's artifact) instead of running the "
                    "suite: a PR re-judged after the accept label, or a workflow_dispatch on "
                    "a PR's branch. `true` means the --output file; empty or `false`: off.")
+@click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
+              help="A matrix job: run only the I-th of N parts of the suite and write its "
+                   "results (the action uploads them); no verdict, comment or refresh.")
+@click.option("--merge", "merge_dir", metavar="DIR", envvar="GATE_MERGE",
+              help="The matrix's judge job: merge the shards' results found under DIR into "
+                   "--output, then judge them (pr/check) or pool them (main); no suite run.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
@@ -71,7 +78,8 @@ def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
     history: str | None, fork_without_key: str | None, comment_author: str | None,
-    comment_id: str | None, comment_mode: str | None, rejudge: str | None, report_path: str,
+    comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
+    merge_dir: str | None, report_path: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -92,6 +100,10 @@ def ci(
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
         req = run_request(run_kw)
+        if shard and shard.strip():
+            from gate.shards import parse_shard
+
+            req = dataclasses.replace(req, shard=parse_shard(shard))
         config_path = req.config.source or config_path
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
@@ -100,6 +112,7 @@ def ci(
         run=req, mode=mode, report_path=Path(report_path), on_result=progress,
         default_comment_id=default_comment_id(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
+        merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, data_branch=data_branch, history=history,
