@@ -11,12 +11,7 @@ from typing import Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.config import GateConfig
-from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
-from gate.github._ci import MODES, is_comment_mode
-from gate.github._comment import default_comment_id
-from gate.github._sticky import COMMENT_MODES
-from gate.run import RunRequest
+from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
 
 
 @click.command()
@@ -93,13 +88,15 @@ def ci(
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
-    env = CIEnvironment.from_environ()
     config_path = run_kw["config_path"]
-    if is_comment_mode(mode, env.event_name):
+    if is_comment_mode(mode, os.environ.get("GITHUB_EVENT_NAME", "")):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
+        from gate.config import GateConfig
+        from gate.run import RunRequest
+
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
-        req = run_request(run_kw)
+        req = run_request(run_kw)  # a config error stops here, before gate ci loads
         if shard and shard.strip():
             from gate.shards import parse_shard
 
@@ -108,8 +105,14 @@ def ci(
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
     root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+    from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
+    from gate.github._comment import default_comment_id
+
+    env = CIEnvironment.from_environ()
+    shown = progress()
     opts = CIOptions(
-        run=req, mode=mode, report_path=Path(report_path), on_result=progress,
+        run=req, mode=mode, report_path=Path(report_path), on_result=shown.on_result,
+        on_start=shown.on_start,
         default_comment_id=default_comment_id(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
@@ -121,7 +124,12 @@ def ci(
         ),
         log=lambda line: click.echo(line, err=True),
     )
-    sys.exit(run_ci(opts, env))
+    try:
+        code = run_ci(opts, env)
+    finally:
+        shown.stop()
+    shown.finish()
+    sys.exit(code)
 
 
 def _rejudge_path(value: str | None, output: Path) -> Path | None:

@@ -55,6 +55,7 @@ from gate.github._history import (
     trend_entries,
     trend_markdown,
 )
+from gate.github._modes import MODES
 from gate.github._outputs import ActionsIO
 from gate.github._refresh import Outcome, Place, Refresh, State, data_paths, read_state, write_files
 from gate.github._rest import GitHubClient, GitHubError
@@ -69,17 +70,6 @@ if TYPE_CHECKING:
     from gate.yardstick import BaselineSource, Yardstick
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
-MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
-
-
-def is_comment_mode(mode: str, event_name: str) -> bool:
-    """Whether this invocation only posts another run's report (``workflow_run``).
-
-    Decided before anything is loaded: comment mode runs with a write token next to files a
-    fork wrote, so it reads no gate.toml and imports nothing from the working directory;
-    what it needs comes from the trusted workflow (the event, the inputs, the environment).
-    """
-    return mode == "comment" or (mode == "auto" and event_name == "workflow_run")
 
 NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
           "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
@@ -123,6 +113,7 @@ class CIOptions:
     # ``run.output`` and judged (pr/check) or pooled (main) instead of running the suite
     merge: Path | None = None
     on_result: Callable[[RunResult], None] | None = None
+    on_start: Callable[[Results, int], None] | None = None  # before the first run (its plan)
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
 
@@ -223,7 +214,8 @@ class _CI:
         return req
 
     def run_suite(self) -> Results:
-        return run_suite(self.run_request(), on_result=self.opts.on_result)
+        return run_suite(self.run_request(), on_result=self.opts.on_result,
+                         on_start=self.opts.on_start)
 
     def repo_root(self) -> Path:
         return _git.toplevel(self.cfg.root)
