@@ -135,10 +135,10 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         raise click.UsageError("--base-ref REF takes one argument, RESULTS" if base_ref else
                                "BASELINE and RESULTS are required (or --base-ref REF RESULTS)")
     with contextlib.ExitStack() as stack:
-        from gate.results import load_results
-
         if base_ref:
             ys = stack.enter_context(_yardstick(config_path, base_ref))
+            from gate.results import load_results
+
             settings = ys.config.gate
             results = load_results(paths[0])
             baseline = _base_baseline(ys)
@@ -154,6 +154,8 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
                 click.echo(f"yardstick: {line}", err=True)
         else:
             settings = load_config(config_path).gate
+            from gate.results import load_results
+
             results = load_results(paths[1])
             if not Path(paths[0]).exists():  # nothing to measure against: not bad input
                 raise Unmeasurable(f"{paths[0]}: baseline not found: this suite has no "
@@ -219,9 +221,9 @@ def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str 
     runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
     keeps only its new runs. Each run keeps its commit and date. Written atomically.
     """
+    cfg = load_config(config_path)
     from gate.baseline import promote_file
 
-    cfg = load_config(config_path)
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
     message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
     click.echo(f"{target}: {message}")
