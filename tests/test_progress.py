@@ -73,6 +73,20 @@ def test_ci_lines_come_per_10_percent_and_the_runs_fold_into_groups() -> None:
     assert re.search(r"all .*│\s+100 │\s+98 │\s+2 │", table), table
 
 
+def test_a_reason_cannot_forge_a_log_line() -> None:
+    """A failure's reason quotes the task's output (the PR's): it stays on its run's line."""
+    out = io.StringIO()
+    p = Progress(out, live=False, github=True, interval=1e9)
+    p.on_start(SimpleNamespace(runs=[]), 1)  # type: ignore[arg-type]
+    bad = _run(0, "failed").model_copy(
+        update={"reason": "verify exited 1: \n::endgroup::\n::error::forged\x1b[2J"})
+    p.on_result(bad)
+    lines = out.getvalue().splitlines()
+    assert not any(ln.startswith("::error") for ln in lines)
+    assert lines.count("::endgroup::") == 1 and "\x1b" not in out.getvalue()
+    assert "verify exited 1: \\n::endgroup::\\n::error::forged\\x1b[2J" in out.getvalue()
+
+
 def test_plain_ci_logs_show_failures_and_periodic_lines_only() -> None:
     out = io.StringIO()
     p = Progress(out, live=False, github=False, interval=1e9)

@@ -20,6 +20,8 @@ import time
 from collections import defaultdict
 from typing import IO, TYPE_CHECKING, Any
 
+from gate._files import printable
+
 if TYPE_CHECKING:
     from gate.results import Results, RunResult
 
@@ -29,8 +31,10 @@ TABLE_TASKS = 40
 
 
 def run_line(r: RunResult) -> str:
-    """One landed run, as one line."""
-    tail = f"  {r.reason}" if r.reason else ""
+    """One landed run, as one line: a reason quoting a task's output is escaped, so it can
+    neither start a line of its own (a forged ``::endgroup::`` or workflow command) nor
+    move the terminal's cursor."""
+    tail = f"  {printable(r.reason)}" if r.reason else ""
     return (f"{MARKS[r.status]} {r.task} #{r.replication} ({r.turns} turns, "
             f"${r.cost_usd:.4f}, {r.duration_s:.1f}s){tail}")
 
