@@ -6,12 +6,15 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gate.cli._options import progress, run_options, run_request
 from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
+
+if TYPE_CHECKING:
+    from gate.github import CIEnvironment, CIOptions
 
 
 @click.command()
@@ -105,7 +108,7 @@ def ci(
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
     root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
+    from gate.github import CIEnvironment, CIOptions, CIOverrides
     from gate.github._comment import default_comment_id
 
     env = CIEnvironment.from_environ()
@@ -130,6 +133,13 @@ def ci(
         shown.stop()
     shown.finish()
     sys.exit(code)
+
+
+def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
+    """gate ci's one library call (gate/github/_ci.py), loaded only when it runs."""
+    from gate.github import run_ci as run
+
+    return run(opts, env)
 
 
 def _rejudge_path(value: str | None, output: Path) -> Path | None:
