@@ -867,7 +867,13 @@ class _CI:
         files = sorted(p for p in where.rglob("*.json") if p.is_file())
         if not files:
             raise BadInput(f"{where}: no shard results (*.json) in it")
-        merged = merge([(p, load_results(p)) for p in files])
+        try:
+            merged = merge([(p, load_results(p)) for p in files])
+        except BadInput as exc:
+            if "missing" not in str(exc):
+                raise
+            raise BadInput(f"{exc}: a shard job whose gate failed uploads nothing (see that "
+                           "job's log)") from None
         write_results(self.opts.run.output, merged)
         if merged.interrupted is not None:
             raise Unmeasurable(f"the merged {merged.interruption_note()}: an incomplete run "
