@@ -624,8 +624,10 @@ def _triggers(wf: dict[str, Any]) -> dict[str, Any]:
 
 
 def _gate_step(wf: dict[str, Any]) -> dict[str, Any]:
+    """The step that judges: in a matrix of shards, the judge job's (the shards' only run)."""
     (step,) = [s for job in wf["jobs"].values() for s in job["steps"]
-               if "agent-gate" in str(s.get("uses", ""))]
+               if "agent-gate" in str(s.get("uses", ""))
+               and "shard" not in (s.get("with") or {})]
     return step
 
 

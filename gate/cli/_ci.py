@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.config import GateConfig
-from gate.github import CIEnvironment, CIOptions, CIOverrides, run_ci
-from gate.github._ci import MODES, is_comment_mode
-from gate.github._comment import default_comment_id
-from gate.github._sticky import COMMENT_MODES
-from gate.run import RunRequest
+from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
+
+if TYPE_CHECKING:
+    from gate.github import CIEnvironment, CIOptions
 
 
 @click.command()
@@ -64,6 +63,12 @@ from gate.run import RunRequest
               help="Judge these stored results (a run's artifact) instead of running the "
                    "suite: a PR re-judged after the accept label, or a workflow_dispatch on "
                    "a PR's branch. `true` means the --output file; empty or `false`: off.")
+@click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
+              help="A matrix job: run only the I-th of N parts of the suite and write its "
+                   "results (the action uploads them); no verdict, comment or refresh.")
+@click.option("--merge", "merge_dir", metavar="DIR", envvar="GATE_MERGE",
+              help="The matrix's judge job: merge the shards' results found under DIR into "
+                   "--output, then judge them (pr/check) or pool them (main); no suite run.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
@@ -71,7 +76,8 @@ def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
     history: str | None, fork_without_key: str | None, comment_author: str | None,
-    comment_id: str | None, comment_mode: str | None, rejudge: str | None, report_path: str,
+    comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
+    merge_dir: str | None, report_path: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -85,21 +91,34 @@ def ci(
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
-    env = CIEnvironment.from_environ()
     config_path = run_kw["config_path"]
-    if is_comment_mode(mode, env.event_name):
+    if is_comment_mode(mode, os.environ.get("GITHUB_EVENT_NAME", "")):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
+        from gate.config import GateConfig
+        from gate.run import RunRequest
+
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
-        req = run_request(run_kw)
+        req = run_request(run_kw)  # a config error stops here, before gate ci loads
+        if shard and shard.strip():
+            from gate.shards import parse_shard
+
+            req = dataclasses.replace(req, shard=parse_shard(shard))
         config_path = req.config.source or config_path
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
     root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+    from gate.github import CIEnvironment, CIOptions, CIOverrides
+    from gate.github._comment import default_comment_id
+
+    env = CIEnvironment.from_environ()
+    shown = progress()
     opts = CIOptions(
-        run=req, mode=mode, report_path=Path(report_path), on_result=progress,
+        run=req, mode=mode, report_path=Path(report_path), on_result=shown.on_result,
+        on_start=shown.on_start,
         default_comment_id=default_comment_id(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
+        merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, data_branch=data_branch, history=history,
@@ -108,7 +127,19 @@ def ci(
         ),
         log=lambda line: click.echo(line, err=True),
     )
-    sys.exit(run_ci(opts, env))
+    try:
+        code = run_ci(opts, env)
+    finally:
+        shown.stop()
+    shown.finish()
+    sys.exit(code)
+
+
+def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
+    """gate ci's one library call (gate/github/_ci.py), loaded only when it runs."""
+    from gate.github import run_ci as run
+
+    return run(opts, env)
 
 
 def _rejudge_path(value: str | None, output: Path) -> Path | None:

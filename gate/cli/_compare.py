@@ -1,4 +1,7 @@
-"""``gate compare`` and ``gate baseline``: thin shells over the compare, report, baseline libs."""
+"""``gate compare`` and ``gate baseline``: thin shells over the compare, report, baseline libs.
+
+The statistics (scipy, numpy), the results models and rich load after the config is read: a
+config error costs no more than ``gate --help`` (tests/test_cli_fast_start.py)."""
 
 from __future__ import annotations
 
@@ -9,18 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from gate._files import HISTORY_LIMIT, read_text
-from gate.cli._output import console
-from gate.compare import Comparison, judge
 from gate.config import load_config
 from gate.errors import Unmeasurable
-from gate.results import Results, load_results, parse_results
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from gate.compare import Comparison
+    from gate.results import Results
     from gate.yardstick import Yardstick
 
 
@@ -31,6 +33,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     Columns not in ``wrap`` stay on one line and are cut with an ellipsis when the terminal is
     narrow.
     """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for i, h in enumerate(headers):
         t.add_column(h, no_wrap=i not in wrap, overflow="fold" if i in wrap else "ellipsis")
@@ -40,8 +46,17 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     return t
 
 
+def console() -> Console:
+    """The terminal's console (gate/cli/_output.py), rich loaded only for a terminal view."""
+    from gate.cli._output import console as terminal
+
+    return terminal()
+
+
 def _rich_report(c: Comparison) -> None:
     """The terminal view: the same facts as ``render_text``, as rich tables."""
+    from rich.text import Text
+
     from gate.report._render import (
         _change,
         _interesting,
@@ -122,6 +137,8 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     with contextlib.ExitStack() as stack:
         if base_ref:
             ys = stack.enter_context(_yardstick(config_path, base_ref))
+            from gate.results import load_results
+
             settings = ys.config.gate
             results = load_results(paths[0])
             baseline = _base_baseline(ys)
@@ -137,6 +154,8 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
                 click.echo(f"yardstick: {line}", err=True)
         else:
             settings = load_config(config_path).gate
+            from gate.results import load_results
+
             results = load_results(paths[1])
             if not Path(paths[0]).exists():  # nothing to measure against: not bad input
                 raise Unmeasurable(f"{paths[0]}: baseline not found: this suite has no "
@@ -146,6 +165,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
             history_text, yardstick = None, None
     if history_path:
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
+    from gate.compare import judge
     from gate.github._history import parse_history
 
     comparison = judge(baseline, results, settings, parse_history(history_text or ""))
@@ -179,6 +199,8 @@ def _base_baseline(ys: Yardstick) -> Results:
     if ys.baseline_text is None:
         raise Unmeasurable(f"no {ys.baseline_rel} on {ys.label}: nothing to compare with (a "
                            f"PR into {ys.label} would be unmeasurable too)")
+    from gate.results import parse_results
+
     return parse_results(ys.baseline_text.encode(), f"{ys.baseline_rel} on {ys.label}",
                          "baseline")
 
@@ -199,9 +221,9 @@ def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str 
     runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
     keeps only its new runs. Each run keeps its commit and date. Written atomically.
     """
+    cfg = load_config(config_path)
     from gate.baseline import promote_file
 
-    cfg = load_config(config_path)
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
     message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
     click.echo(f"{target}: {message}")

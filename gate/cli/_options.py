@@ -1,19 +1,48 @@
-"""Options shared by every command that runs the suite (`gate run`, `gate ci`)."""
+"""Options shared by every command that runs the suite (`gate run`, `gate ci`).
+
+Imports nothing heavy at module level (the agents, the runner, rich): a command that fails on
+its config, or shows its help, never pays for them (tests/test_cli_fast_start.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from gate.agents import agent_kind_names
-from gate.config import load_config
-from gate.results import RunResult
-from gate.run import RunRequest
+if TYPE_CHECKING:
+    from gate.cli._progress import Progress
+    from gate.run import RunRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LazyChoice(click.Choice):
+    """A ``click.Choice`` whose values are loaded on first use (a flag's value, ``--help``),
+    not when the command's module is imported."""
+
+    def __init__(self, load: Callable[[], Sequence[str]]) -> None:
+        self._load = load
+        self._loaded: Sequence[str] | None = None
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        if self._loaded is None:
+            self._loaded = tuple(self._load())
+        return self._loaded
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:  # click.Choice.__init__ sets it
+        pass
+
+
+def _agent_kinds() -> list[str]:
+    from gate.agents import agent_kind_names
+
+    return agent_kind_names()
 
 _RUN_OPTIONS = [
     click.option("--config", "config_path", type=click.Path(dir_okay=False),
@@ -21,7 +50,7 @@ _RUN_OPTIONS = [
     click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
                  help="Suite directory (default: [suite].tasks)."),
     click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable)."),
-    click.option("--agent", "agent_kind", type=click.Choice(agent_kind_names()),
+    click.option("--agent", "agent_kind", type=LazyChoice(_agent_kinds),
                  envvar="GATE_AGENT", help="Agent kind (default: [agent].kind)."),
     click.option("--model", envvar="GATE_MODEL", help="Model id (default: [agent].model)."),
     click.option("--sim", is_flag=True, envvar="GATE_SIM",
@@ -51,9 +80,14 @@ def run_options(f: F) -> F:
 
 def run_request(kw: dict[str, Any]) -> RunRequest:
     """Build the run from the run options, popping them out of ``kw``."""
+    from gate.config import load_config
+
     o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
+    config = load_config(o["config_path"])  # a config error stops here, before the runner loads
+    from gate.run import RunRequest
+
     return RunRequest(
-        config=load_config(o["config_path"]), output=Path(o["output"]),
+        config=config, output=Path(o["output"]),
         tasks_dir=Path(o["tasks_dir"]) if o["tasks_dir"] else None,
         task_ids=list(o["task_ids"]), agent_kind=o["agent_kind"],
         replications=o["replications"], jobs=o["jobs"],
@@ -62,10 +96,9 @@ def run_request(kw: dict[str, Any]) -> RunRequest:
     )
 
 
-def progress(r: RunResult) -> None:
-    """One line per landed run, on stderr."""
-    mark = {"passed": "PASS", "failed": "FAIL", "error": "ERR "}[r.status]
-    tail = f"  {r.reason}" if r.reason else ""
-    arm = f" [{r.arm}]" if r.arm else ""  # a same-job A/B's arm
-    click.echo(f"{mark} {r.task} #{r.replication}{arm} ({r.turns} turns, ${r.cost_usd:.4f}, "
-               f"{r.duration_s:.1f}s){tail}", err=True)
+def progress() -> Progress:
+    """The run's progress on stderr: live on a terminal, plain lines (and GitHub log groups)
+    in CI, a summary table at the end (gate/cli/_progress.py)."""
+    from gate.cli._progress import Progress
+
+    return Progress()

@@ -1,16 +1,19 @@
+"""``gate run``. The runner, the agents and rich load after the config is read: a config
+error costs no more than ``gate --help`` (tests/test_cli_fast_start.py)."""
+
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gate.cli._options import progress, run_options, run_request
 from gate.errors import Unmeasurable
-from gate.results import Results
-from gate.run import infra_gate, run_suite
-from gate.shards import parse_shard
+
+if TYPE_CHECKING:
+    from gate.results import Results
 
 
 @click.command()
@@ -40,19 +43,27 @@ from gate.shards import parse_shard
                    "baseline's durations); `gate merge` joins the parts.")
 def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float | None,
         max_run_cost: float | None, shard: str | None, **kw: Any) -> None:
-    """Run the suite and write a results file (each run journaled as it lands; the file is
-    written from the journal at the end, and marked incomplete until then).
+    """Run the suite and write a results file (each run journaled as it lands; the file
+    is written from the journal at the end, and marked incomplete until then).
 
     Exit 3 when more than [gate].max_infra_rate of the runs were infra errors, or when
     --max-cost stopped the run early.
     """
-    req = dataclasses.replace(run_request(kw), resume=resume, max_cost=max_cost,
+    req = run_request(kw)
+    from gate.run import infra_gate, run_suite
+    from gate.shards import parse_shard
+
+    req = dataclasses.replace(req, resume=resume, max_cost=max_cost,
                               max_run_cost=max_run_cost,
                               shard=parse_shard(shard) if shard else None)
     if ab_ref:
         from gate.ab import run_ab_command
 
-        run_ab_command(req, ab_ref, base_ref, progress)
+        shown_ab = progress()
+        try:
+            run_ab_command(req, ab_ref, base_ref, shown_ab.on_result)
+        finally:
+            shown_ab.stop()
         return
     with contextlib.ExitStack() as stack:
         if base_ref:
@@ -65,7 +76,17 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
             req = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
-        results = run_suite(req, on_result=progress, on_start=_announce)
+        shown = progress()
+
+        def start(results: Results, todo: int) -> None:
+            _announce(results, todo)
+            shown.on_start(results, todo)
+
+        try:
+            results = run_suite(req, on_result=shown.on_result, on_start=start)
+        finally:
+            shown.stop()
+        shown.finish(results)
     s = results.summary
     rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"

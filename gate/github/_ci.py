@@ -55,6 +55,7 @@ from gate.github._history import (
     trend_entries,
     trend_markdown,
 )
+from gate.github._modes import MODES
 from gate.github._outputs import ActionsIO
 from gate.github._refresh import Outcome, Place, Refresh, State, data_paths, read_state, write_files
 from gate.github._rest import GitHubClient, GitHubError
@@ -69,17 +70,6 @@ if TYPE_CHECKING:
     from gate.yardstick import BaselineSource, Yardstick
 
 Mode = Literal["auto", "pr", "main", "check", "comment"]
-MODES: tuple[str, ...] = ("auto", "pr", "main", "check", "comment")
-
-
-def is_comment_mode(mode: str, event_name: str) -> bool:
-    """Whether this invocation only posts another run's report (``workflow_run``).
-
-    Decided before anything is loaded: comment mode runs with a write token next to files a
-    fork wrote, so it reads no gate.toml and imports nothing from the working directory;
-    what it needs comes from the trusted workflow (the event, the inputs, the environment).
-    """
-    return mode == "comment" or (mode == "auto" and event_name == "workflow_run")
 
 NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
           "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
@@ -119,7 +109,11 @@ class CIOptions:
     default_comment_id: str = DEFAULT_COMMENT_ID
     # judge these stored results (a run's artifact) instead of running the suite
     rejudge: Path | None = None
+    # a matrix's judge job: the directory of the shards' downloaded results, merged into
+    # ``run.output`` and judged (pr/check) or pooled (main) instead of running the suite
+    merge: Path | None = None
     on_result: Callable[[RunResult], None] | None = None
+    on_start: Callable[[Results, int], None] | None = None  # before the first run (its plan)
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
 
@@ -152,6 +146,7 @@ class _CI:
         self._client: GitHubClient | None = None
         self._author: str | None = None
         self._comment: PRComment | None = None
+        self.merged: Results | None = None  # the shards' results, merged (opts.merge)
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -219,7 +214,8 @@ class _CI:
         return req
 
     def run_suite(self) -> Results:
-        return run_suite(self.run_request(), on_result=self.opts.on_result)
+        return run_suite(self.run_request(), on_result=self.opts.on_result,
+                         on_start=self.opts.on_start)
 
     def repo_root(self) -> Path:
         return _git.toplevel(self.cfg.root)
@@ -349,7 +345,10 @@ class _CI:
                 f"{base_branch} to judge PRs by a same-job A/B until then")
         baseline = parse_results(text.encode(), f"{rel} on {ys.baseline_from}", "baseline")
         notes[:0] = ys.baseline_notes(baseline, stale_after_days=self.settings.stale_after_days)
-        if self.opts.rejudge is not None:
+        if self.merged is not None:
+            results = self.merged
+            notes.append(render_note("merged", count=_merged_count(results)))
+        elif self.opts.rejudge is not None:
             results = self.stored_results(self.opts.rejudge)
             notes.append(render_note("rejudged", path=_code(self.opts.rejudge.name)))
         elif self.cfg.gate.sequential:
@@ -523,10 +522,11 @@ class _CI:
         if not pr.base_ref:
             raise BadInput("the pull_request event names no base branch")
         with self.yardstick(pr.base_ref) as ys:
+            stored = self.opts.rejudge is not None or self.merged is not None
             if (self.needs_key and self.env.anthropic_api_key is None
-                    and self.env.secrets_withheld and self.opts.rejudge is None):
+                    and self.env.secrets_withheld and not stored):
                 return self.withheld(pr)
-            if self.opts.rejudge is None:
+            if not stored:
                 self.announce_running(pr)
             try:
                 j = self.assess(ys, pr)
@@ -696,7 +696,7 @@ class _CI:
         place = self.refresh_place(root, baseline_path, history_path) if branch else None
         git_state = _git.config_state(root) if place else ""
         start = self.refresh_start(root, place, baseline_path, history_path)
-        results = self.run_suite()
+        results = self.merged if self.merged is not None else self.run_suite()
         s = results.summary
         if s.total == 0:
             raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
@@ -866,6 +866,76 @@ class _CI:
                   create=creates(comment_mode(self.settings), None, failed=True),
                   what="posted")
 
+    # ----- a matrix of shards (docs/github.md, "Big suites") -------------------------------
+
+    def shard(self, mode: str) -> int:
+        """One matrix job: run this shard of the suite (the base branch's tasks for pr/check,
+        as a whole run would) and leave its results for the action's upload. No verdict, no
+        comment, no refresh: the judge job merges the shards and does those once."""
+        assert self.opts.run.shard is not None
+        index, count = self.opts.run.shard
+        if self.opts.rejudge is not None or self.opts.merge is not None:
+            raise BadInput("--shard runs one part of the suite; --rejudge and --merge judge "
+                           "finished results: the matrix's jobs and its judge job are separate")
+        if mode == "comment":
+            raise BadInput("--shard runs a part of the suite: not in comment mode")
+        if mode == "main" and self.env.pull_request is not None:
+            raise BadInput("--mode main on a pull request: use mode pr (or auto)")
+        if mode in ("pr", "check"):
+            pr = self.env.pull_request if mode == "pr" else None
+            if mode == "pr" and (pr is None or not pr.base_ref):
+                raise BadInput("--mode pr needs a pull_request event with a base branch")
+            base = pr.base_ref if pr is not None else (self.env.default_branch or "main")
+            with self.yardstick(base):
+                results = self.run_suite()
+        else:
+            results = self.run_suite()
+        artifact = f"agent-gate-shard-{index}-of-{count}"
+        s = results.summary
+        self.log(f"gate ci: shard {index}/{count}: {s.passed}/{s.total} passed, {s.errors} "
+                 f"errors → {self.opts.run.output} (artifact {artifact}); the judge job merges "
+                 "the shards")
+        self.io.summary(f"agent-gate: shard {index}/{count} of the suite ran "
+                        f"({len(results.runs)} runs, {s.passed}/{s.total} passed); the verdict "
+                        "comes from the job that merges the shards.\n")
+        self.io.set_outputs({"mode": mode, "verdict": "shard", "exit_code": 0,
+                             "shard": f"{index}/{count}", "shard_artifact": artifact,
+                             **self.outputs_for(results)})
+        return 0
+
+    def merge_shards(self, mode: str, where: Path) -> None:
+        """The judge job: every shard's results under ``where`` (the downloaded artifacts),
+        merged into the results file; judged (pr/check) or pooled into the baseline (main)
+        like a run of the whole suite. A missing or foreign shard is refused."""
+        from gate.results import load_results, write_results
+        from gate.shards import merge
+
+        if self.opts.rejudge is not None:
+            raise BadInput("--merge and --rejudge both name the results to judge: give one")
+        if mode not in ("pr", "check", "main"):
+            raise BadInput(f"--merge judges or refreshes a matrix's shards: not in mode {mode}")
+        if not where.is_dir():
+            raise BadInput(f"{where}: no directory of shard results (download the shards' "
+                           "artifacts into it first: actions/download-artifact with "
+                           "`pattern: agent-gate-shard-*`)")
+        files = sorted(p for p in where.rglob("*.json") if p.is_file())
+        if not files:
+            raise BadInput(f"{where}: no shard results (*.json) in it")
+        try:
+            merged = merge([(p, load_results(p)) for p in files])
+        except BadInput as exc:
+            if "missing" not in str(exc):
+                raise
+            raise BadInput(f"{exc}: a shard job whose gate failed uploads nothing (see that "
+                           "job's log)") from None
+        write_results(self.opts.run.output, merged)
+        if merged.interrupted is not None:
+            raise Unmeasurable(f"the merged {merged.interruption_note()}: an incomplete run "
+                               "is neither judged nor pooled")
+        self.log(f"gate ci: merged {len(files)} shards from {where}: {len(merged.runs)} runs "
+                 f"→ {self.opts.run.output}; no suite run")
+        self.merged = merged
+
     # ----- comment (workflow_run) ----------------------------------------------------------
 
     def comment(self) -> int:
@@ -921,6 +991,10 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
             raise BadInput(f"--rejudge judges a pull request's or a branch's stored results "
                            f"(mode pr or check), not mode {mode}: on the default branch a "
                            "refresh pools a new run")
+        if opts.run.shard is not None:
+            return ci.shard(mode)
+        if opts.merge is not None:
+            ci.merge_shards(mode, opts.merge)
         handler: Callable[[], int] = getattr(ci, mode)
         return handler()
     except GateError as exc:
@@ -944,6 +1018,11 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     finally:
         if ci._client is not None:
             ci._client.close()
+
+
+def _merged_count(results: Results) -> int:
+    merged_from = (results.model_extra or {}).get("merged_from")
+    return len(merged_from) if isinstance(merged_from, list) else 0
 
 
 def _failure_markdown(what: str, reason: str, run_url: str | None) -> str:

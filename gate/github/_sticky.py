@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from gate.config import CISettings
 
 CommentMode = Literal["always", "on-change", "on-regression", "never"]
-COMMENT_MODES: tuple[str, ...] = ("always", "on-change", "on-regression", "never")
 
 
 def comment_mode(settings: CISettings) -> CommentMode:
