@@ -231,7 +231,7 @@ def test_the_task_directory_is_visible_to_task_scripts_only(
 
 
 ABUSE = r"""
-setsid bash -c 'sleep 300' < /dev/null > /dev/null 2>&1 &
+setsid bash -c 'sleep 300.4242' < /dev/null > /dev/null 2>&1 &
 python3 -c 'b = bytearray(1 << 30); print(len(b))' || echo "memory hog killed: $?"
 bomb() { bomb | bomb & }; bomb 2>/dev/null
 sleep 1
@@ -250,7 +250,8 @@ def test_a_fork_bomb_a_memory_hog_and_a_daemon_are_contained(
     assert runs["neighbour"]["status"] == "passed", (runs, p.stderr)
     assert runs["abuse"]["status"] in ("passed", "failed"), runs  # recorded, not an infra error
     assert ours() == [], "a container outlived its command"
-    host = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    # a duration no other process on the host uses (a shell's `sleep 300` would match)
+    host = subprocess.run(["pgrep", "-f", "sleep 300.4242"], capture_output=True, text=True)
     assert host.stdout.strip() == "", "the daemon escaped to the host"
 
 
