@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import subprocess
-import tarfile
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -64,6 +62,7 @@ from gate.run import (
 from gate.runner import Arm, RunOptions, run_many
 from gate.sandbox import admit, suite_sandboxes
 from gate.tasks import Task, load_suite
+from gate.yardstick import archive
 
 BASE, PR = "base", "pr"
 
@@ -142,21 +141,10 @@ def base_arm_config(measuring: GateConfig, *, root: Path, ref: str,
 
 
 def _extract_tree(root: Path, ref: str, dest: Path, label: str) -> None:
-    proc = subprocess.Popen(["git", "archive", "--format=tar", ref], cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    try:
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            tar.extractall(dest, filter="data")
-    except tarfile.TarError:
-        pass  # git says why on stderr
-    finally:
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        proc.wait()
-    if proc.returncode != 0:
-        last = next((ln for ln in reversed(err.splitlines()) if ln.strip()), "git archive failed")
+    failed = archive(root, ref, dest)
+    if failed is not None:
         raise BadInput(f"{label}: cannot read the base commit's tree for a same-job A/B "
-                       f"({last.strip()[:200]})")
+                       f"({failed})")
 
 
 @dataclass

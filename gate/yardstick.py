@@ -318,10 +318,11 @@ def show_bounded(root: Path, ref: str, rel: str, limit: int, label: str) -> str 
         raise BadInput(f"{rel} on {label}: not UTF-8 text") from None
 
 
-def _extract(root: Path, ref: str, rel: str, dest: Path, label: str) -> Path:
-    """``rel`` as it is at ``ref``, written under ``dest`` (modes kept: the task digest covers
-    executable bits). Returns the extracted directory."""
-    proc = subprocess.Popen(["git", "archive", "--format=tar", ref, "--", rel], cwd=root,
+def archive(root: Path, ref: str, dest: Path, *paths: str) -> str | None:
+    """Write the tree of ``ref`` (only ``paths``, when given) under ``dest`` with ``git
+    archive``, modes kept (the task digest covers executable bits). Returns git's last error
+    line when it failed, else None."""
+    proc = subprocess.Popen(["git", "archive", "--format=tar", ref, "--", *paths], cwd=root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     try:
@@ -332,10 +333,16 @@ def _extract(root: Path, ref: str, rel: str, dest: Path, label: str) -> Path:
     finally:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         proc.wait()
+    return _last_line(err) if proc.returncode != 0 else None
+
+
+def _extract(root: Path, ref: str, rel: str, dest: Path, label: str) -> Path:
+    """``rel`` as it is at ``ref``, written under ``dest``. Returns the extracted directory."""
+    failed = archive(root, ref, dest, rel)
     out = dest / rel
-    if proc.returncode != 0 or not out.is_dir():
+    if failed is not None or not out.is_dir():
         raise BadInput(f"{rel}: no task suite there on the base branch {label}: a PR is judged "
-                       f"with the base branch's tasks ({_last_line(err)})")
+                       f"with the base branch's tasks ({failed or 'git archive failed'})")
     return out
 
 

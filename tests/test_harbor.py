@@ -19,7 +19,7 @@ import pytest
 from gate.errors import BadInput
 from gate.sandbox import LocalSandboxProvider
 from gate.tasks import load_suite, load_task
-from tests.test_docker import IMAGE, _engine_problem, ours
+from tests.test_docker import IMAGE, engine, ours  # noqa: F401  (engine: a fixture)
 
 DOCKERFILE = f"FROM {IMAGE}\nWORKDIR /app\nRUN printf 'a\\nb\\nc\\n' > /app/data.txt\n"
 SOLVE = "#!/bin/bash\nwc -l < data.txt > count.txt\n"
@@ -143,15 +143,6 @@ def test_a_harbor_task_without_verifier_or_environment_is_a_problem(tmp_path: Pa
 
 # ----- in containers ----------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def engine() -> None:
-    why = _engine_problem()
-    if why:
-        if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-
-
 NET_TOML = """[environment]
 allow_internet = false
 [verifier]
@@ -178,8 +169,8 @@ echo "left: $left"
 """
 
 
-def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(
-        engine: None, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("engine")
+def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     harbor_task(suite, "count-lines")
     harbor_task(suite, "network-phases", toml=NET_TOML, solve=NET_SOLVE, test=NET_TEST)
@@ -222,8 +213,8 @@ true
 """
 
 
-def test_an_agent_cannot_plant_a_reward_or_see_the_tests_and_validate_works(
-        engine: None, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("engine")
+def test_an_agent_cannot_plant_a_reward_or_see_the_tests_and_validate_works(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     harbor_task(suite, "planted", test=PLANT_TEST)
     (suite / "planted" / "environment" / "agent.sh").write_text(PLANT_AGENT)
