@@ -34,8 +34,6 @@ from gate.results import load_results
 from gate.runner import Arm, RunOptions
 from gate.tasks import load_suite
 
-pytest.importorskip("gate.sim")
-
 
 def _origin(tmp_path: Path, seed: Path) -> Path:
     origin = tmp_path / "origin.git"

