@@ -256,6 +256,7 @@ def test_ab_plan_is_abba_per_task_and_replication(tmp_path: Path) -> None:
     assert sum(1 for *_, a in plan if a is base) == 6
 
 
+@pytest.mark.slow
 def test_gate_run_ab_refuses_resume_and_a_budget(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -70,6 +70,7 @@ def _sim_config(tmp_path: Path, suite: Path, prompt: str | Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_dir: Path,
                                                                tmp_path: Path) -> None:
     make_task("a")
@@ -100,6 +101,7 @@ def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Pat
                    "nested too deeply")
 
 
+@pytest.mark.slow
 def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
                                                    tmp_path: Path) -> None:
     """Tens of GB (sparse, so the test costs nothing) are refused by size, before reading."""
@@ -220,6 +222,7 @@ def test_hostile_results_files_are_exit_2_naming_file_and_field(
     assert not (tmp_path / "b.json").exists()
 
 
+@pytest.mark.slow
 def test_a_newline_in_a_task_directory_is_a_broken_task_escaped(make_task, suite_dir: Path,
                                                                  tmp_path: Path) -> None:
     make_task("fine")

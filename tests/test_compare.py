@@ -29,7 +29,11 @@ def _retask(results: Results, digests: dict[str, str]) -> Results:
     return results.model_copy(update={"suite": suite})
 
 
-@pytest.mark.parametrize(("k", "depth"), [(1, 1), (3, 3), (5, 20)])
+@pytest.mark.parametrize(("k", "depth"), [
+    (1, 1),
+    pytest.param(3, 3, marks=pytest.mark.slow),
+    pytest.param(5, 20, marks=pytest.mark.slow),
+])
 def test_aa_false_blocks_at_most_one_percent_and_naive_rule_far_more(k: int, depth: int) -> None:
     # the exact rate is 0.07–0.6 % here (docs/statistics.md); 400 seeded pairs allow ≤ 5 blocks
     rng = np.random.default_rng(1000 + k)

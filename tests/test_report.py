@@ -196,6 +196,7 @@ def _big_comparison(n: int = 500) -> Comparison:
     return compare(rename(base, n - 1, n), rename(cand, 0, n - 20), FAST)
 
 
+@pytest.mark.slow
 def test_500_changed_tasks_stay_under_githubs_limit() -> None:
     c = _big_comparison()
     assert sum(1 for t in c.tasks if t.status == "compared" and t.change != "same") > 200

@@ -16,6 +16,8 @@ from gate.run import RunRequest, run_suite
 from gate.sim import FaultConfig, Simulator, key_id, ledger_totals, read_ledger
 from gate.usage import Usage
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 SDK_AGENT = Path(__file__).parent / "agents" / "sdk_agent.py"
 EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]
