@@ -271,6 +271,7 @@ def test_gate_run_ab_refuses_resume_and_a_budget(tmp_path: Path) -> None:
         assert said in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_gate_merge_refuses_two_arms(tmp_path: Path) -> None:
     """The arm is part of a file's schedule: the two arms of an A/B are never one run."""
     repo = tmp_path / "repo"

@@ -395,6 +395,7 @@ def test_the_action_installs_pinned_into_a_private_venv_and_leaves_the_job_alone
     assert setup == {"python-version": "3.12", "update-environment": "false"}
 
 
+@pytest.mark.slow
 def test_the_pip_cache_key_follows_the_pins_not_the_code(action: dict[str, Any],
                                                         tmp_path: Path) -> None:
     """A new pin (or Python) is a new cache; a change to the gate's own code is not."""

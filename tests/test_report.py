@@ -317,6 +317,7 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
             assert "\u202e" not in out and "\nb" not in out
 
 
+@pytest.mark.slow
 def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
         tmp_path: Path) -> None:
     """However many measuring things a PR changes, and however much escaping their names
