@@ -428,8 +428,9 @@ class MeterProxy:
         return f"http://{host!s}:{port}"
 
     def start(self) -> MeterProxy:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="gate-meter",
-                                        daemon=True)
+        # a short poll: close() (shutdown) returns at once, not after up to half a second
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        name="gate-meter", daemon=True)
         self._thread.start()
         return self
 

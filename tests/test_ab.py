@@ -34,8 +34,6 @@ from gate.results import load_results
 from gate.runner import Arm, RunOptions
 from gate.tasks import load_suite
 
-pytest.importorskip("gate.sim")
-
 
 def _origin(tmp_path: Path, seed: Path) -> Path:
     origin = tmp_path / "origin.git"
@@ -258,6 +256,7 @@ def test_ab_plan_is_abba_per_task_and_replication(tmp_path: Path) -> None:
     assert sum(1 for *_, a in plan if a is base) == 6
 
 
+@pytest.mark.slow
 def test_gate_run_ab_refuses_resume_and_a_budget(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -272,6 +271,7 @@ def test_gate_run_ab_refuses_resume_and_a_budget(tmp_path: Path) -> None:
         assert said in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_gate_merge_refuses_two_arms(tmp_path: Path) -> None:
     """The arm is part of a file's schedule: the two arms of an A/B are never one run."""
     repo = tmp_path / "repo"

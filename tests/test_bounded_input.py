@@ -70,6 +70,7 @@ def _sim_config(tmp_path: Path, suite: Path, prompt: str | Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_dir: Path,
                                                                tmp_path: Path) -> None:
     make_task("a")
@@ -87,6 +88,7 @@ def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_
         one_line_error(p, "[agent].system_prompt", str(prompt), "system prompt", why)
 
 
+@pytest.mark.slow
 def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = pair
     big = tmp_path / "big.toml"
@@ -100,6 +102,7 @@ def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Pat
                    "nested too deeply")
 
 
+@pytest.mark.slow
 def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
                                                    tmp_path: Path) -> None:
     """Tens of GB (sparse, so the test costs nothing) are refused by size, before reading."""
@@ -113,6 +116,7 @@ def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
     one_line_error(gate("baseline", huge, "--baseline", tmp_path / "b.json"), str(huge))
 
 
+@pytest.mark.slow
 def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
         pair: tuple[Path, dict], tmp_path: Path) -> None:
     """Millions of tiny values would cost gigabytes once parsed: counted before parsing."""
@@ -125,6 +129,7 @@ def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
     one_line_error(gate("compare", base, hostile), str(hostile), "too many JSON values")
 
 
+@pytest.mark.slow
 def test_results_that_are_not_regular_files(pair: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = pair
     fifo = tmp_path / "results.fifo"
@@ -133,12 +138,14 @@ def test_results_that_are_not_regular_files(pair: tuple[Path, dict], tmp_path: P
     one_line_error(gate("compare", base, "/dev/zero", timeout=60), "not a regular file")
 
 
+@pytest.mark.slow
 def test_history_is_bounded(pair: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = pair
     one_line_error(gate("compare", base, base, "--history", "/dev/zero", timeout=60),
                    "/dev/zero", "history", "not a regular file")
 
 
+@pytest.mark.slow
 def test_task_files_are_bounded(make_task, suite_dir: Path) -> None:
     make_task("big-prompt", prompt="x" * (PROMPT_LIMIT + 1))
     make_task("big-toml", toml="# pad\n" * (TASK_META_LIMIT // 6 + 1))
@@ -220,6 +227,7 @@ def test_hostile_results_files_are_exit_2_naming_file_and_field(
     assert not (tmp_path / "b.json").exists()
 
 
+@pytest.mark.slow
 def test_a_newline_in_a_task_directory_is_a_broken_task_escaped(make_task, suite_dir: Path,
                                                                  tmp_path: Path) -> None:
     make_task("fine")
@@ -245,6 +253,7 @@ def test_a_newline_in_a_task_directory_is_a_broken_task_escaped(make_task, suite
                                      "has space"}
 
 
+@pytest.mark.slow
 def test_unknown_task_toml_key_is_an_error_naming_it(make_task, suite_dir: Path) -> None:
     make_task("typo", toml="verify_timout = 5\n")
     make_task("fine", toml='difficulty = "easy"\nverify_timeout = 5\n')
@@ -254,6 +263,7 @@ def test_unknown_task_toml_key_is_an_error_naming_it(make_task, suite_dir: Path)
     assert rows["fine"].rstrip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_environment_needs_the_container_sandbox_and_never_runs_on_the_host(
         make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # no Docker engine reachable (the docker SDK reads DOCKER_HOST): refused, never run locally
@@ -294,6 +304,7 @@ def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(pair: tuple[Path, dict]
     assert "task.toml: verify_timeout: Input should be a finite number" in p.stdout, p.stdout
 
 
+@pytest.mark.slow
 def test_a_trailing_newline_does_not_slip_past_the_task_id_check(make_task,
                                                                   suite_dir: Path) -> None:
     """``$`` in a Python pattern also matches before a final newline: the id check must not."""

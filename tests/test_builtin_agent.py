@@ -234,10 +234,11 @@ class _ScriptedModel:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
+@pytest.mark.slow
 def test_hostile_tool_calls_are_tool_errors_in_a_real_run(make_task, suite_dir: Path,
                                                           tmp_path: Path) -> None:
     make_task("t", starting={"a.py": "x = 1\n"},

@@ -116,6 +116,7 @@ def test_context_log_is_reproducible() -> None:
     assert res.stdout == CONTEXT_LOG.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_every_task_is_sound(suite: Suite) -> None:
     checks = validate_suite(suite)
     assert len(checks) == 16

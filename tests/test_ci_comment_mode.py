@@ -19,6 +19,8 @@ from test_github import _parse_output_file
 
 from gate.github import marker
 
+pytestmark = pytest.mark.slow
+
 GATE = Path(sys.executable).parent / "gate"
 
 

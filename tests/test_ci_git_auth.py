@@ -32,7 +32,8 @@ class GitOverHTTP:
         self.authorized: list[str] = []
         self.refused: list[str] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
 
     @property
     def url(self) -> str:

@@ -107,6 +107,7 @@ def test_ancestry(repos: tuple[Path, Path]) -> None:
     assert _git.is_ancestor(work, "0" * 40, second) is None
 
 
+@pytest.mark.slow
 def test_a_bad_data_branch_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "gate.toml").write_text('[ci]\nbaseline_refresh = "branch"\n'
                                         'data_branch = "../main"\n')

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 HEAVY = ("scipy", "numpy", "anthropic", "docker", "jinja2", "rich", "requests", "gate.run",
          "gate.compare", "gate.results", "gate.agents", "gate.github._ci")
 

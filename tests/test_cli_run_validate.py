@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gate.cli import main
@@ -17,6 +18,7 @@ def gate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
                           cwd=cwd, timeout=120)
 
 
+@pytest.mark.slow
 def test_validate_names_false_positive_and_unsolvable(make_task, suite_dir: Path) -> None:
     make_task("sound")
     make_task("always-passes", verify="exit 0\n")
@@ -32,6 +34,7 @@ def test_validate_names_false_positive_and_unsolvable(make_task, suite_dir: Path
     assert "1 sound, 3 broken" in p.stdout
 
 
+@pytest.mark.slow
 def test_validate_all_sound_exits_zero(make_task, suite_dir: Path) -> None:
     make_task("a")
     make_task("b", starting={"x.txt": "1\n"})
@@ -40,6 +43,7 @@ def test_validate_all_sound_exits_zero(make_task, suite_dir: Path) -> None:
     assert "2 sound, 0 broken" in p.stdout
 
 
+@pytest.mark.slow
 def test_run_oracle_writes_valid_results(make_task, suite_dir: Path, tmp_path: Path) -> None:
     make_task("a")
     make_task("b", verify="exit 1\n")
@@ -57,6 +61,7 @@ def test_run_oracle_writes_valid_results(make_task, suite_dir: Path, tmp_path: P
     assert not list(out.parent.glob(".results.json.*.tmp"))
 
 
+@pytest.mark.slow
 def test_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
     cfg = tmp_path / "gate.toml"
     cfg.write_text("[suite]\nreplications = 0\n")
@@ -75,6 +80,7 @@ def test_missing_suite_dir_exit_2() -> None:
     assert "task suite directory not found" in r.output
 
 
+@pytest.mark.slow
 def test_validate_empty_suite_is_one_line_exit_2(suite_dir: Path) -> None:
     """No task at all is not "0 sound, 0 broken" and a pass: it is bad input."""
     (suite_dir / ".hidden").mkdir(parents=True)  # not a task: ignored like _private
@@ -86,6 +92,7 @@ def test_validate_empty_suite_is_one_line_exit_2(suite_dir: Path) -> None:
     assert str(suite_dir) in line and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_validate_suite_of_only_broken_tasks_lists_them(make_task, suite_dir: Path) -> None:
     (make_task("no-verify") / "verify.sh").unlink()
     p = gate("validate", "--tasks", str(suite_dir))
@@ -93,6 +100,7 @@ def test_validate_suite_of_only_broken_tasks_lists_them(make_task, suite_dir: Pa
     assert "missing verify.sh" in p.stdout and "0 sound, 1 broken" in p.stdout
 
 
+@pytest.mark.slow
 def test_unknown_config_key_named(tmp_path: Path) -> None:
     cfg = tmp_path / "gate.toml"
     cfg.write_text(json.dumps({}).replace("{}", "[agent]\nmodle = 'x'\n"))

@@ -29,6 +29,7 @@ def _retask(results: Results, digests: dict[str, str]) -> Results:
     return results.model_copy(update={"suite": suite})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("k", "depth"), [(1, 1), (3, 3), (5, 20)])
 def test_aa_false_blocks_at_most_one_percent_and_naive_rule_far_more(k: int, depth: int) -> None:
     # the exact rate is 0.07–0.6 % here (docs/statistics.md); 400 seeded pairs allow ≤ 5 blocks
@@ -43,6 +44,7 @@ def test_aa_false_blocks_at_most_one_percent_and_naive_rule_far_more(k: int, dep
     assert naive / trials >= 0.30
 
 
+@pytest.mark.slow
 def test_aa_whole_verdict_with_every_metric_gating_stays_small() -> None:
     """Four gating metrics at their own α each: the family stays within a few per cent."""
     rng = np.random.default_rng(7)
@@ -52,6 +54,7 @@ def test_aa_whole_verdict_with_every_metric_gating_stays_small() -> None:
     assert blocks / trials <= 0.04
 
 
+@pytest.mark.slow
 def test_pooled_baseline_catches_three_broken_tasks() -> None:
     rng = np.random.default_rng(2)
     trials = 100
@@ -62,6 +65,7 @@ def test_pooled_baseline_catches_three_broken_tasks() -> None:
     assert caught / trials >= 0.8
 
 
+@pytest.mark.slow
 def test_uniform_twenty_point_drop_is_caught_with_a_deep_baseline() -> None:
     rng = np.random.default_rng(3)
     dropped = [max(r - 0.2, 0) for r in RATES]

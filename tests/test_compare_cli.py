@@ -121,6 +121,7 @@ def test_missing_baseline_is_unmeasurable_exit_3(files: dict[str, Path], tmp_pat
     _one_line_error(code, out, err, 2)
 
 
+@pytest.mark.slow
 def test_real_process_plain_text_and_exit_code(files: dict[str, Path]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "gate", "compare", str(files["base"]), str(files["broken"]),

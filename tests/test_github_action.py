@@ -21,17 +21,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ci import PR, REPO, TOKEN, Project, _clean_env, _project, set_max_turns, sh
+import yaml
+from test_ci import (
+    PR,
+    REPO,
+    TOKEN,
+    Project,
+    _break_agent,
+    _clean_env,
+    _project,
+    _push_event,
+    set_max_turns,
+    sh,
+)
 from test_github import _parse_output_file
 
 from gate.cli._ci import ci as ci_command
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 # Inputs that configure the runner rather than gate: allowed outside env.
 RUNNER_INPUTS = {"python-version": "with", "working-directory": "working-directory"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    """An oracle-agent suite (tests/test_ci.py): fast and deterministic."""
+    yield from _project(tmp_path, sim=False)
 
 
 @pytest.fixture
@@ -101,70 +117,41 @@ def test_env_names_are_gate_ci_options(action: dict[str, Any]) -> None:
             assert name in envvars, f"{name} is not an option of gate ci"
 
 
-def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any]) -> None:
-    source = (ROOT / "gate" / "github" / "_ci.py").read_text()
+def test_each_output_is_the_gate_steps_output_of_the_same_name(action: dict[str, Any]) -> None:
     for name, spec in action["outputs"].items():
-        assert spec["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"
-        assert f'"{name}"' in source, f"gate ci never writes the output {name}"
+        assert spec["value"] == f"${{{{ steps.gate.outputs.{name} }}}}", name
 
 
-def _dict_keys(node: object, scope: Any, funcs: dict[str, Any]) -> set[str]:
-    """The string keys a dict expression can hold: a literal (with its ``**`` parts), a
-    call of a function of the module (the dicts it returns), a variable built up in
-    ``scope`` (assigned a dict, or given keys one by one)."""
-    import ast
+@pytest.mark.slow
+def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Project) -> None:
+    """The outputs `gate ci` really writes to $GITHUB_OUTPUT, over the modes that write them
+    (a judged PR that comments, a refresh that commits on main, a matrix shard, a refused
+    run), are exactly the ones action.yml declares: an undeclared one is invisible to the
+    caller (`steps.<id>.outputs.x` of a composite action is only what `outputs:` maps), a
+    declared one nothing writes is always empty."""
+    written: dict[str, set[str]] = {}
+    ci = project.pr_branch("feature", _break_agent)
+    pr = project.gate_ci(ci)
+    assert pr.code == 1 and pr.outputs["verdict"] == "regression", pr.stderr
+    assert pr.outputs["comment_url"], "the PR run posted no comment"
+    written["pr"] = set(pr.outputs)
+    refused = project.gate_ci(ci, "--mode", "main")
+    assert refused.code == 2 and refused.outputs["verdict"] == "error", refused.stderr
+    written["refused"] = set(refused.outputs)
+    main = project.clone("main-ci")
+    push = {"event": "push", "event_path": _push_event(main), "ref": "refs/heads/main"}
+    refresh = project.gate_ci(main, "--baseline-refresh", "commit", **push)
+    assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
+    written["main"] = set(refresh.outputs)
+    shard = project.gate_ci(project.clone("shard-ci"), "--shard", "1/2", **push)
+    assert shard.code == 0 and shard.outputs["verdict"] == "shard", shard.stderr
+    written["shard"] = set(shard.outputs)
 
-    if isinstance(node, ast.Dict):
-        found = {k.value for k in node.keys
-                 if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-        for k, v in zip(node.keys, node.values, strict=True):
-            if k is None:  # **expr
-                found |= _dict_keys(v, scope, funcs)
-        return found
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
-        fn = funcs.get(name)
-        return {k for r in ast.walk(fn) if isinstance(r, ast.Return)
-                for k in _dict_keys(r.value, fn, funcs)} if fn else set()
-    if isinstance(node, ast.Name):
-        found = set()
-        for a in ast.walk(scope):
-            if isinstance(a, ast.Assign | ast.AnnAssign):
-                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-                for t in targets:
-                    if isinstance(t, ast.Name) and t.id == node.id:
-                        found |= _dict_keys(a.value, scope, funcs)
-                    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                            and t.value.id == node.id and isinstance(t.slice, ast.Constant)):
-                        found.add(str(t.slice.value))
-        return found
-    return set()
-
-
-def _written_outputs() -> set[str]:
-    """Every output name gate/github writes: the keys of each dict that reaches
-    ``set_outputs``."""
-    import ast
-
-    names: set[str] = set()
-    for path in sorted((ROOT / "gate" / "github").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        funcs = {f.name: f for f in ast.walk(tree)
-                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
-        for fn in funcs.values():
-            for call in ast.walk(fn):
-                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                        and call.func.attr == "set_outputs" and call.args):
-                    names |= _dict_keys(call.args[0], fn, funcs)
-    return names
-
-
-def test_every_output_gate_ci_writes_is_declared(action: dict[str, Any]) -> None:
-    """An output the gate writes but action.yml does not declare is invisible to the caller
-    (`steps.<id>.outputs.x` of a composite action is only what `outputs:` maps)."""
-    written = _written_outputs()
-    assert {"verdict", "passed", "total", "errors", "comment_url", "baseline_commit"} <= written
-    assert written - set(action["outputs"]) == set()
+    declared = set(action["outputs"])
+    every = set().union(*written.values())
+    by_mode = {mode: sorted(names) for mode, names in written.items()}
+    assert every - declared == set(), f"written but not declared in action.yml: {by_mode}"
+    assert declared - every == set(), f"declared in action.yml but never written: {by_mode}"
 
 
 # ----- running the steps --------------------------------------------------------------------
@@ -408,6 +395,7 @@ def test_the_action_installs_pinned_into_a_private_venv_and_leaves_the_job_alone
     assert setup == {"python-version": "3.12", "update-environment": "false"}
 
 
+@pytest.mark.slow
 def test_the_pip_cache_key_follows_the_pins_not_the_code(action: dict[str, Any],
                                                         tmp_path: Path) -> None:
     """A new pin (or Python) is a new cache; a change to the gate's own code is not."""

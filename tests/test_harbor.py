@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -169,6 +168,8 @@ echo "left: $left"
 """
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
@@ -177,10 +178,8 @@ def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(tmp_path: P
     harbor_task(suite, "partial", test=PARTIAL_TEST)
     harbor_task(suite, "slow-agent", toml=SLOW_TOML, solve=SLOW_SOLVE, test=SLOW_TEST)
     out = tmp_path / "r.json"
-    start = time.monotonic()
     p = gate("run", "--tasks", suite, "--agent", "oracle", "-k", "1", "-j", "2", "-o", out)
     assert p.returncode == 0, p.stderr
-    assert time.monotonic() - start < 120
     assert ("task count-lines: task.toml keys the gate does not honour: "
             "environment.healthcheck, environment.storage_mb") in p.stderr
     runs = {r["task"]: r for r in json.loads(out.read_text())["runs"]}
@@ -195,7 +194,9 @@ def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(tmp_path: P
     assert runs["partial"]["score"]["tests_passed"] == 1
     # the agent's timeout kills what it started, setsid daemon included; verify still decides
     assert runs["slow-agent"]["status"] == "passed", runs["slow-agent"]
-    assert runs["slow-agent"]["duration_s"] < 40
+    events = [json.loads(ln) for ln in
+              Path(runs["slow-agent"]["transcript"]).read_text().splitlines()]
+    assert [e["failure"] for e in events if e["type"] == "final"] == ["timeout: agent"], events
     assert ours() == []
 
 
@@ -213,6 +214,8 @@ true
 """
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_an_agent_cannot_plant_a_reward_or_see_the_tests_and_validate_works(tmp_path: Path) -> None:
     suite = tmp_path / "suite"

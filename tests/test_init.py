@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gate.init import EXAMPLE_TASK
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
 
 WRITTEN = ("gate.toml", f"tasks/{EXAMPLE_TASK}/task.md", f"tasks/{EXAMPLE_TASK}/task.toml",
            f"tasks/{EXAMPLE_TASK}/setup.sh", f"tasks/{EXAMPLE_TASK}/verify.sh",
@@ -81,6 +80,7 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
     assert "baseline.json" in git(repo, "ls-files")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", [".github/workflows/agent-gate.yml", "gate.toml",
                                       f"tasks/{EXAMPLE_TASK}/verify.sh"])
 def test_init_never_overwrites_and_writes_nothing_then(tmp_path: Path, existing: str) -> None:
@@ -96,6 +96,7 @@ def test_init_never_overwrites_and_writes_nothing_then(tmp_path: Path, existing:
     assert [rel for rel in WRITTEN if (repo / rel).exists()] == [existing]
 
 
+@pytest.mark.slow
 def test_init_takes_the_branch_and_the_directory(tmp_path: Path) -> None:
     repo = empty_repo(tmp_path / "repo", branch="main")
     p = gate(tmp_path, "init", "repo", "--branch", "release/v2")
@@ -105,6 +106,7 @@ def test_init_takes_the_branch_and_the_directory(tmp_path: Path) -> None:
     assert "push to release/v2" in p.stdout
 
 
+@pytest.mark.slow
 def test_init_refuses_a_path_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     p = gate(tmp_path, "init", "afile")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.results import load_results, write_results
@@ -22,6 +23,7 @@ def gate(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_marks_the_file_and_gate_baseline_refuses_it(
         make_task, suite_dir: Path, tmp_path: Path) -> None:
     for name in ("a", "b", "c"):

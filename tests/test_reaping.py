@@ -145,13 +145,16 @@ def test_everything_dies_with_the_gate_on_sigkill(make_task, suite_dir: Path, tm
     assert _wait_until(lambda: _marked(marker) == [], 5), _marked(marker)
 
 
-def test_sigterm_stops_everything_within_about_a_second(make_task, suite_dir: Path,
-                                                        tmp_path: Path, marker: str) -> None:
+def test_sigterm_stops_everything_without_waiting_for_the_runs(make_task, suite_dir: Path,
+                                                               tmp_path: Path,
+                                                               marker: str) -> None:
+    """SIGTERM is the Ctrl-C path: the runs are cancelled and their processes killed, the
+    results file says the run was interrupted (how fast is bench/'s business)."""
     gate = _start_hanging_run(make_task, suite_dir, tmp_path, marker)
-    t0 = time.monotonic()
     gate.send_signal(signal.SIGTERM)
-    gate.communicate(timeout=20)
-    # the promise is "about a second"; the margin is for a loaded CI machine
-    assert time.monotonic() - t0 < 3.0
-    assert gate.returncode != 0
-    assert _wait_until(lambda: _marked(marker) == [], 1), _marked(marker)
+    # every run sleeps 1000 s: a gate that waited for its runs would time out here
+    _, err = gate.communicate(timeout=60)
+    assert gate.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    results = load_results(tmp_path / "r.json")
+    assert results.runs == [] and results.interrupted is not None
+    assert _wait_until(lambda: _marked(marker) == [], 5), _marked(marker)

@@ -170,7 +170,7 @@ def test_defuse_makes_a_hostile_report_inert() -> None:
     refs = defuse_markdown("closes #12, o/r#3, GH-4, &#35;5 &num;6 &#x23;7; a&#124;b #x")
     assert re.search(r"(?<!&)#\d|GH-\d|&#0*35;|&num;|&#x0*23;", refs, re.IGNORECASE) is None
     assert "a&#124;b #x" in refs and defuse_markdown(refs) == refs
-    markdown_it = pytest.importorskip("markdown_it")
+    import markdown_it  # rich, a dependency, requires markdown-it-py
     html = markdown_it.MarkdownIt("commonmark").render(out)
     assert set(re.findall(r"<([a-z0-9]+)", html)) <= {
         "h3", "p", "code", "details", "summary", "br", "sup"}
@@ -196,6 +196,7 @@ def _big_comparison(n: int = 500) -> Comparison:
     return compare(rename(base, n - 1, n), rename(cand, 0, n - 20), FAST)
 
 
+@pytest.mark.slow
 def test_500_changed_tasks_stay_under_githubs_limit() -> None:
     c = _big_comparison()
     assert sum(1 for t in c.tasks if t.status == "compared" and t.change != "same") > 200
@@ -257,7 +258,7 @@ def test_templates_ship_with_the_package() -> None:
 
 def test_hostile_comment_renders_to_clean_html() -> None:
     """Render with a CommonMark + GFM-tables parser: only our own tags, every row whole."""
-    markdown_it = pytest.importorskip("markdown_it")
+    import markdown_it  # rich, a dependency, requires markdown-it-py
     rng = np.random.default_rng(1)
     base, cand = _hostile_results(synthetic_results(reference_rates(), 5, rng))
     body = render_markdown(compare(base, cand, FAST), notes=["x <script>alert(1)</script>"],
@@ -316,6 +317,7 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
             assert "\u202e" not in out and "\nb" not in out
 
 
+@pytest.mark.slow
 def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
         tmp_path: Path) -> None:
     """However many measuring things a PR changes, and however much escaping their names

@@ -118,6 +118,7 @@ def test_resume_refuses_another_seed_naming_it(tmp_path: Path) -> None:
     assert p.returncode in (0, 1) and "1 runs kept from the journal, 0 to run" in p.stderr
 
 
+@pytest.mark.slow
 def test_resume_without_a_journal_is_exit_2(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
     p = gate("run", "--config", cfg, "--sim", "--resume", "-o", tmp_path / "none.json")

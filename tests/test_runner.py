@@ -97,6 +97,7 @@ def test_hanging_verify_and_its_children_are_killed(
     )
     t0 = time.monotonic()
     res = _run(suite_dir, "hang", tmp_path)
+    # the promise is the timeout firing (verify sleeps 300 s): a generous bound on when it did
     assert time.monotonic() - t0 < 20
     assert res.status == "failed" and res.reason == "timeout"
     pid = int(pidfile.read_text())
@@ -233,6 +234,7 @@ def test_huge_output_is_bounded_head_and_tail(tmp_path: Path) -> None:
     assert res.stderr.rstrip().endswith("ERR-LAST") and "cut by the gate" in res.stderr
 
 
+@pytest.mark.timeout(120)  # a read that blocks on the FIFO hangs: this fails it
 def test_runner_files_are_bounded_and_never_block(make_task, suite_dir: Path,
                                                   tmp_path: Path) -> None:
     make_task("noisy", verify="""\
@@ -242,9 +244,7 @@ def test_runner_files_are_bounded_and_never_block(make_task, suite_dir: Path,
         mkfifo .runner/score.json
         head -c 300000 /dev/zero | tr '\\0' v
     """)
-    t0 = time.monotonic()
     res = _run(suite_dir, "noisy", tmp_path, transcripts_dir=tmp_path / "tr")
-    assert time.monotonic() - t0 < 30
     assert res.status == "passed" and res.score is None
     assert res.notes is not None and len(res.notes) < 4200 and "cut by the gate" in res.notes
     transcript = (tmp_path / "tr" / "noisy-r0.jsonl").read_text()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gate.compare import compare
 from gate.compare._model import PassRateTest
+from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings, load_config
 from gate.results import load_results
 from gate.run import RunRequest, run_suite
@@ -34,7 +36,8 @@ def _request(tmp_path: Path, **agent: object) -> RunRequest:
                       seed=12, transcripts=False)
 
 
-def test_first_look_rules(baseline) -> None:  # type: ignore[no-untyped-def]
+def test_first_look_rules() -> None:
+    baseline = synthetic_results(reference_rates(), 4, np.random.default_rng(0))
     c = compare(baseline, baseline, GateSettings())
     assert c.verdict == "pass"
 
@@ -50,6 +53,7 @@ def test_first_look_rules(baseline) -> None:  # type: ignore[no-untyped-def]
     assert first_look(c.model_copy(update={"verdict": "inconclusive"}), 0.25) == "pass"
 
 
+@pytest.mark.slow
 def test_a_clear_regression_stops_after_the_first_look(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = run_sequential(_request(tmp_path, max_turns=1), baseline, GateSettings())
     assert out.looks == 1 and out.comparison.verdict == "regression"
@@ -59,6 +63,7 @@ def test_a_clear_regression_stops_after_the_first_look(baseline, tmp_path: Path)
     assert schedule is not None and schedule.sequential == [2] and schedule.replications == 2
 
 
+@pytest.mark.slow
 def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     settings = GateSettings(sequential_pass_p=0.999)  # nothing is "clearly fine": look twice
     out = run_sequential(_request(tmp_path), baseline, settings)

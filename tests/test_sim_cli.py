@@ -20,6 +20,8 @@ from sim_helpers import prepare_workspace, run_episode, tiny_suite
 from gate.sim import Simulator, decide_outcome, read_ledger
 from gate.tasks import Task, load_suite
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "tasks"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import time
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -111,15 +111,32 @@ def test_fault_rates_are_validated() -> None:
         FaultConfig(rate_529=-0.1)
 
 
-def test_latency_and_streaming_speed() -> None:
+def test_latency_and_streaming_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The response waits ``fixed_ms`` before its first byte, then each streamed delta waits
+    for its tokens at ``tokens_per_second`` (a whole answer waits for all of its tokens).
+    Checked by the waits the simulator takes, in order; a stopwatch belongs in bench/."""
+    from gate.sim import _server
+
+    waits: list[float] = []
+    monkeypatch.setattr(_server, "time", SimpleNamespace(sleep=waits.append))
     with Simulator(latency=Latency(fixed_ms=150, tokens_per_second=500)) as sim:
         client = _client(sim)
-        start = time.monotonic()
         with client.messages.stream(**KW) as stream:
+            deltas = [e.delta for e in stream if e.type == "content_block_delta"]
             msg = stream.get_final_message()
-        elapsed = time.monotonic() - start
-    assert msg.usage.output_tokens > 40
-    assert elapsed >= 0.15 + 40 / 500
+        streamed = list(waits)
+        waits.clear()
+        whole = client.messages.create(**KW)
+    assert msg.usage.output_tokens > 40 and len(deltas) > 1
+    texts = [getattr(d, "text", None) or getattr(d, "partial_json", "") for d in deltas]
+    assert streamed == [0.15, *(max(1, len(t) // 4) / 500 for t in texts)]
+    assert sum(streamed[1:]) >= 40 / 500
+    assert waits == [0.15, whole.usage.output_tokens / 500]
+    # no latency configured: no wait at all
+    waits.clear()
+    with Simulator() as sim, _client(sim).messages.stream(**KW) as stream:
+        stream.get_final_message()
+    assert not any(waits), waits
 
 
 def test_ledger_matches_what_the_sdk_received() -> None:

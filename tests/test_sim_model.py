@@ -92,6 +92,7 @@ def test_shell_tool_detection() -> None:
 
 
 # -- end to end through the SDK and a minimal tool loop -------------------------------------
+@pytest.mark.slow
 def test_outcomes_end_to_end_match_the_decision_and_repeat_with_the_seed(
         suite: Suite, tmp_path: Path) -> None:
     def play(seed: int) -> dict[tuple[str, str], list[bool]]:

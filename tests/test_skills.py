@@ -114,6 +114,7 @@ def test_bundled_skills_load_and_the_digest_follows_every_file(tmp_path: Path) -
     assert load_skill(copy / "context-offloading").digest != before
 
 
+@pytest.mark.slow
 def test_a_broken_skill_stops_gate_run_with_exit_2_naming_file_and_field(
         tmp_path: Path) -> None:
     write_task(tmp_path / "tasks", "t")
@@ -300,6 +301,7 @@ def _suite_copy(tmp_path: Path) -> Path:
     return tasks
 
 
+@pytest.mark.slow
 def test_the_builtin_agent_lists_the_runs_skills_and_reads_skill_md_on_demand(
         tmp_path: Path) -> None:
     tasks = _suite_copy(tmp_path)
@@ -366,6 +368,7 @@ def _episode(model: SimModel, task: Task, system: str, episode_run: str,
     return outcome
 
 
+@pytest.mark.slow
 def test_the_simulator_solves_more_with_the_working_target_skill_and_not_otherwise() -> None:
     from gate.agents._builtin import skills_block
 

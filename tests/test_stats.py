@@ -209,6 +209,7 @@ def test_random_subsets_are_uniform_k_subsets() -> None:
         assert chi2 < n + 6 * (2 * n) ** 0.5  # far inside the χ²(n - 1) bulk
 
 
+@pytest.mark.slow
 def test_permutation_tests_do_not_depend_on_the_number_of_cores(
         monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)

