@@ -242,6 +242,12 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
             "skills": sets,
             "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
         }
+        if kind == "builtin":  # what the skills add to its system prompt, on every request
+            from gate.agents._builtin import skills_block
+
+            record[name]["skills_block_bytes"] = {
+                t: len(skills_block(per_task[(t, name)]).encode()) if per_task[(t, name)]
+                else 0 for t in ran}
     return ConditionSetup(names, arms, applies, skipped, record)
 
 
