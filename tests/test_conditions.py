@@ -14,6 +14,7 @@ import pytest
 from gate.results import journal_path, load_results
 from gate.runner import Arm, RunOptions, condition_plan
 from tests.conftest import REPO, write_task
+from tests.test_docker import engine  # noqa: F401 (the docker engine fixture)
 
 RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
 PLAIN = "fix-version-compare"  # no metadata.json: a negative control (control and full only)
@@ -177,3 +178,56 @@ def test_resume_with_conditions_finishes_the_plan_and_refuses_other_conditions(
     p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "1", "--no-transcripts",
              "--task", RATE, "--task", PLAIN, "--condition", "control", "-o", out, "--resume")
     assert p.returncode == 2 and "cannot resume: not the same conditions" in p.stderr, p.stderr
+
+
+def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
+    """`gate run --agent oracle --condition control --condition target` on a task whose
+    solution lists the workspace's skills and probes the repository's skills/ folder by its
+    absolute path; what each condition's run saw."""
+    host_skill = REPO / "skills" / "context-offloading" / "SKILL.md"
+    write_task(tmp_path / "tasks", "probe", verify="test -s seen.txt\n",
+               solve=("find .claude -type f 2>/dev/null | sort > seen.txt\n"
+                      f"if test -e '{host_skill}'; then echo HOST-SKILLS-VISIBLE >> seen.txt; "
+                      "fi\necho done >> seen.txt\n"),
+               extra={"metadata.json": json.dumps({"target_skill": "context-offloading",
+                                                   "irrelevant_skill": "git-commit-messages"})})
+    image = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "oracle"\nskills = "{REPO / "skills"}"\n'
+                   f'[suite]\ntasks = "{tmp_path / "tasks"}"\nsandbox = "{sandbox}"\n'
+                   f'image = "{image}"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    p = gate("run", "--config", cfg, "-k", "1", "--keep-workspaces", "--no-transcripts",
+             "--condition", "control", "--condition", "target", "-o", tmp_path / "r.json",
+             env={"TMPDIR": str(ws)})
+    assert p.returncode == 0, p.stderr
+    seen = {}
+    for condition in ("control", "target"):
+        (found,) = ws.glob(f"gate-probe-{condition}-r0-*/work/seen.txt")
+        seen[condition] = found.read_text().split()
+    return seen
+
+
+def test_local_sandbox_conditions_get_their_skills_but_cannot_hide_the_repository(
+        tmp_path: Path) -> None:
+    seen = _probe_run(tmp_path, "local")
+    assert not any(f.startswith(".claude") for f in seen["control"])
+    assert ".claude/skills/context-offloading/SKILL.md" in seen["target"]
+    assert not any("git-commit-messages" in f for f in seen["target"])
+    # documented (docs/skills.md): the local sandbox runs as the gate's user, so an agent can
+    # read the checkout's skills/ by its absolute path, whatever its condition
+    assert "HOST-SKILLS-VISIBLE" in seen["control"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_docker_sandbox_conditions_cannot_reach_the_repositorys_skills(
+        engine: None, tmp_path: Path) -> None:  # noqa: F811
+    seen = _probe_run(tmp_path, "docker")
+    assert not any(f.startswith(".claude") for f in seen["control"])
+    assert ".claude/skills/context-offloading/SKILL.md" in seen["target"]
+    assert not any("git-commit-messages" in f for f in seen["target"])
+    # only the workspace is mounted: the repository's skills/ is not there, in any condition
+    assert "HOST-SKILLS-VISIBLE" not in seen["control"] + seen["target"]
+    assert seen["control"][-1] == "done"  # the probe ran to its end
