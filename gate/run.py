@@ -307,6 +307,11 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         work = condition_plan(run_tasks, replications, conditions.arms_of,
                               req.first_replication)
     else:
+        # no condition named: the agent as configured, every skill of [agent].skills in every
+        # workspace (the skills `full` gets), as a user of the agent would have them
+        from gate.skills import config_skills
+
+        options.skills = config_skills(cfg)
         work = plan(run_tasks, replications, req.first_replication)
     plan_all: Work = work  # resume rebinds work to what is left; this stays the plan
     fp = fingerprint(parts, kind)
@@ -378,6 +383,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
         if req.max_run_cost is not None:
             extra["max_run_cost_usd"] = req.max_run_cost
+        if conditions is None and options.skills:  # every run's skills, without conditions
+            extra["skills"] = sorted(s.name for s in options.skills_of(run_tasks[0]))
         if conditions is not None:  # what each condition was; which tasks it skipped
             extra["conditions"] = conditions.record
             if conditions.skipped:

@@ -231,3 +231,19 @@ def test_docker_sandbox_conditions_cannot_reach_the_repositorys_skills(
     # only the workspace is mounted: the repository's skills/ is not there, in any condition
     assert "HOST-SKILLS-VISIBLE" not in seen["control"] + seen["target"]
     assert seen["control"][-1] == "done"  # the probe ran to its end
+
+
+def test_without_a_condition_every_run_gets_every_configured_skill(tmp_path: Path) -> None:
+    cfg = bundled_config(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "--keep-workspaces",
+             "--no-transcripts", "--task", PLAIN, "-o", out, env={"TMPDIR": str(ws)})
+    assert p.returncode in (0, 1), p.stderr
+    res = load_results(out)
+    assert [r.condition for r in res.runs] == [None]
+    assert (res.model_extra or {})["skills"] == ["context-offloading", "git-commit-messages"]
+    (work,) = ws.glob(f"gate-{PLAIN}-r0-*/work")
+    assert sorted(p.name for p in (work / ".claude" / "skills").iterdir()) == [
+        "context-offloading", "git-commit-messages"]
