@@ -37,6 +37,7 @@ from gate.results import Results, RunResult
 EffectVerdict = Literal["helps", "hurts", "no significant effect", "not measured"]
 
 BOOTSTRAP = 4000
+FEW_RUNS = 5  # fewer valid runs of a task under a condition: the bootstrap is too narrow
 PERMUTATIONS = 4000
 SEED = 20261201
 
@@ -342,6 +343,13 @@ def effects(results: Results, conditions: Sequence[str], settings: GateSettings,
                            f"in the file: {listed})")
     m = len(names) - 1
     notes = []
+    fewest = min((len(_valid(rs)) for c in names for rs in _by(results).get(c, {}).values()),
+                 default=0)
+    if fewest < FEW_RUNS:
+        notes.append(f"as few as {fewest} valid run{'s' if fewest != 1 else ''} of a task "
+                     "under a condition: the bootstrap intervals of turns, cost, tokens and "
+                     "time understate the uncertainty (trust their permutation p-values); "
+                     "run more replications (-k)")
     if results.interrupted is not None:
         notes.append(results.interruption_note() or "the run was interrupted")
     if m > 1:
