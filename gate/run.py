@@ -178,9 +178,11 @@ class ConditionSetup:
 
 def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, label: str,
                      options: RunOptions, tasks: list[Task], *,
-                     resolve_model: Callable[[str], object]) -> ConditionSetup:
-    """Resolve ``--condition`` names against the standard set and ``[conditions]``: an
-    unknown name, a condition no selected task gets, or a broken overlay is ``BadInput``."""
+                     resolve_model: Callable[[str], object],
+                     selected: list[Task] | None = None) -> ConditionSetup:
+    """Resolve ``--condition`` names against the standard set and ``[conditions]`` for
+    ``tasks`` (a shard's): an unknown name, a condition none of the ``selected`` tasks (the
+    whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
     import dataclasses
 
     from gate.fingerprint import fingerprint as fp_of
@@ -209,7 +211,8 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
     record: dict[str, Any] = {}
     for name in names:
         ran = [t.id for t in tasks if (t.id, name) in per_task]
-        if not ran:
+        if not any(skills_for(t, name, all_skills, cfg.conditions) is not None
+                   for t in (tasks if ran or selected is None else selected)):
             raise BadInput(f"--condition {name}: applies to none of the selected tasks (a "
                            "standard condition needs the task's metadata.json to name its "
                            "skills; see docs/skills.md)")
@@ -303,7 +306,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     work: Work
     if req.conditions:
         conditions = setup_conditions(req.conditions, cfg, kind, model, label, options,
-                                      run_tasks, resolve_model=prices.resolve)
+                                      run_tasks, resolve_model=prices.resolve,
+                                      selected=list(suite.tasks))
         work = condition_plan(run_tasks, replications, conditions.arms_of,
                               req.first_replication)
     else:

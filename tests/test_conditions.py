@@ -247,3 +247,28 @@ def test_without_a_condition_every_run_gets_every_configured_skill(tmp_path: Pat
     (work,) = ws.glob(f"gate-{PLAIN}-r0-*/work")
     assert sorted(p.name for p in (work / ".claude" / "skills").iterdir()) == [
         "context-offloading", "git-commit-messages"]
+
+
+@pytest.mark.slow
+def test_shards_of_a_conditions_run_merge_into_the_whole_run(tmp_path: Path) -> None:
+    cfg = bundled_config(tmp_path)
+    args = ["run", "--config", cfg, "--sim", "-k", "1", "--no-transcripts", "--task", RATE,
+            "--task", PLAIN, "--condition", "control", "--condition", "target"]
+    parts = []
+    for i in (1, 2):
+        part = tmp_path / f"s{i}.json"
+        p = gate(*args, "--shard", f"{i}/2", "-o", part)
+        assert p.returncode in (0, 1), p.stderr
+        parts.append(part)
+    merged = tmp_path / "m.json"
+    # one shard holds only the negative control (control runs only): still the same run
+    p = gate("merge", merged, *parts)
+    assert p.returncode == 0, p.stderr
+    res = load_results(merged)
+    assert sorted(r.key for r in res.runs) == sorted([
+        (RATE, "control", 0), (RATE, "target", 0), (PLAIN, "control", 0)])
+    extra = res.model_extra or {}
+    assert extra["conditions"]["control"]["skills"] == {RATE: [], PLAIN: []}
+    assert extra["skipped_conditions"] == {PLAIN: ["target"]}
+    p = gate("compare", merged, "--conditions", "control,target")
+    assert p.returncode == 0 and "target vs control on 1 task" in p.stdout, p.stderr
