@@ -53,7 +53,7 @@ def test_sigterm_mid_run_marks_the_file_and_gate_baseline_refuses_it(
     assert "SIGTERM" in data["interrupted"]["reason"]
     # the plan is replication-major: a#0 landed, b#0 was running, the rest never started
     assert data["interrupted"]["missing"] == [
-        {"task": t, "replication": r} for t, r in
+        {"task": t, "replication": r, "condition": None} for t, r in
         (("b", 0), ("c", 0), ("a", 1), ("b", 1), ("c", 1))]
 
     # gate baseline refuses it, and writes nothing
@@ -82,10 +82,12 @@ def test_sigterm_mid_run_marks_the_file_and_gate_baseline_refuses_it(
     assert load_results(target).interrupted is None
 
 
-def test_old_files_without_the_field_still_load() -> None:
+def test_old_files_without_the_field_still_load(tmp_path: Path) -> None:
     raw = json.loads((REPO / "baseline.json").read_text())
-    assert "interrupted" not in raw
-    assert load_results(REPO / "baseline.json").interrupted is None
+    raw.pop("interrupted", None)  # as files written before the field was
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(raw))
+    assert load_results(old).interrupted is None
 
 
 def test_an_interrupted_candidate_never_passes_or_blocks(tmp_path: Path) -> None:
