@@ -134,7 +134,7 @@ def test_the_deferred_comment_links_to_the_uploaded_artifact(project: Project,
     assert f"[The full report]({link})" in comment["body"]
     assert "agent-gate-report" in comment["body"] and "gate-report.html" in comment["body"]
     assert Path(run.outputs["report_path"]).read_text().strip() in comment["body"]
-    assert f"comment_url<<" in post.stdout and comment["html_url"] in post.stdout
+    assert "comment_url<<" in post.stdout and comment["html_url"] in post.stdout
     assert TOKEN not in post.stdout.replace(f"::add-mask::{TOKEN}", "") + post.stderr
 
 
