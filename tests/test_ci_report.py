@@ -196,3 +196,21 @@ def test_a_failed_gate_step_leaves_its_failure_for_the_posting_step(project: Pro
     (comment,) = _marker_comments(project.gh)
     assert "unmeasurable" in comment["body"] and "running for" not in comment["body"]
     assert "no baseline.json on the base branch main" in comment["body"]
+
+
+def test_a_same_job_ab_report_shows_the_base_arms_own_transcripts(project: Project) -> None:
+    """No baseline anywhere: the PR is judged by a same-job A/B, and the report (and the
+    artifact) carries the base arm's results and transcripts beside the PR's."""
+    seed = project.tmp / "seed"
+    sh(seed, "git", "rm", "-q", "baseline.json")
+    sh(seed, "git", "commit", "-q", "-m", "no baseline yet")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    ci = project.pr_branch("feature", lambda w: (w / "README.md").write_text("x\n"))
+    run = project.gate_ci(ci)
+    assert run.code == 0 and run.outputs["verdict"] == "pass", run.stderr
+    files = run.outputs["report_files"].splitlines()
+    base = (ci / "results.base.json").resolve()
+    assert str(base) in files and str(ci.resolve() / "results.base.transcripts") in files
+    page = Path(run.outputs["html_report_path"]).read_text()
+    assert page.count('<div class="col"><h4>baseline</h4>') == 3  # one per task
+    assert "transcript not available" not in page and "no transcript recorded" not in page
