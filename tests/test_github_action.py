@@ -554,10 +554,16 @@ def _play_upload(step: dict[str, Any], with_: dict[str, str], store: Path,
     `path:` list (directories whole), kept under the artifact's name; its outputs."""
     assert str(step["uses"]) == "actions/upload-artifact@v4"
     dest = store / with_["name"]
+    assert not dest.exists() or with_.get("overwrite") == "true", \
+        f"two uploads of the artifact {with_['name']}"
+    shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for line in filter(None, (ln.strip() for ln in with_["path"].splitlines())):
         src = Path(line)
-        assert src.is_absolute() and src.exists(), line
+        assert src.is_absolute(), line
+        if not src.exists():
+            assert with_.get("if-no-files-found") != "error", line
+            continue
         if src.is_dir():
             shutil.copytree(src, dest / src.name)
         else:
@@ -567,63 +573,75 @@ def _play_upload(step: dict[str, Any], with_: dict[str, str], store: Path,
                             f"{artifact_id}"}
 
 
+def play_after_gate(action: dict[str, Any], inputs: dict[str, str],
+                    outputs: dict[str, dict[str, str]], env: dict[str, str], workdir: Path,
+                    tmp: Path, store: Path, artifact_id: str = "31337") -> list[str]:
+    """Every step after `gate ci` (whose outputs are in ``outputs["gate"]``), in order, as
+    the runner plays a composite action in a run that was not cancelled: `if:` on the inputs
+    and earlier steps' outputs, expressions expanded, an upload played by its contract into
+    ``store/<name>/``, a `run:` step run for real with ``env`` and the step's own. Returns the
+    ids of the steps played; their outputs go into ``outputs``."""
+    full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    full.update(inputs)
+    full = {k: _expand(v, full, TOKEN) for k, v in full.items()}
+    steps = action["runs"]["steps"]
+    played: list[str] = []
+    for n, step in enumerate(steps[[s.get("id") for s in steps].index("gate") + 1:]):
+        if "if" in step and not _condition(str(step["if"]), full, outputs):
+            continue
+
+        def expand(v: object) -> str:
+            text = str(v).lower() if isinstance(v, bool) else str(v)
+            return _expand(text, full, TOKEN, outputs, {"temp": env["RUNNER_TEMP"],
+                                                         "os": "Linux"})
+
+        sid = str(step.get("id") or step["name"])
+        played.append(sid)
+        if "uses" in step:
+            with_ = {k: expand(v) for k, v in (step.get("with") or {}).items()}
+            outputs[sid] = _play_upload(step, with_, store, artifact_id)
+            continue
+        out = tmp / f"after{n}-output"
+        step_env = {**env, **{k: expand(v) for k, v in (step.get("env") or {}).items()},
+                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp / "summary")}
+        p = _run_step(step, step_env, workdir, tmp / f"after{n}.sh")
+        assert p.returncode == 0, f"{sid}: {p.stdout}{p.stderr}"
+        outputs[sid] = _read_file_command(out)
+    return played
+
+
 @pytest.mark.slow
 def test_the_action_uploads_the_report_then_posts_the_comment_that_links_it(
         action: dict[str, Any], installed: Installed, sim_repo: Project,
         tmp_path: Path) -> None:
-    """Every step after the install, played in order as the runner plays a composite action
-    (`if:` on earlier steps' outputs, expressions expanded): the gate step judges, writes the
-    HTML report and leaves the comment; the upload step takes the report, the results and
-    the transcripts (no secret in any of them); the posting step then posts the verdict with
-    the link to that artifact on this server."""
+    """Every step from `gate ci` on, played in order as the runner plays a composite action:
+    the gate step judges, writes the HTML report and leaves the comment ("running" until
+    then); the upload step takes the report, the results and the transcripts (no secret in
+    any of them); the posting step then posts the verdict with the link to that artifact."""
     checkout = sim_repo.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
     key = "sk-ant-artifact-canary-0123456789"
     inputs = {"sim": "true", "replications": "2", "jobs": "3", "python-version": "",
               "anthropic-api-key": key}
-    full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
-    full.update(inputs)
-    full = {k: _expand(v, full, TOKEN) for k, v in full.items()}
-    base_env = {
+    env = {
         **installed.env(), "GITHUB_EVENT_NAME": "pull_request",
         "GITHUB_EVENT_PATH": str(sim_repo.event(checkout)), "GITHUB_REPOSITORY": REPO,
         "GITHUB_API_URL": sim_repo.gh.url, "GITHUB_SERVER_URL": "https://github.example",
         "GITHUB_RUN_ID": "77", "GITHUB_REF": f"refs/pull/{PR}/merge",
         "GITHUB_WORKSPACE": str(checkout),
     }
-    outputs: dict[str, dict[str, str]] = {}
-    played: list[str] = []
+    step, step_env, workdir = _gate_step_env(action, inputs, TOKEN)
+    out = tmp_path / "gate-output"
+    p = _run_step(step, {**env, **step_env, "GITHUB_OUTPUT": str(out),
+                         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")},
+                  checkout / workdir, tmp_path / "gate.sh")
+    # the verdict was reached; the comment says "running" until the last step
+    assert p.returncode == 1, p.stdout + p.stderr
+    comments = [c["body"] for c in sim_repo.gh.comments.get(PR, [])]
+    assert len(comments) == 1 and "running for" in comments[0], p.stdout + p.stderr
+    outputs = {"gate": _read_file_command(out)}
     store = tmp_path / "artifacts"
-    codes: dict[str, int] = {}
-    steps = action["runs"]["steps"]
-    for n, step in enumerate(steps[[s.get("id") for s in steps].index("gate"):]):
-        if "if" in step and not _condition(str(step["if"]), full, outputs):
-            continue
-        def expand(v: object) -> str:
-            text = str(v).lower() if isinstance(v, bool) else str(v)
-            return _expand(text, full, TOKEN, outputs,
-                           {"temp": str(installed.runner_temp), "os": "Linux"})
-
-        played.append(str(step["id"]))
-        if "uses" in step:
-            with_ = {k: expand(v) for k, v in (step.get("with") or {}).items()}
-            outputs[step["id"]] = _play_upload(step, with_, store, "31337")
-            continue
-        out = tmp_path / f"step{n}-output"
-        env = {**base_env, **{k: expand(v) for k, v in (step.get("env") or {}).items()},
-               "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}
-        workdir = checkout / expand(step.get("working-directory", "."))
-        p = _run_step(step, env, workdir, tmp_path / f"step{n}.sh")
-        codes[step["id"]] = p.returncode
-        outputs[step["id"]] = _read_file_command(out)
-        if step["id"] == "gate":
-            # the verdict was reached; the comment says "running" until the last step
-            assert p.returncode == 1, p.stdout + p.stderr
-            comments = [c["body"] for c in sim_repo.gh.comments.get(PR, [])]
-            assert comments, p.stdout + p.stderr
-            assert len(comments) == 1 and "running for" in comments[0]
-        else:
-            assert p.returncode == 0, p.stdout + p.stderr
-    assert played == ["gate", "upload", "post"]
+    played = play_after_gate(action, inputs, outputs, env, checkout, tmp_path, store)
+    assert played == ["upload", "post"]
     gate = outputs["gate"]
     assert gate["verdict"] == "regression"
     # the artifact: the real report (its verdict, its tasks), the results, the transcripts
@@ -646,7 +664,7 @@ def test_the_action_uploads_the_report_then_posts_the_comment_that_links_it(
     assert f"[The full report]({link})" in body and "running for" not in body
     assert "Regression" in body or "regression" in body
     assert outputs["post"]["comment_url"].startswith("https://github.example/")
-    assert _expand(action["outputs"]["comment_url"]["value"], full, TOKEN, outputs) == \
+    assert _expand(action["outputs"]["comment_url"]["value"], inputs, TOKEN, outputs) == \
         outputs["post"]["comment_url"]
 
 
