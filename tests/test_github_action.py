@@ -110,15 +110,28 @@ def test_the_gate_step_execs_the_gate_from_its_own_venv(action: dict[str, Any]) 
 
 def test_env_names_are_gate_ci_options(action: dict[str, Any]) -> None:
     """Each GATE_* variable the action sets is read by a real `gate ci` option."""
-    (gate_step,) = [s for s in action["runs"]["steps"] if s.get("id") == "gate"]
+    steps = [s for s in action["runs"]["steps"] if s.get("id") in ("gate", "post")]
+    assert len(steps) == 2
     envvars = {p.envvar for p in ci_command.params if isinstance(p.envvar, str)}
-    for name in gate_step["env"]:
-        if name.startswith("GATE_") and name != "GATE_GITHUB_TOKEN":
-            assert name in envvars, f"{name} is not an option of gate ci"
+    for step in steps:
+        for name in step["env"]:
+            if name.startswith("GATE_") and name != "GATE_GITHUB_TOKEN":
+                assert name in envvars, f"{name} is not an option of gate ci"
+
+
+# outputs of a later step than the gate's: the comment is posted after the report's upload
+LATER_OUTPUTS = {
+    "comment_url": "${{ steps.post.outputs.comment_url || steps.gate.outputs.comment_url }}",
+    "comment_id": "${{ steps.post.outputs.comment_id || steps.gate.outputs.comment_id }}",
+    "report_artifact_url": "${{ steps.upload.outputs.artifact-url }}",
+}
 
 
 def test_each_output_is_the_gate_steps_output_of_the_same_name(action: dict[str, Any]) -> None:
     for name, spec in action["outputs"].items():
+        if name in LATER_OUTPUTS:
+            assert spec["value"] == LATER_OUTPUTS[name], name
+            continue
         assert spec["value"] == f"${{{{ steps.gate.outputs.{name} }}}}", name
 
 
@@ -135,6 +148,9 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Pro
     assert pr.code == 1 and pr.outputs["verdict"] == "regression", pr.stderr
     assert pr.outputs["comment_url"], "the PR run posted no comment"
     written["pr"] = set(pr.outputs)
+    deferred = project.gate_ci(ci, "--defer-comment")  # the action's way: posted later
+    assert deferred.code == 1 and deferred.outputs["comment_pending"], deferred.stderr
+    written["deferred"] = set(deferred.outputs)
     refused = project.gate_ci(ci, "--mode", "main")
     assert refused.code == 2 and refused.outputs["verdict"] == "error", refused.stderr
     written["refused"] = set(refused.outputs)
@@ -147,11 +163,38 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Pro
     assert shard.code == 0 and shard.outputs["verdict"] == "shard", shard.stderr
     written["shard"] = set(shard.outputs)
 
-    declared = set(action["outputs"])
+    # report_artifact_url is the upload step's own output, not gate ci's
+    declared = set(action["outputs"]) - {"report_artifact_url"}
     every = set().union(*written.values())
     by_mode = {mode: sorted(names) for mode, names in written.items()}
     assert every - declared == set(), f"written but not declared in action.yml: {by_mode}"
     assert declared - every == set(), f"declared in action.yml but never written: {by_mode}"
+
+
+def test_the_report_is_uploaded_before_the_comment_is_posted(action: dict[str, Any]) -> None:
+    """The comment links to the report's artifact: the upload step comes after the gate's
+    and before the posting step; both run after a failed gate step (a regression, a crash:
+    the comment must not stay "running"), neither for a cancelled run; an upload that fails
+    costs the link, never the verdict; the post is the venv's own gate, told the artifact's
+    id by the upload step."""
+    steps = action["runs"]["steps"]
+    order = [s.get("id") for s in steps]
+    gate, upload, post = (order.index(i) for i in ("gate", "upload", "post"))
+    assert gate < upload < post
+    up, po = steps[upload], steps[post]
+    assert up["uses"] == "actions/upload-artifact@v4"
+    assert up["if"] == "!cancelled() && steps.gate.outputs.report_artifact != ''"
+    assert up["continue-on-error"] is True
+    assert up["with"]["name"] == "${{ steps.gate.outputs.report_artifact }}"
+    assert up["with"]["path"] == "${{ steps.gate.outputs.report_files }}"
+    assert up["with"]["overwrite"] is True  # a re-run of the job is the same run
+    assert po["if"] == "!cancelled() && steps.gate.outputs.comment_pending != ''"
+    assert "always()" not in str(up["if"]) + str(po["if"])
+    assert po["env"]["GATE_ARTIFACT_ID"] == "${{ steps.upload.outputs.artifact-id }}"
+    assert po["env"]["GATE_POST_COMMENT"] == "${{ steps.gate.outputs.comment_pending }}"
+    assert po["run"].strip().splitlines() == [
+        'cd "$(mktemp -d)"', 'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci']
+    assert steps[gate]["env"]["GATE_DEFER_COMMENT"] == "true"
 
 
 # ----- running the steps --------------------------------------------------------------------
@@ -162,6 +205,9 @@ def _expand(value: str, inputs: dict[str, str], token: str,
     """``${{ … }}`` as the runner expands it, for the expressions this action uses."""
     def sub(m: re.Match[str]) -> str:
         expr = m.group(1)
+        if " || " in expr:  # the first non-empty alternative
+            return next((v for v in (_expand(f"${{{{ {e} }}}}", inputs, token, steps, runner)
+                                     for e in expr.split(" || ")) if v), "")
         if expr.startswith("inputs."):
             return inputs[expr[len("inputs."):]]
         if expr == "github.token":
@@ -175,11 +221,21 @@ def _expand(value: str, inputs: dict[str, str], token: str,
     return EXPR.sub(sub, value)
 
 
-def _condition(cond: str, inputs: dict[str, str]) -> bool:
-    """A step's ``if:``; this action only tests an input against the empty string."""
-    m = re.fullmatch(r"inputs\.([\w-]+) (==|!=) ''", cond.strip())
-    assert m, f"the test runner does not know the condition {cond!r}"
-    return (inputs[m.group(1)] == "") == (m.group(2) == "==")
+def _condition(cond: str, inputs: dict[str, str],
+               steps: dict[str, dict[str, str]] | None = None) -> bool:
+    """A step's ``if:`` in a run that was not cancelled; this action only tests inputs and
+    earlier steps' outputs against the empty string, joined by ``&&``."""
+    result = True
+    for part in cond.strip().split(" && "):
+        if part == "!cancelled()":
+            continue
+        m = re.fullmatch(r"(inputs\.([\w-]+)|steps\.([\w-]+)\.outputs\.([\w-]+)) "
+                         r"(==|!=) ''", part.strip())
+        assert m, f"the test runner does not know the condition {cond!r}"
+        value = (inputs[m.group(2)] if m.group(2) is not None
+                 else (steps or {}).get(m.group(3), {}).get(m.group(4), ""))
+        result = result and (value == "") == (m.group(5) == "==")
+    return result
 
 
 def _copy_action(dest: Path) -> Path:
@@ -481,6 +537,126 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], install
     bodies = [c["body"] for c in sim_repo.gh.comments[PR]]
     assert len(bodies) == 1
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + "".join(bodies)
+
+
+def _play_upload(step: dict[str, Any], with_: dict[str, str], store: Path,
+                 artifact_id: str) -> dict[str, str]:
+    """actions/upload-artifact@v4 by its contract: every file of the newline-separated
+    `path:` list (directories whole), kept under the artifact's name; its outputs."""
+    assert str(step["uses"]) == "actions/upload-artifact@v4"
+    dest = store / with_["name"]
+    assert not dest.exists() or with_.get("overwrite") == "true", \
+        f"two uploads of the artifact {with_['name']}"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for line in filter(None, (ln.strip() for ln in with_["path"].splitlines())):
+        src = Path(line)
+        assert src.is_absolute(), line
+        if not src.exists():
+            assert with_.get("if-no-files-found") != "error", line
+            continue
+        if src.is_dir():
+            shutil.copytree(src, dest / src.name)
+        else:
+            shutil.copy2(src, dest / src.name)
+    return {"artifact-id": artifact_id,
+            "artifact-url": f"https://github.example/{REPO}/actions/runs/77/artifacts/"
+                            f"{artifact_id}"}
+
+
+def play_after_gate(action: dict[str, Any], inputs: dict[str, str],
+                    outputs: dict[str, dict[str, str]], env: dict[str, str], workdir: Path,
+                    tmp: Path, store: Path, artifact_id: str = "31337") -> list[str]:
+    """Every step after `gate ci` (whose outputs are in ``outputs["gate"]``), in order, as
+    the runner plays a composite action in a run that was not cancelled: `if:` on the inputs
+    and earlier steps' outputs, expressions expanded, an upload played by its contract into
+    ``store/<name>/``, a `run:` step run for real with ``env`` and the step's own. Returns the
+    ids of the steps played; their outputs go into ``outputs``."""
+    full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    full.update(inputs)
+    full = {k: _expand(v, full, TOKEN) for k, v in full.items()}
+    steps = action["runs"]["steps"]
+    played: list[str] = []
+    for n, step in enumerate(steps[[s.get("id") for s in steps].index("gate") + 1:]):
+        if "if" in step and not _condition(str(step["if"]), full, outputs):
+            continue
+
+        def expand(v: object) -> str:
+            text = str(v).lower() if isinstance(v, bool) else str(v)
+            return _expand(text, full, TOKEN, outputs, {"temp": env["RUNNER_TEMP"],
+                                                         "os": "Linux"})
+
+        sid = str(step.get("id") or step["name"])
+        played.append(sid)
+        if "uses" in step:
+            with_ = {k: expand(v) for k, v in (step.get("with") or {}).items()}
+            outputs[sid] = _play_upload(step, with_, store, artifact_id)
+            continue
+        out = tmp / f"after{n}-output"
+        step_env = {**env, **{k: expand(v) for k, v in (step.get("env") or {}).items()},
+                    "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp / "summary")}
+        p = _run_step(step, step_env, workdir, tmp / f"after{n}.sh")
+        assert p.returncode == 0, f"{sid}: {p.stdout}{p.stderr}"
+        outputs[sid] = _read_file_command(out)
+    return played
+
+
+@pytest.mark.slow
+def test_the_action_uploads_the_report_then_posts_the_comment_that_links_it(
+        action: dict[str, Any], installed: Installed, sim_repo: Project,
+        tmp_path: Path) -> None:
+    """Every step from `gate ci` on, played in order as the runner plays a composite action:
+    the gate step judges, writes the HTML report and leaves the comment ("running" until
+    then); the upload step takes the report, the results and the transcripts (no secret in
+    any of them); the posting step then posts the verdict with the link to that artifact."""
+    checkout = sim_repo.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
+    key = "sk-ant-artifact-canary-0123456789"
+    inputs = {"sim": "true", "replications": "2", "jobs": "3", "python-version": "",
+              "anthropic-api-key": key}
+    env = {
+        **installed.env(), "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(sim_repo.event(checkout)), "GITHUB_REPOSITORY": REPO,
+        "GITHUB_API_URL": sim_repo.gh.url, "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_RUN_ID": "77", "GITHUB_REF": f"refs/pull/{PR}/merge",
+        "GITHUB_WORKSPACE": str(checkout),
+    }
+    step, step_env, workdir = _gate_step_env(action, inputs, TOKEN)
+    out = tmp_path / "gate-output"
+    p = _run_step(step, {**env, **step_env, "GITHUB_OUTPUT": str(out),
+                         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")},
+                  checkout / workdir, tmp_path / "gate.sh")
+    # the verdict was reached; the comment says "running" until the last step
+    assert p.returncode == 1, p.stdout + p.stderr
+    comments = [c["body"] for c in sim_repo.gh.comments.get(PR, [])]
+    assert len(comments) == 1 and "running for" in comments[0], p.stdout + p.stderr
+    outputs = {"gate": _read_file_command(out)}
+    store = tmp_path / "artifacts"
+    played = play_after_gate(action, inputs, outputs, env, checkout, tmp_path, store)
+    assert played == ["upload", "post"]
+    gate = outputs["gate"]
+    assert gate["verdict"] == "regression"
+    # the artifact: the real report (its verdict, its tasks), the results, the transcripts
+    (artifact,) = store.iterdir()
+    assert artifact.name == gate["report_artifact"] == "agent-gate-report"
+    page = (artifact / "gate-report.html").read_text()
+    assert "<h1>agent-gate: Regression</h1>" in page
+    results = json.loads((artifact / "results.json").read_text())
+    for task in {r["task"] for r in results["runs"]}:
+        assert f'"task":"{task}"' in page
+    assert (artifact / "gate-report.md").is_file()
+    transcripts = list((artifact / "results.transcripts").iterdir())
+    assert len(transcripts) == len(results["runs"])
+    for f in (f for f in artifact.rglob("*") if f.is_file()):
+        data = f.read_bytes()
+        assert TOKEN.encode() not in data and key.encode() not in data, f
+    # the comment: the verdict, linking to that artifact
+    (body,) = [c["body"] for c in sim_repo.gh.comments[PR]]
+    link = f"https://github.example/{REPO}/actions/runs/77/artifacts/31337"
+    assert f"[The full report]({link})" in body and "running for" not in body
+    assert "Regression" in body or "regression" in body
+    assert outputs["post"]["comment_url"].startswith("https://github.example/")
+    assert _expand(action["outputs"]["comment_url"]["value"], inputs, TOKEN, outputs) == \
+        outputs["post"]["comment_url"]
 
 
 WALKER = r"""

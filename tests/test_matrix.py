@@ -27,6 +27,7 @@ from test_github_action import (  # noqa: F401  (fixtures)
     _run_step,
     action,
     installed,
+    play_after_gate,
     sim_repo,
 )
 
@@ -145,9 +146,20 @@ def test_a_pr_matrix_runs_three_shards_and_the_judge_posts_one_comment(
     merged = json.loads((judge / "results.json").read_text())
     assert len(merged["runs"]) == 9 and len(merged["merged_from"]) == 3
     assert "shard" not in merged and "selected_tasks" not in merged
+    # the judge job's report upload, then its comment (gate/github/_deferred.py)
+    env = {**installed.env(), "GITHUB_EVENT_NAME": "pull_request",
+           "GITHUB_EVENT_PATH": str(sim_repo.event(judge)), "GITHUB_REPOSITORY": REPO,
+           "GITHUB_API_URL": sim_repo.gh.url, "GITHUB_SERVER_URL": "https://github.example",
+           "GITHUB_RUN_ID": "77", "GITHUB_WORKSPACE": str(judge)}
+    steps = {"gate": outputs}
+    assert play_after_gate(action, {"merge": "shards"}, steps, env, judge, tmp_path,
+                           tmp_path / "judge-artifacts", "4711") == ["upload", "post"]
+    page = (tmp_path / "judge-artifacts" / "agent-gate-report" / "gate-report.html").read_text()
+    assert "<h1>agent-gate: Regression</h1>" in page
     (comment,) = [c for c in sim_repo.gh.comments[PR] if MARKER_PREFIX in c["body"]]
     assert len(sim_repo.gh.comments[PR]) == 1
-    assert outputs["comment_url"] == comment["html_url"]
+    assert steps["post"]["comment_url"] == comment["html_url"]
+    assert f"https://github.example/{REPO}/actions/runs/77/artifacts/4711" in comment["body"]
     assert "Merged from the 3 shards" in comment["body"]
     assert outputs["headline"] in comment["body"]
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + comment["body"]

@@ -72,12 +72,27 @@ if TYPE_CHECKING:
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               default="gate-report.md", show_default=True, envvar="GATE_REPORT",
               help="Markdown report to write (pr/check), or to post (comment mode).")
+@click.option("--html-report", "html_report", metavar="PATH", default="gate-report.html",
+              show_default=True, envvar="GATE_HTML_REPORT",
+              help="The judged run's HTML report (as `gate report --html` writes it: the "
+                   "verdict, every task and every run's transcript); empty: none. A report "
+                   "that cannot be written is a warning, never the verdict.")
+@click.option("--defer-comment", is_flag=True, default=False, envvar="GATE_DEFER_COMMENT",
+              help="Leave the final PR comment in a file (the `comment_pending` output) for "
+                   "`--post-comment` after the report's upload (the action does this).")
+@click.option("--post-comment", "post_comment", metavar="PENDING", envvar="GATE_POST_COMMENT",
+              help="Post the comment a --defer-comment run left in PENDING, with a link to "
+                   "the report's artifact (--artifact-id); runs no suite, reads no gate.toml.")
+@click.option("--artifact-id", default="", envvar="GATE_ARTIFACT_ID",
+              help="With --post-comment: the report artifact's id (actions/upload-artifact's "
+                   "`artifact-id` output); empty: no link.")
 def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
     accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
     history: str | None, fork_without_key: str | None, comment_author: str | None,
     comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
-    merge_dir: str | None, report_path: str,
+    merge_dir: str | None, report_path: str, html_report: str, defer_comment: bool,
+    post_comment: str | None, artifact_id: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -91,6 +106,13 @@ def ci(
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
+    if post_comment and post_comment.strip():
+        # the action's last step: another step's verdict, posted; nothing here is judged
+        from gate.github import CIEnvironment
+        from gate.github._deferred import post_deferred
+
+        sys.exit(post_deferred(Path(post_comment), CIEnvironment.from_environ(), artifact_id,
+                               log=lambda line: click.echo(line, err=True)))
     config_path = run_kw["config_path"]
     if is_comment_mode(mode, os.environ.get("GITHUB_EVENT_NAME", "")):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
@@ -119,6 +141,8 @@ def ci(
         default_comment_id=default_comment_id(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
+        html_report=Path(html_report) if html_report.strip() else None,
+        defer_comment=defer_comment,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             baseline_refresh=baseline_refresh, data_branch=data_branch, history=history,

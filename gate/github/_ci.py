@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import stat
 import sys
@@ -112,6 +113,11 @@ class CIOptions:
     # a matrix's judge job: the directory of the shards' downloaded results, merged into
     # ``run.output`` and judged (pr/check) or pooled (main) instead of running the suite
     merge: Path | None = None
+    # the HTML report of a judged run (gate/report/_html.py); None: none
+    html_report: Path | None = None
+    # the action's comment is posted by a later step, after the report's upload: the final
+    # comment goes to a file (gate/github/_deferred.py) instead of to GitHub
+    defer_comment: bool = False
     on_result: Callable[[RunResult], None] | None = None
     on_start: Callable[[Results, int], None] | None = None  # before the first run (its plan)
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
@@ -147,6 +153,9 @@ class _CI:
         self._author: str | None = None
         self._comment: PRComment | None = None
         self.merged: Results | None = None  # the shards' results, merged (opts.merge)
+        self.base_arm: Path | None = None  # a same-job A/B's base arm results file
+        self.pending: Path | None = None  # the deferred comment's file, once written
+        self.report_outputs: dict[str, object] = {}  # the HTML report's, once written
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -375,6 +384,7 @@ class _CI:
             base = self.stored_results(base_path)
             pair = ABRun(base, self.stored_results(self.opts.rejudge), base_path,
                          self.opts.rejudge, base.commit)
+            self.base_arm = base_path
         else:
             commit = resolve_commit(root, ys.ref)
             self.log(f"gate ci: judged by a same-job A/B against {ys.label} "
@@ -385,6 +395,7 @@ class _CI:
             req = self.run_request()
             with base_arm_config(ys.config, root=root, ref=ys.ref, label=ys.label) as base_cfg:
                 pair = run_ab(req, base_cfg, base_commit=commit, on_result=self.opts.on_result)
+            self.base_arm = base_output(req.output)
         self.log(f"gate ci: {describe(pair, markdown=False)}")
         mode = Markup(f"{describe(pair, markdown=True)}: {why}. Both arms ran on "
                       f"{_code(ys.label)}'s tasks and settings, interleaved run by run, "
@@ -491,12 +502,55 @@ class _CI:
                     f"the workflow's `permissions:` grant more; {text}")
         return self.redact(text)
 
+    def write_html(self, j: _Judgement) -> dict[str, object]:
+        """The judged run's HTML report and what the action uploads with it (its outputs).
+        Whatever goes wrong here is a warning: the report never changes the verdict."""
+        path = self.opts.html_report
+        if path is None:
+            return {}
+        try:
+            from gate.report._html import render_html
+
+            results_path = self.opts.run.output
+            page = render_html(j.results, results_path=results_path, baseline=j.baseline,
+                               baseline_path=self.base_arm, comparison=j.comparison,
+                               level=self.cfg.gate.ci_level, seed=self.cfg.gate.seed,
+                               run_url=self.env.run_url)
+            atomic_write_text(path, self.redact(page))
+        except Exception as exc:  # any failure, a bug too: it must not cost the verdict
+            self.io.warning(f"the HTML report was not written (the verdict stands): "
+                            f"{type(exc).__name__}: {exc}", title="agent-gate")
+            return {}
+        from gate.report._html import transcript_dir
+
+        files = [path, self.opts.report_path]
+        for results_file in (results_path, self.base_arm):
+            if results_file is not None and results_file.is_file():
+                files += [results_file, transcript_dir(results_file)]
+        self.log(f"gate ci: wrote the HTML report {path}")
+        self.report_outputs = {
+            "html_report_path": str(path.resolve()),
+            "report_artifact": self.report_artifact,
+            "report_files": "\n".join(str(f.resolve()) for f in files if f.exists()),
+        }
+        return self.report_outputs
+
+    @property
+    def report_artifact(self) -> str:
+        """The report's artifact name: one per suite (its comment id), as a matrix over
+        models uploads one each within a run."""
+        if self.comment_id == DEFAULT_COMMENT_ID:
+            return "agent-gate-report"
+        return "agent-gate-report-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", self.comment_id)
+                                       .strip("-.") or "suite")
+
     def report(self, j: _Judgement, *, extra: dict[str, object]) -> None:
         verdict = str(j.comparison.verdict)
         headline = self.redact(str(j.comparison.headline))
         atomic_write_text(self.opts.report_path, j.markdown)
         self.io.summary(j.markdown)
         self.io.set_outputs({
+            **self.write_html(j),
             "verdict": verdict, "exit_code": j.exit_code, "headline": headline,
             "accepted": str(j.accepted).lower(),
             "baseline_pass_rate": _num(j.baseline.summary.pass_rate),
@@ -589,6 +643,33 @@ class _CI:
         return (comment_mode(self.settings) != "never" and not self.env.fork_repo
                 and self.env.token is not None)
 
+    def defer(self, pr: PullRequestInfo, state: str, markdown: str | None = None,
+              create: bool = False) -> bool:
+        """With ``defer_comment``: leave the comment for the action's posting step (after the
+        report's upload). False when not deferring, or when the file cannot be written (the
+        caller then posts itself)."""
+        if not self.opts.defer_comment:
+            return False
+        from gate.github._deferred import PendingComment, pending_path, write_pending
+
+        html = self.report_outputs.get("html_report_path")
+        try:
+            self.pending = self.pending or pending_path()
+            write_pending(self.pending, PendingComment.model_validate({
+                "pr": pr.number, "comment_id": self.comment_id,
+                "mode": comment_mode(self.settings),
+                "comment_author": self.settings.comment_author, "state": state,
+                "body": self.redact(markdown) if markdown is not None else None,
+                "create": create,
+                "artifact": self.report_artifact if html else "",
+                "html_name": Path(str(html)).name if html else ""}))
+        except (OSError, ValidationError) as exc:
+            self.io.warning(f"the PR comment is posted now, not after the report's upload: "
+                            f"{exc}", title="agent-gate")
+            return False
+        self.io.set_outputs({"comment_pending": str(self.pending)})
+        return True
+
     def show(self, pr: PullRequestInfo, markdown: str, *, create: bool, what: str,
              quiet: bool = False) -> CommentRef | None:
         """Put ``markdown`` in this suite's comment; a failure is a warning (``quiet``: a log
@@ -618,6 +699,8 @@ class _CI:
             return
         from gate.report._render import _url
 
+        # first: a step that dies from here on still has its "running" comment corrected
+        self.defer(pr, "running")
         self.show(pr, render_body("running.md.j2", sha=self.head(pr),
                                   run_url=_url(self.env.run_url)),
                   create=comment_mode(self.settings) == "always", what="marked as running",
@@ -637,6 +720,7 @@ class _CI:
             self.show(pr, render_body("cancelled.md.j2", sha=self.head(pr),
                                       run_url=_url(self.env.run_url)),
                       create=False, what="marked as cancelled")
+            self.defer(pr, "cancelled")
             self.io.set_outputs({"verdict": "cancelled", "mode": "pr"})
         finally:
             for sig, handler in previous.items():
@@ -654,6 +738,9 @@ class _CI:
             self.io.set_outputs({"comment_url": "", "comment_id": ""})
             return
         create = creates(comment_mode(self.settings), comparison)
+        if self.defer(pr, "final", markdown, create):
+            self.log("gate ci: the PR comment is posted after the report's upload")
+            return
         ref = self.show(pr, markdown, create=create, what="posted")
         if ref is None and create is False:
             self.log(f"gate ci: no PR comment (comment-mode {comment_mode(self.settings)}: "
@@ -860,11 +947,13 @@ class _CI:
     def try_comment_failure(self, mode: str, reason: str, what: str, exc: GateError) -> None:
         """A PR whose gate could not measure still says why on the PR, not only in a log."""
         pr = self.env.pull_request if mode == "pr" else None
-        if pr is None or isinstance(exc, GitHubError) or not self.can_comment():
+        if pr is None or not self.can_comment():
             return
-        self.show(pr, _failure_markdown(what, reason, self.env.run_url),
-                  create=creates(comment_mode(self.settings), None, failed=True),
-                  what="posted")
+        markdown = _failure_markdown(what, reason, self.env.run_url)
+        create = creates(comment_mode(self.settings), None, failed=True)
+        if self.defer(pr, "final", markdown, create) or isinstance(exc, GitHubError):
+            return
+        self.show(pr, markdown, create=create, what="posted")
 
     # ----- a matrix of shards (docs/github.md, "Big suites") -------------------------------
 
