@@ -197,6 +197,16 @@ def test_the_report_is_uploaded_before_the_comment_is_posted(action: dict[str, A
     assert steps[gate]["env"]["GATE_DEFER_COMMENT"] == "true"
 
 
+def test_every_upload_can_be_rerun(action: dict[str, Any]) -> None:
+    """A job re-run ("Re-run failed jobs") is the same workflow run: an upload without
+    `overwrite` fails there with 409, the artifact's name being taken by the first attempt."""
+    uploads = [s for s in action["runs"]["steps"]
+               if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert len(uploads) >= 2  # the shard's results, the report
+    for step in uploads:
+        assert step["with"].get("overwrite") is True, step["name"]
+
+
 # ----- running the steps --------------------------------------------------------------------
 
 def _expand(value: str, inputs: dict[str, str], token: str,
