@@ -18,7 +18,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,13 +57,29 @@ from gate.github._history import (
 )
 from gate.github._modes import MODES
 from gate.github._outputs import ActionsIO
-from gate.github._refresh import Outcome, Place, Refresh, State, data_paths, read_state, write_files
+from gate.github._refresh import (
+    Outcome,
+    Place,
+    Refresh,
+    State,
+    data_paths,
+    read_state,
+    traces_path,
+    write_files,
+)
 from gate.github._rest import GitHubClient, GitHubError
 from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
+from gate.traces import (
+    SIDECAR_LIMIT,
+    Trace,
+    parse_sidecar,
+    pooled_sidecar,
+    results_traces,
+)
 
 if TYPE_CHECKING:
     from gate.compare import Comparison
@@ -147,6 +163,7 @@ class _CI:
         self._author: str | None = None
         self._comment: PRComment | None = None
         self.merged: Results | None = None  # the shards' results, merged (opts.merge)
+        self.ab_base_path: Path | None = None  # a same-job A/B's base arm results
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -249,6 +266,7 @@ class _CI:
         from gate.yardstick import open_yardstick
 
         preload_templates()  # nothing that tells the verdict is read after the suite
+        import gate.evidence  # noqa: F401  (nor imported: the comment's evidence)
         root = self.repo_root()
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
@@ -386,6 +404,7 @@ class _CI:
             with base_arm_config(ys.config, root=root, ref=ys.ref, label=ys.label) as base_cfg:
                 pair = run_ab(req, base_cfg, base_commit=commit, on_result=self.opts.on_result)
         self.log(f"gate ci: {describe(pair, markdown=False)}")
+        self.ab_base_path = pair.base_path  # its transcripts are the baseline's evidence
         mode = Markup(f"{describe(pair, markdown=True)}: {why}. Both arms ran on "
                       f"{_code(ys.label)}'s tasks and settings, interleaved run by run, "
                       "so provider drift cannot tell them apart.")
@@ -421,9 +440,35 @@ class _CI:
             shown = comparison.model_copy(update={
                 "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
         markdown = render_markdown(shown, run_url=self.env.run_url, notes=tuple(notes),
-                                   trend=trend, yardstick=ys.note(), mode=mode)
+                                   trend=trend, yardstick=ys.note(), mode=mode,
+                                   evidence=self.evidence(ys, comparison, baseline, results))
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
+
+    def evidence(self, ys: Yardstick, comparison: Comparison, baseline: Results,
+                 results: Results) -> Markup | None:
+        """What the runs did (gate/evidence.py): this run's transcripts beside the traces kept
+        next to the baseline (or, in a same-job A/B, the base arm's own transcripts). It
+        explains the verdict and never changes it: a problem here leaves it out."""
+        from gate import evidence
+
+        try:
+            mine = results_traces(results, self.opts.run.output, redact=self.redact)
+            theirs: list[Trace] | None = None
+            missing = None
+            if self.ab_base_path is not None:
+                theirs = results_traces(baseline, self.ab_base_path, redact=self.redact)
+            elif ys.traces_text is not None:
+                theirs = parse_sidecar(ys.traces_text)
+            else:
+                missing = ("No traces are kept next to this baseline yet (main's refresh keeps "
+                           "them from this version of the gate on): only this PR's runs are "
+                           "shown.")
+            return evidence.render(evidence.build(comparison, results, baseline, mine, theirs,
+                                                  base_missing=missing))
+        except (GateError, OSError, ValueError) as exc:
+            self.io.warning(f"the comment's evidence was left out: {exc}")
+            return None
 
     def stored_results(self, path: Path) -> Results:
         """A finished run's results, judged again without a new suite run."""
@@ -708,18 +753,21 @@ class _CI:
                                "refreshed")
         verdict, markdown = self.self_check(start.baseline_text, results)
         entry = entry_for(results, verdict=verdict, run_url=self.env.run_url)
+        traces = results_traces(results, self.opts.run.output, stored=True, redact=self.redact)
         outputs: dict[str, object] = {
             "mode": "main", "exit_code": 0, **self.outputs_for(results),
             "baseline_path": str(baseline_path.resolve()),
             "history_path": str(history_path.resolve()),
+            "traces_path": str(traces_path(baseline_path).resolve()),
         }
         # an upload step (`if: !cancelled()`) finds the files even when the push fails below
         self.io.set_outputs(outputs)
         if place is None:
-            outcome = self.refresh_files(results, start, entry, baseline_path, history_path)
+            outcome = self.refresh_files(results, start, entry, baseline_path, history_path,
+                                         traces)
         else:
             outcome = self.refresh_push(root, place, results, start, entry, git_state,
-                                        baseline_path, history_path)
+                                        baseline_path, history_path, traces)
         self.log(f"gate ci: {outcome.message}")
         for line in outcome.lines:
             if outcome.status in ("superseded", "artifact"):
@@ -771,7 +819,8 @@ class _CI:
         committed files on its first refresh), or the workspace's files for an artifact."""
         if place is None:
             return State(None, _read_optional(baseline_path, RESULTS_LIMIT, "baseline"),
-                         _read_optional(history_path, HISTORY_LIMIT, "history"))
+                         _read_optional(history_path, HISTORY_LIMIT, "history"),
+                         traces_text=_read_sidecar(traces_path(baseline_path)))
         head = _git.head(root)
         if not place.data:
             return read_state(root, place, head)
@@ -792,7 +841,7 @@ class _CI:
 
     def refresh_push(self, root: Path, place: Place, results: Results, start: State,
                      entry: HistoryEntry, git_state: str, baseline_path: Path,
-                     history_path: Path) -> Outcome:
+                     history_path: Path, traces: Sequence[Trace] = ()) -> Outcome:
         """Pool and push to ``place``; the pooled files are left in the workspace whatever
         happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
         def guard() -> None:
@@ -807,7 +856,7 @@ class _CI:
             pool_size=self.cfg.gate.pool_size, history_size=self.settings.history_size,
             token=self.token(), server_url=self.env.server_url,
             source_branch=self.env.branch or "", guard=guard, log=self.log,
-            seed=self.seed(root, _git.head(root)) if place.data else None)
+            seed=self.seed(root, _git.head(root)) if place.data else None, traces=traces)
         # a data branch is read again: as it is now, not as it was when the suite began
         first = refresh.fetch() if place.data else start
         short = (results.commit or self.env.sha or "")[:7]
@@ -823,7 +872,8 @@ class _CI:
         return outcome
 
     def refresh_files(self, results: Results, start: State, entry: HistoryEntry,
-                      baseline_path: Path, history_path: Path) -> Outcome:
+                      baseline_path: Path, history_path: Path,
+                      traces: Sequence[Trace] = ()) -> Outcome:
         """``baseline_refresh = "artifact"``: pool into the workspace's files."""
         from gate.baseline import promote
 
@@ -831,7 +881,8 @@ class _CI:
                     if start.baseline_text is not None else None)
         pooled, message = promote(results, baseline, pool_size=self.cfg.gate.pool_size)
         entries = [*parse_history(start.history_text or ""), entry][-self.settings.history_size:]
-        outcome = Outcome("artifact", message, baseline=pooled, entries=entries)
+        outcome = Outcome("artifact", message, baseline=pooled, entries=entries,
+                          traces=pooled_sidecar(pooled, traces, parse_sidecar(start.traces_text)))
         write_files(outcome, baseline_path, history_path)
         if pooled is baseline:
             outcome.status = "unchanged"
@@ -1067,6 +1118,14 @@ def _read_uploaded_report(path: Path) -> str:
 
 def _read_optional(path: Path, limit: int, what: str) -> str | None:
     return read_text(path, limit, what) if path.exists() else None
+
+
+def _read_sidecar(path: Path) -> str | None:
+    """The workspace's traces sidecar; one that cannot be read is replaced, never an error."""
+    try:
+        return _read_optional(path, SIDECAR_LIMIT, "baseline traces")
+    except GateError:
+        return None
 
 
 def _num(v: float | None) -> str:
