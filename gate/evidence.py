@@ -211,10 +211,9 @@ def cache_note(base: list[tuple[int, int, int, int]], pr: list[tuple[int, int, i
         i >= len(base) or base[i][2] > base[i][1])), None)
     if first is None:
         return None
-    every = all(rewrites[first:])
     _, w, r, _ = pr[first]
     bw, br = (base[first][1], base[first][2]) if first < len(base) else (0, 0)
-    if every and all(x[1] > 0 for x in pr):
+    if all(rewrites):
         head = ("**Cache writes on every turn from turn 1:** the prompt's prefix changes "
                 "between requests, so nothing written can be read back (a timestamp or other "
                 "per-request text early in the system prompt or the tools does this).")

@@ -153,7 +153,7 @@ def program(command: str) -> str:
         except ValueError:
             words = line.split()
         words = [w for w in words if not _ASSIGN.match(w)]
-        while words and words[0] in _WRAPPERS:
+        while words and os.path.basename(words[0]) in _WRAPPERS:
             words = words[1:]
             while words and words[0][:1] in "-0123456789":  # timeout 120, nice -n 5
                 words = words[1:]
@@ -259,33 +259,39 @@ def trace_from_events(events: Iterable[Mapping[str, Any]], run: RunResult, *,
 
 
 def fit(trace: Trace, limit: int = TRACE_BYTES) -> Trace:
-    """``trace`` within ``limit`` bytes of JSON: turns dropped from the middle, counted."""
+    """``trace`` within ``limit`` bytes of JSON: turns dropped from the middle (about two
+    thirds of those kept from the start, how it set out; the rest from the end, how it
+    finished), and counted."""
     if len(trace.model_dump_json()) <= limit:
         return trace
-    head, tail = list(trace.turns), list[Turn]()
-    while head and len(trace.model_copy(update={"turns": head + tail}).model_dump_json()) > limit:
-        # keep the start (how it set out) and the end (how it finished), drop the middle
-        if len(tail) < len(head) // 2:
-            tail.insert(0, head.pop())
-        head.pop()
-    omitted = trace.n_turns - len(head) - len(tail)
-    out = trace.model_copy(update={"turns": head + tail, "omitted": trace.omitted + omitted,
-                                   "omitted_at": len(head)})
-    if len(out.model_dump_json()) > limit:  # a single huge turn: keep only the outcome
-        out = out.model_copy(update={"turns": [], "omitted": trace.n_turns, "omitted_at": 0})
-    return out
+    turns = trace.turns
+
+    def keep(k: int) -> Trace:
+        head = (2 * k + 2) // 3
+        kept = turns[:head] + (turns[len(turns) - (k - head):] if k > head else [])
+        return trace.model_copy(update={"turns": kept, "omitted": trace.n_turns - k,
+                                        "omitted_at": head})
+
+    lo, hi = 0, len(turns) - 1  # the most turns that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(keep(mid).model_dump_json()) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return keep(lo)
 
 
-def read_events(path: Path, limit: int = TRANSCRIPT_LIMIT) -> list[dict[str, Any]]:
-    """A transcript's JSON lines (a regular file only, no symlink, bounded); unreadable lines
-    are skipped."""
+def read_events(path: Path, limit: int = TRANSCRIPT_LIMIT) -> list[dict[str, Any]] | None:
+    """A transcript's JSON lines (a regular file only, no symlink, bounded; None when there is
+    no such file); unreadable lines are skipped."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        return []
+        return None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return []
+            return None
         data = fh.read(limit)
     events = []
     for line in data.decode("utf-8", errors="replace").splitlines():
@@ -313,11 +319,10 @@ def run_trace(run: RunResult, results_path: Path, *, refresh: str | None = None,
     name = Path(run.transcript.replace("\\", "/")).name
     if not name.endswith(".jsonl") or name.startswith("."):
         return None
-    path = transcripts_dir(results_path) / name
-    if not path.is_file():
+    events = read_events(transcripts_dir(results_path) / name)
+    if events is None:
         return None
-    return trace_from_events(read_events(path), run, refresh=refresh, results=results,
-                             redact=redact)
+    return trace_from_events(events, run, refresh=refresh, results=results, redact=redact)
 
 
 def results_traces(results: Results, results_path: Path, *, stored: bool = False,
