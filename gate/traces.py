@@ -325,6 +325,15 @@ def run_trace(run: RunResult, results_path: Path, *, refresh: str | None = None,
     return trace_from_events(events, run, refresh=refresh, results=results, redact=redact)
 
 
+def landed_trace(run: RunResult, *, redact: Redactor | None = None) -> Trace | None:
+    """The trace of a run the gate itself just ran (its transcript at the path the runner
+    recorded in memory), read as the run lands: nothing is read once the suite is over."""
+    if not run.transcript:
+        return None
+    events = read_events(Path(run.transcript))
+    return None if events is None else trace_from_events(events, run, redact=redact)
+
+
 def results_traces(results: Results, results_path: Path, *, stored: bool = False,
                    redact: Redactor | None = None) -> list[Trace]:
     """Every run's trace that has a transcript. ``stored``: for the sidecar — without tool

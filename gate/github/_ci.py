@@ -76,6 +76,7 @@ from gate.secrets import Redactor
 from gate.traces import (
     SIDECAR_LIMIT,
     Trace,
+    landed_trace,
     parse_sidecar,
     pooled_sidecar,
     results_traces,
@@ -164,6 +165,11 @@ class _CI:
         self._comment: PRComment | None = None
         self.merged: Results | None = None  # the shards' results, merged (opts.merge)
         self.ab_base_path: Path | None = None  # a same-job A/B's base arm results
+        # each run's trace, read from its transcript as it lands (gate/traces.py): the
+        # comment's evidence; nothing of the checkout is read once the suite is over
+        self.landed: dict[tuple[object, ...], Trace] = {}
+        self._on_result = opts.on_result
+        opts.on_result = self.land
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -179,6 +185,21 @@ class _CI:
                                "`${{ github.token }}`) or set GITHUB_TOKEN; or --no-comment")
             self._client = GitHubClient(self.env.api_url, self.env.repository, token)
         return self._client
+
+    def land(self, run: RunResult) -> None:
+        trace = landed_trace(run, redact=self.redact)
+        if trace is not None:
+            self.landed[_trace_key(run)] = trace
+        if self._on_result is not None:
+            self._on_result(run)
+
+    def traces(self, results: Results, path: Path) -> list[Trace]:
+        """The traces of ``results``' runs: as they landed in this job, else (stored results,
+        re-judged or merged: no suite ran here) from the transcripts beside ``path``."""
+        if any(_trace_key(r) in self.landed for r in results.runs):
+            return [self.landed[k] for r in results.runs
+                    if (k := _trace_key(r)) in self.landed]
+        return results_traces(results, path, redact=self.redact)
 
     def log(self, line: str) -> None:
         self.opts.log(self.redact(line))
@@ -453,11 +474,11 @@ class _CI:
         from gate import evidence
 
         try:
-            mine = results_traces(results, self.opts.run.output, redact=self.redact)
+            mine = self.traces(results, self.opts.run.output)
             theirs: list[Trace] | None = None
             missing = None
             if self.ab_base_path is not None:
-                theirs = results_traces(baseline, self.ab_base_path, redact=self.redact)
+                theirs = self.traces(baseline, self.ab_base_path)
             elif ys.traces_text is not None:
                 theirs = parse_sidecar(ys.traces_text)
             else:
@@ -753,7 +774,9 @@ class _CI:
                                "refreshed")
         verdict, markdown = self.self_check(start.baseline_text, results)
         entry = entry_for(results, verdict=verdict, run_url=self.env.run_url)
-        traces = results_traces(results, self.opts.run.output, stored=True, redact=self.redact)
+        # stamped with the refresh pooling gives their runs (the sidecar drops tool output)
+        traces = [t.model_copy(update={"refresh": t.refresh or results.created_at})
+                  for t in self.traces(results, self.opts.run.output)]
         outputs: dict[str, object] = {
             "mode": "main", "exit_code": 0, **self.outputs_for(results),
             "baseline_path": str(baseline_path.resolve()),
@@ -1118,6 +1141,10 @@ def _read_uploaded_report(path: Path) -> str:
 
 def _read_optional(path: Path, limit: int, what: str) -> str | None:
     return read_text(path, limit, what) if path.exists() else None
+
+
+def _trace_key(run: RunResult) -> tuple[object, ...]:
+    return (run.arm, run.task, run.condition, run.replication)
 
 
 def _read_sidecar(path: Path) -> str | None:
