@@ -17,7 +17,8 @@ already redacted when written; this is the second lock). Bounded, per run and pe
   and the last kept) and counted in ``omitted``;
 - the sidecar (``baseline.traces.jsonl`` next to ``baseline.json``): traces of the pooled
   baseline's runs only, the newest :data:`PER_POOL` per task (and skill condition), and at most
-  :data:`SIDECAR_BYTES` in all (fewer per task until it fits). Read back bounded at
+  :data:`SIDECAR_BYTES` in all (fewer per task until it fits); runs with no model turn are
+  not kept. Read back bounded at
   :data:`SIDECAR_LIMIT`; a line that is not a trace is skipped.
 
 The sidecar is JSON Lines, not gzip: git stores every blob zlib-compressed and deltas one
@@ -373,13 +374,14 @@ def parse_sidecar(text: str | None) -> list[Trace]:
 def pooled_sidecar(baseline: Results, new: Sequence[Trace], old: Sequence[Trace]) -> str:
     """The sidecar for the pooled ``baseline``: the traces of its runs (matched by task,
     condition and refresh), the newest :data:`PER_POOL` per task, at most
-    :data:`SIDECAR_BYTES` in all."""
+    :data:`SIDECAR_BYTES` in all. A run whose transcript records no model turn (the oracle,
+    a command agent that logs none) leaves nothing to compare with and is not kept."""
     wanted = {(r.task, r.condition, r.refresh) for r in baseline.runs}
     pools: dict[tuple[str, str | None], list[Trace]] = {}
     seen: set[tuple[str, str | None, str | None, int]] = set()
     for t in [*new, *old]:  # the new ones first: the newest are kept
         ident = (t.task, t.condition, t.refresh, t.replication)
-        if (t.task, t.condition, t.refresh) not in wanted or ident in seen:
+        if (t.task, t.condition, t.refresh) not in wanted or ident in seen or not t.n_turns:
             continue
         seen.add(ident)
         pools.setdefault(t.pool, []).append(t.model_copy(update={"turns": [

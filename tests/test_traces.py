@@ -186,6 +186,10 @@ def test_the_sidecar_keeps_the_pooled_runs_traces_newest_first_and_bounded() -> 
     assert [(t.refresh, t.replication) for t in kept] == [("new", 0), ("new", 1), ("new", 2),
                                                          ("old", 0)]
     assert all(c.result is None for t in kept for turn in t.turns for c in turn.calls)
+    # a run with no model turn (the oracle, a command agent) leaves nothing to compare
+    silent = trace_from_events([{"type": "oracle", "returncode": 0}], _run("a", 2),
+                               refresh="new", redact=Redactor())
+    assert parse_sidecar(pooled_sidecar(baseline, [silent], [])) == []
     many = [trace("a", "new", i) for i in range(PER_POOL + 5)]
     assert len(parse_sidecar(pooled_sidecar(baseline, many, []))) == PER_POOL
     huge = [trace("a", "new", i).model_copy(update={"final": "f" * 300, "verify": "v" * 400})
