@@ -147,7 +147,8 @@ def _brief(trace: Trace, path: Consensus | None) -> RunBrief:
                       "result": md(c.result if c.result is not None else "", 160)})
     ending = trace.failure or trace.reason or ("answered" if trace.ending() == ANSWER
                                               else "stopped")
-    return RunBrief(trace.replication, trace.n_turns, md(ending, 120), path_line(trace.steps()),
+    moves = path_line(trace.steps()) if trace.n_turns else Markup("no model turn recorded")
+    return RunBrief(trace.replication, trace.n_turns, md(ending, 120), moves,
                     parted, calls, md(trace.final, 300) if trace.final else Markup(""),
                     md(" ⏎ ".join(trace.verify.splitlines()), 400) if trace.verify
                     else Markup(""), md(trace.notes, 200) if trace.notes else None)

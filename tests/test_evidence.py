@@ -68,7 +68,7 @@ def test_a_broken_task_names_the_step_where_the_runs_part() -> None:
     assert ("- Baseline: `bash` (`ls`) → `bash` (`sed`) → final answer — the common path of 6 "
             "passing runs (median 3 turns)") in text
     assert "**t00** (6/6 → 0/6 passed)" in text
-    assert len(re.findall(r"This PR's run #\d", text)) == evidence.MAX_RUNS
+    assert len(re.findall(r"This PR's replication \d", text)) == evidence.MAX_RUNS
 
 
 def test_untrusted_transcript_text_stays_inert() -> None:
@@ -85,7 +85,7 @@ def test_untrusted_transcript_text_stays_inert() -> None:
         assert "```" not in text and "<script" not in text and "<img" not in text
         assert "@someone" not in text and "@\u200dsomeone" in text
         # no link, no autolink, no issue reference (``&#124;`` is the escaped pipe)
-        assert "](https://evil" not in text and not re.search(r"(?<!&)#12", text)
+        assert "](https://evil" not in text and not re.search(r"(?<!&)#\d", text)
         assert "https:\u200d//evil" in text and "#\u200d12" in text
         # our <details> blocks stay balanced: the transcript's </details> closed nothing
         assert text.count("<details>") == text.count("</details>")
@@ -103,7 +103,7 @@ def test_without_baseline_traces_only_the_prs_runs_are_shown() -> None:
                         base_missing="No traces are kept next to this baseline yet.")
     text = str(evidence.render(ev))
     assert "> No traces are kept next to this baseline yet." in text
-    assert "They part" not in text and "This PR's run #0" in text
+    assert "They part" not in text and "This PR's replication 0" in text
 
 
 def test_cache_writes_on_every_turn_are_called_out() -> None:
