@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from fake_github import FakeGitHub
-from test_ci import REPO, TOKEN, WORDS, Project, _marker_comments, _push_event, sh
+from test_ab import _project as ab_project
+from test_ci import REPO, TOKEN, WORDS, Project, _marker_comments, _push_event, set_max_turns, sh
 
 from gate.config import load_config
 from gate.run import RunRequest, run_suite
@@ -141,3 +142,23 @@ def test_a_prompt_that_breaks_a_task_names_the_step_where_the_runs_part(
     assert "max\\_turns (4) reached" in body  # how the PR's run ended, escaped
     assert "turn 4 `bash` ls -la →" in body  # its last tool call and result
     assert "**beta**" not in body  # the tasks the prompt did not break have no evidence
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Project]:
+    """test_ab's project: the built-in agent under the simulator, no baseline anywhere."""
+    yield from ab_project(tmp_path)
+
+
+def test_a_same_job_ab_compares_with_the_base_arms_own_runs(fresh: Project) -> None:
+    """No baseline anywhere: the base arm ran in this job, and its transcripts are the
+    baseline's side of the evidence."""
+    ci = fresh.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
+    run = fresh.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1, run.stderr
+    (comment,) = _marker_comments(fresh.gh)
+    body = comment["body"]
+    assert "same-job A/B against" in body and "No traces are kept" not in body
+    assert re.search(r"\*\*They part at step 2:\*\* the baseline's runs called `bash` "
+                     r"\(`echo`\) \((\d) of \1\); this PR's failing runs ended stopped "
+                     r"\(3 of 3\)\.", body)
