@@ -335,18 +335,13 @@ def landed_trace(run: RunResult, *, redact: Redactor | None = None) -> Trace | N
     return None if events is None else trace_from_events(events, run, redact=redact)
 
 
-def results_traces(results: Results, results_path: Path, *, stored: bool = False,
+def results_traces(results: Results, results_path: Path, *,
                    redact: Redactor | None = None) -> list[Trace]:
-    """Every run's trace that has a transcript. ``stored``: for the sidecar — without tool
-    results, and stamped with the refresh (the file's ``created_at``) pooling gives the run."""
+    """Every run's trace that has a transcript beside ``results_path`` (stored results: a
+    re-judged or merged run's)."""
     red = redact or Redactor.from_environ()
-    out = []
-    for run in results.runs:
-        t = run_trace(run, results_path, refresh=(run.refresh or results.created_at)
-                      if stored else None, results=not stored, redact=red)
-        if t is not None:
-            out.append(t)
-    return out
+    return [t for run in results.runs
+            if (t := run_trace(run, results_path, redact=red)) is not None]
 
 
 # ---- the sidecar --------------------------------------------------------------------------
