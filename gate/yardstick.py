@@ -107,6 +107,8 @@ class Yardstick:
     base_digest: str = ""  # the base suite's digest: results measured with it compare in full
     baseline_from: str = ""  # where the baseline and history were read (a branch, a data branch)
     baseline_note: str | None = None  # why not the base branch's own copy, if it was not
+    # the baseline's traces sidecar (gate/traces.py) from the same place, when one is kept
+    traces_text: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -258,6 +260,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
             history_text=found[2] if found else None,
             baseline_from=found[0].label if found else label,
             baseline_note=found[0].note if found else None,
+            traces_text=_read_traces(root, found[0], baseline_rel) if found else None,
             settings=_setting_changes(base, cfg),
             workflows=_changed_paths(root, ref, WORKFLOW_PATHS),
             files=_changed_paths(root, ref, (baseline_rel, history_rel)),
@@ -301,6 +304,18 @@ def _read_baseline(root: Path, sources: Iterator[BaselineSource], baseline_rel: 
             return src, text, show_bounded(root, src.ref, src.prefix + history_rel,
                                            HISTORY_LIMIT, src.label)
     return None
+
+
+def _read_traces(root: Path, src: BaselineSource, baseline_rel: str) -> str | None:
+    """The baseline's traces sidecar next to it (evidence for the comment, never part of the
+    yardstick): absent, too large or unreadable, there is none."""
+    from gate.traces import SIDECAR_LIMIT, sidecar_rel
+
+    try:
+        return show_bounded(root, src.ref, src.prefix + sidecar_rel(baseline_rel),
+                            SIDECAR_LIMIT, src.label)
+    except BadInput:
+        return None
 
 
 def show_bounded(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:

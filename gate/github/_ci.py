@@ -19,7 +19,7 @@ import re
 import signal
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,13 +58,30 @@ from gate.github._history import (
 )
 from gate.github._modes import MODES
 from gate.github._outputs import ActionsIO
-from gate.github._refresh import Outcome, Place, Refresh, State, data_paths, read_state, write_files
+from gate.github._refresh import (
+    Outcome,
+    Place,
+    Refresh,
+    State,
+    data_paths,
+    read_state,
+    traces_path,
+    write_files,
+)
 from gate.github._rest import GitHubClient, GitHubError
 from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
 from gate.run import RunRequest, run_suite
 from gate.secrets import Redactor
+from gate.traces import (
+    SIDECAR_LIMIT,
+    Trace,
+    landed_trace,
+    parse_sidecar,
+    pooled_sidecar,
+    results_traces,
+)
 
 if TYPE_CHECKING:
     from gate.compare import Comparison
@@ -156,6 +173,12 @@ class _CI:
         self.base_arm: Path | None = None  # a same-job A/B's base arm results file
         self.pending: Path | None = None  # the deferred comment's file, once written
         self.report_outputs: dict[str, object] = {}  # the HTML report's, once written
+        self.ab_base_path: Path | None = None  # a same-job A/B's base arm results
+        # each run's trace, read from its transcript as it lands (gate/traces.py): the
+        # comment's evidence; nothing of the checkout is read once the suite is over
+        self.landed: dict[tuple[object, ...], Trace] = {}
+        self._on_result = opts.on_result
+        opts.on_result = self.land
 
     # ----- shared pieces -------------------------------------------------------------------
 
@@ -171,6 +194,21 @@ class _CI:
                                "`${{ github.token }}`) or set GITHUB_TOKEN; or --no-comment")
             self._client = GitHubClient(self.env.api_url, self.env.repository, token)
         return self._client
+
+    def land(self, run: RunResult) -> None:
+        trace = landed_trace(run, redact=self.redact)
+        if trace is not None:
+            self.landed[_trace_key(run)] = trace
+        if self._on_result is not None:
+            self._on_result(run)
+
+    def traces(self, results: Results, path: Path) -> list[Trace]:
+        """The traces of ``results``' runs: as they landed in this job, else (stored results,
+        re-judged or merged: no suite ran here) from the transcripts beside ``path``."""
+        if any(_trace_key(r) in self.landed for r in results.runs):
+            return [self.landed[k] for r in results.runs
+                    if (k := _trace_key(r)) in self.landed]
+        return results_traces(results, path, redact=self.redact)
 
     def log(self, line: str) -> None:
         self.opts.log(self.redact(line))
@@ -258,6 +296,7 @@ class _CI:
         from gate.yardstick import open_yardstick
 
         preload_templates()  # nothing that tells the verdict is read after the suite
+        import gate.evidence  # noqa: F401  (nor imported: the comment's evidence)
         root = self.repo_root()
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
@@ -397,6 +436,7 @@ class _CI:
                 pair = run_ab(req, base_cfg, base_commit=commit, on_result=self.opts.on_result)
             self.base_arm = base_output(req.output)
         self.log(f"gate ci: {describe(pair, markdown=False)}")
+        self.ab_base_path = pair.base_path  # its transcripts are the baseline's evidence
         mode = Markup(f"{describe(pair, markdown=True)}: {why}. Both arms ran on "
                       f"{_code(ys.label)}'s tasks and settings, interleaved run by run, "
                       "so provider drift cannot tell them apart.")
@@ -432,9 +472,35 @@ class _CI:
             shown = comparison.model_copy(update={
                 "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
         markdown = render_markdown(shown, run_url=self.env.run_url, notes=tuple(notes),
-                                   trend=trend, yardstick=ys.note(), mode=mode)
+                                   trend=trend, yardstick=ys.note(), mode=mode,
+                                   evidence=self.evidence(ys, comparison, baseline, results))
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
                           self.redact(markdown))
+
+    def evidence(self, ys: Yardstick, comparison: Comparison, baseline: Results,
+                 results: Results) -> Markup | None:
+        """What the runs did (gate/evidence.py): this run's transcripts beside the traces kept
+        next to the baseline (or, in a same-job A/B, the base arm's own transcripts). It
+        explains the verdict and never changes it: a problem here leaves it out."""
+        from gate import evidence
+
+        try:
+            mine = self.traces(results, self.opts.run.output)
+            theirs: list[Trace] | None = None
+            missing = None
+            if self.ab_base_path is not None:
+                theirs = self.traces(baseline, self.ab_base_path)
+            elif ys.traces_text is not None:
+                theirs = parse_sidecar(ys.traces_text)
+            else:
+                missing = ("No traces are kept next to this baseline yet (main's refresh keeps "
+                           "them from this version of the gate on): only this PR's runs are "
+                           "shown.")
+            return evidence.render(evidence.build(comparison, results, baseline, mine, theirs,
+                                                  base_missing=missing))
+        except (GateError, OSError, ValueError) as exc:
+            self.io.warning(f"the comment's evidence was left out: {exc}")
+            return None
 
     def stored_results(self, path: Path) -> Results:
         """A finished run's results, judged again without a new suite run."""
@@ -795,18 +861,23 @@ class _CI:
                                "refreshed")
         verdict, markdown = self.self_check(start.baseline_text, results)
         entry = entry_for(results, verdict=verdict, run_url=self.env.run_url)
+        # stamped with the refresh pooling gives their runs (the sidecar drops tool output)
+        traces = [t.model_copy(update={"refresh": t.refresh or results.created_at})
+                  for t in self.traces(results, self.opts.run.output)]
         outputs: dict[str, object] = {
             "mode": "main", "exit_code": 0, **self.outputs_for(results),
             "baseline_path": str(baseline_path.resolve()),
             "history_path": str(history_path.resolve()),
+            "traces_path": str(traces_path(baseline_path).resolve()),
         }
         # an upload step (`if: !cancelled()`) finds the files even when the push fails below
         self.io.set_outputs(outputs)
         if place is None:
-            outcome = self.refresh_files(results, start, entry, baseline_path, history_path)
+            outcome = self.refresh_files(results, start, entry, baseline_path, history_path,
+                                         traces)
         else:
             outcome = self.refresh_push(root, place, results, start, entry, git_state,
-                                        baseline_path, history_path)
+                                        baseline_path, history_path, traces)
         self.log(f"gate ci: {outcome.message}")
         for line in outcome.lines:
             if outcome.status in ("superseded", "artifact"):
@@ -858,7 +929,8 @@ class _CI:
         committed files on its first refresh), or the workspace's files for an artifact."""
         if place is None:
             return State(None, _read_optional(baseline_path, RESULTS_LIMIT, "baseline"),
-                         _read_optional(history_path, HISTORY_LIMIT, "history"))
+                         _read_optional(history_path, HISTORY_LIMIT, "history"),
+                         traces_text=_read_sidecar(traces_path(baseline_path)))
         head = _git.head(root)
         if not place.data:
             return read_state(root, place, head)
@@ -879,7 +951,7 @@ class _CI:
 
     def refresh_push(self, root: Path, place: Place, results: Results, start: State,
                      entry: HistoryEntry, git_state: str, baseline_path: Path,
-                     history_path: Path) -> Outcome:
+                     history_path: Path, traces: Sequence[Trace] = ()) -> Outcome:
         """Pool and push to ``place``; the pooled files are left in the workspace whatever
         happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
         def guard() -> None:
@@ -894,7 +966,7 @@ class _CI:
             pool_size=self.cfg.gate.pool_size, history_size=self.settings.history_size,
             token=self.token(), server_url=self.env.server_url,
             source_branch=self.env.branch or "", guard=guard, log=self.log,
-            seed=self.seed(root, _git.head(root)) if place.data else None)
+            seed=self.seed(root, _git.head(root)) if place.data else None, traces=traces)
         # a data branch is read again: as it is now, not as it was when the suite began
         first = refresh.fetch() if place.data else start
         short = (results.commit or self.env.sha or "")[:7]
@@ -910,7 +982,8 @@ class _CI:
         return outcome
 
     def refresh_files(self, results: Results, start: State, entry: HistoryEntry,
-                      baseline_path: Path, history_path: Path) -> Outcome:
+                      baseline_path: Path, history_path: Path,
+                      traces: Sequence[Trace] = ()) -> Outcome:
         """``baseline_refresh = "artifact"``: pool into the workspace's files."""
         from gate.baseline import promote
 
@@ -918,7 +991,8 @@ class _CI:
                     if start.baseline_text is not None else None)
         pooled, message = promote(results, baseline, pool_size=self.cfg.gate.pool_size)
         entries = [*parse_history(start.history_text or ""), entry][-self.settings.history_size:]
-        outcome = Outcome("artifact", message, baseline=pooled, entries=entries)
+        outcome = Outcome("artifact", message, baseline=pooled, entries=entries,
+                          traces=pooled_sidecar(pooled, traces, parse_sidecar(start.traces_text)))
         write_files(outcome, baseline_path, history_path)
         if pooled is baseline:
             outcome.status = "unchanged"
@@ -1156,6 +1230,18 @@ def _read_uploaded_report(path: Path) -> str:
 
 def _read_optional(path: Path, limit: int, what: str) -> str | None:
     return read_text(path, limit, what) if path.exists() else None
+
+
+def _trace_key(run: RunResult) -> tuple[object, ...]:
+    return (run.arm, run.task, run.condition, run.replication)
+
+
+def _read_sidecar(path: Path) -> str | None:
+    """The workspace's traces sidecar; one that cannot be read is replaced, never an error."""
+    try:
+        return _read_optional(path, SIDECAR_LIMIT, "baseline traces")
+    except GateError:
+        return None
 
 
 def _num(v: float | None) -> str:

@@ -9,6 +9,11 @@ Where they live (``[ci] baseline_refresh``):
   protection rules, no CI triggers, no noise in main's history;
 - ``artifact``: nowhere; the files are left in the workspace for an upload step.
 
+Next to the baseline goes its **traces sidecar** (``baseline.traces.jsonl``, :mod:`gate.traces`):
+a compact trace of each pooled run (tool calls, per-turn usage, outcome), redacted and bounded,
+so a PR's comment can show what main's agent did. It is pooled with the baseline (the traces
+of the runs the baseline keeps) and committed, pushed or left in the workspace with it.
+
 A push races every merge that lands while the suite runs. On a non-fast-forward the refresh
 fetches the new tip, pools this run onto *its* baseline and history (pooling is deterministic:
 the same run pooled onto the same baseline gives the same file), commits on top of it and
@@ -19,7 +24,7 @@ run's commit is newer (the other baseline's commit is its ancestor).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +35,7 @@ from gate.errors import BadInput, GateError
 from gate.github import _git
 from gate.github._history import HistoryEntry, parse_history
 from gate.results import Results, parse_results
+from gate.traces import SIDECAR_LIMIT, Trace, parse_sidecar, pooled_sidecar, sidecar_rel
 
 #: Re-pools after the first push was refused because the branch moved on.
 RETRIES = 3
@@ -50,6 +56,11 @@ class Place:
     def name(self) -> str:
         return f"the data branch {self.branch}" if self.data else self.branch
 
+    @property
+    def traces_rel(self) -> str:
+        """The baseline's traces sidecar, next to it."""
+        return sidecar_rel(self.baseline_rel)
+
 
 def data_paths(branch: str, rel: str) -> str:
     """Where ``rel`` (repo-relative, as configured) of ``branch`` lives on the data branch."""
@@ -64,6 +75,7 @@ class State:
     baseline_text: str | None
     history_text: str | None
     seeded_from: str | None = None  # where the texts came from when not from ``commit``
+    traces_text: str | None = None  # the baseline's traces sidecar
 
 
 @dataclass
@@ -75,6 +87,7 @@ class Outcome:
     lines: list[str] = field(default_factory=list)  # for the log and the step summary
     baseline: Results | None = None
     entries: list[HistoryEntry] = field(default_factory=list)
+    traces: str = ""  # the pooled baseline's traces sidecar ("" when none)
 
 
 @dataclass
@@ -93,6 +106,7 @@ class Refresh:
     guard: Callable[[], None]  # raises when pushing with the token is no longer safe
     log: Callable[[str], None]
     seed: Callable[[], State] | None = None  # the baseline to start from when the place has none
+    traces: Sequence[Trace] = ()  # this run's traces, as the sidecar keeps them
     last: Outcome | None = None  # the latest pooling, pushed or not
 
     def fetch(self) -> State:
@@ -136,13 +150,16 @@ class Refresh:
                                                                         or ""))
             entries = [*parse_history(state.history_text or ""), self.entry][-self.history_size:]
             history = "".join(e.model_dump_json(exclude_none=True) + "\n" for e in entries)
+            sidecar = pooled_sidecar(pooled, self.traces, parse_sidecar(state.traces_text))
             last = self.last = Outcome("artifact", message, attempts=attempt + 1,
-                                       lines=lines, baseline=pooled, entries=entries)
-            sha = _git.commit_files(
-                self.root, state.commit,
-                {self.place.baseline_rel: dump_baseline(pooled),
-                 self.place.history_rel: history},
-                f"{message_head}\n\n{message}\n\n[skip ci]")
+                                       lines=lines, baseline=pooled, entries=entries,
+                                       traces=sidecar)
+            files = {self.place.baseline_rel: dump_baseline(pooled),
+                     self.place.history_rel: history}
+            if sidecar or state.traces_text:
+                files[self.place.traces_rel] = sidecar
+            sha = _git.commit_files(self.root, state.commit, files,
+                                    f"{message_head}\n\n{message}\n\n[skip ci]")
             self.guard()
             if _git.push(self.root, sha, self.place.branch, token=self.token,
                          server_url=self.server_url):
@@ -203,13 +220,27 @@ def read_state(root: Path, place: Place, commit: str | None, *,
     if commit is not None:
         state = State(commit, _show(root, commit, place.baseline_rel, RESULTS_LIMIT, place.name),
                       _show(root, commit, place.history_rel, HISTORY_LIMIT, place.name),
-                      seeded_from)
+                      seeded_from, _traces(root, commit, place))
     if state.baseline_text is None and seed is not None:
         other = seed()
         return State(commit, other.baseline_text,
                      state.history_text if state.history_text is not None
-                     else other.history_text, other.seeded_from)
+                     else other.history_text, other.seeded_from, other.traces_text)
     return state
+
+
+def _traces(root: Path, commit: str, place: Place) -> str | None:
+    """The sidecar at ``commit``; one too large to read is left behind (the refresh writes a
+    new one from this run's traces), never an error: it is evidence, not the yardstick."""
+    try:
+        return _show(root, commit, place.traces_rel, SIDECAR_LIMIT, place.name)
+    except GateError:
+        return None
+
+
+def traces_path(baseline_path: Path) -> Path:
+    """The traces sidecar in the workspace, next to the baseline."""
+    return baseline_path.with_name(sidecar_rel(baseline_path.name))
 
 
 def write_files(outcome: Outcome, baseline_path: Path, history_path: Path) -> None:
@@ -218,6 +249,9 @@ def write_files(outcome: Outcome, baseline_path: Path, history_path: Path) -> No
         atomic_write_text(baseline_path, dump_baseline(outcome.baseline))
         atomic_write_text(history_path, "".join(e.model_dump_json(exclude_none=True) + "\n"
                                                 for e in outcome.entries))
+        sidecar = traces_path(baseline_path)
+        if outcome.traces or sidecar.exists():
+            atomic_write_text(sidecar, outcome.traces)
 
 
 def _show(root: Path, ref: str, rel: str, limit: int, where: str) -> str | None:

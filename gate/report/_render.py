@@ -361,9 +361,11 @@ def preload_templates() -> None:
 def render_markdown(comparison: Comparison, *, run_url: str | None = None,
                     notes: Sequence[str] = (),
                     trend: Sequence[Mapping[str, Any]] | None = None,
-                    yardstick: Markup | None = None, mode: Markup | None = None) -> str:
+                    yardstick: Markup | None = None, mode: Markup | None = None,
+                    evidence: Markup | None = None) -> str:
     """The PR comment body (no hidden marker: the GitHub layer adds its own). ``mode``: the
-    line saying what judged it, when not the stored baseline (a same-job A/B).
+    line saying what judged it, when not the stored baseline (a same-job A/B). ``evidence``:
+    what the runs did (gate/evidence.py, already escaped and bounded).
 
     Always under :data:`BUDGET` characters: when the per-task table would not fit, it shows
     the most important rows (newly failing first, by p-value) and says how many it left out.
@@ -373,7 +375,7 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
     def render(max_tasks: int | None) -> str:
         return template.render(**_context(comparison, run_url=run_url, notes=notes,
                                           trend=trend, max_tasks=max_tasks),
-                               yardstick=yardstick, mode=mode)
+                               yardstick=yardstick, mode=mode, evidence=evidence)
 
     body = render(None)
     if len(body) <= BUDGET:
