@@ -539,11 +539,16 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], install
     assert p.returncode == 1, logs
     written = _parse_output_file(out.read_text())
     assert written["verdict"] == "regression" and written["exit_code"] == "1"
-    assert written["comment_url"].startswith("https://github.example/")
     for name in ("verdict", "pass_rate", "cost_usd", "cache_hit_rate", "mean_turns",
-                 "comment_url", "results_path", "report_path", "headline"):
+                 "comment_pending", "results_path", "report_path", "headline"):
         assert name in written and name in action["outputs"]
     assert "simulator" in summary.read_text()
+    # the comment is posted by the action's last step, after the report's upload
+    outputs = {"gate": written}
+    played = play_after_gate(action, {"sim": "true", "python-version": ""}, outputs, env,
+                             checkout, tmp_path, tmp_path / "artifacts")
+    assert played[-1] == "post", played
+    assert outputs["post"]["comment_url"].startswith("https://github.example/")
     bodies = [c["body"] for c in sim_repo.gh.comments[PR]]
     assert len(bodies) == 1
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + "".join(bodies)
