@@ -192,7 +192,7 @@ def test_the_judge_blocks_a_skill_that_stopped_helping_with_the_drop_in_its_reas
     assert c.metric("pass_rate").blocks is False  # the plain runs did not change
     assert c.reasons == [c.reasons[0]] and c.reasons[0].startswith(
         "skill effect (target − control) +")
-    assert "→ +" in c.reasons[0] and "change −" not in c.reasons[0]
+    assert "→ +0.0 pts (change −" in c.reasons[0]
     assert s.change is not None and s.change < -0.2
     assert [r.condition for r in s.conditions] == ["control", "target"]
     target = s.conditions[1]
@@ -285,3 +285,25 @@ def test_skill_effect_is_none_without_conditions() -> None:
     bare = pr.model_copy(update={"runs": [r for r in pr.runs if not r.condition]})
     assert skill_effect(base, bare, alpha=0.005) is None
     assert judge(base, bare, SETTINGS).skill_effect is None
+
+
+def test_the_comment_shows_the_condition_table_and_the_effect_drop() -> None:
+    from gate.report import render_markdown
+    from gate.report._render import render_text
+
+    base, pr = _skill_files(0.0)
+    c = judge(base, pr, SETTINGS)
+    body = render_markdown(c)
+    assert "**Skill conditions.** The target skill's effect (target − control) +" in body
+    assert "fell significantly: **blocks**." in body
+    assert ("| condition | tasks | baseline | this PR | effect vs control, this PR (95 % CI) | "
+            "baseline effect | change |") in body
+    row = next(line for line in body.splitlines() if line.startswith("| target |"))
+    assert row.endswith(" ❌ |") and "−" in row.split("|")[-2]
+    assert "Skill conditions: the pass-rate test and the skill-effect test share α" in body
+    assert "Skill conditions: The target skill's effect" in render_text(c)
+    kept = judge(*_skill_files(0.75), SETTINGS)
+    assert "did not fall" in render_markdown(kept) and " ✅ |" in render_markdown(kept)
+    assert "Skill conditions" not in render_markdown(judge(
+        base.model_copy(update={"runs": [r for r in base.runs if not r.condition]}),
+        pr.model_copy(update={"runs": [r for r in pr.runs if not r.condition]}), SETTINGS))

@@ -254,7 +254,7 @@ def skill_effect(baseline: Results, candidate: Results, *, alpha: float,
 
 
 def _points(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:+.1f} pts"
+    return "n/a" if x is None else f"{x * 100:+.1f} pts".replace("-", "−")
 
 
 def skill_effect_reason(s: SkillEffect) -> str:
@@ -263,6 +263,6 @@ def skill_effect_reason(s: SkillEffect) -> str:
     ci = ""
     if s.change_ci_low is not None and s.change_ci_high is not None and s.ci_level:
         ci = (f", {s.ci_level * 100:g} % CI {s.change_ci_low * 100:+.1f} to "
-              f"{s.change_ci_high * 100:+.1f}")
+              f"{s.change_ci_high * 100:+.1f}").replace("-", "−")
     return (f"skill effect ({s.target} − {s.control}) {_points(s.baseline_effect)} → "
             f"{_points(s.candidate_effect)} (change {_points(s.change)}{ci}, {p})")
