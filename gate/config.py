@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -181,12 +181,35 @@ STANDARD_CONDITION_NAMES = ("control", "target", "negative", "full", "target_plu
                             "target_plus_unrelated")
 
 
+#: ``[agent]`` keys a condition may not overlay: the kind is the agent under test, and the
+#: skills folder is what the conditions choose from
+_NOT_OVERLAID = ("kind", "skills")
+
+
 class ConditionConfig(_Strict):
     """``[conditions.<name>]``: a named overlay, the same for every task: which of
-    ``[agent].skills`` its runs get (names of skill folders)."""
+    ``[agent].skills`` its runs get (names of skill folders), and any other ``[agent]``
+    setting (``[conditions.<name>.agent]``: ``system_prompt``, ``max_turns``, ``model``, …)."""
 
     skills: list[str] = Field(default_factory=list)
     description: str | None = Field(default=None, max_length=500)
+    agent: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("agent")
+    @classmethod
+    def _overlay(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if key in _NOT_OVERLAID:
+                raise ValueError(f"{key!r} cannot differ between conditions (the conditions "
+                                 "choose among [agent].skills with skills = [...])")
+        AgentConfig.model_validate(v)  # unknown keys and bad values, named with their path
+        return v
+
+    def agent_config(self, base: AgentConfig) -> AgentConfig:
+        """``base`` with this condition's ``[agent]`` overlay applied."""
+        if not self.agent:
+            return base
+        return AgentConfig.model_validate({**base.model_dump(), **self.agent})
 
     @field_validator("skills")
     @classmethod

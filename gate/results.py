@@ -45,6 +45,7 @@ class RunKey(NamedTuple):
     """
 
     task: str
+    condition: str | None  # the skill condition (``gate run --condition``); None: none named
     replication: int
 
     @property
@@ -53,7 +54,8 @@ class RunKey(NamedTuple):
         return tuple(self[:-1])
 
     def __str__(self) -> str:
-        return f"{printable(self.task)} #{self.replication}"
+        where = f" [{printable(self.condition)}]" if self.condition is not None else ""
+        return f"{printable(self.task)}{where} #{self.replication}"
 
 
 class _Open(BaseModel):
@@ -108,7 +110,7 @@ class RunResult(_Open):
 
     @property
     def key(self) -> RunKey:
-        return RunKey(self.task, self.replication)
+        return RunKey(self.task, self.condition, self.replication)
 
 
 class AgentInfo(_Open):
@@ -162,6 +164,7 @@ class Summary(_Open):
 class MissingRun(BaseModel):
     task: TaskId
     replication: int
+    condition: str | None = None
 
 
 class Interruption(_Open):

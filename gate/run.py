@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gate._files import printable
 from gate._git import current_commit
 from gate.agents import Agent, agent_kind
 from gate.config import GateConfig
@@ -44,7 +45,7 @@ from gate.results import (
     read_journal,
     write_results,
 )
-from gate.runner import RunOptions, plan, run_many
+from gate.runner import Arm, RunOptions, condition_plan, plan, run_many
 from gate.sandbox import admit, suite_sandboxes
 from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, load_suite
@@ -82,6 +83,9 @@ class RunRequest:
     max_cost: float | None = None  # USD for the whole run (--max-cost)
     max_run_cost: float | None = None  # USD per run, enforced by the meter (--max-run-cost)
     shard: tuple[int, int] | None = None  # (I, N): run the I-th of N parts of the suite
+    # skill conditions (`gate run --condition`, docs/skills.md): each (task, condition,
+    # replication) is a run; empty: one run per (task, replication), no condition
+    conditions: list[str] = field(default_factory=list)
 
 
 def suite_info(suite: Suite) -> SuiteInfo:
@@ -137,14 +141,108 @@ def infra_gate(results: Results, max_rate: float) -> None:
                            f"{max_rate:.0%}); first: {first}")
 
 
-def _mark_interrupted(results: Results, work: list[tuple[Task, int]],
-                      exc: BaseException) -> None:
-    landed = {r.key for r in results.runs}
-    missing = [MissingRun(task=t.id, replication=rep) for t, rep in work
-               if RunKey(t.id, rep) not in landed]
+Work = list[tuple[Task, int]] | list[tuple[Task, int, Arm]]
+
+
+def _key(item: tuple[Task, int] | tuple[Task, int, Arm]) -> RunKey:
+    """The key of the run a plan item makes."""
+    return RunKey(item[0].id, item[2].options.condition if len(item) == 3 else None, item[1])
+
+
+def _missing(work: Work, landed: set[RunKey] | None = None) -> list[MissingRun]:
+    return [MissingRun(task=k.task, replication=k.replication, condition=k.condition)
+            for k in map(_key, work) if landed is None or k not in landed]
+
+
+def _mark_interrupted(results: Results, work: Work, exc: BaseException) -> None:
+    missing = _missing(work, {r.key for r in results.runs})
     reason = ("interrupted: Ctrl-C or SIGTERM" if isinstance(exc, KeyboardInterrupt)
               else f"stopped by an error: {type(exc).__name__}")
     results.interrupted = Interruption(reason=reason, missing=missing)
+
+
+@dataclass
+class ConditionSetup:
+    """The conditions of a run: one :class:`Arm` per (condition) with its agent and options,
+    which apply to which task, and what the results file records of them."""
+
+    names: list[str]
+    arms: dict[str, Arm]
+    applies: dict[str, list[str]]  # task id -> its conditions, in the order asked
+    skipped: dict[str, list[str]]  # task id -> the conditions that do not apply to it
+    record: dict[str, Any]
+
+    def arms_of(self, task: Task) -> list[Arm]:
+        return [self.arms[c] for c in self.applies.get(task.id, [])]
+
+
+def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, label: str,
+                     options: RunOptions, tasks: list[Task], *,
+                     resolve_model: Callable[[str], object]) -> ConditionSetup:
+    """Resolve ``--condition`` names against the standard set and ``[conditions]``: an
+    unknown name, a condition no selected task gets, or a broken overlay is ``BadInput``."""
+    import dataclasses
+
+    from gate.fingerprint import fingerprint as fp_of
+    from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
+
+    names = list(dict.fromkeys(names))  # a condition named twice runs once
+    for name in names:
+        if name not in STANDARD_CONDITIONS and name not in cfg.conditions:
+            named = (f"; from gate.toml: {', '.join(sorted(cfg.conditions))}"
+                     if cfg.conditions else "; gate.toml has no [conditions]")
+            raise BadInput(f"--condition: unknown condition {printable(name)!r} (standard: "
+                           f"{', '.join(STANDARD_CONDITIONS)}{named})")
+    all_skills = config_skills(cfg)
+    per_task: dict[tuple[str, str], list[Any]] = {}
+    applies: dict[str, list[str]] = {}
+    skipped: dict[str, list[str]] = {}
+    for task in tasks:
+        for name in names:
+            got = skills_for(task, name, all_skills, cfg.conditions)
+            if got is None:
+                skipped.setdefault(task.id, []).append(name)
+            else:
+                per_task[(task.id, name)] = got
+                applies.setdefault(task.id, []).append(name)
+    arms: dict[str, Arm] = {}
+    record: dict[str, Any] = {}
+    for name in names:
+        ran = [t.id for t in tasks if (t.id, name) in per_task]
+        if not ran:
+            raise BadInput(f"--condition {name}: applies to none of the selected tasks (a "
+                           "standard condition needs the task's metadata.json to name its "
+                           "skills; see docs/skills.md)")
+        overlay = cfg.conditions.get(name)
+        c_cfg = cfg
+        c_model, c_label = model, label
+        if overlay is not None and overlay.agent:
+            try:
+                c_cfg = cfg.model_copy(update={"agent": overlay.agent_config(cfg.agent)})
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                raise BadInput(f"[conditions.{name}].agent: {exc}") from None
+            if "model" in overlay.agent:
+                c_model = c_cfg.agent.model
+                resolve_model(c_model)
+                c_label = label.replace(model, c_model, 1) if model in label else c_model
+        c_agent = build_agent(c_cfg, kind, c_model, c_label)
+        c_parts = fingerprint_parts(c_cfg, kind)
+
+        def skills_of(task: Task, name: str = name) -> list[Any]:
+            return per_task.get((task.id, name), [])
+
+        c_options = dataclasses.replace(options, condition=name, skills=skills_of,
+                                        max_turns=c_cfg.agent.max_turns)
+        arms[name] = Arm(name=name, agent=c_agent, options=c_options)
+        sets = {t: [s.name for s in per_task[(t, name)]] for t in ran}
+        record[name] = {
+            "standard": name in STANDARD_CONDITIONS,
+            "agent_fingerprint": fp_of(c_parts, kind),
+            "overlay": sorted(overlay.agent) if overlay is not None else [],
+            "skills": sets,
+            "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
+        }
+    return ConditionSetup(names, arms, applies, skipped, record)
 
 
 def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None,
@@ -195,7 +293,16 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         shard_info = {"index": index, "count": count, "tasks": sorted(mine),
                       "balanced_by": "baseline mean durations" if durations else "task id",
                       "selected": sorted(req.task_ids) or None}
-    work = plan(run_tasks, replications, req.first_replication)
+    conditions: ConditionSetup | None = None
+    work: Work
+    if req.conditions:
+        conditions = setup_conditions(req.conditions, cfg, kind, model, label, options,
+                                      run_tasks, resolve_model=prices.resolve)
+        work = condition_plan(run_tasks, replications, conditions.arms_of,
+                              req.first_replication)
+    else:
+        work = plan(run_tasks, replications, req.first_replication)
+    plan_all: Work = work  # resume rebinds work to what is left; this stays the plan
     fp = fingerprint(parts, kind)
     identity: dict[str, Any] = {
         "suite digest": suite.digest, "tasks": sorted(t.id for t in run_tasks),
@@ -208,6 +315,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         "metering": METERING, "max run cost": req.max_run_cost,
         "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
         if req.sim else None,
+        "conditions": ({c: conditions.record[c]["agent_fingerprint"] for c in conditions.names}
+                       if conditions is not None else None),
     }
     jpath = journal_path(req.output)
     kept = list(req.keep_runs)
@@ -221,10 +330,10 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
                 raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
                                f"run: {before.get(what)!r}, this one: {value!r}); start it "
                                "afresh without --resume")
-        planned = {RunKey(t.id, r) for t, r in work}
+        planned = {_key(i) for i in work}
         kept = [r for r in kept if r.key in planned]
         done = {r.key for r in kept}
-        work = [(t, r) for t, r in work if RunKey(t.id, r) not in done]
+        work = [i for i in work if _key(i) not in done]  # type: ignore[assignment]
 
     with contextlib.ExitStack() as stack:
         stack.callback(provider.close)
@@ -263,6 +372,10 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
         if req.max_run_cost is not None:
             extra["max_run_cost_usd"] = req.max_run_cost
+        if conditions is not None:  # what each condition was; which tasks it skipped
+            extra["conditions"] = conditions.record
+            if conditions.skipped:
+                extra["skipped_conditions"] = conditions.skipped
         budget: Budget | None = None
         if req.max_cost is not None:
             budget = Budget(req.max_cost, baseline, work, kept)
@@ -273,7 +386,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             suite=suite_info(suite), commit=commit, runs=kept,
             schedule=Schedule(replications=req.first_replication + replications, jobs=jobs,
                               sequential=req.sequential, metering=METERING,
-                              shard=identity["shard"]),
+                              shard=identity["shard"],
+                              conditions=conditions.names if conditions is not None else None),
             **extra,
         )
         # until the last run lands the file says it is incomplete: a killed run's file can be
@@ -281,7 +395,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         results.interrupted = Interruption(
             reason=f"incomplete: the run has not finished (if it was killed, `gate run "
                    f"--resume -o {req.output}` continues it)",
-            missing=[MissingRun(task=t.id, replication=r) for t, r in work])
+            missing=_missing(work))
         write_results(req.output, results)
         journal = (Journal(jpath, {}, resume=True) if req.resume else
                    Journal(jpath, {"identity": identity}, kept))
@@ -296,7 +410,6 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             if on_result:
                 on_result(res)
 
-        plan_all = plan(run_tasks, replications, req.first_replication)
         try:
             run_many(work, agent, jobs=jobs, provider=provider, meter=meter, options=options,
                      on_result=land, cancel=cancel,
@@ -315,11 +428,9 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         if budget is not None:
             results.budget = budget.record()  # type: ignore[attr-defined]
             if budget.skipped:
-                landed = {r.key for r in results.runs}
                 results.interrupted = Interruption(
                     reason=f"budget: {budget.stopped}",
-                    missing=[MissingRun(task=t.id, replication=r) for t, r in plan_all
-                             if RunKey(t.id, r) not in landed])
+                    missing=_missing(plan_all, {r.key for r in results.runs}))
         if meter is not None and meter.unpriced:
             results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
     results.runs.sort(key=lambda r: r.key)
@@ -346,7 +457,7 @@ class Budget:
     runs landed so far."""
 
     def __init__(self, limit: float, baseline: Results | None,
-                 work: list[tuple[Task, int]], kept: list[RunResult]) -> None:
+                 work: Work, kept: list[RunResult]) -> None:
         self.limit = limit
         self._lock = threading.Lock()
         per_task: dict[str, list[float]] = {}
@@ -359,7 +470,7 @@ class Budget:
         self.spent = sum(_spend(r) for r in kept)
         self.landed_runs = len(kept)
         self.in_flight: dict[RunKey, float] = {}
-        self.forecast = (self.spent + sum(self._forecast(t.id) for t, _ in work)
+        self.forecast = (self.spent + sum(self._forecast(item[0].id) for item in work)
                          if self.per_task else None)
         self.stopped: str | None = None
         self.skipped = 0
@@ -371,18 +482,19 @@ class Budget:
             return self.typical
         return self.spent / self.landed_runs if self.landed_runs else 0.0
 
-    def admit(self, task: Task, replication: int) -> bool:
+    def admit(self, task: Task, replication: int, condition: str | None = None) -> bool:
         with self._lock:
             if self.stopped is None:
                 f = self._forecast(task.id)
                 committed = self.spent + sum(self.in_flight.values())
                 # a run with no forecast yet (no baseline, nothing landed) needs budget left
                 if committed + f <= self.limit and (f > 0 or committed < self.limit):
-                    self.in_flight[RunKey(task.id, replication)] = f
+                    self.in_flight[RunKey(task.id, condition, replication)] = f
                     return True
                 self.stopped = (f"--max-cost ${self.limit:.4f} reached: ${self.spent:.4f} "
                                 f"spent + ${committed - self.spent:.4f} in flight + "
-                                f"${f:.4f} forecast for {task.id} #{replication} would pass "
+                                f"${f:.4f} forecast for "
+                                f"{RunKey(task.id, condition, replication)} would pass "
                                 "it; no further run was started")
             self.skipped += 1
             return False

@@ -148,9 +148,10 @@ def run_one(
     """Run one (task, replication). Always returns a result; always tears down."""
     opts = options or RunOptions()
     provider = provider or make_provider("local")
-    # the arm is in the name: the meter, the transcripts and the simulator's draws keep the
-    # two arms of a same-job A/B apart
-    run_name = f"{task.id}-{opts.arm}-r{replication}" if opts.arm else f"{task.id}-r{replication}"
+    # the arm and the condition are in the name: the meter, the transcripts and the
+    # simulator's draws keep the two arms of a same-job A/B, and the conditions, apart
+    run_name = "-".join([task.id, *(x for x in (opts.arm, opts.condition) if x),
+                         f"r{replication}"])
     start = time.monotonic()
     started_at = now_iso_ms()
     transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
@@ -268,6 +269,30 @@ def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple
     return [(t, r) for r in range(first, first + replications) for t in tasks]
 
 
+def condition_plan(tasks: Iterable[Task], replications: int,
+                   arms: Callable[[Task], Sequence[Arm]],
+                   first: int = 0) -> list[tuple[Task, int, Arm]]:
+    """Every (task, replication, condition) of a run with skill conditions: replication-major
+    like :func:`plan`, the conditions of each (task, replication) next to each other, so they
+    share the schedule (the same minutes of the model API, the same load on the machine).
+    ``arms(task)``: the conditions that apply to the task, one :class:`Arm` each.
+
+    Their order rotates by one step per task and per replication (a Latin square over a
+    suite), so no condition always runs first, or always after another one: which condition
+    goes first is balanced by design, not by chance, and the plan is the same on ``--resume``.
+    """
+    out: list[tuple[Task, int, Arm]] = []
+    tasks = list(tasks)
+    for rep in range(first, first + replications):
+        for i, task in enumerate(tasks):
+            mine = list(arms(task))
+            if not mine:
+                continue
+            k = (rep + i) % len(mine)
+            out += [(task, rep, arm) for arm in mine[k:] + mine[:k]]
+    return out
+
+
 @dataclass(frozen=True)
 class Arm:
     """One arm of a same-job A/B: its agent and its run options (commit, turn cap,
@@ -288,11 +313,12 @@ def run_many(
     options: RunOptions | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     cancel: threading.Event | None = None,
-    admit: Callable[[Task, int], bool] | None = None,
+    admit: Callable[[Task, int, str | None], bool] | None = None,
 ) -> list[RunResult]:
     """Run ``work`` with up to ``jobs`` at once; ``on_result`` sees each result as it lands.
 
-    ``admit(task, replication)``, asked as each run is about to start, may skip it (a budget).
+    ``admit(task, replication, condition)``, asked as each run is about to start, may skip it
+    (a budget).
     An item ``(task, replication, arm)`` runs the arm's agent with the arm's options instead
     of ``agent`` and ``options`` (a same-job A/B interleaves the two arms in one plan).
 
@@ -304,7 +330,8 @@ def run_many(
 
     def one(item: tuple[Task, int] | tuple[Task, int, Arm]) -> RunResult | None:
         task, replication = item[0], item[1]
-        if admit is not None and not admit(task, replication):
+        opts = item[2].options if len(item) == 3 else options
+        if admit is not None and not admit(task, replication, opts.condition if opts else None):
             return None
         if len(item) == 3:
             arm = item[2]

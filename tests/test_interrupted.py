@@ -51,7 +51,7 @@ def test_sigterm_mid_run_marks_the_file_and_gate_baseline_refuses_it(
     assert "SIGTERM" in data["interrupted"]["reason"]
     # the plan is replication-major: a#0 landed, b#0 was running, the rest never started
     assert data["interrupted"]["missing"] == [
-        {"task": t, "replication": r} for t, r in
+        {"task": t, "replication": r, "condition": None} for t, r in
         (("b", 0), ("c", 0), ("a", 1), ("b", 1), ("c", 1))]
 
     # gate baseline refuses it, and writes nothing

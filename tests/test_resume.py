@@ -135,7 +135,7 @@ def test_a_torn_last_journal_line_is_dropped(tmp_path: Path) -> None:
                  + json.dumps({"type": "run", "run": run}) + "\n"  # the same run twice
                  + json.dumps({"type": "run", "run": {**run, "task": "b"}})[:40])  # SIGKILL
     header, runs = read_journal(j)
-    assert header["identity"] == {} and [r.key for r in runs] == [("a", 0)]
+    assert header["identity"] == {} and [r.key for r in runs] == [("a", None, 0)]
 
 
 def test_simulated_outcomes_do_not_depend_on_which_runs_came_before(tmp_path: Path) -> None:

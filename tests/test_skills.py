@@ -254,7 +254,7 @@ def _run_listing(tmp_path: Path, provider: Any, condition: str) -> list[str]:
     res = run_one(task, 0, _Lister(BUNDLED_SKILLS / "context-offloading" / "SKILL.md"),
                   provider=provider, options=RunOptions(condition=condition, skills=picked))
     assert res.status == "passed", res.reason
-    final = next(tmp_path.glob(f"ws/gate-t-{condition}-r0-*/work/.runner/final.txt"))
+    final = next(tmp_path.glob(f"ws/gate-t-{condition}-{condition}-r0-*/work/.runner/final.txt"))
     return final.read_text().split()
 
 

@@ -35,7 +35,8 @@ def run_line(r: RunResult) -> str:
     neither start a line of its own (a forged ``::endgroup::`` or workflow command) nor
     move the terminal's cursor."""
     tail = f"  {printable(r.reason)}" if r.reason else ""
-    arm = f" [{r.arm}]" if r.arm else ""  # a same-job A/B's arm
+    # a same-job A/B's arm, a skill condition
+    arm = "".join(f" [{printable(x)}]" for x in (r.arm, r.condition) if x)
     return (f"{MARKS[r.status]} {r.task} #{r.replication}{arm} ({r.turns} turns, "
             f"${r.cost_usd:.4f}, {r.duration_s:.1f}s){tail}")
 

@@ -38,11 +38,18 @@ if TYPE_CHECKING:
               envvar="GATE_MAX_RUN_COST",
               help="Per-run cost cap, enforced by the meter for every agent kind (as the "
                    "turn cap, max_turns, is).")
+@click.option("--condition", "conditions", metavar="NAME", multiple=True,
+              help="Run under this skill condition (repeatable): control, target, negative, "
+                   "full, target_plus_one, target_plus_unrelated (from each task's "
+                   "metadata.json) or a [conditions.NAME] of gate.toml. Each (task, condition, "
+                   "replication) is a run; the conditions are interleaved. `gate compare "
+                   "OUTPUT --conditions A,B` reports the effect (docs/skills.md).")
 @click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
               help="Run only the I-th of N parts of the suite's tasks (balanced by the "
                    "baseline's durations); `gate merge` joins the parts.")
 def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float | None,
-        max_run_cost: float | None, shard: str | None, **kw: Any) -> None:
+        max_run_cost: float | None, shard: str | None, conditions: tuple[str, ...],
+        **kw: Any) -> None:
     """Run the suite and write a results file (each run journaled as it lands; the file
     is written from the journal at the end, and marked incomplete until then).
 
@@ -55,8 +62,14 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
 
     req = dataclasses.replace(req, resume=resume, max_cost=max_cost,
                               max_run_cost=max_run_cost,
-                              shard=parse_shard(shard) if shard else None)
+                              shard=parse_shard(shard) if shard else None,
+                              conditions=list(conditions))
     if ab_ref:
+        if conditions:
+            from gate.errors import BadInput
+
+            raise BadInput("--condition: not with --ab (an A/B compares two agent "
+                           "configurations; run the conditions on each side instead)")
         from gate.ab import run_ab_command
 
         shown_ab = progress()
@@ -97,6 +110,10 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
     problems = (results.model_extra or {}).get("problems") or {}
     for name, reason in problems.items():  # names and reasons escaped by the loader
         click.echo(f"gate: warning: task {name} not run: {reason}", err=True)
+    for name, skipped in ((results.model_extra or {}).get("skipped_conditions") or {}).items():
+        click.echo(f"gate: note: task {name}: condition{'s' if len(skipped) > 1 else ''} "
+                   f"{', '.join(skipped)} do{'es' if len(skipped) == 1 else ''} not apply "
+                   "(its metadata.json names no such skill): skipped", err=True)
     for name, keys in ((results.model_extra or {}).get("unhonoured") or {}).items():
         click.echo(f"gate: note: task {name}: task.toml keys the gate does not honour: "
                    f"{', '.join(keys)}", err=True)
