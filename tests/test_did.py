@@ -307,3 +307,25 @@ def test_the_comment_shows_the_condition_table_and_the_effect_drop() -> None:
     assert "Skill conditions" not in render_markdown(judge(
         base.model_copy(update={"runs": [r for r in base.runs if not r.condition]}),
         pr.model_copy(update={"runs": [r for r in pr.runs if not r.condition]}), SETTINGS))
+
+
+def test_pairs_survive_pooling_into_the_baseline() -> None:
+    """The older refresh ran only ``target`` (the baseline kept no control then), the newer
+    both: pooled and renumbered (pool_size cuts the older one), every control run still finds
+    the target run of its own refresh and replication."""
+    from gate.baseline import promote
+
+    rng = np.random.default_rng(5)
+    older = [r for r in synthetic_condition_runs([0.5], [0.9], 6, rng, coupled=True)
+             if r.condition == "target"]
+    newer_runs = synthetic_condition_runs([0.2], [0.9], 6, rng, coupled=True)
+    first = _results(older, 1, created_at="2026-11-01T00:00:00Z")
+    second = _results(newer_runs, 1, created_at="2026-11-02T00:00:00Z")
+    pooled, _ = promote(first, None, pool_size=8)
+    pooled, _ = promote(second, pooled, pool_size=8)
+    target = [r for r in pooled.runs if r.condition == "target"]
+    control = [r for r in pooled.runs if r.condition == "control"]
+    assert len(target) == 8 and len(control) == 6
+    assert sorted(r.replication for r in target) == list(range(8))  # renumbered
+    # the pairs are the ones that ran side by side in the newer refresh, and only those
+    assert differences(target, control) == differences(*_split(newer_runs, "t00"))
