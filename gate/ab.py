@@ -137,7 +137,8 @@ def base_arm_config(measuring: GateConfig, *, root: Path, ref: str,
         # the price table measures cost: the base branch's for both arms
         agent = base.agent.model_copy(update={"prices": measuring.agent.prices})
         yield GateConfig(agent=agent, suite=measuring.suite, gate=measuring.gate,
-                         ci=measuring.ci, root=path.parent, source=path)
+                         ci=measuring.ci, conditions=measuring.conditions, root=path.parent,
+                         source=path)
 
 
 def _extract_tree(root: Path, ref: str, dest: Path, label: str) -> None:

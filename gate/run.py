@@ -178,9 +178,11 @@ class ConditionSetup:
 
 def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, label: str,
                      options: RunOptions, tasks: list[Task], *,
-                     resolve_model: Callable[[str], object]) -> ConditionSetup:
-    """Resolve ``--condition`` names against the standard set and ``[conditions]``: an
-    unknown name, a condition no selected task gets, or a broken overlay is ``BadInput``."""
+                     resolve_model: Callable[[str], object],
+                     selected: list[Task] | None = None) -> ConditionSetup:
+    """Resolve ``--condition`` names against the standard set and ``[conditions]`` for
+    ``tasks`` (a shard's): an unknown name, a condition none of the ``selected`` tasks (the
+    whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
     import dataclasses
 
     from gate.fingerprint import fingerprint as fp_of
@@ -209,7 +211,8 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
     record: dict[str, Any] = {}
     for name in names:
         ran = [t.id for t in tasks if (t.id, name) in per_task]
-        if not ran:
+        if not any(skills_for(t, name, all_skills, cfg.conditions) is not None
+                   for t in (tasks if ran or selected is None else selected)):
             raise BadInput(f"--condition {name}: applies to none of the selected tasks (a "
                            "standard condition needs the task's metadata.json to name its "
                            "skills; see docs/skills.md)")
@@ -242,6 +245,12 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
             "skills": sets,
             "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
         }
+        if kind == "builtin":  # what the skills add to its system prompt, on every request
+            from gate.agents._builtin import skills_block
+
+            record[name]["skills_block_bytes"] = {
+                t: len(skills_block(per_task[(t, name)]).encode()) if per_task[(t, name)]
+                else 0 for t in ran}
     return ConditionSetup(names, arms, applies, skipped, record)
 
 
@@ -297,10 +306,16 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     work: Work
     if req.conditions:
         conditions = setup_conditions(req.conditions, cfg, kind, model, label, options,
-                                      run_tasks, resolve_model=prices.resolve)
+                                      run_tasks, resolve_model=prices.resolve,
+                                      selected=list(suite.tasks))
         work = condition_plan(run_tasks, replications, conditions.arms_of,
                               req.first_replication)
     else:
+        # no condition named: the agent as configured, every skill of [agent].skills in every
+        # workspace (the skills `full` gets), as a user of the agent would have them
+        from gate.skills import config_skills
+
+        options.skills = config_skills(cfg)
         work = plan(run_tasks, replications, req.first_replication)
     plan_all: Work = work  # resume rebinds work to what is left; this stays the plan
     fp = fingerprint(parts, kind)
@@ -372,6 +387,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
         if req.max_run_cost is not None:
             extra["max_run_cost_usd"] = req.max_run_cost
+        if conditions is None and options.skills:  # every run's skills, without conditions
+            extra["skills"] = sorted(s.name for s in options.skills_of(run_tasks[0]))
         if conditions is not None:  # what each condition was; which tasks it skipped
             extra["conditions"] = conditions.record
             if conditions.skipped:

@@ -82,7 +82,10 @@ def _identity(res: Results) -> dict[str, Any]:
         "shard count": shard.get("count") if isinstance(shard, dict) else None,
         "shard balance": shard.get("balanced_by") if isinstance(shard, dict) else None,
         "task selection": shard.get("selected") if isinstance(shard, dict) else None,
-        "conditions": sorted({r.condition or "" for r in res.runs}),
+        # the conditions the run was asked for (a shard of negative-control tasks runs only
+        # some of them); older files: the ones its runs have
+        "conditions": (res.schedule.conditions if res.schedule and res.schedule.conditions
+                       else sorted({r.condition or "" for r in res.runs})),
     }
 
 
@@ -92,6 +95,30 @@ def _shard_of(path: Path, res: Results) -> tuple[int, int, list[str]]:
             or not isinstance(shard.get("count"), int) or not isinstance(shard.get("tasks"), list):
         raise BadInput(f"{path}: shard: not the result of `gate run --shard I/N`")
     return shard["index"], shard["count"], [str(t) for t in shard["tasks"]]
+
+
+def _merge_conditions(extra: dict[str, object], parts: list[Results]) -> None:
+    """The per-task records of skill conditions (``conditions``, ``skipped_conditions``) of
+    every shard: each shard recorded only its own tasks."""
+    conditions: dict[str, dict[str, object]] = {}
+    skipped: dict[str, object] = {}
+    for res in parts:
+        rec = (res.model_extra or {}).get("conditions")
+        for name, entry in (rec.items() if isinstance(rec, dict) else ()):
+            if not isinstance(entry, dict):
+                continue
+            into = conditions.setdefault(name, dict(entry))
+            for field, value in entry.items():
+                have = into.get(field)
+                if isinstance(value, dict) and isinstance(have, dict):
+                    into[field] = {**have, **value}  # per-task maps: the union
+        more = (res.model_extra or {}).get("skipped_conditions")
+        if isinstance(more, dict):
+            skipped.update(more)
+    if conditions:
+        extra["conditions"] = conditions
+    if skipped:
+        extra["skipped_conditions"] = skipped
 
 
 def merge(shards: list[tuple[Path, Results]]) -> Results:
@@ -140,6 +167,7 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
         problems.update((res.model_extra or {}).get("problems") or {})
     if problems:
         extra["problems"] = problems
+    _merge_conditions(extra, [res for _, res in shards])
     extra["merged_from"] = [f"{path} (shard {_shard_of(path, res)[0]}/{count})"
                             for path, res in sorted(shards, key=lambda s: _shard_of(*s)[0])]
     schedule = first.schedule.model_copy(update={"shard": None}) if first.schedule else None

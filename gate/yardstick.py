@@ -38,8 +38,11 @@ from gate.tasks import Suite, load_suite
 from gate.validate import validate_suite
 
 #: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
-#: but for its ``prices``: the price table measures cost, so it is the base's too.
-MEASURING_SECTIONS = ("suite", "gate", "ci")
+#: but for its ``prices``: the price table measures cost, so it is the base's too. The skill
+#: conditions (``[conditions]``, like each task's ``metadata.json`` with the tasks) say what a
+#: skill is measured against: the base's; the skills themselves (``[agent].skills``, the
+#: folder's contents) are the agent's, the PR's.
+MEASURING_SECTIONS = ("suite", "gate", "ci", "conditions")
 #: Changed or added tasks validated with their oracle per PR (each is a few script runs).
 MAX_VALIDATED = 10
 #: Task and workflow lines shown per comment (the rest are counted).
@@ -238,7 +241,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
     # the price table measures cost: a PR that prices its model at 0 must not hide its spend
     agent = cfg.agent.model_copy(update={"prices": base.agent.prices})
     joined = GateConfig(agent=agent, suite=base.suite, gate=base.gate, ci=base.ci,
-                        root=cfg.root, source=cfg.source)
+                        conditions=base.conditions, root=cfg.root, source=cfg.source)
     tasks_path = tasks_override or joined.path(base.suite.tasks)
     tasks_rel = _git.repo_relative(root, tasks_path)
     baseline_rel = _git.repo_relative(root, joined.path(base.gate.baseline))
@@ -353,9 +356,14 @@ def _last_line(text: str) -> str:
 
 def _setting_changes(base: GateConfig, pr: GateConfig) -> list[SettingChange]:
     out: list[SettingChange] = []
+    def dump(cfg: GateConfig, section: str) -> dict[str, object]:
+        value = getattr(cfg, section)
+        if isinstance(value, dict):  # [conditions]: one entry per named condition
+            return {k: v.model_dump(mode="json") for k, v in value.items()}
+        return dict(value.model_dump(mode="json"))
+
     for section in MEASURING_SECTIONS:
-        old = getattr(base, section).model_dump(mode="json")
-        new = getattr(pr, section).model_dump(mode="json")
+        old, new = dump(base, section), dump(pr, section)
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 out.append(SettingChange(f"[{section}].{key}", old.get(key), new.get(key)))

@@ -14,6 +14,7 @@ import pytest
 from gate.results import journal_path, load_results
 from gate.runner import Arm, RunOptions, condition_plan
 from tests.conftest import REPO, write_task
+from tests.test_docker import engine  # noqa: F401 (the docker engine fixture)
 
 RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
 PLAIN = "fix-version-compare"  # no metadata.json: a negative control (control and full only)
@@ -177,3 +178,97 @@ def test_resume_with_conditions_finishes_the_plan_and_refuses_other_conditions(
     p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "1", "--no-transcripts",
              "--task", RATE, "--task", PLAIN, "--condition", "control", "-o", out, "--resume")
     assert p.returncode == 2 and "cannot resume: not the same conditions" in p.stderr, p.stderr
+
+
+def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
+    """`gate run --agent oracle --condition control --condition target` on a task whose
+    solution lists the workspace's skills and probes the repository's skills/ folder by its
+    absolute path; what each condition's run saw."""
+    host_skill = REPO / "skills" / "context-offloading" / "SKILL.md"
+    write_task(tmp_path / "tasks", "probe", verify="test -s seen.txt\n",
+               solve=("find .claude -type f 2>/dev/null | sort > seen.txt\n"
+                      f"if test -e '{host_skill}'; then echo HOST-SKILLS-VISIBLE >> seen.txt; "
+                      "fi\necho done >> seen.txt\n"),
+               extra={"metadata.json": json.dumps({"target_skill": "context-offloading",
+                                                   "irrelevant_skill": "git-commit-messages"})})
+    image = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "oracle"\nskills = "{REPO / "skills"}"\n'
+                   f'[suite]\ntasks = "{tmp_path / "tasks"}"\nsandbox = "{sandbox}"\n'
+                   f'image = "{image}"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    p = gate("run", "--config", cfg, "-k", "1", "--keep-workspaces", "--no-transcripts",
+             "--condition", "control", "--condition", "target", "-o", tmp_path / "r.json",
+             env={"TMPDIR": str(ws)})
+    assert p.returncode == 0, p.stderr
+    seen = {}
+    for condition in ("control", "target"):
+        (found,) = ws.glob(f"gate-probe-{condition}-r0-*/work/seen.txt")
+        seen[condition] = found.read_text().split()
+    return seen
+
+
+def test_local_sandbox_conditions_get_their_skills_but_cannot_hide_the_repository(
+        tmp_path: Path) -> None:
+    seen = _probe_run(tmp_path, "local")
+    assert not any(f.startswith(".claude") for f in seen["control"])
+    assert ".claude/skills/context-offloading/SKILL.md" in seen["target"]
+    assert not any("git-commit-messages" in f for f in seen["target"])
+    # documented (docs/skills.md): the local sandbox runs as the gate's user, so an agent can
+    # read the checkout's skills/ by its absolute path, whatever its condition
+    assert "HOST-SKILLS-VISIBLE" in seen["control"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_docker_sandbox_conditions_cannot_reach_the_repositorys_skills(
+        engine: None, tmp_path: Path) -> None:  # noqa: F811
+    seen = _probe_run(tmp_path, "docker")
+    assert not any(f.startswith(".claude") for f in seen["control"])
+    assert ".claude/skills/context-offloading/SKILL.md" in seen["target"]
+    assert not any("git-commit-messages" in f for f in seen["target"])
+    # only the workspace is mounted: the repository's skills/ is not there, in any condition
+    assert "HOST-SKILLS-VISIBLE" not in seen["control"] + seen["target"]
+    assert seen["control"][-1] == "done"  # the probe ran to its end
+
+
+def test_without_a_condition_every_run_gets_every_configured_skill(tmp_path: Path) -> None:
+    cfg = bundled_config(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "--keep-workspaces",
+             "--no-transcripts", "--task", PLAIN, "-o", out, env={"TMPDIR": str(ws)})
+    assert p.returncode in (0, 1), p.stderr
+    res = load_results(out)
+    assert [r.condition for r in res.runs] == [None]
+    assert (res.model_extra or {})["skills"] == ["context-offloading", "git-commit-messages"]
+    (work,) = ws.glob(f"gate-{PLAIN}-r0-*/work")
+    assert sorted(p.name for p in (work / ".claude" / "skills").iterdir()) == [
+        "context-offloading", "git-commit-messages"]
+
+
+@pytest.mark.slow
+def test_shards_of_a_conditions_run_merge_into_the_whole_run(tmp_path: Path) -> None:
+    cfg = bundled_config(tmp_path)
+    args = ["run", "--config", cfg, "--sim", "-k", "1", "--no-transcripts", "--task", RATE,
+            "--task", PLAIN, "--condition", "control", "--condition", "target"]
+    parts = []
+    for i in (1, 2):
+        part = tmp_path / f"s{i}.json"
+        p = gate(*args, "--shard", f"{i}/2", "-o", part)
+        assert p.returncode in (0, 1), p.stderr
+        parts.append(part)
+    merged = tmp_path / "m.json"
+    # one shard holds only the negative control (control runs only): still the same run
+    p = gate("merge", merged, *parts)
+    assert p.returncode == 0, p.stderr
+    res = load_results(merged)
+    assert sorted(r.key for r in res.runs) == sorted([
+        (RATE, "control", 0), (RATE, "target", 0), (PLAIN, "control", 0)])
+    extra = res.model_extra or {}
+    assert extra["conditions"]["control"]["skills"] == {RATE: [], PLAIN: []}
+    assert extra["skipped_conditions"] == {PLAIN: ["target"]}
+    p = gate("compare", merged, "--conditions", "control,target")
+    assert p.returncode == 0 and "target vs control on 1 task" in p.stdout, p.stderr

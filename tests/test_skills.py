@@ -422,11 +422,20 @@ def test_a_working_skill_cuts_the_turns_of_a_solved_episode() -> None:
     assert turns(skills_block([skill]), run) < turns("plain", run)
 
 
-def test_skills_are_not_in_the_repositorys_gate_toml() -> None:
-    """The bundled agent's fingerprint (and the committed baseline) stay as they are: skills
-    are turned on per condition, or by setting [agent] skills (README, Skills)."""
-    assert load_config(REPO / "gate.toml").agent.skills is None
+def test_the_repositorys_gate_toml_has_the_skills_and_its_baseline_measured_them() -> None:
+    """`gate run --condition control --condition target` works on the bundled suite as it is
+    (docs/skills.md), and the committed baseline is of this very agent, skills included."""
+    from gate.fingerprint import fingerprint, fingerprint_parts
+    from gate.results import load_results
+
+    cfg = load_config(REPO / "gate.toml")
+    assert cfg.agent.skills is not None and cfg.path(cfg.agent.skills).resolve() == \
+        BUNDLED_SKILLS.resolve()
     assert os.path.isdir(BUNDLED_SKILLS)
+    parts = fingerprint_parts(cfg, cfg.agent.kind)
+    assert "skills" in parts
+    base = load_results(REPO / "baseline.json", "baseline")
+    assert base.agent.fingerprint == fingerprint(parts, cfg.agent.kind)
 
 
 @pytest.mark.docker

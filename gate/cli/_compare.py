@@ -121,8 +121,13 @@ def _rich_report(c: Comparison) -> None:
                    "baseline, [gate] settings and history (read with git; no BASELINE "
                    "argument), and what this checkout changes in them listed. Pair it with "
                    "`gate run --base-ref REF`.")
+@click.option("--conditions", "conditions", metavar="A,B[,C...]",
+              help="The skill's effect instead of a verdict: compare conditions of one "
+                   "RESULTS file (`gate run --condition`), the first (e.g. control) the "
+                   "reference for every other, paired by task (docs/skills.md).")
 def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
-                run_url: str | None, history_path: str | None, base_ref: str | None) -> None:
+                run_url: str | None, history_path: str | None, base_ref: str | None,
+                conditions: str | None) -> None:
     """Compare RESULTS with BASELINE and give the verdict.
 
     Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
@@ -130,7 +135,14 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     there is no BASELINE file to compare with.
     Noise is not a regression: pass rates are judged by an exact stratified test, turns, cost
     and cache hits by a permutation test plus a practical margin (docs/statistics.md).
+
+    With --conditions A,B: the effect of condition B against A in one RESULTS file (pass
+    rate with its confidence interval, turns, cost, tokens, prompt size, wall time), and a
+    table of every condition; exit 0 (a report, not a verdict) or 2 on bad input.
     """
+    if conditions is not None:
+        _effects(paths, conditions, fmt, config_path, base_ref)
+        return
     if len(paths) != (1 if base_ref else 2):
         raise click.UsageError("--base-ref REF takes one argument, RESULTS" if base_ref else
                                "BASELINE and RESULTS are required (or --base-ref REF RESULTS)")
@@ -183,6 +195,29 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
 
         click.echo(render_text(comparison), nl=False)
     sys.exit(comparison.exit_code)
+
+
+def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str | None,
+             base_ref: str | None) -> None:
+    if base_ref or len(paths) != 1:
+        raise click.UsageError("--conditions A,B takes one argument, RESULTS (one run of "
+                               "several conditions), and no --base-ref")
+    settings = load_config(config_path).gate
+    from gate.compare._effects import effects
+    from gate.results import load_results
+
+    names = [c.strip() for c in conditions.split(",") if c.strip()]
+    report = effects(load_results(paths[0]), names, settings, where=paths[0])
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    elif fmt == "markdown":
+        from gate.report._effects import render_effects_markdown
+
+        click.echo(render_effects_markdown(report), nl=False)
+    else:
+        from gate.report._effects import render_effects_text
+
+        click.echo(render_effects_text(report), nl=False)
 
 
 @contextlib.contextmanager

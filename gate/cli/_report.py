@@ -41,10 +41,20 @@ def report(results_path: str, baseline_path: str | None, html_path: str,
     if baseline_path is not None:
         baseline = load_results(baseline_path, "baseline")
         comparison = compare(baseline, results, settings)
+    effects = None
+    named = list((results.schedule.conditions if results.schedule else None) or [])
+    if len(named) > 1:  # a run of several skill conditions: their table and effects
+        from gate.compare._effects import effects as condition_effects
+
+        reference = "control" if "control" in named else named[0]
+        have = {r.condition for r in results.runs}
+        order = [reference, *(c for c in named if c != reference)]
+        if all(c in have for c in order):
+            effects = condition_effects(results, order, settings, where=results_path)
     page = render_html(results, results_path=Path(results_path), baseline=baseline,
                        baseline_path=Path(baseline_path) if baseline_path else None,
                        comparison=comparison, level=settings.ci_level, seed=settings.seed,
-                       run_url=run_url)
+                       run_url=run_url, effects=effects)
     atomic_write_text(html_path, page)
     what = f"{comparison.verdict}, " if comparison else ""
     click.echo(f"{html_path}: report written ({what}{len(results.runs)} runs)")

@@ -38,6 +38,7 @@ from scipy.stats import norm
 
 from gate._files import MiB
 from gate.compare import Comparison, MetricResult, TaskChange
+from gate.compare._effects import EffectReport
 from gate.report._render import _change, _value, _verdict, num, pct, usd
 from gate.results import Results, RunResult
 
@@ -71,6 +72,7 @@ class RunView:
     notes: str | None
     events: list[Event] | None  # None: no transcript to show
     missing: str | None = None  # why there is no transcript
+    condition: str | None = None  # the skill condition it ran under (gate run --condition)
 
 
 def _clip(text: str) -> str:
@@ -196,10 +198,10 @@ def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Eve
 def _run_views(runs: Sequence[RunResult], results_path: Path | None,
                with_transcripts: bool) -> list[RunView]:
     views = []
-    for r in sorted(runs, key=lambda r: r.replication)[-MAX_RUNS:]:
+    for r in sorted(runs, key=lambda r: (r.replication, r.condition or ""))[-MAX_RUNS:]:
         events, why = read_transcript(r, results_path) if with_transcripts else (None, "")
         views.append(RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
-                             r.notes, events, why or None))
+                             r.notes, events, why or None, r.condition))
     return views
 
 
@@ -572,10 +574,13 @@ def _rate(passed: int, runs: int, errors: int) -> str:
 def render_html(results: Results, *, results_path: Path | None = None,
                 baseline: Results | None = None, baseline_path: Path | None = None,
                 comparison: Comparison | None = None, level: float = 0.95,
-                seed: int = 0, run_url: str | None = None) -> str:
+                seed: int = 0, run_url: str | None = None,
+                effects: EffectReport | None = None) -> str:
     """The report page. ``comparison`` is ``compare(baseline, results, settings)`` when a
     baseline is given; transcripts are read beside ``results_path`` (and ``baseline_path``,
-    when that is a run's own results file with its transcripts)."""
+    when that is a run's own results file with its transcripts). ``effects``: the skill
+    conditions' table and effects (``gate.compare._effects.effects``), for a run of several
+    conditions."""
     script, style = _assets()
     c_by, b_by = _by_task(results), (_by_task(baseline) if baseline is not None else {})
     if comparison is not None:
@@ -644,4 +649,25 @@ def render_html(results: Results, *, results_path: Path | None = None,
         agent_changes=comparison.agent_changes if comparison else [],
         run_url=run_url if run_url and run_url.startswith(("https://", "http://")) else None,
         data_json=_json_for_script(data),
+        conditions=_condition_view(effects) if effects is not None else None,
     )
+
+
+def _condition_view(report: EffectReport) -> dict[str, Any]:
+    """The per-condition table and each effect, as text cells (the template escapes them)."""
+    from gate.report._effects import (
+        CONDITION_HEADERS,
+        METRIC_HEADERS,
+        SCOPE,
+        _block,
+        _headline,
+        condition_rows,
+        metric_rows,
+    )
+
+    return {"headers": CONDITION_HEADERS, "rows": condition_rows(report.conditions, str),
+            "scope": SCOPE, "notes": report.notes, "reference": report.reference,
+            "metric_headers": METRIC_HEADERS,
+            "effects": [{"headline": _headline(e, str), "verdict": e.verdict,
+                         "metrics": metric_rows(e), "block": _block(e, str)}
+                        for e in report.effects]}
