@@ -44,7 +44,7 @@ from math import comb
 import numpy as np
 
 from gate.compare import _stats
-from gate.compare._model import ConditionRow, SkillEffect, SkillEffectTask
+from gate.compare._model import SkillConditionRow, SkillEffect, SkillEffectTask
 from gate.config import STANDARD_CONDITION_NAMES
 from gate.results import Results, RunResult
 
@@ -156,7 +156,7 @@ def _counts(runs: Mapping[tuple[str, str], list[RunResult]], tasks: Sequence[str
 def _row(condition: str, tasks: list[str],
          b_runs: Mapping[tuple[str, str], list[RunResult]] | None,
          c_runs: Mapping[tuple[str, str], list[RunResult]], level: float,
-         control: str) -> ConditionRow:
+         control: str) -> SkillConditionRow:
     """One condition's row; ``b_runs`` None: the baseline does not hold it (shown, not
     compared)."""
     row: dict[str, object] = {"condition": condition, "tasks": len(tasks),
@@ -175,7 +175,7 @@ def _row(condition: str, tasks: list[str],
     if len(effects) == 2:
         d, lo, hi = _mover(*effects["candidate"], *effects["baseline"])
         row.update(change=d, change_ci_low=lo, change_ci_high=hi)
-    return ConditionRow.model_validate(row)
+    return SkillConditionRow.model_validate(row)
 
 
 def _order(conditions: Iterable[str], control: str) -> list[str]:
@@ -208,7 +208,7 @@ def skill_effect(baseline: Results, candidate: Results, *, alpha: float,
     tasks = ([t for t in c_tasks if (t, control) in b_runs and _same_task(baseline, candidate, t)]
              if compared else c_tasks)
     arms = (b_runs, c_runs) if compared else (c_runs,)
-    rows: list[ConditionRow] = []
+    rows: list[SkillConditionRow] = []
     for cond in _order(shared, control):
         have = [t for t in tasks if all(valid(runs, t, x) for runs in arms
                                         for x in {cond, control})]

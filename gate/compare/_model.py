@@ -159,7 +159,7 @@ class Power(_Frozen):
     statement: str
 
 
-class ConditionRow(_Frozen):
+class SkillConditionRow(_Frozen):
     """One skill condition in both arms, over the tasks where it ran next to ``control``: its
     pass rate, its effect against ``control`` (each arm) and the change of that effect."""
 
@@ -201,7 +201,7 @@ class SkillEffect(_Frozen):
 
     target: str = "target"
     control: str = "control"
-    conditions: list[ConditionRow]  # every condition in both arms, control first
+    conditions: list[SkillConditionRow]  # every condition in both arms, control first
     tasks: list[SkillEffectTask]  # the tasks the test used
     baseline_effect: float | None = None
     candidate_effect: float | None = None

@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from gate.compare._model import Comparison, ConditionRow, SkillEffect
+from gate.compare._model import Comparison, SkillConditionRow, SkillEffect
 from gate.report._escape import md, plain
 
 _MINUS = "−"
@@ -51,7 +51,7 @@ def summary(s: SkillEffect) -> str:
             f" — {verdict}.")
 
 
-def _row(r: ConditionRow, s: SkillEffect) -> dict[str, Any]:
+def _row(r: SkillConditionRow, s: SkillEffect) -> dict[str, Any]:
     mark = ""
     if r.gating and s.p_value is not None:
         mark = " ❌" if s.blocks else " ✅"
