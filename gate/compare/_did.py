@@ -216,11 +216,12 @@ def skill_effect(baseline: Results, candidate: Results, *, alpha: float,
             rows.append(_row(cond, have, b_runs if compared else None, c_runs, ci_level,
                              control))
     if not compared:
+        why = (f"this run has no {target} condition" if target not in mine else
+               f"the baseline holds no {target} and {control} runs")
         return SkillEffect(
             target=target, control=control, conditions=rows, tasks=[], threshold=alpha,
-            rule=rule, note=(f"the baseline holds no {target} and {control} runs, so the "
-                             "skill's effect is shown, not tested; the main refresh keeps the "
-                             "conditions it runs"))
+            rule=rule, note=(f"{why}, so the skill's effect is shown, not tested; the main "
+                             "refresh keeps the conditions it runs"))
     per_task: list[SkillEffectTask] = []
     cd_all: list[list[int]] = []
     bd_all: list[list[int]] = []
