@@ -216,6 +216,7 @@ def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None
         .replace('kind = "builtin"', 'kind = "command"\n'
                  f'command = "tr \\"\\\\\\\\0\\" \\"\\\\\\\\n\\" < /proc/$PPID/environ > {dump}"')
         .replace('tasks = "tasks"', f'tasks = "{REPO / "tasks"}"')
+        .replace('skills = "skills/"', f'skills = "{REPO / "skills"}"')
         .replace('system_prompt = "agent/system.md"', "")
     )
     env = dict(os.environ)
