@@ -14,6 +14,10 @@ thing, hence:
 
 Every run keeps its provenance (``commit``, ``created_at``) so the file says where each came
 from, and ``sources`` lists each refresh with its schedule (replications, jobs, metering).
+Runs of skill conditions are pooled per (task, condition) like the rest (``RunKey.pool``), and
+each run keeps the replication it had in its refresh (``source_replication``): the skill-effect
+test pairs a target run with the control run of the same refresh and replication
+(:mod:`gate.compare._did`), whatever numbers pooling gave them.
 The file is only ever written here, from a real results file, atomically.
 """
 
@@ -33,14 +37,20 @@ from gate.results import Results, RunResult, load_results, summarize, write_resu
 def _with_provenance(results: Results) -> list[RunResult]:
     """The results' runs, each stamped with the refresh it comes from (the results file's
     ``created_at``), and with the file's commit and date unless it has its own."""
-    return [
-        r.model_copy(update={
+    out = []
+    for r in results.runs:
+        update: dict[str, object] = {
             "commit": r.commit if r.commit is not None else results.commit,
             "created_at": r.created_at if r.created_at is not None else results.created_at,
             "refresh": r.refresh if r.refresh is not None else results.created_at,
-        })
-        for r in results.runs
-    ]
+        }
+        copy = r.model_copy(update=update)
+        if r.condition is not None and "source_replication" not in (r.model_extra or {}):
+            # pooling renumbers replications; the pairs of conditions must survive it
+            copy = RunResult.model_validate({**copy.model_dump(),
+                                             "source_replication": r.replication})
+        out.append(copy)
+    return out
 
 
 Refresh = tuple[str | None, str | None]  # (commit, created_at) of a results file
@@ -152,16 +162,28 @@ def promote(results: Results, baseline: Results | None, *,
 
 
 def _keep_newest(runs: list[RunResult], pool_size: int) -> list[RunResult]:
-    """Per pool (``RunKey.pool``: the task) the newest ``pool_size`` runs, by ``created_at``
-    (stable: input order breaks ties, and the runs being promoted come last)."""
+    """Per pool (``RunKey.pool``: the task, and the condition) the newest ``pool_size`` runs,
+    by ``created_at``; a condition's runs by refresh (the runs of one refresh are equally new),
+    then by the replication they had in it, so the pools of a task's conditions cut a refresh
+    at the same replication and keep their pairs (stable: input order breaks ties, and the
+    runs being promoted come last)."""
     pools: dict[tuple[object, ...], list[RunResult]] = defaultdict(list)
     for r in runs:
         pools[r.key.pool].append(r)
     out: list[RunResult] = []
     for pool in sorted(pools, key=repr):
-        ordered = sorted(pools[pool], key=lambda r: r.created_at or "")
+        ordered = sorted(pools[pool], key=_newness)
         out.extend(ordered[-pool_size:])
     return out
+
+
+def _newness(r: RunResult) -> tuple[str, int]:
+    """A plain run's ``created_at``; a condition's run's refresh and replication in it."""
+    if r.condition is None:
+        return r.created_at or "", 0
+    source = (r.model_extra or {}).get("source_replication")
+    rep = source if isinstance(source, int) else r.replication
+    return r.refresh or r.created_at or "", rep
 
 
 def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.PathLike[str],

@@ -10,6 +10,12 @@ Policy beyond :func:`compare`:
   judged at α/2 — whoever judges the file (docs/statistics.md).
 - **Drift guard**: a pass-rate regression no worse than main's own A/A checks show is
   reported, not blocking, when main is drifting (:mod:`gate.compare._drift`).
+- **Skill conditions**: runs under a named condition (``gate run --condition``) are never
+  pooled with the plain runs: the baseline gate compares the plain runs, and when both files
+  hold the ``target`` and ``control`` conditions the skill-effect test
+  (:mod:`gate.compare._did`) joins the verdict. The two tests then share α (Bonferroni):
+  the pass-rate test runs at α/2 (halved again for sequential looks), the skill-effect test
+  at α/2, so the verdict's false-block budget stays α (docs/statistics.md §9).
 
 What the policy did is in ``Comparison.notes``, so every report says it.
 """
@@ -19,10 +25,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gate.compare._compare import compare
+from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
-from gate.compare._model import Comparison
+from gate.compare._model import Comparison, SkillEffect
 from gate.config import GateSettings
-from gate.results import Results
+from gate.results import Results, summarize
+
+
+def plain_runs(results: Results) -> Results:
+    """The file with only the runs that ran under no named condition (the file itself when
+    it has no conditions): what the baseline gate compares."""
+    if all(r.condition is None for r in results.runs):
+        return results
+    runs = [r for r in results.runs if r.condition is None]
+    return results.model_copy(update={"runs": runs, "summary": summarize(runs)})
 
 
 def judge(base: Results, pr: Results, settings: GateSettings,
@@ -30,19 +46,62 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     """Compare ``pr`` with ``base`` under ``settings`` and apply the gate's verdict policy."""
     looks = pr.schedule.sequential if pr.schedule is not None else None
     notes: list[str] = []
+    # decided by what the files hold, never by their outcomes: a fixed split of α
+    shared = has_skill_effect(base) and has_skill_effect(pr)
+    family = settings.model_copy(update={"alpha": settings.alpha / 2}) if shared else settings
+    b_plain, p_plain = plain_runs(base), plain_runs(pr)
     if looks:
-        half = settings.model_copy(update={"alpha": settings.alpha / 2})
-        comparison = compare(base, pr, half)
-        notes.append(sequential_note(comparison, looks, settings))
+        half = family.model_copy(update={"alpha": family.alpha / 2})
+        comparison = compare(b_plain, p_plain, half)
+        notes.append(sequential_note(comparison, looks, family))
     else:
-        comparison = compare(base, pr, settings)
+        comparison = compare(b_plain, p_plain, family)
     comparison, drift = apply_drift_guard(comparison, history,
                                           fingerprint=pr.agent.fingerprint,
                                           alpha=settings.alpha)
     if drift:
         notes.append(drift)
-    return comparison.model_copy(update={"notes": [*comparison.notes, *notes]}) \
-        if notes else comparison
+    effect = skill_effect(base, pr, alpha=settings.alpha / 2 if shared else settings.alpha,
+                          ci_level=settings.ci_level)
+    if shared:
+        notes.append(alpha_note(settings, sequential=bool(looks)))
+    if notes:
+        comparison = comparison.model_copy(update={"notes": [*comparison.notes, *notes]})
+    interrupted = base.interrupted is not None or pr.interrupted is not None
+    return (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
+            if effect is not None else comparison)
+
+
+def alpha_note(settings: GateSettings, *, sequential: bool) -> str:
+    """How the verdict's α was shared when the skill-effect test joined it."""
+    half = settings.alpha / 2
+    looks = f" (α/4 = {half / 2:g} per sequential look)" if sequential else ""
+    return (f"Skill conditions: the pass-rate test and the skill-effect test share "
+            f"α = {settings.alpha:g} (Bonferroni): pass rate at α/2 = {half:g}{looks}, the "
+            f"skill's effect at α/2 = {half:g}.")
+
+
+def with_skill_effect(c: Comparison, effect: SkillEffect, *, interrupted: bool = False,
+                      expected: bool = False) -> Comparison:
+    """The comparison with the skill-effect check in it; when the check blocks, a regression
+    (an interrupted arm stays inconclusive, as in :func:`compare`). ``expected``: both files
+    hold the conditions, so a check that could not be made is inconclusive, never a pass."""
+    update: dict[str, object] = {"skill_effect": effect}
+    if expected and effect.p_value is None and c.verdict == "pass":
+        reason = effect.note or "the skill's effect was not tested"
+        update.update(verdict="inconclusive", exit_code=3, reasons=[reason],
+                      headline="Inconclusive: " + reason)
+    if effect.blocks:
+        reason = skill_effect_reason(effect)
+        if interrupted:  # what survived is shown; neither verdict would be honest
+            reasons = [*c.reasons, f"would block: {reason}"]
+            update.update(reasons=reasons, headline="Inconclusive: " + "; ".join(reasons))
+        else:
+            # the metrics' own reasons when they block too; "could not compare all" is outranked
+            reasons = [*(c.reasons if c.verdict == "regression" else []), reason]
+            update.update(verdict="regression", exit_code=1, reasons=reasons,
+                          headline="Regression: " + "; ".join(reasons))
+    return c.model_copy(update=update)
 
 
 def decisive_p(c: Comparison) -> float | None:

@@ -159,6 +159,64 @@ class Power(_Frozen):
     statement: str
 
 
+class SkillConditionRow(_Frozen):
+    """One skill condition in both arms, over the tasks where it ran next to ``control``: its
+    pass rate, its effect against ``control`` (each arm) and the change of that effect."""
+
+    condition: str
+    tasks: int  # tasks with this condition and control in both arms
+    baseline_passed: int = 0
+    baseline_runs: int = 0
+    candidate_passed: int = 0
+    candidate_runs: int = 0
+    baseline_rate: float | None = None  # task-equal weight
+    candidate_rate: float | None = None
+    # effect = rate(condition) − rate(control), mean over tasks; None for control itself
+    baseline_effect: float | None = None
+    baseline_ci_low: float | None = None
+    baseline_ci_high: float | None = None
+    candidate_effect: float | None = None
+    candidate_ci_low: float | None = None
+    candidate_ci_high: float | None = None
+    change: float | None = None  # candidate effect − baseline effect (difference-in-differences)
+    change_ci_low: float | None = None
+    change_ci_high: float | None = None
+    gating: bool = False  # the row the skill-effect test decides on (``target``)
+
+
+class SkillEffectTask(_Frozen):
+    """One task of the skill-effect test: its (target, control) pairs in each arm."""
+
+    task: str
+    baseline_pairs: int
+    candidate_pairs: int
+    baseline_effect: float  # mean over pairs of pass(target) − pass(control)
+    candidate_effect: float
+    p_value: float  # this task alone, one-sided (reported; the decision is on all tasks)
+
+
+class SkillEffect(_Frozen):
+    """The skill-effect check (gate/compare/_did.py): did the target skill's effect against
+    ``control`` fall, compared with the baseline's effect for the same conditions?"""
+
+    target: str = "target"
+    control: str = "control"
+    conditions: list[SkillConditionRow]  # every condition in both arms, control first
+    tasks: list[SkillEffectTask]  # the tasks the test used
+    baseline_effect: float | None = None
+    candidate_effect: float | None = None
+    change: float | None = None  # the difference-in-differences (negative: the skill helps less)
+    change_ci_low: float | None = None
+    change_ci_high: float | None = None
+    ci_level: float | None = None
+    p_value: float | None = None
+    threshold: float  # this test's share of α
+    significant: bool = False
+    blocks: bool = False
+    rule: str
+    note: str | None = None  # why it could not be tested, when it could not
+
+
 class Comparison(_Frozen):
     """Everything ``gate compare`` concluded. Pure data: render it, dump it, gate on it."""
 
@@ -181,6 +239,9 @@ class Comparison(_Frozen):
     # what the verdict policy did on top of the test (the sequential design, the drift
     # guard; :func:`gate.compare.judge`): every report shows these lines
     notes: list[str] = []
+    # the skill-effect check, when both arms ran the target and control conditions
+    # (:func:`gate.compare.judge`; docs/statistics.md §9)
+    skill_effect: SkillEffect | None = None
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

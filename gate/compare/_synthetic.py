@@ -72,3 +72,34 @@ def synthetic_results(
         suite=SuiteInfo(digest=f"suite-{digests}", tasks=tasks), runs=runs,
         summary=summarize(runs),
     )
+
+
+def synthetic_condition_runs(
+    control: Sequence[float], target: Sequence[float], pairs: int | Sequence[int],
+    rng: np.random.Generator, *, coupled: bool = False, extra: Sequence[str] = (),
+    first_replication: int = 0,
+) -> list[RunResult]:
+    """Runs of tasks ``t00..`` under the ``control`` and ``target`` conditions (and any
+    ``extra`` condition, drawn like control), ``pairs`` replications each.
+
+    ``coupled``: the two conditions of a replication share one uniform draw (the simulator's
+    common random numbers: every episode control solves, target solves); otherwise they are
+    independent, as two runs of a real model are.
+    """
+    ks = [pairs] * len(control) if isinstance(pairs, int) else list(pairs)
+    runs: list[RunResult] = []
+    usage = RunUsage(input_tokens=100, output_tokens=50, cache_creation_input_tokens=0,
+                     cache_read_input_tokens=400)
+    for i, (pc, pt, k) in enumerate(zip(control, target, ks, strict=True)):
+        for rep in range(first_replication, first_replication + k):
+            u = rng.random()
+            draws = {"control": u if coupled else rng.random(), "target": u if coupled
+                     else rng.random(), **{c: rng.random() for c in extra}}
+            for cond, v in draws.items():
+                p = pt if cond == "target" else pc
+                status: Status = "passed" if v < p else "failed"
+                runs.append(RunResult(
+                    task=f"t{i:02d}", replication=rep, condition=cond, status=status,
+                    reason=None if status == "passed" else "failed: synthetic", turns=6,
+                    usage=usage, cost_usd=0.01, duration_s=3.0, notes=None))
+    return runs

@@ -36,7 +36,7 @@ from gate._files import (
 )
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
-from gate.github import _git
+from gate.github import _git, _skills
 from gate.github._accept import acceptance
 from gate.github._comment import (
     DEFAULT_COMMENT_ID,
@@ -69,6 +69,7 @@ from gate.github._refresh import (
     write_files,
 )
 from gate.github._rest import GitHubClient, GitHubError
+from gate.github._skills import ConditionPlan
 from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
@@ -273,7 +274,10 @@ class _CI:
         return [e.model_dump() for e in trend_entries(parse_history(text))] if text else None
 
     def outputs_for(self, results: Results | None) -> dict[str, object]:
-        s = results.summary if results else None
+        from gate.compare._judge import plain_runs
+
+        # the suite's runs: a skill condition's runs are the skill-effect check's
+        s = plain_runs(results).summary if results else None
         return {
             "pass_rate": _num(s.pass_rate if s else None),
             "passed": s.passed if s else "",
@@ -407,9 +411,51 @@ class _CI:
                                      self.opts.on_result).results
         else:
             results = self.run_suite()
+        if self.merged is None and self.opts.rejudge is None:
+            results = self.with_conditions(results, self.pr_plan(ys, pr, baseline))
         comparison = judge(baseline, results, self.cfg.gate,
                            parse_history(ys.history_text or ""))
         return self.finish(ys, pr, baseline, results, comparison, notes, edited, None)
+
+    # ----- skill conditions (gate/github/_skills.py) ---------------------------------------
+
+    def pr_plan(self, ys: Yardstick, pr: PullRequestInfo | None, baseline: Results
+                ) -> ConditionPlan | None:
+        """The conditions this PR runs besides the suite: it touches a skill."""
+        root = self.repo_root()
+        rel = _skills.skills_rel(self.cfg, root)
+        if rel is None:
+            return None
+        files = _git.pr_changed_files(root, ys.ref, rel)
+        if files is None and pr is not None:  # a shallow checkout: GitHub knows the files
+            try:
+                files = pr_files(self.client, pr.number)
+            except GateError as exc:
+                self.io.warning(f"cannot tell whether this PR changes a skill: {exc}")
+        changed = _skills.changed_skills(files or [], rel)
+        if not changed:
+            return None
+        plan = _skills.pr_plan(self.cfg, self.opts.run.tasks_dir or self.cfg.path(
+            self.cfg.suite.tasks), changed, baseline)
+        if plan is None:
+            self.log(f"gate ci: the PR changes the skill(s) {', '.join(changed)}, but no task "
+                     "names one as its target_skill: no skill conditions to run")
+        return plan
+
+    def with_conditions(self, results: Results, plan: ConditionPlan | None) -> Results:
+        """``results`` with the plan's condition runs joined in (written to the results
+        file: the artifact holds what was judged or pooled)."""
+        from gate.results import write_results
+
+        if plan is None:
+            return results
+        self.log(f"gate ci: skill conditions {', '.join(plan.conditions)} on "
+                 f"{len(plan.tasks)} task(s) ({', '.join(plan.tasks)}): {plan.why}")
+        conditions = run_suite(_skills.condition_request(self.run_request(), plan),
+                               on_result=self.opts.on_result)
+        joined = _skills.joined(results, conditions)
+        write_results(self.opts.run.output, joined)
+        return joined
 
     def assess_ab(self, ys: Yardstick, why: Markup) -> tuple[Results, Results, Markup]:
         """The two arms of a same-job A/B (gate/ab.py): the base commit's agent and this
@@ -849,7 +895,10 @@ class _CI:
         place = self.refresh_place(root, baseline_path, history_path) if branch else None
         git_state = _git.config_state(root) if place else ""
         start = self.refresh_start(root, place, baseline_path, history_path)
-        results = self.merged if self.merged is not None else self.run_suite()
+        if self.merged is not None:
+            results = self.merged
+        else:
+            results = self.with_conditions(self.run_suite(), self.refresh_plan(start))
         s = results.summary
         if s.total == 0:
             raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
@@ -860,7 +909,9 @@ class _CI:
                                f"{self.cfg.gate.max_infra_rate:.0%}): the baseline was not "
                                "refreshed")
         verdict, markdown = self.self_check(start.baseline_text, results)
-        entry = entry_for(results, verdict=verdict, run_url=self.env.run_url)
+        from gate.compare._judge import plain_runs
+
+        entry = entry_for(plain_runs(results), verdict=verdict, run_url=self.env.run_url)
         # stamped with the refresh pooling gives their runs (the sidecar drops tool output)
         traces = [t.model_copy(update={"refresh": t.refresh or results.created_at})
                   for t in self.traces(results, self.opts.run.output)]
@@ -903,6 +954,20 @@ class _CI:
             "refresh": outcome.status,
         })
         return 0
+
+    def refresh_plan(self, start: State) -> ConditionPlan | None:
+        """The conditions main's refresh runs besides the suite, for the baseline to keep."""
+        if not self.cfg.agent.skills:
+            return None
+        baseline = None
+        if start.baseline_text is not None:
+            try:
+                baseline = parse_results(start.baseline_text.encode(), "the baseline",
+                                         "baseline")
+            except GateError:
+                baseline = None  # a damaged baseline is replaced by the refresh
+        return _skills.refresh_plan(self.cfg, self.opts.run.tasks_dir or self.cfg.path(
+            self.cfg.suite.tasks), baseline)
 
     def refresh_place(self, root: Path, baseline_path: Path, history_path: Path
                       ) -> Place | None:
@@ -1003,13 +1068,15 @@ class _CI:
         """Main against its own baseline before pooling: the A/A check behind drift guards.
         Never blocks main; a regression is a warning, since the change has already landed."""
         from gate.compare import compare
+        from gate.compare._judge import plain_runs
         from gate.report import render_markdown
 
         if baseline_text is None:
             return None, ""
         try:
             baseline = parse_results(baseline_text.encode(), "the baseline", "baseline")
-            comparison = compare(baseline, results, self.cfg.gate)
+            # the suite's runs only: the A/A check measures the pass-rate test's false blocks
+            comparison = compare(plain_runs(baseline), plain_runs(results), self.cfg.gate)
             markdown = render_markdown(comparison, run_url=self.env.run_url)
         except GateError as exc:
             self.io.warning(f"main was not compared with its previous baseline: {exc}")

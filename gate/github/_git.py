@@ -104,6 +104,15 @@ def pr_changes_file(root: Path, base_ref: str, relpath: str) -> bool | None:
     return relpath in r.stdout.splitlines()
 
 
+def pr_changed_files(root: Path, base_ref: str, relpath: str) -> list[str] | None:
+    """The files under ``relpath`` the commits since the merge base change (three dots, as
+    :func:`pr_changes_file`); None when git cannot tell (a shallow checkout)."""
+    r = git(root, "diff", "--name-only", f"{base_ref}...HEAD", "--", relpath or ".")
+    if r.returncode != 0:
+        return None
+    return [line for line in r.stdout.splitlines() if line]
+
+
 def config_state(root: Path) -> str:
     """A digest of what decides what git runs and where it sends the token: the repository's
     config and hooks, and the user's global config. The suite runs as the gate's user and can

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from gate.compare import Comparison, MetricResult, TaskChange
 from gate.report._escape import md, no_mentions, no_references, plain, slug
+from gate.report._skill_effect import skill_effect_context, skill_effect_lines
 
 #: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
 #: may redact secrets, so the body aims well below.
@@ -314,6 +315,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "task_summary": Markup(", ".join(parts) if parts else "none"),
         "task_rows": [_task_row(t) for t in shown],
         "behaviour_rows": _behaviour_rows(c),
+        "skill_effect": skill_effect_context(c),
         "tasks_hidden": len(interesting) - len(shown),
         "agent_summary": Markup(f"{n_agent} change{'s' if n_agent != 1 else ''}"
                                 if n_agent else "unchanged"),
@@ -412,6 +414,7 @@ def render_text(comparison: Comparison) -> str:
         lines += ["", overhead]
     if c.power:
         lines += ["", c.power.statement]
+    lines += skill_effect_lines(c)
     if c.verdict == "inconclusive":
         lines += [""] + [f"  - {plain(r, 300)}" for r in c.reasons]
     interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
