@@ -305,9 +305,10 @@ def _subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
     if k > 8:
         keys = rng.random((*shape, m))
         part = np.argpartition(keys, k - 1, axis=-1)[..., :k]
-        drawn = list(np.moveaxis(part, -1, 0))
-        return drawn, list(np.moveaxis(np.sort(part, axis=-1), -1, 0))
-    drawn, ordered = [], []
+        return (list(np.moveaxis(part, -1, 0)),
+                list(np.moveaxis(np.sort(part, axis=-1), -1, 0)))
+    drawn: list[IntArray] = []
+    ordered: list[IntArray] = []
     for j in range(k):
         pos = rng.integers(0, m - j, size=shape)
         for prev in ordered:
@@ -358,20 +359,20 @@ def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
     _, ordered = _subsets(rng, (g, permutations), m, k)
     offsets = (np.arange(g, dtype=np.int64) * m)[:, None]
     first = nb if pick_candidates else 0
-    idx = []
+    idx: list[IntArray] = []
     for j, sub in enumerate(ordered):  # j-th smallest picked index, as a flat index
-        col = np.empty((g, permutations + 1), dtype=np.int64)
-        col[:, 0] = first + j
-        col[:, 1:] = sub
-        col += offsets
-        idx.append(col)
+        at = np.empty((g, permutations + 1), dtype=np.int64)
+        at[:, 0] = first + j
+        at[:, 1:] = sub
+        at += offsets
+        idx.append(at)
     totals = vals.sum(axis=1)  # (G, 4)
     flat = np.ascontiguousarray(vals.transpose(2, 0, 1).reshape(4, g * m))
     base, cand = [], []
     for col in range(4):
         picked = np.zeros((g, permutations + 1))
-        for j in idx:
-            picked += flat[col][j]
+        for at in idx:
+            picked += flat[col][at]
         total = totals[:, col][:, None]
         c = picked if pick_candidates else total - picked
         base.append((total - c) / nb)
