@@ -36,8 +36,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import requests
+
+if TYPE_CHECKING:
+    from gate.results import Results
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS: list[tuple[str, str, str, str]] = []
@@ -57,21 +61,24 @@ def timed(fn: Callable[[], object]) -> float:
 
 def _run(tasks: Path, *, kind: str = "oracle", jobs: int = 1, sim: bool = False,
          sandbox: str = "local", image: str | None = None, latency_ms: float = 0.0,
-         out: Path) -> None:
+         replications: int = 1, shard: tuple[int, int] | None = None, seed: int = 1,
+         agent: str = "", out: Path) -> Results:
     from gate.config import load_config
     from gate.run import RunRequest, run_suite
     from gate.sim import Latency
 
     cfg_path = out.with_suffix(".toml")
-    cfg_path.write_text(f'[suite]\ntasks = "{tasks}"\nsandbox = "{sandbox}"\n'
+    cfg_path.write_text(f'{agent}[suite]\ntasks = "{tasks}"\nsandbox = "{sandbox}"\n'
                         + (f'image = "{image}"\n' if image else ""))
-    req = RunRequest(config=load_config(cfg_path), output=out, agent_kind=kind, replications=1,
-                     jobs=jobs, sim=sim, seed=1, transcripts=False,
+    req = RunRequest(config=load_config(cfg_path), output=out, agent_kind=kind,
+                     replications=replications, jobs=jobs, sim=sim, seed=seed,
+                     transcripts=False, shard=shard,
                      sim_options={"latency": Latency(fixed_ms=latency_ms)} if sim else {})
     results = run_suite(req)
     bad = [r for r in results.runs if r.status == "error"]
     if bad:
         raise SystemExit(f"bench: infra errors: {bad[0].reason}")
+    return results
 
 
 def bare(tasks: Path) -> None:
@@ -168,6 +175,42 @@ def meter(n: int = 300) -> None:
             svia - sdirect <= 0.005)
 
 
+def _prefix_writes(results: Results) -> tuple[int, int]:
+    """(prefix writes, their tokens): the cache writes of warm-start requests, i.e. what each
+    run's first request of a shared prefix wrote as billed (``billed_usage``) beyond what is
+    measured (``usage``, which counts those writes as reads; docs/statistics.md)."""
+    writes = tokens = 0
+    for r in results.runs:
+        if r.billed_usage is None:
+            continue
+        extra = r.billed_usage.cache_creation_input_tokens - r.usage.cache_creation_input_tokens
+        if extra > 0:
+            writes += 1
+            tokens += extra
+    return writes, tokens
+
+
+def cache(tmp: Path) -> None:
+    print("cache: prefix writes per suite run (this repository's agent, simulator, 50 ms "
+          "latency, k = 3)", flush=True)
+    tasks = REPO / "tasks"
+    agent = (f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\nsystem_prompt = '
+             f'"{REPO / "agent" / "system.md"}"\ntools = ["bash", "read_file", "write_file", '
+             f'"edit_file"]\nmax_turns = 30\ncache = "5m"\n')
+    kw: dict[str, Any] = {"kind": "builtin", "sim": True, "latency_ms": 50.0, "replications": 3,
+                          "seed": 4, "agent": agent}
+    one = _prefix_writes(_run(tasks, jobs=1, out=tmp / "c1.json", **kw))
+    four = _prefix_writes(_run(tasks, jobs=4, out=tmp / "c4.json", **kw))
+    row("prefix writes, --jobs 4 vs --jobs 1", f"{four[0]} vs {one[0]} ({four[1]:,} vs "
+        f"{one[1]:,} tokens)", "no growth", four[0] <= one[0])
+    shards = [_prefix_writes(_run(tasks, jobs=1, shard=(i, 3), out=tmp / f"s{i}.json", **kw))
+              for i in (1, 2, 3)]
+    summed = sum(w for w, _ in shards)
+    row("prefix writes, shards 1/3 + 2/3 + 3/3 vs unsharded (--jobs 1)",
+        f"{summed} vs {one[0]} ({' + '.join(str(w) for w, _ in shards)})",
+        "≤ one more per shard", summed <= one[0] + 3)
+
+
 def _trivial_suite(root: Path, n: int) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for i in range(n):
@@ -236,7 +279,7 @@ def startup(tmp: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="overhead,parallel,meter,growth,startup")
+    ap.add_argument("--only", default="overhead,parallel,meter,cache,growth,startup")
     ap.add_argument("--docker", nargs="?", const="gate-test-base:bookworm", default=None,
                     help="also the docker sandbox, with this image (default: the test image)")
     args = ap.parse_args()
@@ -249,6 +292,8 @@ def main() -> None:
             parallel(tmp)
         if "meter" in only:
             meter()
+        if "cache" in only:
+            cache(tmp)
         if "growth" in only:
             growth(tmp)
         if "startup" in only:
