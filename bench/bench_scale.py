@@ -271,8 +271,8 @@ def cache(tmp: Path) -> None:
         four[0] <= one[0])
     # concurrent first requests cannot read each other's writes: each writes the prefix the
     # tasks share (tools + system), where at --jobs 1 only the first task does
-    row("prefix-write tokens, --jobs 4 vs --jobs 1", f"{four[1] / one[1]:.2f}× ({four[1]:,} vs "
-        f"{one[1]:,})", "no growth", four[1] <= one[1])
+    row("prefix-write tokens, --jobs 4 vs --jobs 1", f"{four[1] / max(one[1], 1):.2f}× "
+        f"({four[1]:,} vs {one[1]:,})", "no growth", four[1] <= one[1])
     shards = [_prefix_writes(_run(tasks, jobs=1, shard=(i, 3), out=tmp / f"s{i}.json", **kw))
               for i in (1, 2, 3)]
     summed = sum(w for w, _ in shards)
