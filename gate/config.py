@@ -28,7 +28,7 @@ ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate
 
 class _Strict(BaseModel):
     # TOML has nan and inf: neither is a price, a timeout or a level
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class PriceOverride(_Strict):

@@ -8,7 +8,6 @@ about to be stored (transcripts, logs, comments).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -69,6 +68,7 @@ class Redactor:
 
 
 _FD_VAR = "_GATE_SECRETS_FD"
+_handled = False  # this process already went through reexec_without_secrets
 _PIPE_LIMIT = 60_000  # a pipe holds 64 KiB without a reader
 
 
@@ -86,8 +86,10 @@ def reexec_without_secrets(argv: list[str]) -> None:
     non-dumpable mark is Linux's. Whoever starts the gate must not keep the secrets either:
     the action's step ``exec``s it, so no shell above it holds them.
     """
-    if os.name != "posix":
+    global _handled
+    if os.name != "posix" or _handled:  # `python -m gate` calls it before the CLI loads
         return
+    _handled = True
     fd = os.environ.pop(_FD_VAR, None)
     if fd is not None:
         with contextlib.suppress(OSError, ValueError), os.fdopen(int(fd), "rb") as fh:
@@ -114,5 +116,7 @@ def reexec_without_secrets(argv: list[str]) -> None:
 
 
 def _not_dumpable() -> None:
+    import ctypes  # here: the first process of a re-exec never needs it
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4

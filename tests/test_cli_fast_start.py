@@ -70,3 +70,6 @@ def test_the_credential_reexec_comes_before_any_command_module(tmp_path: Path) -
     assert "gate.secrets" in mods  # the first process got as far as the re-exec
     assert not mods & {"gate.cli._options", "gate.config", "pydantic"}
     assert not mods & set(HEAVY), mods & set(HEAVY)
+    # `python -m gate` re-executes before the CLI itself (click) or the version lookup loads
+    assert not mods & {"gate.cli", "click", "importlib.metadata"}, mods & {
+        "gate.cli", "click", "importlib.metadata"}

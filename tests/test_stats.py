@@ -169,6 +169,68 @@ def test_permutation_pvalues_are_calibrated_under_the_null() -> None:
     assert np.mean(np.array(ps) <= 0.1) <= 0.16  # ~0.10 nominal
 
 
+def _naive_permutation_tests(tasks: list[_stats.TaskSamples], permutations: int,
+                             seed: int) -> dict[str, tuple[float, ...] | None]:
+    """permutation_tests spelled out one task and one relabelling at a time: the same seeded
+    subsets (one stream per (n_b, n_c) group, ``random_subsets``), the statistics of its
+    docstring, the observed labelling counted among the relabellings."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, t in enumerate(tasks):
+        groups.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
+    means = np.zeros((permutations + 1, len(tasks), 2, 4))  # (labelling, task, arm, column)
+    for (nb, nc), idx in groups.items():
+        m, pick_c = nb + nc, nc <= nb
+        subsets = _stats.random_subsets(np.random.default_rng((seed, nb, nc, 0)),
+                                        (len(idx), permutations), m, nc if pick_c else nb)
+        for g, i in enumerate(idx):
+            vals = np.concatenate([tasks[i].baseline, tasks[i].candidate])
+            labellings = [list(range(nb, m)) if pick_c else list(range(nb))]
+            labellings += [sorted(r) for r in subsets[g].tolist()]
+            for r, picked in enumerate(labellings):
+                cand = picked if pick_c else [j for j in range(m) if j not in picked]
+                base = [j for j in range(m) if j not in cand]
+                means[r, i, 0], means[r, i, 1] = vals[base].mean(0), vals[cand].mean(0)
+    overall = np.concatenate([np.concatenate([t.baseline, t.candidate]) for t in tasks])
+    delta = np.maximum(1e-12, 0.01 * overall.mean(axis=0))
+    b, c = means[:, :, 0], means[:, :, 1]
+
+    def p(stat: np.ndarray, up: bool) -> float:
+        tol = 1e-9 * max(1.0, abs(stat[0]))
+        rest = stat[1:]
+        return (1 + int(np.sum(rest >= stat[0] - tol if up else rest <= stat[0] + tol))) / (
+            permutations + 1)
+
+    out: dict[str, tuple[float, ...] | None] = {}
+    for name, col in (("turns", 0), ("cost", 1)):
+        agg = c[:, :, col].sum(1) / b[:, :, col].sum(1)
+        eq = np.log((c[:, :, col] + delta[col]) / (b[:, :, col] + delta[col])).mean(1)
+        out[name] = (agg[0], eq[0], p(agg, True), p(eq, True))
+    agg = c[:, :, 2].sum(1) / c[:, :, 3].sum(1) - b[:, :, 2].sum(1) / b[:, :, 3].sum(1)
+    diff = c[:, :, 2] / c[:, :, 3] - b[:, :, 2] / b[:, :, 3]
+    eq = diff.mean(1)
+    out["cache_hit_rate"] = (agg[0], eq[0], p(agg, False), p(eq, False))
+    return out
+
+
+def test_permutation_tests_equal_their_naive_definition() -> None:
+    """The vectorised gather (column by column, reduced per chunk) computes exactly the
+    statistics and p-values of the relabellings it draws, for candidate-side and
+    baseline-side picks and both subset samplers (k ≤ 8 and k > 8)."""
+    rng = np.random.default_rng(12)
+    shapes = [(20, 3), (3, 5), (12, 10), (1, 1), (4, 4)] * 3
+    tasks = [_stats.TaskSamples(_samples(rng, nb), _samples(rng, nc, 1.1)) for nb, nc in shapes]
+    for t in tasks:  # cache reads that vary from run to run
+        t.baseline[:, 2] *= rng.uniform(0.5, 1.0, len(t.baseline))
+        t.candidate[:, 2] *= rng.uniform(0.4, 1.0, len(t.candidate))
+    got = _stats.permutation_tests(tasks, permutations=199, seed=3)
+    want = _naive_permutation_tests(tasks, 199, 3)
+    for name, expected in want.items():
+        res = got[name]
+        assert res is not None and expected is not None
+        observed = (res.aggregate, res.equal_weight, res.p_aggregate, res.p_equal_weight)
+        assert observed == pytest.approx(expected, rel=1e-9), name
+
+
 def test_zero_metrics_are_not_measured() -> None:
     zero = np.zeros((3, 4))
     tasks = [_stats.TaskSamples(zero, zero) for _ in range(3)]

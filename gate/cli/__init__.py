@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-from gate import __version__
 from gate.errors import GateError
 from gate.secrets import reexec_without_secrets
 
@@ -84,8 +83,19 @@ class _GateGroup(click.Group):
             sys.exit(3)
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``, as click's version_option prints it, reading the version only then."""
+    if not value or ctx.resilient_parsing:
+        return
+    from gate import __version__
+
+    click.echo(f"gate, version {__version__}")
+    ctx.exit()
+
+
 @click.group(cls=_GateGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gate")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and exit.")
 def main() -> None:
     """agent-gate: a CI regression gate for LLM agents.
 

@@ -19,19 +19,21 @@ task), for a suite-level aggregate and a task-equal-weight statistic.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import fisher_exact, hypergeom, norm
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
+_NORMAL = NormalDist()  # not scipy.stats: importing scipy costs ~1 s of CPU per `gate compare`
 _REL_TOL = 1e-9  # ties between floating p-values that are equal in exact arithmetic
 
 
@@ -50,11 +52,11 @@ def _task_tables(n_b: int, n_c: int) -> tuple[FloatArray, FloatArray]:
     floating-point numbers (the max test compares them).
     """
     m = n_b + n_c
-    c = np.arange(n_c + 1)
     pmf = np.zeros((m + 1, n_c + 1))
-    for t in range(m + 1):
-        row = hypergeom.pmf(c, m, t, n_c)
-        row[(c < max(0, t - n_b)) | (c > min(t, n_c))] = 0.0
+    whole = math.comb(m, n_c)
+    for t in range(m + 1):  # C(t, c) C(m - t, n_c - c) / C(m, n_c), exact then rounded once
+        row = np.array([math.comb(t, c) * math.comb(m - t, n_c - c) / whole
+                        for c in range(n_c + 1)])
         pmf[t] = row / row.sum()
     cdf = np.minimum(np.cumsum(pmf, axis=1), 1.0)
     for t in range(m + 1):  # exactly 1 from the top of the support on
@@ -101,7 +103,7 @@ def sum_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
         mean = t * n_c / m
         var = np.where(m > 1, t * (m - t) * n_c * n_b / (m * m * np.maximum(m - 1, 1)), 0.0)
         z = (observed + 0.5 - mean.sum(axis=1)) / np.sqrt(np.maximum(var.sum(axis=1), 1e-300))
-        return np.asarray(norm.cdf(z), dtype=float)
+        return np.array([0.5 * math.erfc(-float(x) / math.sqrt(2)) for x in z], dtype=float)
     dist = np.zeros((r, width))
     dist[:, 0] = 1.0
     top = 0
@@ -187,7 +189,7 @@ def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     stays sensible at 0 % and 100 % and with few runs; treating the arms' rates as a common p
     makes it a little conservative when tasks differ in difficulty.
     """
-    z = float(norm.ppf(0.5 + level / 2))
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
     n = len(b)
     w2 = 1.0 / (n * n)
     pb = float(np.mean(b / n_b))
@@ -255,8 +257,10 @@ def detectable_drop(b: IntArray, n_b: IntArray, n_c: IntArray, alpha: float, *,
 
 def infra_pvalue(errors_b: int, runs_b: int, errors_c: int, runs_c: int) -> float:
     """One-sided Fisher exact p that the candidate's infra-error rate is higher."""
-    if runs_b == 0 or runs_c == 0:
+    if runs_b == 0 or runs_c == 0 or errors_b + errors_c == 0:
         return 1.0
+    from scipy.stats import fisher_exact  # only when there are errors: a costly import
+
     table = [[errors_c, runs_c - errors_c], [errors_b, runs_b - errors_b]]
     return float(fisher_exact(table, alternative="greater").pvalue)
 
@@ -288,81 +292,132 @@ class PermResult:
 TURNS, COST, CACHE_READ, PROMPT = 0, 1, 2, 3
 
 
-def random_subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
-                   k: int) -> IntArray:
-    """Uniformly random k-subsets of ``range(m)``, one per row: ``shape + (k,)`` indices.
+def _subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
+             k: int) -> tuple[list[IntArray], list[IntArray]]:
+    """Uniformly random k-subsets of ``range(m)``, one per element of ``shape``, as k arrays
+    shaped ``shape``: in the order drawn, and in ascending order.
 
     For small k: the j-th index is uniform over the m - j indices not drawn yet (the draw r is
     mapped to the r-th unchosen index by stepping over the chosen ones in ascending order), so
     every k-subset is equally likely. k random integers per row instead of m random floats and
-    a partition. For large k: the k smallest of m uniform keys."""
+    a partition; the ascending order is kept by inserting each draw with compare-exchanges.
+    For large k: the k smallest of m uniform keys."""
     if k > 8:
         keys = rng.random((*shape, m))
-        return np.argpartition(keys, k - 1, axis=-1)[..., :k]
-    chosen = np.empty((*shape, k), dtype=np.int64)
+        part = np.argpartition(keys, k - 1, axis=-1)[..., :k]
+        return (list(np.moveaxis(part, -1, 0)),
+                list(np.moveaxis(np.sort(part, axis=-1), -1, 0)))
+    drawn: list[IntArray] = []
+    ordered: list[IntArray] = []
     for j in range(k):
         pos = rng.integers(0, m - j, size=shape)
-        for prev in np.sort(chosen[..., :j], axis=-1).transpose(-1, *range(len(shape))):
+        for prev in ordered:
             pos += prev <= pos
-        chosen[..., j] = pos
-    return chosen
+        drawn.append(pos)
+        merged, x = [], pos
+        for prev in ordered:
+            merged.append(np.minimum(prev, x))
+            x = np.maximum(prev, x)
+        ordered = [*merged, x]
+    return drawn, ordered
 
 
-def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
-                 seed: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+def random_subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
+                   k: int) -> IntArray:
+    """Uniformly random k-subsets of ``range(m)``, one per row: ``shape + (k,)`` indices in
+    the order drawn (see :func:`_subsets`)."""
+    drawn, _ = _subsets(rng, shape, m, k)
+    return np.stack(drawn, axis=-1) if drawn else np.empty((*shape, 0), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """One chunk's statistics summed over its tasks, one row per labelling (observed first)."""
+
+    base: FloatArray  # (R + 1, 4): Σ_i per-task baseline means
+    cand: FloatArray  # (R + 1, 4)
+    log_ratio: FloatArray  # (R + 1, 2): Σ_i log((cand_i + δ) / (base_i + δ)), turns and cost
+    hit_diff: FloatArray  # (R + 1,): Σ_i of the per-task cache-hit rate differences
+    hit_n: FloatArray  # (R + 1,): how many tasks have a cache-hit rate in both arms
+
+
+def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
+                seed: tuple[int, ...], delta: FloatArray) -> _Sums:
     """Per-task arm means of ``vals`` (G tasks, M = nb + nc runs, 4 columns) for the observed
-    labels (row 0) and ``permutations`` relabellings drawn from their own seeded stream.
+    labels (row 0) and ``permutations`` relabellings drawn from their own seeded stream, and
+    the statistics of :func:`permutation_tests` summed over the G tasks.
 
     A relabelling picks which runs are "candidate" (or, when fewer, which are "baseline") as a
     uniformly random subset, and sums the picked runs in ascending index order. The observed
     row takes the same path, so a relabelling identical to the observed one gives bit-identical
-    statistics (it must count as "as extreme")."""
+    statistics (it must count as "as extreme"). Works column by column on arrays shaped
+    (G, R + 1), gathering from the flattened column, which keeps every gather contiguous."""
     g, m = vals.shape[0], nb + nc
     rng = np.random.default_rng(seed)
     pick_candidates = nc <= nb
     k = nc if pick_candidates else nb
-    idx = np.empty((g, permutations + 1, k), dtype=np.int64)
-    idx[:, 0] = np.arange(nb, m) if pick_candidates else np.arange(nb)
-    idx[:, 1:] = np.sort(random_subsets(rng, (g, permutations), m, k), axis=-1)
-    rows = np.arange(g)[:, None, None]
-    picked = vals[rows, idx].sum(axis=2).transpose(1, 0, 2)  # (R + 1, G, 4)
-    totals = vals.sum(axis=1)[None]
-    c = picked if pick_candidates else totals - picked
-    return (totals - c) / nb, c / nc
+    _, ordered = _subsets(rng, (g, permutations), m, k)
+    offsets = (np.arange(g, dtype=np.int64) * m)[:, None]
+    first = nb if pick_candidates else 0
+    idx: list[IntArray] = []
+    for j, sub in enumerate(ordered):  # j-th smallest picked index, as a flat index
+        at = np.empty((g, permutations + 1), dtype=np.int64)
+        at[:, 0] = first + j
+        at[:, 1:] = sub
+        at += offsets
+        idx.append(at)
+    totals = vals.sum(axis=1)  # (G, 4)
+    flat = np.ascontiguousarray(vals.transpose(2, 0, 1).reshape(4, g * m))
+    base, cand = [], []
+    for col in range(4):
+        picked = np.zeros((g, permutations + 1))
+        for at in idx:
+            picked += flat[col][at]
+        total = totals[:, col][:, None]
+        c = picked if pick_candidates else total - picked
+        base.append((total - c) / nb)
+        cand.append(c / nc)
+    log_ratio = np.stack([np.log((cand[col] + delta[col]) / (base[col] + delta[col])).sum(axis=0)
+                          for col in (TURNS, COST)], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = cand[CACHE_READ] / cand[PROMPT] - base[CACHE_READ] / base[PROMPT]
+    ok = np.isfinite(diff)  # a task with no prompt tokens in an arm has no rate there
+    return _Sums(base=np.stack([b.sum(axis=0) for b in base], axis=1),
+                 cand=np.stack([c.sum(axis=0) for c in cand], axis=1),
+                 log_ratio=log_ratio, hit_diff=np.where(ok, diff, 0.0).sum(axis=0),
+                 hit_n=ok.sum(axis=0).astype(np.float64))
 
 
-def _relabelled_means(tasks: Sequence[TaskSamples], seed: int,
-                      permutations: int) -> Iterator[tuple[FloatArray, FloatArray]]:
-    """Per-task arm means for the observed labels (row 0) and R relabellings, in chunks.
+def _relabelled_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int,
+                     delta: FloatArray) -> Iterator[_Sums]:
+    """:class:`_Sums` for the observed labels (row 0) and R relabellings, chunk by chunk.
 
-    Yields ``(base, cand)`` shaped ``(R + 1, G, 4)`` for successive groups of tasks. Tasks with
-    the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers, so memory
-    stays flat however large the suite. Each chunk draws from its own stream, seeded by
-    (seed, shape, first task), so chunks run on every core and the result does not depend on
-    how many there are; they are yielded in order, so the sums are reproducible bit for bit.
+    Tasks with the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers,
+    so memory stays flat however large the suite. Each chunk draws from its own stream, seeded
+    by (seed, shape, first task), so chunks run on every core and the result does not depend
+    on how many there are; they are yielded in order, so the sums are reproducible bit for bit.
     """
     by_shape: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(tasks):
         by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
-    jobs: list[tuple[FloatArray, int, int, tuple[int, ...]]] = []
+    jobs: list[tuple[FloatArray, int, int, int, tuple[int, ...], FloatArray]] = []
     for (nb, nc), idx in by_shape.items():
         m = nb + nc
         values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
         chunk = max(1, 4_000_000 // max(1, m * permutations))
         for start in range(0, len(idx), chunk):
-            jobs.append((values[start:start + chunk], nb, nc, (seed, nb, nc, start)))
+            jobs.append((values[start:start + chunk], nb, nc, permutations,
+                         (seed, nb, nc, start), delta))
     if len(jobs) == 1:
-        yield _chunk_means(jobs[0][0], jobs[0][1], jobs[0][2], permutations, jobs[0][3])
+        yield _chunk_sums(*jobs[0])
         return
     workers = min(len(jobs), os.cpu_count() or 1, 4)  # numpy releases the GIL here
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(_chunk_means, v, nb, nc, permutations, sd)
-                   for v, nb, nc, sd in jobs[:workers]]
+        pending = [pool.submit(_chunk_sums, *job) for job in jobs[:workers]]
         for i in range(len(jobs)):
             result = pending[i].result()
             if i + workers < len(jobs):  # at most `workers` chunks in memory at once
-                v, nb, nc, sd = jobs[i + workers]
-                pending.append(pool.submit(_chunk_means, v, nb, nc, permutations, sd))
+                pending.append(pool.submit(_chunk_sums, *jobs[i + workers]))
             yield result
 
 
@@ -388,16 +443,12 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
     sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
     log_ratio = np.zeros((rows, 2))  # turns, cost
     hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
-    for base, cand in _relabelled_means(tasks, seed, permutations):
-        sum_b += base.sum(axis=1)
-        sum_c += cand.sum(axis=1)
-        log_ratio += np.log((cand[:, :, :2] + delta[:2]) / (base[:, :, :2] + delta[:2])).sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diff = cand[:, :, CACHE_READ] / cand[:, :, PROMPT] - \
-                base[:, :, CACHE_READ] / base[:, :, PROMPT]
-        ok = np.isfinite(diff)  # a task with no prompt tokens in an arm has no rate there
-        hit_diff += np.where(ok, diff, 0.0).sum(axis=1)
-        hit_n += ok.sum(axis=1)
+    for part in _relabelled_sums(tasks, seed, permutations, delta):
+        sum_b += part.base
+        sum_c += part.cand
+        log_ratio += part.log_ratio
+        hit_diff += part.hit_diff
+        hit_n += part.hit_n
     for name, col in (("turns", TURNS), ("cost", COST)):
         sb, sc = sum_b[:, col], sum_c[:, col]
         if sb[0] <= 0 and sc[0] <= 0:
