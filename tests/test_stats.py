@@ -282,3 +282,24 @@ def test_permutation_tests_do_not_depend_on_the_number_of_cores(
     monkeypatch.setattr(_stats.os, "cpu_count", lambda: 4)
     four = _stats.permutation_tests(tasks, permutations=9999, seed=9)
     assert one == four
+
+
+def test_relabelled_arm_sums_are_the_arm_means_of_each_relabelling() -> None:
+    """The skill-effect report's permutation engine (any number of columns): row 0 is the
+    observed labelling's Σ_i of each arm's per-task means, and every row is a split of each
+    task's runs into arms of the observed sizes (so the two arms always add up to the
+    observed total of per-task run sums)."""
+    rng = np.random.default_rng(11)
+    tasks = [_stats.TaskSamples(baseline=rng.random((4, 6)), candidate=rng.random((3, 6)))
+             for _ in range(7)]
+    parts = list(_stats.relabelled_arm_sums(tasks, 3, 99))
+    base = sum(b for b, _ in parts)
+    cand = sum(c for _, c in parts)
+    assert base.shape == cand.shape == (100, 6)
+    np.testing.assert_allclose(base[0], sum(t.baseline.mean(axis=0) for t in tasks))
+    np.testing.assert_allclose(cand[0], sum(t.candidate.mean(axis=0) for t in tasks))
+    total = sum(t.baseline.sum(axis=0) + t.candidate.sum(axis=0) for t in tasks)
+    np.testing.assert_allclose(base * 4 + cand * 3, np.broadcast_to(total, (100, 6)))
+    assert not np.allclose(base[1:], base[0])  # relabellings move the arms
+    again = sum(b for b, _ in _stats.relabelled_arm_sums(tasks, 3, 99))
+    np.testing.assert_array_equal(base, again)

@@ -228,9 +228,9 @@ def _permutation_p(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
     cols = a[0].shape[1]
     sum_a = np.zeros((PERMUTATIONS + 1, cols))
     sum_b = np.zeros((PERMUTATIONS + 1, cols))
-    for base, cand in _stats._relabelled_means(tasks, SEED, PERMUTATIONS):
-        sum_a += base.sum(axis=1)
-        sum_b += cand.sum(axis=1)
+    for base, cand in _stats.relabelled_arm_sums(tasks, SEED, PERMUTATIONS):
+        sum_a += base
+        sum_b += cand
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.abs(np.log(np.maximum(sum_b, 1e-300) / np.maximum(sum_a, 1e-300)))
     obs = stat[0]

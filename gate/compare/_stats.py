@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +34,7 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
+_T = TypeVar("_T")
 _NORMAL = NormalDist()  # not scipy.stats: importing scipy costs ~1 s of CPU per `gate compare`
 _REL_TOL = 1e-9  # ties between floating p-values that are equal in exact arithmetic
 
@@ -341,11 +343,11 @@ class _Sums:
     hit_n: FloatArray  # (R + 1,): how many tasks have a cache-hit rate in both arms
 
 
-def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
-                seed: tuple[int, ...], delta: FloatArray) -> _Sums:
-    """Per-task arm means of ``vals`` (G tasks, M = nb + nc runs, 4 columns) for the observed
-    labels (row 0) and ``permutations`` relabellings drawn from their own seeded stream, and
-    the statistics of :func:`permutation_tests` summed over the G tasks.
+def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
+                 seed: tuple[int, ...]) -> tuple[list[FloatArray], list[FloatArray]]:
+    """Per-task arm means of ``vals`` (G tasks, M = nb + nc runs, any number of columns) for
+    the observed labels (row 0) and ``permutations`` relabellings drawn from their own seeded
+    stream: per column, the baseline's and the candidate's means shaped (G, R + 1).
 
     A relabelling picks which runs are "candidate" (or, when fewer, which are "baseline") as a
     uniformly random subset, and sums the picked runs in ascending index order. The observed
@@ -366,10 +368,11 @@ def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
         at[:, 1:] = sub
         at += offsets
         idx.append(at)
-    totals = vals.sum(axis=1)  # (G, 4)
-    flat = np.ascontiguousarray(vals.transpose(2, 0, 1).reshape(4, g * m))
+    cols = vals.shape[2]
+    totals = vals.sum(axis=1)  # (G, cols)
+    flat = np.ascontiguousarray(vals.transpose(2, 0, 1).reshape(cols, g * m))
     base, cand = [], []
-    for col in range(4):
+    for col in range(cols):
         picked = np.zeros((g, permutations + 1))
         for at in idx:
             picked += flat[col][at]
@@ -377,6 +380,14 @@ def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
         c = picked if pick_candidates else total - picked
         base.append((total - c) / nb)
         cand.append(c / nc)
+    return base, cand
+
+
+def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
+                seed: tuple[int, ...], delta: FloatArray) -> _Sums:
+    """The statistics of :func:`permutation_tests` (4 columns) summed over the G tasks of
+    ``vals``, for the observed labels and the relabellings of :func:`_chunk_means`."""
+    base, cand = _chunk_means(vals, nb, nc, permutations, seed)
     log_ratio = np.stack([np.log((cand[col] + delta[col]) / (base[col] + delta[col])).sum(axis=0)
                           for col in (TURNS, COST)], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -388,9 +399,31 @@ def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
                  hit_n=ok.sum(axis=0).astype(np.float64))
 
 
+def _chunk_arm_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
+                    seed: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+    """Σ over the chunk's tasks of each arm's per-task means, shaped (R + 1, cols)."""
+    base, cand = _chunk_means(vals, nb, nc, permutations, seed)
+    return (np.stack([b.sum(axis=0) for b in base], axis=1),
+            np.stack([c.sum(axis=0) for c in cand], axis=1))
+
+
+def relabelled_arm_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int
+                        ) -> Iterator[tuple[FloatArray, FloatArray]]:
+    """(Σ_i baseline means, Σ_i candidate means), each (R + 1, cols), for the observed labels
+    (row 0) and R relabellings within each task, chunk by chunk: the same relabellings as
+    :func:`permutation_tests` draws, for any number of columns (the skill-effect report)."""
+    yield from _chunked(tasks, seed, permutations, _chunk_arm_sums)
+
+
 def _relabelled_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int,
                      delta: FloatArray) -> Iterator[_Sums]:
-    """:class:`_Sums` for the observed labels (row 0) and R relabellings, chunk by chunk.
+    """:class:`_Sums` for the observed labels (row 0) and R relabellings, chunk by chunk."""
+    yield from _chunked(tasks, seed, permutations, _chunk_sums, delta)
+
+
+def _chunked(tasks: Sequence[TaskSamples], seed: int, permutations: int,
+             fn: Callable[..., _T], *extra: Any) -> Iterator[_T]:
+    """``fn(values, n_b, n_c, permutations, chunk seed, *extra)`` over the tasks, chunk by chunk.
 
     Tasks with the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers,
     so memory stays flat however large the suite. Each chunk draws from its own stream, seeded
@@ -400,24 +433,24 @@ def _relabelled_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int,
     by_shape: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(tasks):
         by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
-    jobs: list[tuple[FloatArray, int, int, int, tuple[int, ...], FloatArray]] = []
+    jobs: list[tuple[Any, ...]] = []
     for (nb, nc), idx in by_shape.items():
         m = nb + nc
         values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
         chunk = max(1, 4_000_000 // max(1, m * permutations))
         for start in range(0, len(idx), chunk):
             jobs.append((values[start:start + chunk], nb, nc, permutations,
-                         (seed, nb, nc, start), delta))
+                         (seed, nb, nc, start), *extra))
     if len(jobs) == 1:
-        yield _chunk_sums(*jobs[0])
+        yield fn(*jobs[0])
         return
     workers = min(len(jobs), os.cpu_count() or 1, 4)  # numpy releases the GIL here
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(_chunk_sums, *job) for job in jobs[:workers]]
+        pending = [pool.submit(fn, *job) for job in jobs[:workers]]
         for i in range(len(jobs)):
             result = pending[i].result()
             if i + workers < len(jobs):  # at most `workers` chunks in memory at once
-                pending.append(pool.submit(_chunk_sums, *jobs[i + workers]))
+                pending.append(pool.submit(fn, *jobs[i + workers]))
             yield result
 
 
