@@ -88,7 +88,7 @@ def test_a_budget_below_the_forecast_stops_early_with_exit_3_and_says_what_was_s
     assert "--max-cost" in p.stderr and "skipped" in p.stderr and "Traceback" not in p.stderr
     res = load_results(out)
     budget = (res.model_extra or {})["budget"]
-    landed = {r.key for r in res.runs}
+    landed = {(r.task, r.replication) for r in res.runs}
     assert 0 < len(landed) < 6
     assert budget["forecast_usd"] == pytest.approx(forecast, rel=1e-4)
     assert budget["skipped_runs"] == 6 - len(landed)

@@ -300,7 +300,12 @@ class _CI:
         from gate.yardstick import open_yardstick
 
         preload_templates()  # nothing that tells the verdict is read after the suite
+        import numpy.random  # noqa: F401  (numpy loads it on first use: the judge's draws)
+
         import gate.evidence  # noqa: F401  (nor imported: the comment's evidence)
+        from gate.report import _html
+
+        _html.preload()  # the HTML report is written after the suite too
         root = self.repo_root()
         token = self.env.token.get_secret_value() if self.env.token else None
         base_ref = _git.ensure_base_ref(root, base_branch, token=token,
@@ -397,6 +402,10 @@ class _CI:
                 f"{base_branch} to judge PRs by a same-job A/B until then")
         baseline = parse_results(text.encode(), f"{rel} on {ys.baseline_from}", "baseline")
         notes[:0] = ys.baseline_notes(baseline, stale_after_days=self.settings.stale_after_days)
+        # which skill conditions this PR adds: decided (git, task metadata) before any agent
+        # runs, like everything else the verdict depends on
+        plan = (self.pr_plan(ys, pr, baseline)
+                if self.merged is None and self.opts.rejudge is None else None)
         if self.merged is not None:
             results = self.merged
             notes.append(render_note("merged", count=_merged_count(results)))
@@ -412,7 +421,7 @@ class _CI:
         else:
             results = self.run_suite()
         if self.merged is None and self.opts.rejudge is None:
-            results = self.with_conditions(results, self.pr_plan(ys, pr, baseline))
+            results = self.with_conditions(results, plan)
         comparison = judge(baseline, results, self.cfg.gate,
                            parse_history(ys.history_text or ""))
         return self.finish(ys, pr, baseline, results, comparison, notes, edited, None)
