@@ -9,6 +9,7 @@ trace is untrusted text like a transcript; a sidecar that cannot be read is one 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -137,3 +138,26 @@ def test_a_damaged_sidecar_is_a_warning_and_the_report_is_written(
         assert "3 of 4 lines are not traces" in line and "path=GOOD-LINE" in page
     else:
         assert "GOOD-LINE" not in page
+
+
+def test_a_pooled_baselines_runs_find_their_traces_by_the_replication_they_ran_as() -> None:
+    """Pooling numbers a baseline's runs afresh (3, 4, 5 here); each keeps its transcript's
+    name (``alpha-r0.jsonl``), the replication its trace records, and the refresh it came
+    from: a refresh's runs and traces pair up exactly, another refresh's do not."""
+    runs = [_run("alpha", r, "passed", transcript=f"results.transcripts/alpha-r{r - 3}.jsonl")
+            for r in range(3, 6)]
+    for r in runs:
+        r.refresh = "2026-11-02T00:00:00Z"
+    old = _run("alpha", 0, "passed", transcript="results.transcripts/alpha-r0.jsonl")
+    old.refresh = "2026-11-01T00:00:00Z"
+    base = _results([old, *runs])
+    traces = [_trace("alpha", n, f"MARK-{n}").model_copy(update={"refresh": runs[0].refresh})
+              for n in range(3)]
+    page = render_html(_results([_run("alpha", 0, "passed")]), baseline=base,
+                       baseline_traces=traces)
+    base_col = page[page.index("<h4>baseline</h4>"):]
+    shown = {}
+    for part in base_col.split('<span class="rep">#')[1:]:
+        rep = int(part[:part.index("<")])
+        shown[rep] = sorted(set(re.findall(r"path=(MARK-\d)", part[:part.index("</details>")])))
+    assert shown == {0: [], 3: ["MARK-0"], 4: ["MARK-1"], 5: ["MARK-2"]}

@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,18 @@ TraceKey = tuple[str, str | None, str | None, int]
 def _trace_index(traces: Sequence[Trace]) -> dict[TraceKey, Trace]:
     """Traces by the run they record: task, condition, refresh, replication."""
     return {(t.task, t.condition, t.refresh, t.replication): t for t in traces}
+
+
+_RAN_AS = re.compile(r"-r(\d+)\.jsonl$")
+
+
+def _trace_key(run: RunResult) -> TraceKey:
+    """The key of ``run``'s trace. A pooled baseline numbers its runs afresh, but each keeps
+    the transcript name it ran under (``<task>[-<arm>][-<condition>]-r<n>.jsonl``, the
+    runner's): ``n`` is the replication its trace records."""
+    name = Path(run.transcript.replace("\\", "/")).name if run.transcript else ""
+    m = _RAN_AS.search(name)
+    return (run.task, run.condition, run.refresh, int(m.group(1)) if m else run.replication)
 
 
 def _clip(text: str) -> str:
@@ -251,7 +264,7 @@ def _run_views(runs: Sequence[RunResult], results_path: Path | None,
         view = RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
                        r.notes, events, why or None, r.condition)
         if events is None and traces is not None:
-            trace = traces.get((r.task, r.condition, r.refresh, r.replication))
+            trace = traces.get(_trace_key(r))
             if trace is not None:
                 view.trace, view.missing = _trace_view(trace), None
             else:
