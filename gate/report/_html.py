@@ -13,7 +13,9 @@ nothing.
 
 Transcripts are read only from the ``<stem>.transcripts/`` directory beside the results file
 that ``gate run`` writes (by the recorded file's name): a results file cannot make the report
-embed any other file of the machine it is rendered on.
+embed any other file of the machine it is rendered on. A baseline run with no transcript here
+(a pooled ``baseline.json`` keeps none) is shown as its trace (gate/traces.py), from the traces
+main's refresh keeps next to the baseline, when one was kept for it.
 """
 
 from __future__ import annotations
