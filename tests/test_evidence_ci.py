@@ -120,6 +120,12 @@ def test_a_timestamp_in_the_system_prompt_shows_where_the_cache_stops_working(
     # the moves are the same: the difference is in the tokens
     assert "follow the baseline's common path (4 steps) all the way" in body
     assert "| turn | baseline: input · cache write · cache read · output | this PR |" in body
+    # the HTML report shows the baseline's runs as the traces kept next to the baseline
+    page = Path(run.outputs["html_report_path"]).read_text()
+    # (the refresh's 3 runs of each of 3 tasks; the seed baseline's runs kept no trace)
+    assert page.count("the run's trace, as main's refresh kept it") == 9
+    assert page.count("no trace kept for this run") == 9
+    assert "calls bash" in page
 
 
 def test_a_prompt_that_breaks_a_task_names_the_step_where_the_runs_part(

@@ -42,6 +42,7 @@ from gate.results import (
     new_results,
     write_results,
 )
+from gate.traces import pooled_sidecar, results_traces
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTILE = '<script>alert(1)</script></script><img src=x onerror="alert(2)"><!-- &amp;'
@@ -329,6 +330,27 @@ def sim_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "report.html"
 
 
+@pytest.fixture(scope="module")
+def sim_traces_report(sim_report: Path) -> Path:
+    """The same runs, the baseline as a pooled ``baseline.json`` keeps it: no transcripts
+    beside it, its runs' traces in ``baseline.traces.jsonl`` next to it (as main's refresh
+    writes them), one trace's tool call holding hostile text."""
+    tmp = sim_report.parent
+    pooled = tmp / "pooled"
+    pooled.mkdir()
+    shutil.copy(tmp / "base.json", pooled / "baseline.json")
+    base = load_results(tmp / "base.json")
+    traces = [t for t in results_traces(base, tmp / "base.json") if t.n_turns]
+    assert traces and traces[0].turns[0].calls
+    traces[0].turns[0].calls[0].arg = f"HOSTILE-TRACE {HOSTILE} </details>"
+    (pooled / "baseline.traces.jsonl").write_text(pooled_sidecar(base, traces, []))
+    p = _gate("report", tmp / "pr.json", "--baseline", pooled / "baseline.json", "--html",
+              tmp / "report-traces.html", "--config", REPO / "gate.toml", cwd=tmp)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and err == "", out + err
+    return tmp / "report-traces.html"
+
+
 class _Page:
     """A page in headless Chromium that records console errors, dialogs, every request it
     starts for a URL that is not ``file:`` or ``data:`` (``requested``), the ones the
@@ -439,6 +461,39 @@ def test_the_report_in_a_real_browser(sim_report: Path, chromium: Any) -> None:
     assert page.locator("script").count() == 2
     page.get_by_role("button", name="expand all").click()
     assert page.locator("#transcripts details:not([open])").count() == 0
+    page.wait_for_timeout(300)
+    assert view.dialogs == []
+    assert view.errors == []
+    assert view.requested == [] and view.routed == []
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_baseline_runs_trace_expands_in_a_real_browser(sim_traces_report: Path,
+                                                         chromium: Any) -> None:
+    """No baseline transcript here: a baseline run expands to its trace, its tool calls
+    shown, the hostile one as text; nothing logged, nothing requested."""
+    view = _Page(chromium)
+    page = view.page
+    page.goto(sim_traces_report.as_uri())
+    task = page.locator("details.task", has_text="HOSTILE-TRACE").first
+    if not task.evaluate("d => d.open"):
+        task.locator("> summary").click()
+    run = task.locator(".col").nth(1).locator("details.run", has_text="HOSTILE-TRACE")
+    call = run.locator("pre", has_text="HOSTILE-TRACE")
+    assert not call.is_visible()
+    run.locator("> summary").click()
+    assert call.is_visible()
+    assert run.locator(".trace-note").is_visible()
+    assert run.locator(".bk", has_text="calls bash").count() >= 1
+    assert run.locator(".et", has_text="turn 1").first.is_visible()
+    assert call.inner_text() == f"HOSTILE-TRACE {HOSTILE} </details>"
+    # every baseline run of every task shows a trace (each had one kept), none a transcript
+    page.get_by_role("button", name="expand all").click()
+    base_runs = page.locator(".col:nth-child(2) details.run")
+    assert base_runs.count() == 4
+    assert page.locator(".col:nth-child(2) details.run .trace-note").count() == 4
+    assert page.locator("img").count() == 0 and page.locator("script").count() == 2
     page.wait_for_timeout(300)
     assert view.dialogs == []
     assert view.errors == []

@@ -153,6 +153,9 @@ class _Judgement:
     baseline_edited: bool
     notes: list[str]
     markdown: str
+    # the traces kept next to the baseline (the sidecar's text), for the HTML report's
+    # baseline runs that have no transcript here; None: none (or a same-job A/B's own runs)
+    baseline_traces: str | None = None
 
 
 class _CI:
@@ -530,7 +533,8 @@ class _CI:
                                    trend=trend, yardstick=ys.note(), mode=mode,
                                    evidence=self.evidence(ys, comparison, baseline, results))
         return _Judgement(results, baseline, comparison, code, accepted, edited, notes,
-                          self.redact(markdown))
+                          self.redact(markdown),
+                          ys.traces_text if self.ab_base_path is None else None)
 
     def evidence(self, ys: Yardstick, comparison: Comparison, baseline: Results,
                  results: Results) -> Markup | None:
@@ -636,7 +640,9 @@ class _CI:
             page = render_html(j.results, results_path=results_path, baseline=j.baseline,
                                baseline_path=self.base_arm, comparison=j.comparison,
                                level=self.cfg.gate.ci_level, seed=self.cfg.gate.seed,
-                               run_url=self.env.run_url)
+                               run_url=self.env.run_url,
+                               baseline_traces=parse_sidecar(j.baseline_traces)
+                               if j.baseline_traces is not None else None)
             atomic_write_text(path, self.redact(page))
         except Exception as exc:  # any failure, a bug too: it must not cost the verdict
             self.io.warning(f"the HTML report was not written (the verdict stands): "

@@ -13,7 +13,9 @@ nothing.
 
 Transcripts are read only from the ``<stem>.transcripts/`` directory beside the results file
 that ``gate run`` writes (by the recorded file's name): a results file cannot make the report
-embed any other file of the machine it is rendered on.
+embed any other file of the machine it is rendered on. A baseline run with no transcript here
+(a pooled ``baseline.json`` keeps none) is shown as its trace (gate/traces.py), from the traces
+main's refresh keeps next to the baseline, when one was kept for it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +44,7 @@ from gate.compare import Comparison, MetricResult, TaskChange
 from gate.compare._effects import EffectReport
 from gate.report._render import _change, _value, _verdict, num, pct, usd
 from gate.results import Results, RunResult
+from gate.traces import Trace
 
 TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
 FIELD_LIMIT = 20_000  # characters of one transcript field shown (the runner clips at 8,000)
@@ -73,6 +77,62 @@ class RunView:
     events: list[Event] | None  # None: no transcript to show
     missing: str | None = None  # why there is no transcript
     condition: str | None = None  # the skill condition it ran under (gate run --condition)
+    trace: TraceView | None = None  # no transcript: the run's kept trace (gate/traces.py)
+
+
+@dataclass
+class TraceTurn:
+    """One turn of a trace as the page shows it: a title with its usage, and its calls."""
+
+    title: str
+    calls: list[tuple[str, str, str | None, bool]]  # name, input in brief, result tail, error
+    more: int = 0
+    omitted: int = 0  # turns dropped to fit, shown before this one
+
+
+@dataclass
+class TraceView:
+    """A baseline run's trace (no transcript of it exists here): its turns in brief, its
+    outcome, final message and verify's tail."""
+
+    turns: list[TraceTurn]
+    failure: str | None
+    final: str
+    verify: str
+    refresh: str | None
+
+
+def _trace_view(trace: Trace) -> TraceView:
+    turns = []
+    for i, t in enumerate(trace.turns):
+        usage = " · ".join(f"{k} {v:,}" for k, v in (
+            ("in", t.input), ("out", t.output), ("cache write", t.write),
+            ("cache read", t.read)))
+        turns.append(TraceTurn(
+            f"turn {t.n}" + (f" · {t.stop}" if t.stop else "") + f" · {usage}",
+            [(c.name, c.arg, c.result, c.error) for c in t.calls], t.more_calls,
+            trace.omitted if trace.omitted and i == trace.omitted_at else 0))
+    return TraceView(turns, trace.failure, trace.final, trace.verify, trace.refresh)
+
+
+TraceKey = tuple[str, str | None, str | None, int]
+
+
+def _trace_index(traces: Sequence[Trace]) -> dict[TraceKey, Trace]:
+    """Traces by the run they record: task, condition, refresh, replication."""
+    return {(t.task, t.condition, t.refresh, t.replication): t for t in traces}
+
+
+_RAN_AS = re.compile(r"-r(\d+)\.jsonl$")
+
+
+def _trace_key(run: RunResult) -> TraceKey:
+    """The key of ``run``'s trace. A pooled baseline numbers its runs afresh, but each keeps
+    the transcript name it ran under (``<task>[-<arm>][-<condition>]-r<n>.jsonl``, the
+    runner's): ``n`` is the replication its trace records."""
+    name = Path(run.transcript.replace("\\", "/")).name if run.transcript else ""
+    m = _RAN_AS.search(name)
+    return (run.task, run.condition, run.refresh, int(m.group(1)) if m else run.replication)
 
 
 def _clip(text: str) -> str:
@@ -196,12 +256,23 @@ def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Eve
 
 
 def _run_views(runs: Sequence[RunResult], results_path: Path | None,
-               with_transcripts: bool) -> list[RunView]:
+               with_transcripts: bool,
+               traces: Mapping[TraceKey, Trace] | None = None) -> list[RunView]:
+    """The runs as the page shows them: each with its transcript, or (none here) its trace
+    from ``traces`` when one is kept for it."""
     views = []
     for r in sorted(runs, key=lambda r: (r.replication, r.condition or ""))[-MAX_RUNS:]:
         events, why = read_transcript(r, results_path) if with_transcripts else (None, "")
-        views.append(RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
-                             r.notes, events, why or None, r.condition))
+        view = RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
+                       r.notes, events, why or None, r.condition)
+        if events is None and traces is not None:
+            trace = traces.get(_trace_key(r))
+            if trace is not None:
+                view.trace, view.missing = _trace_view(trace), None
+            else:
+                view.missing = ("no transcript here, and no trace kept for this run (the "
+                                "traces keep the newest runs of each task)")
+        views.append(view)
     return views
 
 
@@ -575,12 +646,14 @@ def render_html(results: Results, *, results_path: Path | None = None,
                 baseline: Results | None = None, baseline_path: Path | None = None,
                 comparison: Comparison | None = None, level: float = 0.95,
                 seed: int = 0, run_url: str | None = None,
-                effects: EffectReport | None = None) -> str:
+                effects: EffectReport | None = None,
+                baseline_traces: Sequence[Trace] | None = None) -> str:
     """The report page. ``comparison`` is ``compare(baseline, results, settings)`` when a
     baseline is given; transcripts are read beside ``results_path`` (and ``baseline_path``,
-    when that is a run's own results file with its transcripts). ``effects``: the skill
-    conditions' table and effects (``gate.compare._effects.effects``), for a run of several
-    conditions."""
+    when that is a run's own results file with its transcripts). ``baseline_traces``: the
+    traces kept next to the baseline (``baseline.traces.jsonl``), shown for each baseline
+    run that has no transcript here. ``effects``: the skill conditions' table and effects
+    (``gate.compare._effects.effects``), for a run of several conditions."""
     script, style = _assets()
     c_by, b_by = _by_task(results), (_by_task(baseline) if baseline is not None else {})
     if comparison is not None:
@@ -590,13 +663,14 @@ def render_html(results: Results, *, results_path: Path | None = None,
     c_stats = arm_stats(c_by, stat_tasks, level, seed)
     b_stats = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
     rows = _task_rows(results, baseline, comparison)
+    b_traces = _trace_index(baseline_traces) if baseline_traces is not None else None
     sections = []
     for i, row in enumerate(rows):
         tid = row["task"]
         sections.append({
             "anchor": f"task-{i}", "row": row,
             "candidate": _run_views(c_by.get(tid, []), results_path, True),
-            "baseline": (_run_views(b_by.get(tid, []), baseline_path, True)
+            "baseline": (_run_views(b_by.get(tid, []), baseline_path, True, b_traces)
                          if baseline is not None else None)})
         row["anchor"] = f"task-{i}"
         row["candidate_cell"] = _rate(row["candidate_passed"], row["candidate_runs"],
