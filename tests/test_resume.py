@@ -83,7 +83,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_uninterrupted_runs(tmp_path: 
     assert journaled[:len(landed)] == landed  # the killed run's runs were kept, not redone
     done = load_results(out)
     assert done.interrupted is None
-    assert sorted(r.key for r in done.runs) == sorted(expected)
+    assert sorted((r.task, r.replication) for r in done.runs) == sorted(expected)
     # the zero-latency simulator at -j 1: the same outcomes and measured usage as the
     # uninterrupted run with the same seed (each run's randomness is drawn from its name)
     def outcomes(path: Path) -> dict[tuple[str, int], tuple]:
