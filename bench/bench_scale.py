@@ -10,8 +10,8 @@ docs/performance.md). Sections (``--only`` picks some):
   ≤ 1.3×); and in the docker sandbox, images warm, vs a bare script running the same scripts
   in fresh containers through the docker SDK (target ≤ 2×). Without an engine or the image
   the docker row says so and nothing is measured.
-- ``parallel``: the builtin agent on the simulator with 300 ms model latency, ``--jobs 8`` vs
-  ``--jobs 1`` (target ≥ 6×).
+- ``parallel``: the builtin agent on the simulator with 300 ms model latency, the bundled suite
+  at k = 3, ``--jobs 8`` vs ``--jobs 1`` (target ≥ 6×).
 - ``meter``: the same small requests to the simulator directly vs through the meter: added
   p50 latency (target ≤ 1 ms) and the first streamed byte's delay.
 - ``cache``: prefix writes per suite run (the cache writes of each run's first request of a
