@@ -65,12 +65,17 @@ def _size(n: int) -> str:
     return f"{n / MiB:g} MiB" if n >= MiB else f"{n / KiB:g} KiB"
 
 
-def read_bytes(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes, or ``BadInput`` naming it."""
+def read_bytes(path: str | os.PathLike[str], limit: int, what: str, *,
+               nofollow: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or ``BadInput`` naming it.
+    ``nofollow``: a symlink in the last component is refused, never followed."""
     p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below)
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(p, flags)
     except FileNotFoundError:
         raise BadInput(f"{p}: {what} not found") from None
     except OSError as exc:

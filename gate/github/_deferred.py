@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate._files import atomic_write_text, describe_validation_error
+from gate._files import atomic_write_text, describe_validation_error, read_bytes
 from gate.errors import BadInput, GateError
 from gate.github._comment import CommentRef, render_body, token_login
 from gate.github._env import CIEnvironment
@@ -71,19 +70,7 @@ def write_pending(path: Path, pending: PendingComment) -> None:
 
 def read_pending(path: Path) -> PendingComment:
     """The pending comment: a regular file (never through a symlink), bounded, valid."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no pending comment (--post-comment names the file the gate "
-                       "step's `comment_pending` output gave)") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: not a regular file, not posted: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise BadInput(f"{path}: not a regular file, not posted")
-        data = fh.read(PENDING_LIMIT + 1)
-    if len(data) > PENDING_LIMIT:
-        raise BadInput(f"{path}: larger than {PENDING_LIMIT:,} bytes, not posted")
+    data = read_bytes(path, PENDING_LIMIT, "pending comment", nofollow=True)
     try:
         return PendingComment.model_validate_json(data)
     except ValidationError as exc:
