@@ -22,6 +22,21 @@ the first billed request of a family in a run that opens a conversation (no assi
 has its cache writes counted as cache reads in the run's *measured* usage and cost, and the
 write premium goes to the run's ``overhead_usd`` (suite overhead). What was billed is kept as
 it was billed.
+
+What is billed: the first messages request of each prefix family is single-flighted across
+the suite (every run of a suite shares one meter). A cache entry is visible only once the
+response that writes it has begun, so concurrent first requests (``--jobs N``) would each write
+the shared tools + system. Instead the first request of a family that is not yet warm leads
+and is forwarded at once; the family's other requests wait until the leader's response has
+begun (``message_start`` of a stream; the whole answer of a JSON 2xx), then go and read it.
+So a request may wait, once per family per suite. A leader that fails (an error status, a
+connection error, a stream with no ``message_start``) hands the lead to the next request; a
+wait ends, at the latest, after the upstream timeout (the request then goes anyway) or when
+the request's run is closed (answered with an error, not forwarded). Warm families, other
+families and other endpoints never wait; the turn cap is checked before any wait. The
+measurement (``warm-prefix-v1``) is unchanged: a request's standing (first of its family in its
+run or not) is taken on arrival, before it waits, and a warm-start request measures the same
+whether it wrote the shared part or read it.
 """
 
 from __future__ import annotations
