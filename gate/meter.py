@@ -429,11 +429,11 @@ class _FirstFlights:
             while True:
                 if family in self._warm:
                     return False
-                if run.closed:
-                    return None
                 if family not in self._leading:
                     self._leading.add(family)
                     return True
+                if run.closed:
+                    return None
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
