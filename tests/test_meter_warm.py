@@ -413,3 +413,30 @@ def test_a_run_closed_while_its_request_waits_stops_waiting() -> None:
         t_leader.join(timeout=30)
         assert got == {"waiter": 404, "leader": 200}
         assert len(up.arrivals) == 1 and waiter.requests == []
+
+
+def test_a_request_past_its_turn_cap_is_refused_without_waiting() -> None:
+    """The turn cap is checked on arrival: a capped run's request of a family whose first
+    request is still outstanding is refused at once, not after the wait."""
+    release = threading.Event()
+
+    def answer(n: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        assert release.wait(timeout=30)
+        return 200, _message()
+
+    with _Upstream(answer) as up, MeterProxy(up.url, "key", price_table()) as p:
+        leader, capped = p.open_run("t0-r0"), p.open_run("t1-r0", max_turns=0)
+        got: list[int] = []
+        t = threading.Thread(target=lambda: got.append(_create(leader)), daemon=True)
+        t.start()
+        up.wait_for(1)
+        try:
+            refused: list[int] = []
+            c = threading.Thread(target=lambda: refused.append(_create(capped)), daemon=True)
+            c.start()
+            c.join(timeout=10)  # the leader is held for up to 30 s
+            assert refused == [400] and t.is_alive() and capped.capped is not None
+        finally:
+            release.set()
+        t.join(timeout=30)
+        assert got == [200] and len(up.arrivals) == 1
