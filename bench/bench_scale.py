@@ -321,8 +321,9 @@ def cache(tmp: Path) -> None:
     four = _prefix_writes(_run(tasks, jobs=4, out=tmp / "c4.json", **kw))
     row("prefix writes, --jobs 4 vs --jobs 1", f"{four[0]} vs {one[0]}", "no growth",
         four[0] <= one[0])
-    # concurrent first requests cannot read each other's writes: each writes the prefix the
-    # tasks share (tools + system), where at --jobs 1 only the first task does
+    # concurrent first requests cannot read each other's writes; the meter single-flights the
+    # first request of each prefix family, so only the first task writes the shared tools +
+    # system, as at --jobs 1
     row("prefix-write tokens, --jobs 4 vs --jobs 1", f"{four[1] / max(one[1], 1):.2f}× "
         f"({four[1]:,} vs {one[1]:,})", "no growth", four[1] <= one[1])
     shards = [_prefix_writes(_run(tasks, jobs=1, shard=(i, 3), out=tmp / f"s{i}.json", **kw))

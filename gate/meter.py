@@ -22,6 +22,21 @@ the first billed request of a family in a run that opens a conversation (no assi
 has its cache writes counted as cache reads in the run's *measured* usage and cost, and the
 write premium goes to the run's ``overhead_usd`` (suite overhead). What was billed is kept as
 it was billed.
+
+What is billed: the first messages request of each prefix family is single-flighted across
+the suite (every run of a suite shares one meter). A cache entry is visible only once the
+response that writes it has begun, so concurrent first requests (``--jobs N``) would each write
+the shared tools + system. Instead the first request of a family that is not yet warm leads
+and is forwarded at once; the family's other requests wait until the leader's response has
+begun (``message_start`` of a stream; the whole answer of a JSON 2xx), then go and read it.
+So a request may wait, once per family per suite. A leader that fails (an error status, a
+connection error, a stream with no ``message_start``) hands the lead to the next request; a
+wait ends, at the latest, after the upstream timeout (the request then goes anyway) or when
+the request's run is closed (answered with an error, not forwarded). Warm families, other
+families and other endpoints never wait; the turn cap is checked before any wait. The
+measurement (``warm-prefix-v1``) is unchanged: a request's standing (first of its family in its
+run or not) is taken on arrival, before it waits, and a warm-start request measures the same
+whether it wrote the shared part or read it.
 """
 
 from __future__ import annotations
@@ -32,6 +47,7 @@ import json
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -281,6 +297,10 @@ class RunMeter:
             last = self.requests[-1]
         return f"model API failed: {last.error}"
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self, wait: float = 10.0) -> None:
         """Stop accepting this run's requests; give those in flight (an agent killed
         mid-stream) up to ``wait`` seconds to be counted."""
@@ -386,6 +406,73 @@ class _SSEUsage:
             self.error = f"{err.get('type', 'error')} (mid-stream): {err.get('message', '')}"
 
 
+class _FirstFlights:
+    """Single-flight of each prefix family's first messages request, suite-wide.
+
+    A family is unseen, has its leader in flight, or is warm. The first request of a family
+    that is not warm leads and goes at once; the family's other requests wait (never holding a
+    lock while they do) until the leader's response has begun, then go and read the prefix
+    it wrote. A leader that fails hands the lead to the next request. A wait is bounded, and
+    ends when the waiting request's run is closed.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._warm: set[str] = set()
+        self._leading: set[str] = set()
+
+    def enter(self, family: str, run: RunMeter, timeout: float) -> bool | None:
+        """True: this request leads (then ``done`` must follow); False: go (the family is warm,
+        or the wait timed out); None: the run was closed while waiting."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if family in self._warm:
+                    return False
+                if family not in self._leading:
+                    self._leading.add(family)
+                    return True
+                if run.closed:
+                    return None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+
+    def done(self, family: str, began: bool) -> None:
+        """The leader's response began (the family is warm) or the leader failed."""
+        with self._cond:
+            self._leading.discard(family)
+            if began:
+                self._warm.add(family)
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """A run was closed: its waiting requests stop waiting."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+class _Lead:
+    """A leading request's hold on its family: released once, when its response begins or
+    (``release``, always called) when it ends without having begun."""
+
+    def __init__(self, flights: _FirstFlights, family: str) -> None:
+        self._flights = flights
+        self._family = family
+        self._held = True
+
+    def began(self) -> None:
+        if self._held:
+            self._held = False
+            self._flights.done(self._family, True)
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._flights.done(self._family, False)
+
+
 class MeterProxy:
     """A real HTTP server on loopback in front of the upstream API."""
 
@@ -412,6 +499,7 @@ class MeterProxy:
         self.timeout = timeout
         self._observer = observer
         self._runs: dict[str, RunMeter] = {}
+        self._flights = _FirstFlights()
         self.unpriced: set[str] = set()
         self._lock = threading.Lock()
         self._session = requests.Session()
@@ -458,6 +546,7 @@ class MeterProxy:
     def _forget(self, run_id: str) -> None:
         with self._lock:
             self._runs.pop(run_id, None)
+        self._flights.wake()
 
     def _lookup(self, run_id: str) -> RunMeter | None:
         with self._lock:
@@ -545,25 +634,36 @@ class MeterProxy:
                 return
         if self._observer is not None:
             self._observer(run.run_id, body)
+        payload: Any = None
+        with contextlib.suppress(ValueError):
+            payload = json.loads(body) if body else {}
+        prefix = run.prefix(payload)  # where the request stands on arrival, before any wait
+        lead: _Lead | None = None
         run.begin()
         try:
-            self._forward(h, run, endpoint, query, body)
+            if endpoint == MESSAGES and prefix.family is not None:
+                leads = self._flights.enter(prefix.family, run, self.timeout)
+                if leads is None:
+                    with contextlib.suppress(OSError):
+                        self._send_error(h, 404, "not_found_error",
+                                         "run closed while its request waited (the gate's meter)")
+                    return
+                if leads:
+                    lead = _Lead(self._flights, prefix.family)
+            self._forward(h, run, endpoint, query, body, payload, prefix, lead)
         finally:
+            if lead is not None:
+                lead.release()
             run.end()
             if endpoint == MESSAGES:
                 run.message_done()
 
     def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, endpoint: str, query: str,
-                 body: bytes) -> None:
+                 body: bytes, payload: Any, prefix: Prefix, lead: _Lead | None) -> None:
         model, stream = "unknown", False
-        payload: Any = None
-        try:
-            payload = json.loads(body) if body else {}
+        with contextlib.suppress(AttributeError):
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
-        except (ValueError, AttributeError):
-            pass
-        prefix = run.prefix(payload)
         url = f"{self.upstream}/{endpoint}" + (f"?{query}" if query else "")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers[self._credential_header] = (
@@ -584,10 +684,13 @@ class MeterProxy:
             self._send_error(h, 502, "api_error", "upstream unreachable (the gate's meter)")
             return
         with up:
-            self._relay(h, up, run, model, is_messages, prefix)
+            self._relay(h, up, run, model, is_messages, prefix, lead)
 
     def _relay(self, h: BaseHTTPRequestHandler, up: requests.Response, run: RunMeter,
-               model: str, is_messages: bool, prefix: Prefix | None = None) -> None:
+               model: str, is_messages: bool, prefix: Prefix | None = None,
+               lead: _Lead | None = None) -> None:
+        """Pass the response back; a leading request's family is warm once its message has
+        started (``message_start`` of a stream; the whole body of a JSON 2xx answer)."""
         ctype = up.headers.get("content-type", "")
         is_sse = "text/event-stream" in ctype
         h.send_response(up.status_code)
@@ -603,6 +706,8 @@ class MeterProxy:
             try:
                 for chunk in _chunks(up):
                     tracker.feed(chunk)
+                    if lead is not None and tracker.started:
+                        lead.began()
                     h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     h.wfile.flush()
                 if tracker.started and not tracker.stopped and tracker.error is None:
@@ -634,6 +739,8 @@ class MeterProxy:
                                        request_id=request_id, prefix=prefix))
             h.close_connection = True  # headers are out; a cut connection tells the client
             return
+        if lead is not None and 200 <= up.status_code < 300:
+            lead.began()
         if is_messages:
             metered = self._metered_json(model, up.status_code, data, request_id)
             metered.prefix = prefix
