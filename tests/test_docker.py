@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,18 +54,41 @@ def engine() -> None:
         pytest.skip(why)
 
 
+# the pids of the gates this module started: a container is ours when one of them made it
+# (its owner label), so another suite sharing the engine cannot fail these tests
+LAUNCHED: set[int] = set()
+
+
+def launch(cmd: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+    proc: subprocess.Popen[str] = subprocess.Popen(cmd, text=True, **kwargs)
+    LAUNCHED.add(proc.pid)
+    return proc
+
+
 def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    cmd = [sys.executable, "-m", "gate", *map(str, args)]
+    proc = launch(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                  env={**os.environ, **(env or {})})
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def ours(all_: bool = True) -> list[str]:
-    """Ids of the containers that carry the gate's label."""
-    out = subprocess.run(["docker", "ps", "-q", *(["-a"] if all_ else []), "--filter",
-                          "label=agent-gate"], capture_output=True, text=True, check=True)
-    return out.stdout.split()
+    """Ids of the containers a gate of these tests made (the gate's label, owned by one of
+    their pids; the gate re-executes itself in place, so the pid is the one we started)."""
+    out = subprocess.run(["docker", "ps", *(["-a"] if all_ else []), "--filter",
+                          "label=agent-gate", "--format",
+                          '{{.ID}} {{.Label "agent-gate.owner"}}'],
+                         capture_output=True, text=True, check=True)
+    owners = {f"{socket.gethostname()}:{pid}" for pid in LAUNCHED}
+    return [cid for cid, _, owner in (ln.partition(" ") for ln in out.stdout.splitlines())
+            if owner in owners]
 
 
 TOOL_DOCKERFILE = (f"FROM {IMAGE}\n"
@@ -272,7 +297,7 @@ def test_ctrl_c_stops_containers_and_a_sigkilled_gate_is_cleaned_up_at_the_next_
     cmd = [sys.executable, "-m", "gate", "run", "--tasks", str(suite_dir), "--task", "slow",
            "--agent", "oracle", "-k", "1", "-o", str(tmp_path / "r.json")]
     # Ctrl-C: the container is gone within a few seconds
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = launch(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_container()
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -281,7 +306,7 @@ def test_ctrl_c_stops_containers_and_a_sigkilled_gate_is_cleaned_up_at_the_next_
         time.sleep(0.2)
     assert ours() == [], "Ctrl-C left a container"
     # SIGKILL: the container outlives the gate, and the next start removes it
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = launch(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_container()
     proc.kill()
     proc.wait()
