@@ -40,6 +40,7 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_run_conditions_end_to_end_with_the_workspaces_they_had(tmp_path: Path) -> None:
     cfg = bundled_config(tmp_path)
     ws = tmp_path / "ws"
@@ -82,6 +83,7 @@ def test_run_conditions_end_to_end_with_the_workspaces_they_had(tmp_path: Path) 
                                 for f in _files(skills / "git-commit-messages")]
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_an_unknown_condition_is_exit_2_naming_it(tmp_path: Path) -> None:
     cfg = bundled_config(tmp_path, '[conditions.offload-only]\nskills = ["context-offloading"]\n')
     p = gate("run", "--config", cfg, "--sim", "-k", "1", "--task", RATE,
@@ -96,6 +98,7 @@ def test_an_unknown_condition_is_exit_2_naming_it(tmp_path: Path) -> None:
     assert p.returncode == 2 and "applies to none of the selected tasks" in p.stderr, p.stderr
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_a_named_condition_overlays_other_agent_settings(tmp_path: Path) -> None:
     cfg = bundled_config(tmp_path, '[conditions.short]\nskills = ["context-offloading"]\n'
                                    '[conditions.short.agent]\nmax_turns = 2\n')
@@ -233,6 +236,7 @@ def test_docker_sandbox_conditions_cannot_reach_the_repositorys_skills(
     assert seen["control"][-1] == "done"  # the probe ran to its end
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_without_a_condition_every_run_gets_every_configured_skill(tmp_path: Path) -> None:
     cfg = bundled_config(tmp_path)
     ws = tmp_path / "ws"

@@ -95,6 +95,7 @@ def test_few_runs_give_an_honest_wide_interval() -> None:
     assert e.ci_low is not None and e.ci_low < 0
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_conditions_not_in_the_file_are_bad_input(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     write_results(out, _results([_run("t", "control", 0, True)], ["control"]))
@@ -107,6 +108,7 @@ def test_conditions_not_in_the_file_are_bad_input(tmp_path: Path) -> None:
     assert p.returncode == 2 and "takes one argument" in p.stderr, p.stderr
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_untrusted_names_are_escaped_in_markdown(tmp_path: Path) -> None:
     evil = "x@org/team <img src=x>"
     runs = [_run("t", "control", 0, True), _run("t", "target", 0, True)]
@@ -157,6 +159,7 @@ def test_done_when_the_helpful_skill_shows_its_benefit_and_the_irrelevant_one_no
     assert "context-offloading" in p.stdout and "git-commit-messages" in p.stdout
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_the_html_report_has_the_per_condition_table_escaped_under_its_csp(
         tmp_path: Path) -> None:
     evil = "<script>alert(1)</script>"
