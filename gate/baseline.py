@@ -135,12 +135,13 @@ def promote(results: Results, baseline: Results | None, *,
         return fresh, (f"metering changed ({baseline.metering or 'none recorded'} → "
                        f"{results.metering or 'none recorded'}): starting a new baseline with "
                        f"{_describe(fresh)}")
-    already = {(r.commit, r.refresh or r.created_at) for r in baseline.runs}
-    if (results.commit, results.created_at) in already:
+    # a baseline that was never pooled (a seed: plain results) is one refresh: its own run
+    old_runs = _with_provenance(baseline)
+    if (results.commit, results.created_at) in {(r.commit, r.refresh) for r in old_runs}:
         return baseline, (f"results of {results.commit or 'this commit'} "
                           f"({results.created_at}) are already in the baseline: unchanged")
     old_by_task: dict[str, list[RunResult]] = defaultdict(list)
-    for r in baseline.runs:
+    for r in old_runs:
         old_by_task[r.task].append(r)
     pooled: list[RunResult] = []
     replaced: list[str] = []
@@ -229,8 +230,14 @@ class Depth:
         return None if self.newest is None else (now - self.newest).total_seconds() / 86400
 
 
+def _refresh_of(run: RunResult, file: Results) -> str | None:
+    """The refresh a run of ``file`` comes from: its stamp once pooled; a run of a file that was
+    never pooled (a seed baseline, plain results) comes from that file's own run."""
+    return run.refresh if run.refresh is not None else file.created_at
+
+
 def depth(baseline: Results) -> Depth:
-    refreshes = {r.refresh or r.created_at for r in baseline.runs}
+    refreshes = {_refresh_of(r, baseline) for r in baseline.runs}
     stamps = [t for t in (_parse_time(r.created_at) for r in baseline.runs) if t is not None]
     newest = max(stamps) if stamps else _parse_time(baseline.created_at)
     return Depth(runs=len(baseline.runs), tasks=len({r.task for r in baseline.runs}),

@@ -147,3 +147,24 @@ def test_partial_run_cannot_refresh_the_baseline() -> None:
     partial = _run(2).model_copy(update={"selected_tasks": ["t00"]})
     with pytest.raises(BadInput, match="partial run"):
         promote(partial, base)
+
+
+def _plain_run_file(created_at: str) -> Results:
+    """Results as `gate run` writes them: each run stamped with its own time, none pooled."""
+    res = synthetic_results(reference_rates(4), 3, np.random.default_rng(5), created_at=created_at)
+    runs = [r.model_copy(update={"created_at": f"2026-11-30T00:{i // 60:02d}:{i % 60:02d}Z"})
+            for i, r in enumerate(res.runs)]
+    return res.model_copy(update={"runs": runs})
+
+
+def test_a_baseline_that_was_never_pooled_is_one_refresh() -> None:
+    from gate.baseline import describe_depth
+
+    plain = _plain_run_file("2026-11-30T01:00:00Z")
+    assert len({r.created_at for r in plain.runs}) == 12
+    assert "12 runs over 4 tasks pooled from 1 refresh," in describe_depth(plain)
+    pooled, _ = promote(_plain_run_file("2026-12-01T01:00:00Z"), plain)
+    assert "pooled from 2 refreshes," in describe_depth(pooled)
+    # the same results again are recognised, whether the baseline was pooled or not
+    _, why = promote(plain, plain)
+    assert "already in the baseline: unchanged" in why
