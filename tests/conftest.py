@@ -3,13 +3,44 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def starts_gate(args: Any) -> bool:
+    """Whether a subprocess command line runs the gate (``python -m gate``, or the ``gate``
+    console script)."""
+    argv = [os.fsdecode(a) for a in args] if isinstance(args, Sequence) \
+        and not isinstance(args, (str, bytes)) else [os.fsdecode(args)]
+    if len(argv) == 1:
+        argv = argv[0].split()
+    return (bool(argv) and Path(argv[0]).name == "gate") \
+        or any(argv[i:i + 2] == ["-m", "gate"] for i in range(len(argv) - 1))
+
+
+@pytest.fixture(autouse=True)
+def _quick_tests_start_no_gate(request: pytest.FixtureRequest,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick loop (``-m "not slow"``) never starts ``gate`` as a subprocess (README): a
+    test that does is refused here until it is marked ``slow``."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    real = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if starts_gate(args):
+            raise AssertionError(f"{request.node.nodeid} starts `gate` as a subprocess: "
+                                 "mark it @pytest.mark.slow (the quick loop starts none)")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
 def write_task(
