@@ -212,6 +212,7 @@ def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
     return seen
 
 
+@pytest.mark.slow  # runs `gate` as a subprocess
 def test_local_sandbox_conditions_get_their_skills_but_cannot_hide_the_repository(
         tmp_path: Path) -> None:
     seen = _probe_run(tmp_path, "local")

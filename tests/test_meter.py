@@ -36,6 +36,7 @@ class Upstream:
 
     def __init__(self) -> None:
         self.mode = "ok"
+        self.elsewhere = ""
         self.seen: list[dict[str, Any]] = []
         self.release = threading.Event()
         up = self
@@ -56,6 +57,12 @@ class Upstream:
                 up.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 if self.path.startswith("/v1/messages/count_tokens"):
                     self._json(200, {"input_tokens": 7})
+                    return
+                if up.mode == "redirect":  # to a server of someone else's
+                    self.send_response(307)
+                    self.send_header("location", f"{up.elsewhere}/v1/messages")
+                    self.send_header("content-length", "0")
+                    self.end_headers()
                     return
                 bearer = self.headers.get("authorization") == f"Bearer {REAL_KEY}"
                 if self.headers.get("x-api-key") != REAL_KEY and not bearer:
@@ -419,3 +426,34 @@ def test_an_oversized_request_is_refused_unread(proxy: MeterProxy, upstream: Ups
     assert resp.status == 413
     assert json.loads(resp.read())["error"]["type"] == "request_too_large"
     assert upstream.seen == []
+
+
+def test_a_redirect_is_passed_back_never_followed_with_the_key(proxy: MeterProxy,
+                                                               upstream: Upstream) -> None:
+    other = Upstream()  # where the redirect points: it must never see the real key
+    try:
+        upstream.mode, upstream.elsewhere = "redirect", other.url
+        run = proxy.open_run("t-r1")
+        r = requests.post(f"{run.base_url}/v1/messages", data=_MESSAGE, timeout=10,
+                          headers={"x-api-key": run.token}, allow_redirects=False)
+        assert r.status_code == 307 and r.headers["location"] == f"{other.url}/v1/messages"
+        assert other.seen == []
+        assert len(upstream.seen) == 1
+    finally:
+        other.server.shutdown()
+        other.server.server_close()
+
+
+def test_the_environments_proxy_is_used_for_the_upstream(upstream: Upstream,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # `upstream` plays the proxy: a request for an unresolvable API host can only reach it
+    # through the proxy, which sees the absolute URL
+    for name in ("no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", upstream.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the client reaches the meter direct
+    with MeterProxy("http://api.example.invalid", REAL_KEY, price_table()) as p:
+        msg = _client(p.open_run("t-r1")).messages.create(
+            model="claude-sonnet-5-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert msg.content[0].text == "hello"  # type: ignore[union-attr]
+    assert [s["path"] for s in upstream.seen] == ["http://api.example.invalid/v1/messages"]
