@@ -98,6 +98,24 @@ def read_bytes(path: str | os.PathLike[str], limit: int, what: str, *,
     return data
 
 
+def read_head(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """At most the first ``limit`` bytes of a regular file, never through a symlink in the last
+    component, never blocking on a FIFO; ``None`` when there is no such file (absent, a link,
+    a directory, a device). For files the gate shows if it can (transcripts), where a missing
+    or odd one is a note, not an error."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        try:
+            return fh.read(limit)
+        except OSError:
+            return None
+
+
 def read_text(path: str | os.PathLike[str], limit: int, what: str) -> str:
     """A bounded regular file as UTF-8 text; anything else is ``BadInput`` naming the file."""
     data = read_bytes(path, limit, what)

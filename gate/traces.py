@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shlex
-import stat
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gate._files import KiB, MiB
+from gate._files import KiB, MiB, read_head
 from gate.results import Results, RunResult
 from gate.secrets import Redactor
 
@@ -286,14 +285,9 @@ def fit(trace: Trace, limit: int = TRACE_BYTES) -> Trace:
 def read_events(path: Path, limit: int = TRANSCRIPT_LIMIT) -> list[dict[str, Any]] | None:
     """A transcript's JSON lines (a regular file only, no symlink, bounded; None when there is
     no such file); unreadable lines are skipped."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    data = read_head(path, limit)
+    if data is None:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        data = fh.read(limit)
     events = []
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:

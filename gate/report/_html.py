@@ -24,9 +24,7 @@ import base64
 import hashlib
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -39,7 +37,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 from scipy.stats import norm
 
-from gate._files import MiB
+from gate._files import MiB, read_head
 from gate.compare import Comparison, MetricResult, TaskChange
 from gate.compare._effects import EffectReport
 from gate.report._render import _change, _value, _verdict, num, pct, usd
@@ -227,15 +225,10 @@ def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Eve
     name = Path(run.transcript.replace("\\", "/")).name
     if not name.endswith(".jsonl") or name.startswith("."):
         return None, "transcript not available (not a transcript file name)"
-    path = folder / name
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None, f"transcript not available ({folder.name}/{name} not found)"
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None, "transcript not available (not a regular file)"
-        data = fh.read(TRANSCRIPT_LIMIT + 1)
+    data = read_head(folder / name, TRANSCRIPT_LIMIT + 1)
+    if data is None:
+        return None, f"transcript not available ({folder.name}/{name} not found, or not a " \
+                     "regular file)"
     note = None
     if len(data) > TRANSCRIPT_LIMIT:
         data = data[:TRANSCRIPT_LIMIT]
