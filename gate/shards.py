@@ -7,17 +7,34 @@ it (longest first, each to the shard with the least work so far, ties to the low
 index; a task the baseline lacks counts as the mean task); without one, the sorted task ids
 are dealt round-robin. Every shard computes the same split from the same inputs, so N matrix
 jobs agree without talking to each other.
+
+Merging brings each shard's transcripts along (:func:`carry_transcripts`): the ones its runs
+name, read from the ``<shard>.transcripts/`` directory beside the shard's results file (a
+downloaded artifact: untrusted) and copied into ``<merged>.transcripts/``, so the merged runs'
+traces (the comment's evidence, the HTML report) are there as after a whole run. Only regular
+files are read, never through a symlink, each at most :data:`~gate.traces.TRANSCRIPT_LIMIT`
+and :data:`TRANSCRIPTS_LIMIT` in all; one that is not is skipped with a warning and its run has
+no trace (the traces explain a verdict, they never change it). A shard without transcripts (an
+older artifact, ``--no-transcripts``) merges all the same.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from gate._files import MiB, printable, read_bytes
 from gate.errors import BadInput
-from gate.results import Interruption, Results, new_results
+from gate.results import Interruption, Results, RunKey, new_results
+from gate.traces import TRANSCRIPT_LIMIT, transcripts_dir
+
+#: all the transcripts one merge copies: 128 shards' worth of a big suite's (1,000 tasks × 3
+#: runs at ~300 KiB each is ~900 MiB); past it, the rest are skipped with a warning.
+TRANSCRIPTS_LIMIT = 1024 * MiB
 
 _SHARD = re.compile(r"([1-9][0-9]{0,4})/([1-9][0-9]{0,4})")
 
@@ -184,3 +201,102 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
         raise BadInput(f"gate merge: {problem}")
     return merged
 
+
+# -- transcripts ---------------------------------------------------------------------------
+
+def _transcript_name(recorded: str) -> str | None:
+    """The file name a run's recorded transcript path ends in (read by that name only, from
+    the directory beside its results file: a results file cannot point at another file)."""
+    name = Path(recorded.replace("\\", "/")).name
+    return name if name.endswith(".jsonl") and not name.startswith(".") else None
+
+
+def _real_dir(path: Path) -> str | None:
+    """Why ``path`` is not a directory of its own (a symlink is never followed); None when it
+    is one, "" when there is nothing there."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symlink (never followed)"
+    return None if stat.S_ISDIR(st.st_mode) else "is not a directory"
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, never through a symlink already there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                 0o666)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def carry_transcripts(shards: list[tuple[Path, Results]], merged: Results,
+                      output: Path) -> tuple[Results, int, list[str]]:
+    """``merged`` (of ``shards``) with each run's transcript copied from its shard's
+    ``.transcripts/`` directory into ``output``'s, and its ``transcript`` pointing there (None
+    where none was carried); how many were carried; one warning line per shard (or place)
+    where some were skipped, naming the first reason."""
+    dest = transcripts_dir(output)
+    source: dict[RunKey, Path] = {run.key: path for path, res in shards for run in res.runs}
+    wanted = [r for r in merged.runs if r.transcript and source.get(r.key) is not None]
+    warnings: list[str] = []
+    carried: dict[RunKey, str] = {}
+    if wanted:
+        why = _real_dir(dest)
+        if why:
+            return (_pointed(merged, carried), 0,
+                    [f"{printable(str(dest))} {why}: the merged runs have no transcripts"])
+    skipped: dict[Path, list[str]] = {}
+    names: set[str] = set()
+    total = 0
+    for run in wanted:
+        assert run.transcript is not None
+        path = source[run.key]
+        folder = transcripts_dir(path)
+        name = _transcript_name(run.transcript)
+        problem: str | None
+        if name is None:
+            problem = f"{printable(run.transcript)} is not a transcript file name"
+        elif name in names:
+            problem = f"{printable(name)} is named by two runs"
+        else:
+            why = _real_dir(folder)
+            if why == "":  # no transcripts in this shard: its runs have no traces
+                continue
+            problem = f"{printable(str(folder))} {why}" if why else None
+        if problem is None and name is not None:
+            try:
+                src = folder / name
+                if os.path.islink(src):
+                    raise BadInput(f"{src}: transcript is a symlink (never followed)")
+                data = read_bytes(src, TRANSCRIPT_LIMIT, "transcript", nofollow=True)
+                if total + len(data) > TRANSCRIPTS_LIMIT:
+                    raise BadInput(f"{src}: transcript passes the merge's limit of "
+                                   f"{TRANSCRIPTS_LIMIT // MiB} MiB of transcripts")
+                dest.mkdir(parents=True, exist_ok=True)
+                _write_new(dest / name, data)
+            except BadInput as exc:
+                problem = str(exc)
+            except OSError as exc:
+                problem = f"{dest / name}: cannot write the transcript ({exc.strerror})"
+            else:
+                total += len(data)
+                names.add(name)
+                carried[run.key] = str(dest / name)
+                continue
+        skipped.setdefault(path, []).append(problem or "")
+    for path, problems in skipped.items():
+        n = len(problems)
+        runs = "their runs have" if n > 1 else "its run has"
+        warnings.append(f"{printable(str(path))}: {n} transcript{'s' if n > 1 else ''} not "
+                        f"carried into the merge, so {runs} no trace ({printable(problems[0])})")
+    return _pointed(merged, carried), len(carried), warnings
+
+
+def _pointed(merged: Results, carried: dict[RunKey, str]) -> Results:
+    """``merged`` with each run's transcript the copy carried for it, or None."""
+    runs = [r.model_copy(update={"transcript": carried.get(r.key)}) for r in merged.runs]
+    return merged.model_copy(update={"runs": runs})

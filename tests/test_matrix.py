@@ -12,13 +12,14 @@ never do.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ci import PR, REPO, TOKEN, Project, set_max_turns
+from test_ci import PR, REPO, TOKEN, Project, set_max_turns, sh
 from test_github import _parse_output_file
 from test_github_action import (  # noqa: F401  (fixtures)
     Installed,
@@ -31,7 +32,10 @@ from test_github_action import (  # noqa: F401  (fixtures)
     sim_repo,
 )
 
+from gate.config import load_config
 from gate.github import MARKER_PREFIX
+from gate.run import RunRequest, run_suite
+from gate.traces import parse_sidecar, pooled_sidecar, results_traces
 
 pytestmark = pytest.mark.slow
 
@@ -50,10 +54,20 @@ def _if(cond: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -
     return ok
 
 
+def _artifact_root(paths: list[Path]) -> Path:
+    """upload-artifact@v4's root for its `path:` list: one file's folder, one directory
+    itself, several paths' least common ancestor. The artifact holds every file by its path
+    under the root."""
+    if len(paths) == 1:
+        return paths[0] if paths[0].is_dir() else paths[0].parent
+    return Path(os.path.commonpath(paths))
+
+
 def _play_after_gate(action: dict[str, Any], inputs: dict[str, str], gate_outputs: dict[str, str],
                      artifacts: Path) -> list[str]:
     """The action's steps after `gate ci` (the gate step's outputs known): an upload-artifact
-    step copies its `path` into ``artifacts/<name>/`` (as the artifact's download holds it).
+    step copies its `path` (one path a line, directories whole) into ``artifacts/<name>/``,
+    each under its path from the artifact's root (as the artifact's download holds it).
     Returns the artifact names uploaded."""
     full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
     full.update(inputs)
@@ -66,12 +80,18 @@ def _play_after_gate(action: dict[str, Any], inputs: dict[str, str], gate_output
         assert str(step.get("uses", "")).startswith("actions/upload-artifact@"), step
         with_ = {k: _expand(str(v), full, "", {"gate": gate_outputs})
                  for k, v in step["with"].items()}
-        src = Path(with_["path"])
-        assert with_["if-no-files-found"] == "error" and src.is_file(), with_
+        paths = [Path(line.strip()) for line in with_["path"].splitlines() if line.strip()]
+        assert with_["if-no-files-found"] == "error" and paths, with_
+        assert all(p.is_absolute() and p.exists() for p in paths), with_
         dest = artifacts / with_["name"]
         assert not dest.exists(), f"two jobs uploaded the artifact {with_['name']}"
-        dest.mkdir(parents=True)
-        shutil.copy2(src, dest / src.name)
+        root = _artifact_root(paths)
+        for src in paths:
+            (dest / src.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dest / src.relative_to(root))
+            else:
+                shutil.copy2(src, dest / src.relative_to(root))
         uploaded.append(with_["name"])
     return uploaded
 
@@ -121,14 +141,35 @@ def _shards(action: dict[str, Any], installed: Installed, project: Project, bran
             [f"agent-gate-shard-{i}-of-3"]
         shard = json.loads(Path(outputs["results_path"]).read_text())
         assert shard["shard"]["index"] == i and shard["selected_tasks"] == shard["shard"]["tasks"]
+        # the artifact: the results and, beside them, a transcript of each of its runs
+        art = artifacts / f"agent-gate-shard-{i}-of-3"
+        assert sorted(p.name for p in (art / "results.transcripts").iterdir()) == sorted(
+            Path(r["transcript"]).name for r in shard["runs"]) and len(shard["runs"]) == 3
+        assert (art / "results.json").read_bytes() == Path(outputs["results_path"]).read_bytes()
         # a shard job never touches the baseline
-        assert (checkout / "baseline.json").read_bytes() == \
-            (project.tmp / "seed" / "baseline.json").read_bytes()
+        assert (checkout / "baseline.json").read_text() == \
+            sh(checkout, "git", "show", "HEAD:baseline.json")
+
+
+def _keep_main_traces(project: Project) -> None:
+    """main's baseline as a refresh of this version leaves it: a run of main's suite with the
+    traces of its runs next to it (baseline.traces.jsonl), committed."""
+    main = project.clone("main-traces")
+    baseline = main / "baseline.json"
+    res = run_suite(RunRequest(config=load_config(main / "gate.toml"), output=baseline,
+                               sim=True))
+    text = pooled_sidecar(res, results_traces(res, baseline), [])
+    assert len(text.splitlines()) == len(res.runs) == 9
+    (main / "baseline.traces.jsonl").write_text(text)
+    sh(main, "git", "add", "baseline.json", "baseline.traces.jsonl")
+    sh(main, "git", "commit", "-q", "-m", "baseline with traces")
+    sh(main, "git", "push", "-q", "origin", "main")
 
 
 def test_a_pr_matrix_runs_three_shards_and_the_judge_posts_one_comment(
         action: dict[str, Any], installed: Installed, sim_repo: Project, tmp_path: Path
 ) -> None:
+    _keep_main_traces(sim_repo)
     sim_repo.pr_branch("fewer-turns", lambda w: set_max_turns(w, 1))
     artifacts = tmp_path / "artifacts"
     pr_event = {"event": "pull_request", "ref": f"refs/pull/{PR}/merge"}
@@ -146,6 +187,12 @@ def test_a_pr_matrix_runs_three_shards_and_the_judge_posts_one_comment(
     merged = json.loads((judge / "results.json").read_text())
     assert len(merged["runs"]) == 9 and len(merged["merged_from"]) == 3
     assert "shard" not in merged and "selected_tasks" not in merged
+    # each run's transcript came with its shard's artifact, and lies beside the merged results
+    for run in merged["runs"]:
+        name = Path(run["transcript"]).name
+        assert Path(run["transcript"]).parent.name == "results.transcripts"
+        (shard,) = (judge / "shards").glob(f"agent-gate-shard-*/results.transcripts/{name}")
+        assert (judge / run["transcript"]).read_bytes() == shard.read_bytes()
     # the judge job's report upload, then its comment (gate/github/_deferred.py)
     env = {**installed.env(), "GITHUB_EVENT_NAME": "pull_request",
            "GITHUB_EVENT_PATH": str(sim_repo.event(judge)), "GITHUB_REPOSITORY": REPO,
@@ -161,6 +208,16 @@ def test_a_pr_matrix_runs_three_shards_and_the_judge_posts_one_comment(
     assert steps["post"]["comment_url"] == comment["html_url"]
     assert f"https://github.example/{REPO}/actions/runs/77/artifacts/4711" in comment["body"]
     assert "Merged from the 3 shards" in comment["body"]
+    # the evidence, as a single job's: the PR's failing runs (from the shards' transcripts)
+    # beside main's traces, and the step where they part
+    body = comment["body"]
+    assert "<details><summary>Evidence: what the runs did" in body
+    assert re.search(r"\*\*They part at step \d+:\*\* the baseline's runs called .+?; this "
+                     r"PR's failing runs ended stopped \(3 of 3\)\.", body), body
+    assert re.search(r"This PR's replication \d \(1 turns, max\\_turns \(1\) reached\)", body)
+    assert "No transcript of this PR's failing runs" not in body
+    # the report shows every PR run's transcript (and main's runs as their traces)
+    assert "transcript not available" not in page and "no transcript recorded" not in page
     assert outputs["headline"] in comment["body"]
     assert TOKEN not in logs.replace(f"::add-mask::{TOKEN}", "") + comment["body"]
 
@@ -196,3 +253,8 @@ def test_on_main_the_merged_run_refreshes_the_baseline_and_shards_alone_never_do
     assert merged["created_at"] in [s["created_at"] for s in pooled["sources"]]
     history = Path(outputs["history_path"]).read_text().strip().splitlines()
     assert len(history) == 1
+    # the traces kept next to the refreshed baseline are the merged runs', from the shards'
+    traces = parse_sidecar(Path(outputs["traces_path"]).read_text())
+    assert sorted((t.task, t.replication) for t in traces) == sorted(
+        (r["task"], r["replication"]) for r in merged["runs"])
+    assert all(t.refresh == merged["created_at"] and t.n_turns for t in traces)

@@ -174,3 +174,81 @@ def test_a_shard_is_balanced_by_the_baseline_durations_and_records_its_split(
                      "balanced_by": "baseline mean durations", "selected": None}
     assert [r.task for r in res.runs] == ["count-lines"]
     assert res.schedule is not None and res.schedule.shard == "1/2"
+
+
+# -- transcripts come along --------------------------------------------------------------------
+
+def _events(word: str) -> str:
+    """A transcript as the runner writes it: one turn that runs a command, then the answer."""
+    lines = [{"type": "model", "turn": 1, "stop_reason": "tool_use",
+              "usage": {"input_tokens": 10, "output_tokens": 5},
+              "content": [{"type": "tool_use", "name": "bash",
+                           "input": {"command": f"echo {word} > out.txt"}}]},
+             {"type": "tool", "output": "", "is_error": False},
+             {"type": "model", "turn": 2, "stop_reason": "end_turn", "content": []},
+             {"type": "final", "message": f"wrote {word}"}]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _shard_file(tmp: Path, index: int, tasks: list[str], transcripts: dict[str, str | None]
+                ) -> Path:
+    """Shard ``index``/2's results file in ``tmp``, each run naming the transcript given for
+    its task (None: none recorded)."""
+    from gate.results import Results, write_results
+
+    path, res = _shard(index, 2, tasks)
+    assert isinstance(res, Results)
+    runs = [r.model_copy(update={"transcript": transcripts.get(r.task)}) for r in res.runs]
+    write_results(tmp / path, res.model_copy(update={"runs": runs}))
+    return tmp / path
+
+
+def test_merge_carries_the_shards_transcripts_and_never_follows_a_link(tmp_path: Path) -> None:
+    """`gate merge` copies each shard's transcripts beside the merged file, so the merged runs
+    keep their traces; a shard without them merges all the same; a transcript that is a
+    symlink (an artifact is untrusted) is never followed: skipped, one warning line naming
+    the shard, exit 0 (traces explain a verdict, they never change it)."""
+    from click.testing import CliRunner
+
+    from gate.cli import main
+    from gate.traces import run_trace
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text('{"type": "final", "message": "SECRET"}\n')
+    s1 = _shard_file(tmp_path, 1, ["a", "c"], {"a": "s1.transcripts/a-r0.jsonl",
+                                               "c": "/elsewhere/s1.transcripts/c-r0.jsonl"})
+    (tmp_path / "s1.transcripts").mkdir()
+    (tmp_path / "s1.transcripts" / "a-r0.jsonl").write_text(_events("alpha"))
+    (tmp_path / "s1.transcripts" / "c-r0.jsonl").symlink_to(outside / "secret.jsonl")
+    # shard 2: an older artifact (transcripts named, none there) and a --no-transcripts run
+    s2 = _shard_file(tmp_path, 2, ["b", "d"], {"d": "s2.transcripts/d-r0.jsonl"})
+
+    out = tmp_path / "merged" / "merged.json"
+    res = CliRunner().invoke(main, ["merge", str(out), str(s1), str(s2)])
+    assert res.exit_code == 0, res.output
+    assert "(1 transcript carried)" in res.stdout
+    (warning,) = res.stderr.splitlines()
+    assert warning == (f"gate: warning: {s1}: 1 transcript not carried into the merge, so its "
+                       f"run has no trace ({tmp_path}/s1.transcripts/c-r0.jsonl: transcript is "
+                       "a symlink (never followed))")
+    merged = load_results(out)
+    by_task = {r.task: r for r in merged.runs}
+    assert by_task["a"].transcript == str(tmp_path / "merged" / "merged.transcripts" /
+                                          "a-r0.jsonl")
+    assert [by_task[t].transcript for t in "bcd"] == [None, None, None]
+    assert [p.name for p in (tmp_path / "merged" / "merged.transcripts").iterdir()] == \
+        ["a-r0.jsonl"]
+    trace = run_trace(by_task["a"], out)  # readable beside the merged file, as after a run
+    assert trace is not None and trace.steps() == ["bash echo", "(final answer)"]
+    assert trace.final == "wrote alpha"
+
+    # a shard's whole transcripts directory a symlink: not followed either
+    (tmp_path / "s1.transcripts").rename(tmp_path / "real")
+    (tmp_path / "s1.transcripts").symlink_to(tmp_path / "real")
+    res = CliRunner().invoke(main, ["merge", str(tmp_path / "again.json"), str(s1), str(s2)])
+    assert res.exit_code == 0, res.output
+    assert f"{tmp_path}/s1.transcripts is a symlink (never followed)" in res.stderr
+    assert "(0 transcripts carried)" in res.stdout
+    assert all(r.transcript is None for r in load_results(tmp_path / "again.json").runs)
+    assert not (tmp_path / "again.transcripts").exists()

@@ -82,6 +82,7 @@ from gate.traces import (
     parse_sidecar,
     pooled_sidecar,
     results_traces,
+    transcripts_dir,
 )
 
 if TYPE_CHECKING:
@@ -1143,8 +1144,13 @@ class _CI:
         self.io.summary(f"agent-gate: shard {index}/{count} of the suite ran "
                         f"({len(results.runs)} runs, {s.passed}/{s.total} passed); the verdict "
                         "comes from the job that merges the shards.\n")
+        # what the artifact holds: the results and their transcripts, side by side (the
+        # judge finds each shard's transcripts beside its results, as `gate merge` does)
+        output, folder = self.opts.run.output, transcripts_dir(self.opts.run.output)
+        files = [output, *([folder] if folder.is_dir() and not folder.is_symlink() else [])]
         self.io.set_outputs({"mode": mode, "verdict": "shard", "exit_code": 0,
                              "shard": f"{index}/{count}", "shard_artifact": artifact,
+                             "shard_files": "\n".join(str(f.resolve()) for f in files),
                              **self.outputs_for(results)})
         return 0
 
@@ -1153,7 +1159,7 @@ class _CI:
         merged into the results file; judged (pr/check) or pooled into the baseline (main)
         like a run of the whole suite. A missing or foreign shard is refused."""
         from gate.results import load_results, write_results
-        from gate.shards import merge
+        from gate.shards import carry_transcripts, merge
 
         if self.opts.rejudge is not None:
             raise BadInput("--merge and --rejudge both name the results to judge: give one")
@@ -1166,19 +1172,26 @@ class _CI:
         files = sorted(p for p in where.rglob("*.json") if p.is_file())
         if not files:
             raise BadInput(f"{where}: no shard results (*.json) in it")
+        parts = [(p, load_results(p)) for p in files]
         try:
-            merged = merge([(p, load_results(p)) for p in files])
+            merged = merge(parts)
         except BadInput as exc:
             if "missing" not in str(exc):
                 raise
             raise BadInput(f"{exc}: a shard job whose gate failed uploads nothing (see that "
                            "job's log)") from None
+        # each shard's transcripts (its artifact's `.transcripts/`), beside the merged results:
+        # the comment's evidence and the report read them there
+        merged, carried, warnings = carry_transcripts(parts, merged, self.opts.run.output)
+        for line in warnings:
+            self.io.warning(line)
         write_results(self.opts.run.output, merged)
         if merged.interrupted is not None:
             raise Unmeasurable(f"the merged {merged.interruption_note()}: an incomplete run "
                                "is neither judged nor pooled")
         self.log(f"gate ci: merged {len(files)} shards from {where}: {len(merged.runs)} runs "
-                 f"→ {self.opts.run.output}; no suite run")
+                 f"({carried} transcript{'' if carried == 1 else 's'}) → {self.opts.run.output}; "
+                 "no suite run")
         self.merged = merged
 
     # ----- comment (workflow_run) ----------------------------------------------------------
