@@ -85,6 +85,26 @@ def test_a_judged_pr_run_writes_the_html_report_and_lists_what_to_upload(
     assert "comment_pending" not in run.outputs
 
 
+def test_mains_refresh_writes_the_html_report_against_the_baseline_it_replaces(
+        project: Project) -> None:
+    from test_ci_refresh import refresh
+
+    main = project.clone("main-ci")
+    run = refresh(project, main, "--baseline-refresh", "commit")
+    assert run.code == 0, run.stderr
+    assert run.outputs["refresh"] == "committed"
+    html = Path(run.outputs["html_report_path"])
+    assert html == (main / "gate-report.html").resolve()
+    heading, tasks = parse_report(html)
+    assert heading == "agent-gate: No regression"  # the self-check against the old baseline
+    assert sorted(tasks) == ["alpha", "beta", "gamma"]
+    assert run.outputs["report_artifact"] == "agent-gate-report"
+    files = run.outputs["report_files"].splitlines()
+    assert files[0] == str(html) and run.outputs["results_path"] in files
+    contents = [f.read_bytes() for f in uploaded(run.outputs["report_files"])]
+    assert not any(TOKEN.encode() in c or API_KEY.encode() in c for c in contents)
+
+
 def test_a_report_that_cannot_be_written_leaves_the_verdict_and_the_comment(
         project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)

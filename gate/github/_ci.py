@@ -631,6 +631,11 @@ class _CI:
     def write_html(self, j: _Judgement) -> dict[str, object]:
         """The judged run's HTML report and what the action uploads with it (its outputs).
         Whatever goes wrong here is a warning: the report never changes the verdict."""
+        return self.write_html_of(j.results, j.baseline, j.comparison, j.baseline_traces)
+
+    def write_html_of(self, results: Results, baseline: Results | None,
+                      comparison: Comparison | None,
+                      baseline_traces: str | None) -> dict[str, object]:
         path = self.opts.html_report
         if path is None:
             return {}
@@ -638,12 +643,12 @@ class _CI:
             from gate.report._html import render_html
 
             results_path = self.opts.run.output
-            page = render_html(j.results, results_path=results_path, baseline=j.baseline,
-                               baseline_path=self.base_arm, comparison=j.comparison,
+            page = render_html(results, results_path=results_path, baseline=baseline,
+                               baseline_path=self.base_arm, comparison=comparison,
                                level=self.cfg.gate.ci_level, seed=self.cfg.gate.seed,
                                run_url=self.env.run_url,
-                               baseline_traces=parse_sidecar(j.baseline_traces)
-                               if j.baseline_traces is not None else None)
+                               baseline_traces=parse_sidecar(baseline_traces)
+                               if baseline_traces is not None else None)
             atomic_write_text(path, self.redact(page))
         except Exception as exc:  # any failure, a bug too: it must not cost the verdict
             self.io.warning(f"the HTML report was not written (the verdict stands): "
@@ -924,7 +929,11 @@ class _CI:
             raise Unmeasurable(f"{infra:.0%} of this refresh's runs were infra errors (limit "
                                f"{self.cfg.gate.max_infra_rate:.0%}): the baseline was not "
                                "refreshed")
-        verdict, markdown = self.self_check(start.baseline_text, results)
+        verdict, markdown, checked = self.self_check(start.baseline_text, results)
+        # the report of main's run, against the baseline it replaces (the self-check's), for
+        # the action to upload as on a PR; a report error is a warning
+        html = self.write_html_of(results, checked[0] if checked else None,
+                                  checked[1] if checked else None, start.traces_text)
         from gate.compare._judge import plain_runs
 
         entry = entry_for(plain_runs(results), verdict=verdict, run_url=self.env.run_url)
@@ -936,6 +945,7 @@ class _CI:
             "baseline_path": str(baseline_path.resolve()),
             "history_path": str(history_path.resolve()),
             "traces_path": str(traces_path(baseline_path).resolve()),
+            **html,
         }
         # an upload step (`if: !cancelled()`) finds the files even when the push fails below
         self.io.set_outputs(outputs)
@@ -1080,15 +1090,16 @@ class _CI:
         return outcome
 
     def self_check(self, baseline_text: str | None, results: Results
-                   ) -> tuple[str | None, str]:
+                   ) -> tuple[str | None, str, tuple[Results, Comparison] | None]:
         """Main against its own baseline before pooling: the A/A check behind drift guards.
-        Never blocks main; a regression is a warning, since the change has already landed."""
+        Never blocks main; a regression is a warning, since the change has already landed.
+        (verdict, its markdown, (the baseline, the comparison)); None where there was none."""
         from gate.compare import compare
         from gate.compare._judge import plain_runs
         from gate.report import render_markdown
 
         if baseline_text is None:
-            return None, ""
+            return None, "", None
         try:
             baseline = parse_results(baseline_text.encode(), "the baseline", "baseline")
             # the suite's runs only: the A/A check measures the pass-rate test's false blocks
@@ -1096,10 +1107,10 @@ class _CI:
             markdown = render_markdown(comparison, run_url=self.env.run_url)
         except GateError as exc:
             self.io.warning(f"main was not compared with its previous baseline: {exc}")
-            return None, ""
+            return None, "", None
         if comparison.verdict == "regression":
             self.io.warning(str(comparison.headline), title="agent-gate: main regressed")
-        return str(comparison.verdict), markdown
+        return str(comparison.verdict), markdown, (baseline, comparison)
 
     def try_comment_failure(self, mode: str, reason: str, what: str, exc: GateError) -> None:
         """A PR whose gate could not measure still says why on the PR, not only in a log."""
