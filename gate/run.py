@@ -461,7 +461,7 @@ def _baseline(cfg: GateConfig) -> Results | None:
     return load_results(path, "baseline") if path.exists() else None
 
 
-def _spend(run: RunResult) -> float:
+def spend(run: RunResult) -> float:
     """What a run really cost: measured cost plus its share of suite overhead."""
     return run.cost_usd + (run.overhead_usd or 0.0)
 
@@ -479,12 +479,12 @@ class Budget:
         self._lock = threading.Lock()
         per_task: dict[str, list[float]] = {}
         for r in baseline.runs if baseline is not None else []:
-            per_task.setdefault(r.task, []).append(_spend(r))
+            per_task.setdefault(r.task, []).append(spend(r))
         self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
         self.typical = (sum(self.per_task.values()) / len(self.per_task)
                         if self.per_task else None)
         self.basis = "baseline per-task mean spend" if self.per_task else None
-        self.spent = sum(_spend(r) for r in kept)
+        self.spent = sum(spend(r) for r in kept)
         self.landed_runs = len(kept)
         self.in_flight: dict[RunKey, float] = {}
         self.forecast = (self.spent + sum(self._forecast(item[0].id) for item in work)
@@ -519,7 +519,7 @@ class Budget:
     def landed(self, run: RunResult) -> None:
         with self._lock:
             self.in_flight.pop(run.key, None)
-            self.spent += _spend(run)
+            self.spent += spend(run)
             self.landed_runs += 1
 
     def record(self) -> dict[str, Any]:

@@ -77,6 +77,12 @@ if TYPE_CHECKING:
               help="The judged run's HTML report (as `gate report --html` writes it: the "
                    "verdict, every task and every run's transcript); empty: none. A report "
                    "that cannot be written is a warning, never the verdict.")
+@click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", envvar="GATE_MAX_COST",
+              help="A budget for this job's runs (the suite, and a skill PR's conditions "
+                   "after it): runs start only while spent + in flight + their forecast "
+                   "(the baseline's per-task mean spend) stays within it. A run the budget "
+                   "stopped is not judged and refreshes nothing: exit 3, saying what was "
+                   "skipped. Empty: no budget.")
 @click.option("--defer-comment", is_flag=True, default=False, envvar="GATE_DEFER_COMMENT",
               help="Leave the final PR comment in a file (the `comment_pending` output) for "
                    "`--post-comment` after the report's upload (the action does this).")
@@ -91,8 +97,8 @@ def ci(
     accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
     history: str | None, fork_without_key: str | None, comment_author: str | None,
     comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
-    merge_dir: str | None, report_path: str, html_report: str, defer_comment: bool,
-    post_comment: str | None, artifact_id: str,
+    merge_dir: str | None, report_path: str, html_report: str, max_cost: float | None,
+    defer_comment: bool, post_comment: str | None, artifact_id: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -122,6 +128,8 @@ def ci(
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
         req = run_request(run_kw)  # a config error stops here, before gate ci loads
+        if max_cost is not None:
+            req = dataclasses.replace(req, max_cost=max_cost)
         if shard and shard.strip():
             from gate.shards import parse_shard
 

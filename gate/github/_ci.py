@@ -32,6 +32,7 @@ from gate._files import (
     RESULTS_LIMIT,
     atomic_write_text,
     describe_validation_error,
+    printable,
     read_text,
 )
 from gate.config import CISettings, GateConfig
@@ -73,7 +74,7 @@ from gate.github._skills import ConditionPlan
 from gate.github._sticky import PRComment, comment_mode, creates
 from gate.report._escape import code_span, md
 from gate.results import Results, RunResult, parse_results
-from gate.run import RunRequest, run_suite
+from gate.run import RunRequest, run_suite, spend
 from gate.secrets import Redactor
 from gate.traces import (
     SIDECAR_LIMIT,
@@ -425,7 +426,10 @@ class _CI:
         else:
             results = self.run_suite()
         if self.merged is None and self.opts.rejudge is None:
+            self.check_budget(results)
             results = self.with_conditions(results, plan)
+            if (budget := budget_note(results)) is not None:
+                notes.append(budget)
         comparison = judge(baseline, results, self.cfg.gate,
                            parse_history(ys.history_text or ""))
         return self.finish(ys, pr, baseline, results, comparison, notes, edited, None)
@@ -464,11 +468,29 @@ class _CI:
             return results
         self.log(f"gate ci: skill conditions {', '.join(plan.conditions)} on "
                  f"{len(plan.tasks)} task(s) ({', '.join(plan.tasks)}): {plan.why}")
-        conditions = run_suite(_skills.condition_request(self.run_request(), plan),
-                               on_result=self.opts.on_result)
+        req = _skills.condition_request(self.run_request(), plan)
+        if req.max_cost is not None:  # one budget for the job: what the suite left of it
+            req = dataclasses.replace(req, max_cost=max(0.0, req.max_cost - spent(results)))
+        conditions = run_suite(req, on_result=self.opts.on_result)
+        self.check_budget(conditions, "the skill conditions' run")
         joined = _skills.joined(results, conditions)
+        if req.max_cost is not None and self.opts.run.max_cost is not None:
+            # the job's budget as a whole, in the results (and the comment's note)
+            joined.budget = {  # type: ignore[attr-defined]
+                **((results.model_extra or {}).get("budget") or {}),
+                "max_cost_usd": self.opts.run.max_cost,
+                "spent_usd": round(spent(joined), 6)}
         write_results(self.opts.run.output, joined)
         return joined
+
+    def check_budget(self, results: Results, what: str = "the suite's run") -> None:
+        """A run the budget stopped is a partial sample: not judged, never pooled (exit 3)."""
+        stop = results.interrupted
+        if stop is not None and stop.reason.startswith("budget"):
+            raise Unmeasurable(f"{what} was stopped by the budget with {len(stop.missing)} "
+                               f"planned run(s) not started ({printable(stop.reason)}): a "
+                               "partial run is not judged and refreshes nothing; raise "
+                               "max-cost, or run fewer replications or tasks")
 
     def assess_ab(self, ys: Yardstick, why: Markup) -> tuple[Results, Results, Markup]:
         """The two arms of a same-job A/B (gate/ab.py): the base commit's agent and this
@@ -919,7 +941,9 @@ class _CI:
         if self.merged is not None:
             results = self.merged
         else:
-            results = self.with_conditions(self.run_suite(), self.refresh_plan(start))
+            suite = self.run_suite()
+            self.check_budget(suite)
+            results = self.with_conditions(suite, self.refresh_plan(start))
         s = results.summary
         if s.total == 0:
             raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
@@ -1287,6 +1311,23 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
     finally:
         if ci._client is not None:
             ci._client.close()
+
+
+def spent(results: Results) -> float:
+    """What a run's runs were billed, suite overhead included (what a budget counts)."""
+    return sum(spend(r) for r in results.runs)
+
+
+def budget_note(results: Results) -> str | None:
+    """The comment's line on the job's budget, when it had one."""
+    budget = (results.model_extra or {}).get("budget")
+    if not isinstance(budget, dict) or budget.get("max_cost_usd") is None:
+        return None
+    forecast = budget.get("forecast_usd")
+    return render_note("budget", limit=f"{budget['max_cost_usd']:.4f}",
+                       spent=f"{spent(results):.4f}",
+                       forecast=f"{forecast:.4f}" if forecast is not None else "",
+                       basis=budget.get("forecast_basis") or "")
 
 
 def _merged_count(results: Results) -> int:
