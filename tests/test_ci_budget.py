@@ -59,6 +59,7 @@ def test_a_pr_run_within_its_budget_is_judged_and_the_comment_says_what_it_spent
     (comment,) = _marker_comments(sim_project.gh)
     line = next(ln for ln in comment["body"].splitlines() if "Budget (`max-cost`)" in ln)
     assert f"${budget:.4f}" in line and "spent" in line and "forecast before the suite" in line
+    assert f"budget ${budget:.4f}: forecast $" in run.stderr  # printed before the suite
 
 
 def test_mains_refresh_the_budget_stops_refreshes_nothing(sim_project: Project) -> None:

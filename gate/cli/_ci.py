@@ -15,6 +15,7 @@ from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
 
 if TYPE_CHECKING:
     from gate.github import CIEnvironment, CIOptions
+    from gate.results import Results
 
 
 @click.command()
@@ -143,9 +144,16 @@ def ci(
 
     env = CIEnvironment.from_environ()
     shown = progress()
+
+    from gate.cli._run import announce
+
+    def start(results: Results, todo: int) -> None:
+        announce(results, todo)  # a shard's tasks, a resume, the budget's forecast
+        shown.on_start(results, todo)
+
     opts = CIOptions(
         run=req, mode=mode, report_path=Path(report_path), on_result=shown.on_result,
-        on_start=shown.on_start,
+        on_start=start,
         default_comment_id=default_comment_id(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,

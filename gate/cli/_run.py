@@ -92,7 +92,7 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
         shown = progress()
 
         def start(results: Results, todo: int) -> None:
-            _announce(results, todo)
+            announce(results, todo)
             shown.on_start(results, todo)
 
         try:
@@ -126,7 +126,7 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
                            "partial result (`gate run --resume` with a larger budget finishes it)")
 
 
-def _announce(results: Results, todo: int) -> None:
+def announce(results: Results, todo: int) -> None:
     """Before the first run starts: what the run is, its forecast and what it resumes."""
     extra = results.model_extra or {}
     if shard := extra.get("shard"):
