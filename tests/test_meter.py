@@ -34,9 +34,10 @@ def _sse(kind: str, data: dict[str, Any]) -> bytes:
 
 
 class Upstream:
-    """A scripted Messages API. ``mode``: ok | broken | overloaded | hold."""
+    """A scripted Messages API. ``mode``: ok | broken | overloaded | hold. With ``tls``: over
+    HTTPS, with that server context's certificate."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.mode = "ok"
         self.elsewhere = ""
         self.seen: list[dict[str, Any]] = []
@@ -138,8 +139,10 @@ class Upstream:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"http{'s' if tls else ''}://127.0.0.1:{self.server.server_address[1]}"
 
 
 @pytest.fixture
@@ -461,50 +464,12 @@ def test_the_environments_proxy_is_used_for_the_upstream(upstream: Upstream,
     assert [s["path"] for s in upstream.seen] == ["http://api.example.invalid/v1/messages"]
 
 
-class _TLSUpstream:
-    """An HTTPS upstream on 127.0.0.1 with a certificate of a test CA that nobody trusts."""
-
-    def __init__(self) -> None:
-        self.ca = trustme.CA()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ca.issue_cert("127.0.0.1").configure_cert(ctx)
-        self.seen = 0
-        outer = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["content-length"]))
-                outer.seen += 1
-                ok = self.headers.get("x-api-key") == REAL_KEY
-                data = json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
-                                   "model": "claude-sonnet-5-5", "stop_reason": "end_turn",
-                                   "stop_sequence": None,
-                                   "content": [{"type": "text", "text": "hello"}],
-                                   "usage": {**START_USAGE, "output_tokens": 3}}
-                                  if ok else {"type": "error", "error": {
-                                      "type": "authentication_error", "message": "bad key"}}
-                                  ).encode()
-                self.send_response(200 if ok else 401)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
-
-
 def test_a_tls_upstream_is_verified_against_the_environments_ca(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    up = _TLSUpstream()
+    ca = trustme.CA()  # a test CA that nobody trusts
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    up = Upstream(tls=ctx)
     body = {"model": "claude-sonnet-5-5", "max_tokens": 8,
             "messages": [{"role": "user", "content": "hi"}]}
     try:
@@ -515,17 +480,17 @@ def test_a_tls_upstream_is_verified_against_the_environments_ca(
             run = p.open_run("t-r1")
             r = requests.post(f"{run.base_url}/v1/messages", json=body, timeout=10,
                               headers={"x-api-key": run.token})
-            assert r.status_code == 502 and up.seen == 0
+            assert r.status_code == 502 and up.seen == []
         # the environment's CA bundle (as requests reads it) makes it trusted
         bundle = tmp_path / "ca.pem"
-        up.ca.cert_pem.write_to_path(str(bundle))
+        ca.cert_pem.write_to_path(str(bundle))
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
         with MeterProxy(up.url, REAL_KEY, price_table()) as p:
             run = p.open_run("t-r1")
             r = requests.post(f"{run.base_url}/v1/messages", json=body, timeout=10,
                               headers={"x-api-key": run.token})
             assert r.status_code == 200 and r.json()["content"][0]["text"] == "hello"
-            assert run.totals()[0] == 1 and up.seen == 1
+            assert run.totals()[0] == 1 and len(up.seen) == 1
     finally:
         up.server.shutdown()
         up.server.server_close()
