@@ -33,7 +33,7 @@ and is forwarded at once; the family's other requests wait until the leader's re
 begun (``message_start`` of a stream; the whole answer of a JSON 2xx), then go and read it.
 So a request may wait, once per family per suite. A leader that fails (an error status, a
 connection error, a stream with no ``message_start``) hands the lead to the next request; a
-wait ends, at the latest, after the upstream timeout (the request then goes anyway) or when
+wait ends, at the latest, after ``FIRST_FLIGHT_WAIT_S`` (the request then goes anyway) or when
 the request's run is closed (answered with an error, not forwarded). Warm families, other
 families and other endpoints never wait; the turn cap is checked before any wait. The
 measurement (``warm-prefix-v1``) is unchanged: a request's standing (first of its family in its
@@ -109,6 +109,11 @@ class RefusedRequest:
     method: str
     path: str
 
+
+#: the longest a request waits for its prefix family's first response to begin: a leader that
+#: stalls (a hung connection) must not hold every run of the suite for the upstream timeout;
+#: past it the request goes anyway, and at worst pays a cache write of the prefix again
+FIRST_FLIGHT_WAIT_S = 60.0
 
 #: the id of how a run's usage is measured (recorded in every results file's ``schedule``);
 #: two results files whose ids differ do not compare cache-hit rate and cost
@@ -495,8 +500,11 @@ class MeterProxy:
         timeout: float = 600,
         observer: Callable[[str, bytes], None] | None = None,
         run_header: str | None = None,
+        first_flight_wait: float = FIRST_FLIGHT_WAIT_S,
     ) -> None:
         """``observer(run_id, body)`` sees each authenticated request body (benchmarks).
+        ``first_flight_wait``: how long a request waits at most for its family's first
+        response to begin (then it goes anyway, and may write the prefix again).
         ``run_header``: a header naming the run (``<task>-r<replication>``) on every forwarded
         request — for the simulator only, which derives the run's randomness from it."""
         self._run_header = run_header
@@ -505,6 +513,7 @@ class MeterProxy:
         self._credential_header = credential_header
         self.prices = prices
         self.timeout = timeout
+        self.first_flight_wait = first_flight_wait
         self._observer = observer
         self._runs: dict[str, RunMeter] = {}
         self._flights = _FirstFlights()
@@ -650,7 +659,7 @@ class MeterProxy:
         run.begin()
         try:
             if endpoint == MESSAGES and prefix.family is not None:
-                leads = self._flights.enter(prefix.family, run, self.timeout)
+                leads = self._flights.enter(prefix.family, run, self.first_flight_wait)
                 if leads is None:
                     with contextlib.suppress(OSError):
                         self._send_error(h, 404, "not_found_error",

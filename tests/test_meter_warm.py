@@ -381,6 +381,34 @@ def test_other_families_do_not_wait_for_a_slow_leader() -> None:
     assert [r["system"] for r in up.arrivals] == ["A", "B"]
 
 
+def test_a_stalled_leader_holds_its_family_only_so_long() -> None:
+    """The family's first request stalls upstream (a hung connection): the family's other
+    requests wait at most the meter's ``first_flight_wait``, then go anyway, and are answered
+    while the leader is still stalled."""
+    release = threading.Event()
+
+    def answer(n: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if n == 0:
+            assert release.wait(timeout=30)
+        return 200, _message()
+
+    with _Upstream(answer) as up, \
+            MeterProxy(up.url, "key", price_table(), first_flight_wait=0.2) as p:
+        leader, other = p.open_run("t0-r0"), p.open_run("t1-r0")
+        got: list[int] = []
+        t_leader = threading.Thread(target=lambda: got.append(_create(leader)), daemon=True)
+        t_leader.start()
+        up.wait_for(1)  # the leader is upstream, and stalled there
+        try:
+            assert _threads([lambda: _create(other)]) == [200]
+            assert t_leader.is_alive() and not got  # answered while the leader stalls
+        finally:
+            release.set()
+        t_leader.join(timeout=30)
+        assert got == [200]
+    assert len(up.arrivals) == 2
+
+
 def test_a_run_closed_while_its_request_waits_stops_waiting() -> None:
     """A request waiting for its family's leader belongs to a run that is closed (its agent
     was stopped): it is answered at once and never forwarded; the leader is unaffected."""
