@@ -258,3 +258,21 @@ def test_on_main_the_merged_run_refreshes_the_baseline_and_shards_alone_never_do
     assert sorted((t.task, t.replication) for t in traces) == sorted(
         (r["task"], r["replication"]) for r in merged["runs"])
     assert all(t.refresh == merged["created_at"] and t.n_turns for t in traces)
+
+
+def test_the_judge_reads_no_symlink_among_the_shards_results(tmp_path: Path) -> None:
+    """An artifact holds regular files: a results file that is a link (to a file of the
+    runner's) is refused by name, never read as a shard."""
+    from test_ci import _project
+
+    for project in _project(tmp_path, sim=False):
+        judge = project.clone("judge")
+        shards = judge / "shards" / "agent-gate-shard-1-of-1"
+        shards.mkdir(parents=True)
+        secret = tmp_path / "runner-file.json"
+        secret.write_text('{"not": "results"}')
+        (shards / "results.json").symlink_to(secret)
+        run = project.gate_ci(judge, "--merge", "shards")
+        assert run.code == 2, run.stderr
+        assert "shards/agent-gate-shard-1-of-1/results.json: a symlink, not a shard's " \
+            "results: not read" in run.stderr

@@ -1205,6 +1205,9 @@ class _CI:
                            "artifacts into it first: actions/download-artifact with "
                            "`pattern: agent-gate-shard-*`)")
         files = sorted(p for p in where.rglob("*.json") if p.is_file())
+        if linked := [p for p in files if p.is_symlink()]:
+            # an artifact holds regular files: a link here points at something else's file
+            raise BadInput(f"{linked[0]}: a symlink, not a shard's results: not read")
         if not files:
             raise BadInput(f"{where}: no shard results (*.json) in it")
         parts = [(p, load_results(p)) for p in files]
