@@ -61,9 +61,16 @@ def _imported(argv: list[str], cwd: Path, **env: str) -> tuple[subprocess.Comple
 
 def test_the_credential_reexec_comes_before_any_command_module(tmp_path: Path) -> None:
     argv = ["run", "--config", "missing.toml"]
-    # without a credential there is no re-exec: the probe sees the command load
+    # without a credential there is no re-exec: the probe sees the command load; a config
+    # file that is not there is said before the configuration's models (pydantic) load
     p, mods = _imported(argv, tmp_path)
-    assert p.returncode == 2 and {"gate.cli._options", "gate.config", "pydantic"} <= mods
+    assert p.returncode == 2 and "missing.toml: config file not found" in p.stderr
+    assert "gate.cli._options" in mods and not mods & {"gate.config", "pydantic"}
+    # one that is there but wrong needs them to say what is wrong
+    (tmp_path / "bad.toml").write_text('[suite]\nreplications = "many"\n')
+    p, mods = _imported(["run", "--config", "bad.toml"], tmp_path)
+    assert p.returncode == 2 and "bad.toml" in p.stderr and "replications" in p.stderr
+    assert {"gate.config", "pydantic"} <= mods
     # with one, the process re-executes itself before it imported the command or anything heavy
     p, mods = _imported(argv, tmp_path, ANTHROPIC_API_KEY="sk-ant-fast-start-secret-123")
     assert p.returncode == 2 and "missing.toml: config file not found" in p.stderr

@@ -165,7 +165,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
         else:
-            settings = load_config(config_path).gate
+            settings = load_config(_checked(config_path)).gate
             from gate.results import load_results
 
             results = load_results(paths[1])
@@ -202,7 +202,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
     if base_ref or len(paths) != 1:
         raise click.UsageError("--conditions A,B takes one argument, RESULTS (one run of "
                                "several conditions), and no --base-ref")
-    settings = load_config(config_path).gate
+    settings = load_config(_checked(config_path)).gate
     from gate.compare._effects import effects
     from gate.results import load_results
 
@@ -225,7 +225,7 @@ def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
     from gate.github._git import toplevel
     from gate.yardstick import open_yardstick
 
-    cfg = load_config(config_path)
+    cfg = load_config(_checked(config_path))
     with open_yardstick(cfg, root=toplevel(cfg.root), ref=ref) as ys:
         yield ys
 
@@ -256,9 +256,16 @@ def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str 
     runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
     keeps only its new runs. Each run keeps its commit and date. Written atomically.
     """
-    cfg = load_config(config_path)
+    cfg = load_config(_checked(config_path))
     from gate.baseline import promote_file
 
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
     message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
     click.echo(f"{target}: {message}")
+
+
+def _checked(config_path: str | None) -> str | None:
+    from gate.cli._options import refuse_missing_config
+
+    refuse_missing_config(config_path)
+    return config_path

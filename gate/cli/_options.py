@@ -6,6 +6,7 @@ its config, or shows its help, never pays for them (tests/test_cli_fast_start.py
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -78,11 +79,21 @@ def run_options(f: F) -> F:
     return f
 
 
+def refuse_missing_config(path: str | None) -> None:
+    """A named config file that is not there: the commonest config error, said before the
+    configuration's models (pydantic) load, in the words ``load_config`` would use."""
+    if path is not None and not os.path.lexists(path):
+        from gate.errors import BadInput
+
+        raise BadInput(f"{path}: config file not found")
+
+
 def run_request(kw: dict[str, Any]) -> RunRequest:
     """Build the run from the run options, popping them out of ``kw``."""
+    o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
+    refuse_missing_config(o["config_path"])
     from gate.config import load_config
 
-    o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
     config = load_config(o["config_path"])  # a config error stops here, before the runner loads
     from gate.run import RunRequest
 
