@@ -26,7 +26,8 @@ docs/performance.md). Sections (``--only`` picks some):
   process, through the CLI; target ≤ 200 MB); ``gate compare`` on a
   1,000-task × 20-run baseline (target ≤ 5 s wall; its CPU time is printed too).
 - ``startup``: CPU time (user + system, of the child processes: ``RUSAGE_CHILDREN``) of
-  ``gate --help`` and of a config error of ``gate run`` / ``gate compare`` / ``gate ci``, with
+  ``gate --help``, of a config error (a missing file) of ``gate run`` / ``gate compare`` /
+  ``gate ci`` and of an invalid config of ``gate run`` (a wrong value: the models load), with
   and without a credential in the environment (which makes the gate re-execute itself);
   the best of 5 (target < 0.3 s each).
 
@@ -430,8 +431,10 @@ def startup(tmp: Path) -> None:
     print("startup (CPU time, best of 5)", flush=True)
     plain = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     secret = {**plain, "ANTHROPIC_API_KEY": "sk-ant-bench-not-a-real-key-0000"}
+    (tmp / "bad.toml").write_text('[suite]\nreplications = "many"\n')
     cases = [("gate --help", ["--help"]),
              ("gate run, config error", ["run", "--config", "missing.toml"]),
+             ("gate run, invalid config", ["run", "--config", "bad.toml"]),
              ("gate compare, config error",
               ["compare", "--config", "missing.toml", "a.json", "b.json"]),
              ("gate ci, config error", ["ci", "--config", "missing.toml"])]

@@ -15,7 +15,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 HEAVY = ("scipy", "numpy", "anthropic", "docker", "jinja2", "rich", "requests", "gate.run",
-         "gate.compare", "gate.results", "gate.agents", "gate.github._ci")
+         "gate.compare", "gate.results", "gate.agents", "gate.github._ci",
+         "pydantic", "gate.config")  # a missing config file is said before the models load
 
 PROBE = """\
 import sys
