@@ -707,7 +707,9 @@ class MeterProxy:
         try:
             self._relay(h, up, run, model, is_messages, prefix, lead)
         finally:
-            up.release_conn()  # back to the pool when read to its end; otherwise closed
+            if not up.closed:  # not read to its end (the agent went away, a broken stream):
+                up.close()  # the upstream may still be sending; never reuse that connection
+            up.release_conn()
 
     def _relay(self, h: BaseHTTPRequestHandler, up: urllib3.BaseHTTPResponse, run: RunMeter,
                model: str, is_messages: bool, prefix: Prefix | None = None,
