@@ -474,7 +474,7 @@ class _CI:
         conditions = run_suite(req, on_result=self.opts.on_result)
         self.check_budget(conditions, "the skill conditions' run")
         joined = _skills.joined(results, conditions)
-        if req.max_cost is not None and self.opts.run.max_cost is not None:
+        if self.opts.run.max_cost is not None:
             # the job's budget as a whole, in the results (and the comment's note)
             joined.budget = {  # type: ignore[attr-defined]
                 **((results.model_extra or {}).get("budget") or {}),
