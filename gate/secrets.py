@@ -77,14 +77,17 @@ def reexec_without_secrets(argv: list[str]) -> None:
 
     Scrubbing a child's environment is not enough: any process the gate starts can read its
     parent's *initial* environment from ``/proc/$PPID/environ``, and unsetting a variable does
-    not erase that block. So, on Linux, the gate re-executes itself once with the credentials
-    removed from its environment and hands them over through an inherited pipe; they then live
-    only in this process's memory (``os.environ`` additions are not part of that block), and
-    the process is marked non-dumpable so other users' processes cannot read its memory.
+    not erase that block. On Linux the gate overwrites the credentials' values in that block
+    in place (``/proc/self/mem``), reads the block back to check, and drops them from the C
+    environment; they then live only in this process's memory (``os.environ``), and the
+    process is marked non-dumpable so other users' processes cannot read its memory. One
+    interpreter start, not two.
 
-    The same holds on macOS (``ps -E`` reads a process's initial environment); only the
-    non-dumpable mark is Linux's. Whoever starts the gate must not keep the secrets either:
-    the action's step ``exec``s it, so no shell above it holds them.
+    Where that is not possible (no ``/proc``, a kernel that refuses the write, macOS, whose
+    ``ps -E`` reads a process's initial environment too), the gate re-executes itself once
+    with the credentials removed from its environment and hands them over through an
+    inherited pipe. Whoever starts the gate must not keep the secrets either: the action's
+    step ``exec``s it, so no shell above it holds them.
     """
     global _handled
     if os.name != "posix" or _handled:  # `python -m gate` calls it before the CLI loads
@@ -97,6 +100,10 @@ def reexec_without_secrets(argv: list[str]) -> None:
         _not_dumpable()
         return
     secrets = {k: v for k, v in os.environ.items() if is_secret_name(k)}
+    if secrets and _scrub_in_place(set(secrets)):
+        for name in secrets:  # os.environ keeps them; children inheriting C's environ do not
+            os.unsetenv(name)
+        secrets = {}
     payload = json.dumps(secrets).encode()
     if not secrets or len(payload) > _PIPE_LIMIT:
         _not_dumpable()
@@ -113,6 +120,43 @@ def reexec_without_secrets(argv: list[str]) -> None:
     # the working directory is the checkout under test (or a downloaded artifact): a `gate/`
     # folder there would run instead of the gate, holding the secrets.
     os.execve(sys.executable, [sys.executable, "-P", "-m", "gate", *argv], env)
+
+
+def _scrub_in_place(names: set[str]) -> bool:
+    """Overwrite the values of ``names`` with NULs in this process's initial environment block
+    (the memory ``/proc/<pid>/environ`` shows: ``env_start..env_end`` of ``/proc/self/stat``),
+    then read the block back: True only when none of them has a value there any more."""
+    if not sys.platform.startswith("linux"):
+        return False
+    wanted = {os.fsencode(n) for n in names}
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(b")") + 2:].split()  # fields[0] is field 3 of proc(5)
+        start, end = int(fields[47]), int(fields[48])  # env_start (50), env_end (51)
+        if not 0 < start < end or end - start > 16 << 20:
+            return False
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            block = bytearray(mem.read(end - start))
+            if len(block) != end - start:
+                return False
+            pos = 0
+            for entry in bytes(block).split(b"\0"):
+                name, eq, value = entry.partition(b"=")
+                if eq and name in wanted:
+                    at = pos + len(name) + 1
+                    block[at:at + len(value)] = bytes(len(value))
+                pos += len(entry) + 1
+            mem.seek(start)
+            if mem.write(block) != len(block):
+                return False
+        with open("/proc/self/environ", "rb") as fh:
+            after = fh.read()
+    except (OSError, ValueError, IndexError):
+        return False
+    return not any(entry.partition(b"=")[0] in wanted and entry.partition(b"=")[2]
+                   for entry in after.split(b"\0"))
 
 
 def _not_dumpable() -> None:
