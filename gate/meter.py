@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http
 import json
 import os
 import re
@@ -486,6 +487,113 @@ class _Lead:
             self._flights.done(self._family, False)
 
 
+_REASONS = {int(s): s.phrase for s in http.HTTPStatus}
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header name (RFC 9110 token)
+_MAX_HEADERS = 100  # as http.client
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """The meter's side of an agent's connection: HTTP/1.1 keep-alive, the request head read
+    by a lean parser (the standard library's goes through the ``email`` package, a large part
+    of the meter's time per request), and each response head written in one piece with its
+    body when the body is known.
+
+    Stricter than ``http.server`` where leniency would let a request mean two things: folded
+    header lines, a header name with spaces, a body with ``Transfer-Encoding`` (the meter
+    reads exactly ``Content-Length`` bytes) or two different ``Content-Length`` values are
+    refused and the connection closed."""
+
+    protocol_version = "HTTP/1.1"
+    # a stream's head and its events are separate writes: without this, Nagle + delayed ACK
+    # add ~40 ms to every request (bench/bench_scale.py measures it)
+    disable_nagle_algorithm = True
+    raw_requestline: bytes
+    header_list: list[tuple[str, str]]
+    content_length: int
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # request lines would carry run ids; keep logs quiet
+
+    def header(self, name: str) -> str:
+        """The first value of header ``name`` (lower case), or ''."""
+        for k, v in self.header_list:
+            if k.lower() == name:
+                return v
+        return ""
+
+    def parse_request(self) -> bool:
+        self.command = ""
+        self.close_connection = True
+        self.header_list = []
+        self.content_length = 0
+        line = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+        self.requestline = line
+        words = line.split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/1."):
+            self.request_version = "HTTP/1.0"
+            self._refuse(400, "bad request line")
+            return False
+        self.command, self.path, self.request_version = words
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):
+            self._refuse(505, "HTTP/1.0 or HTTP/1.1 only")
+            return False
+        lengths: set[str] = set()
+        conn = expect = ""
+        while True:
+            raw = self.rfile.readline(65537)
+            if len(raw) > 65536 or len(self.header_list) > _MAX_HEADERS:
+                self._refuse(431, "request header fields too large")
+                return False
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            name, colon, value = raw.decode("iso-8859-1").partition(":")
+            if not colon or not _TOKEN.fullmatch(name):  # no folding, no space before ':'
+                self._refuse(400, "bad header line")
+                return False
+            value = value.strip(" \t\r\n")
+            self.header_list.append((name, value))
+            low = name.lower()
+            if low == "content-length":
+                lengths.add(value)
+            elif low == "transfer-encoding":
+                self._refuse(411, "a request body needs a content-length (the gate's meter)")
+                return False
+            elif low == "connection":
+                conn = value.lower()
+            elif low == "expect":
+                expect = value.lower()
+        if len(lengths) > 1 or (lengths and not next(iter(lengths)).isdigit()):
+            self._refuse(400, "bad content-length")
+            return False
+        self.content_length = int(next(iter(lengths))) if lengths else 0
+        self.close_connection = conn == "close" or (
+            self.request_version == "HTTP/1.0" and conn != "keep-alive")
+        if expect == "100-continue" and self.request_version == "HTTP/1.1":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
+
+    def _refuse(self, status: int, msg: str) -> None:
+        self.close_connection = True
+        body = json.dumps({"type": "error", "error": {
+            "type": "invalid_request_error", "message": msg}, "request_id": None}).encode()
+        with contextlib.suppress(OSError):
+            self.respond(status, [("content-type", "application/json")], body)
+
+    def respond(self, status: int, headers: list[tuple[str, str]],
+                body: bytes | None = None) -> None:
+        """Write the status line and ``headers`` (plus ``content-length`` when ``body`` is
+        given, and ``connection: close`` when the connection ends after this) in one write,
+        with ``body``."""
+        head = [f"{self.protocol_version} {status} {_REASONS.get(status, '')}\r\n"]
+        head += [f"{k}: {v}\r\n" for k, v in headers]
+        if body is not None:
+            head.append(f"content-length: {len(body)}\r\n")
+        if self.close_connection:
+            head.append("connection: close\r\n")
+        head.append("\r\n")
+        self.wfile.write("".join(head).encode("latin-1") + (body or b""))
+
+
 class MeterProxy:
     """A real HTTP server on loopback in front of the upstream API."""
 
@@ -520,6 +628,12 @@ class MeterProxy:
         self.unpriced: set[str] = set()
         self._lock = threading.Lock()
         self._pool = upstream_pool(self.upstream)
+        self._timeout = urllib3.Timeout(connect=10, read=timeout)
+        # straight to the upstream's connection pool when no proxy is in between (the pool
+        # manager's per-request URL parsing and pool lookup are a tenth of the meter's time)
+        self._direct = (None if isinstance(self._pool, urllib3.ProxyManager)
+                        else self._pool.connection_from_url(self.upstream))
+        self._base_path = urllib3.util.parse_url(self.upstream).path or ""
         self._server = ThreadingHTTPServer((host, 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -570,63 +684,37 @@ class MeterProxy:
             return self._runs.get(run_id)
 
     # -- request handling -----------------------------------------------------------------
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+    def _handler_class(self) -> type[_Handler]:
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body are separate writes: without this, Nagle + delayed ACK add
-            # ~40 ms to every request (bench/bench_scale.py measures it)
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # request lines would carry run ids; keep logs quiet
-
+        class Handler(_Handler):
             def do_POST(self) -> None:
                 proxy._handle(self)
 
-            def do_GET(self) -> None:
-                proxy._handle(self)
-
-            def do_PUT(self) -> None:
-                proxy._handle(self)
-
-            def do_PATCH(self) -> None:
-                proxy._handle(self)
-
-            def do_DELETE(self) -> None:
-                proxy._handle(self)
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
 
         return Handler
 
-    def _send_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
+    def _send_error(self, h: _Handler, status: int, kind: str, msg: str) -> None:
         body = json.dumps({"type": "error", "error": {"type": kind, "message": msg},
                            "request_id": None}).encode()
-        h.send_response(status)
-        h.send_header("content-type", "application/json")
-        h.send_header("content-length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
+        h.respond(status, [("content-type", "application/json")], body)
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+    def _handle(self, h: _Handler) -> None:
         path, _, query = h.path.partition("?")
         parts = path.split("/", 3)  # "", "r", run_id, rest
         run = self._lookup(parts[2]) if len(parts) == 4 and parts[1] == "r" else None
         if run is None:
             self._send_error(h, 404, "not_found_error", "unknown run (the gate's meter)")
             return
-        given = h.headers.get("x-api-key") or ""
-        auth = h.headers.get("authorization") or ""
+        given = h.header("x-api-key")
+        auth = h.header("authorization")
         if auth.lower().startswith("bearer "):
             given = given or auth[7:].strip()
         if not secrets.compare_digest(given.encode(), run.token.encode()):
             self._send_error(h, 401, "authentication_error", "invalid run token")
             return
-        try:
-            length = int(h.headers.get("content-length") or 0)
-        except ValueError:
-            self._send_error(h, 400, "invalid_request_error", "bad content-length")
-            return
+        length = h.content_length
         if length > MAX_REQUEST_BYTES:  # the API's own limit is lower; never read it in
             h.close_connection = True
             self._send_error(h, 413, "request_too_large",
@@ -675,14 +763,14 @@ class MeterProxy:
             if endpoint == MESSAGES:
                 run.message_done()
 
-    def _forward(self, h: BaseHTTPRequestHandler, run: RunMeter, endpoint: str, query: str,
+    def _forward(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
                  body: bytes, payload: Any, prefix: Prefix, lead: _Lead | None) -> None:
         model, stream = "unknown", False
         with contextlib.suppress(AttributeError):
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
-        url = f"{self.upstream}/{endpoint}" + (f"?{query}" if query else "")
-        headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP_BY_HOP}
+        target = f"/{endpoint}" + (f"?{query}" if query else "")
+        headers = {k: v for k, v in h.header_list if k.lower() not in _HOP_BY_HOP}
         headers[self._credential_header] = (
             f"Bearer {self._credential}" if self._credential_header == "authorization"
             else self._credential)
@@ -693,10 +781,10 @@ class MeterProxy:
         try:
             # sent as is: no retry, and a redirect is passed back, never followed with the
             # credential; the body is read as it arrives, never decoded
-            up = self._pool.urlopen(h.command, url, body=body, headers=headers,
-                                    preload_content=False, decode_content=False,
-                                    redirect=False, retries=False,
-                                    timeout=urllib3.Timeout(connect=10, read=self.timeout))
+            up = (self._direct or self._pool).urlopen(
+                h.command, (self.upstream if self._direct is None else self._base_path) + target,
+                body=body, headers=headers, preload_content=False, decode_content=False,
+                redirect=False, retries=False, timeout=self._timeout)
         except urllib3.exceptions.HTTPError as exc:
             if is_messages:
                 run.add(MeteredRequest(model, 0, stream, Usage(), 0.0,
@@ -711,21 +799,17 @@ class MeterProxy:
                 up.close()  # the upstream may still be sending; never reuse that connection
             up.release_conn()
 
-    def _relay(self, h: BaseHTTPRequestHandler, up: urllib3.BaseHTTPResponse, run: RunMeter,
+    def _relay(self, h: _Handler, up: urllib3.BaseHTTPResponse, run: RunMeter,
                model: str, is_messages: bool, prefix: Prefix | None = None,
                lead: _Lead | None = None) -> None:
         """Pass the response back; a leading request's family is warm once its message has
         started (``message_start`` of a stream; the whole body of a JSON 2xx answer)."""
         ctype = up.headers.get("content-type", "")
         is_sse = "text/event-stream" in ctype
-        h.send_response(up.status)
-        for k, v in up.headers.items():
-            if k.lower() not in _RESPONSE_DROP:
-                h.send_header(k, v)
+        head = [(k, v) for k, v in up.headers.items() if k.lower() not in _RESPONSE_DROP]
         request_id = up.headers.get("request-id")
         if is_sse:
-            h.send_header("transfer-encoding", "chunked")
-            h.end_headers()
+            h.respond(up.status, [*head, ("transfer-encoding", "chunked")])
             tracker = _SSEUsage()
             broken: str | None = None
             try:
@@ -762,7 +846,7 @@ class MeterProxy:
                 run.add(MeteredRequest(model, up.status, False, Usage(), 0.0,
                                        error=f"response broken: {type(exc).__name__}",
                                        request_id=request_id, prefix=prefix))
-            h.close_connection = True  # headers are out; a cut connection tells the client
+            h.close_connection = True  # nothing was sent: a cut connection tells the client
             return
         if lead is not None and 200 <= up.status < 300:
             lead.began()
@@ -770,10 +854,8 @@ class MeterProxy:
             metered = self._metered_json(model, up.status, data, request_id)
             metered.prefix = prefix
             run.add(metered, self._cost)
-        h.send_header("content-length", str(len(data)))
-        h.end_headers()
         with contextlib.suppress(OSError):
-            h.wfile.write(data)
+            h.respond(up.status, head, data)
 
     def _metered_json(self, model: str, status: int, data: bytes,
                       request_id: str | None) -> MeteredRequest:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -494,3 +495,91 @@ def test_a_tls_upstream_is_verified_against_the_environments_ca(
     finally:
         up.server.shutdown()
         up.server.server_close()
+
+
+# ----- the request head: read by the meter's own parser ---------------------------------------
+
+def _head(run: Any, *lines: str, body: bytes = _MESSAGE) -> bytes:
+    """A request for ``/v1/messages`` of ``run`` with the token, and ``lines`` as further
+    header lines (``content-length`` of ``body`` unless ``lines`` say otherwise)."""
+    path = "/" + run.base_url.split("/", 3)[3] + "/v1/messages"
+    fields = [f"POST {path} HTTP/1.1", "host: 127.0.0.1", f"x-api-key: {run.token}",
+              "content-type: application/json", *lines]
+    if not any(x.lower().startswith(("content-length", "transfer-encoding")) for x in lines):
+        fields.append(f"content-length: {len(body)}")
+    return ("\r\n".join(fields) + "\r\n\r\n").encode("latin-1")
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def _connect(proxy: MeterProxy) -> socket.socket:
+    host, port = proxy.url.split("//")[1].split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+@pytest.mark.parametrize("lines,body,status", [
+    # a body framed two ways, or not by a length: the meter reads exactly content-length bytes
+    (["transfer-encoding: chunked"], b"5\r\nhello\r\n0\r\n\r\n", 411),
+    (["content-length: 2", "content-length: 3"], b"{}", 400),
+    (["content-length: +2"], b"{}", 400),
+    # header lines a lenient parser would read differently
+    (["x-note: a", " folded: continuation"], _MESSAGE, 400),
+    (["x-api-key : other"], _MESSAGE, 400),
+    ([f"x-h{i}: v" for i in range(101)], _MESSAGE, 431),
+])
+def test_a_request_head_that_could_be_read_two_ways_is_refused_and_the_connection_closed(
+        proxy: MeterProxy, upstream: Upstream, lines: list[str], body: bytes,
+        status: int) -> None:
+    run = proxy.open_run("t-head")
+    with _connect(proxy) as sock:
+        # a second, valid request behind it on the same connection is never answered
+        sock.sendall(_head(run, *lines) + body + _head(run) + _MESSAGE)
+        data = _until_closed(sock)
+    assert data.startswith(f"HTTP/1.1 {status} ".encode()), data[:200]
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert b"\r\nconnection: close" in head
+    assert json.loads(rest)["type"] == "error" and b"HTTP/1.1" not in rest
+    assert upstream.seen == [] and run.requests == []
+
+
+@pytest.mark.parametrize("line", ["GET", "POST /r/x", "POST /r/x HTTP/2.0", "POST /r/x  HTTP/1.1",
+                                  "POST /r/x HTTP/1.1 extra"])
+def test_a_bad_request_line_is_refused(proxy: MeterProxy, upstream: Upstream, line: str) -> None:
+    with _connect(proxy) as sock:
+        sock.sendall(line.encode() + b"\r\ncontent-length: 0\r\n\r\n")
+        data = _until_closed(sock)
+    assert data.split(b" ", 2)[1] in (b"400", b"505"), data[:200]
+    assert upstream.seen == []
+
+
+def test_keep_alive_expect_100_continue_and_http_1_0(proxy: MeterProxy,
+                                                     upstream: Upstream) -> None:
+    """Two requests on one connection (the second asks for 100-continue first, as curl does
+    for a larger body); then an HTTP/1.0 request, answered and closed."""
+    run = proxy.open_run("t-keep")
+    with _connect(proxy) as sock:
+        reader = sock.makefile("rb")
+        sock.sendall(_head(run) + _MESSAGE)
+        status = reader.readline()
+        fields = dict(line.decode().rstrip("\r\n").lower().split(": ", 1)
+                      for line in iter(reader.readline, b"\r\n"))
+        assert status == b"HTTP/1.1 200 OK\r\n" and "connection" not in fields
+        body = json.loads(reader.read(int(fields["content-length"])))
+        assert body["usage"]["output_tokens"] == 42
+        sock.sendall(_head(run, "expect: 100-continue", "connection: close"))
+        assert reader.readline() == b"HTTP/1.1 100 Continue\r\n"
+        assert reader.readline() == b"\r\n"
+        sock.sendall(_MESSAGE)  # the body only once the meter asked for it
+        rest = reader.read()
+    assert rest.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close" in rest.lower()
+    with _connect(proxy) as sock:
+        sock.sendall(_head(run).replace(b"HTTP/1.1\r\n", b"HTTP/1.0\r\n", 1) + _MESSAGE)
+        old = _until_closed(sock)  # closed after the one answer
+    assert old.startswith(b"HTTP/1.1 200 OK\r\n") and old.count(b"HTTP/1.1 ") == 1
+    assert len(run.requests) == 3 and len(upstream.seen) == 3
+    assert all(s["headers"]["x-api-key"] == REAL_KEY for s in upstream.seen)
