@@ -28,7 +28,8 @@ docs/performance.md). Sections (``--only`` picks some):
 - ``startup``: CPU time (user + system, of the child processes: ``RUSAGE_CHILDREN``) of
   ``gate --help``, of a config error (a missing file) of ``gate run`` / ``gate compare`` /
   ``gate ci`` and of an invalid config of ``gate run`` (a wrong value: the models load), with
-  and without a credential in the environment (which makes the gate re-execute itself);
+  and without a credential in the environment (which the gate erases from its environment
+  block first);
   the best of 5 (target < 0.3 s each).
 
     python bench/bench_scale.py [--only overhead,parallel,meter,cache,growth,startup]
@@ -416,7 +417,7 @@ def growth(tmp: Path) -> None:
 
 
 def _cpu(argv: list[str], cwd: Path, env: dict[str, str], repeat: int = 5) -> float:
-    """Best-of CPU seconds (user + system) of ``python -m gate ARGV``, re-exec included."""
+    """Best-of CPU seconds (user + system) of ``python -m gate ARGV`` (a re-exec included)."""
     best = float("inf")
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -439,7 +440,7 @@ def startup(tmp: Path) -> None:
               ["compare", "--config", "missing.toml", "a.json", "b.json"]),
              ("gate ci, config error", ["ci", "--config", "missing.toml"])]
     for what, argv in cases:
-        for label, env in (("", plain), (" (key set: re-exec)", secret)):
+        for label, env in (("", plain), (" (key set)", secret)):
             t = _cpu(argv, tmp, env)
             row(f"{what}{label}", f"{t:.2f} s CPU", "< 0.3 s", t < 0.3)
 

@@ -1,11 +1,12 @@
-"""``python -m gate``: the credential re-exec (gate.secrets) comes first, before the CLI and its
-commands load, so a process holding a credential re-executes having imported next to nothing."""
+"""``python -m gate``: the credentials leave the process's visible environment (gate.secrets)
+first, before the CLI and its commands load; where that takes a re-exec, the process
+re-executes having imported next to nothing."""
 
 import sys
 
-from gate.secrets import reexec_without_secrets
+from gate.secrets import hide_secrets_from_environ
 
-reexec_without_secrets(sys.argv[1:])
+hide_secrets_from_environ(sys.argv[1:])
 
 from gate.cli import entry  # noqa: E402
 

@@ -68,11 +68,11 @@ class Redactor:
 
 
 _FD_VAR = "_GATE_SECRETS_FD"
-_handled = False  # this process already went through reexec_without_secrets
+_handled = False  # this process already went through hide_secrets_from_environ
 _PIPE_LIMIT = 60_000  # a pipe holds 64 KiB without a reader
 
 
-def reexec_without_secrets(argv: list[str]) -> None:
+def hide_secrets_from_environ(argv: list[str]) -> None:
     """Keep credentials out of ``/proc/<gate>/environ``.
 
     Scrubbing a child's environment is not enough: any process the gate starts can read its
@@ -160,7 +160,7 @@ def _scrub_in_place(names: set[str]) -> bool:
 
 
 def _not_dumpable() -> None:
-    import ctypes  # here: the first process of a re-exec never needs it
+    import ctypes  # here: a process that re-executes itself never needs it
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4

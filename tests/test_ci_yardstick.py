@@ -237,7 +237,7 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
     assert run.code == 1, run.stderr
     assert "sound with its oracle" in _marker_comments(project.gh)[0]["body"]
     events = [json.loads(line) for line in log.read_text().splitlines()]
-    gate_pid = events[-1][0]  # the gate re-executes itself once: the same pid, a new image
+    gate_pid = events[-1][0]  # the gate's own pid (its events come last)
     mine = [e[1:] for e in events if e[0] == gate_pid]
     # the suite ends with its last write of results.json
     end = max(i for i, e in enumerate(mine) if e[0] == "open" and "/.results.json." in e[1])

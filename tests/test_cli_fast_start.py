@@ -1,6 +1,7 @@
 """A fast start: a config error of `gate run`, `gate compare` or `gate ci` loads nothing heavy
-(no statistics, SDK, docker, jinja2, rich, runner), and the credential re-exec happens before
-any command module is imported. Checked by what the process imported, not by a stopwatch
+(no statistics, SDK, docker, jinja2, rich, runner), and the credentials leave the process's
+visible environment before any command module is imported (in place; the re-exec fallback keeps
+the key). Checked by what the process imported, not by a stopwatch
 (bench/bench_scale.py's `startup` section measures the CPU time)."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ print("HEAVY", sorted(m for m in {heavy!r} if m in sys.modules))
 
 
 def _env() -> dict[str, str]:
-    """No credential-looking variable at all (any of them makes the gate re-execute)."""
+    """No credential-looking variable at all."""
     return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
 
 
@@ -52,7 +53,7 @@ def test_a_config_error_imports_nothing_heavy(argv: list[str], tmp_path: Path) -
 def _imported(argv: list[str], cwd: Path, **env: str) -> tuple[subprocess.CompletedProcess[str],
                                                               set[str]]:
     """Run ``python -X importtime -m gate ARGV``: the modules the *first* process imported
-    (the re-executed one runs without -X importtime, so only the first process reports)."""
+    (no credential is set, so there is no re-exec to lose the flag across)."""
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "gate", *argv], cwd=cwd,
                        capture_output=True, text=True, timeout=60, env={**_env(), **env})
     mods = {line.split("|")[-1].strip() for line in p.stderr.splitlines()

@@ -81,7 +81,7 @@ def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None 
 
 def ours(all_: bool = True) -> list[str]:
     """Ids of the containers a gate of these tests made (the gate's label, owned by one of
-    their pids; the gate re-executes itself in place, so the pid is the one we started)."""
+    their pids; a gate keeps the pid we started, a re-exec too)."""
     out = subprocess.run(["docker", "ps", *(["-a"] if all_ else []), "--filter",
                           "label=agent-gate", "--format",
                           '{{.ID}} {{.Label "agent-gate.owner"}}'],
