@@ -7,6 +7,7 @@ import http.client
 import json
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -43,6 +44,7 @@ class Upstream:
         self.elsewhere = ""
         self.seen: list[dict[str, Any]] = []
         self.release = threading.Event()
+        self.ended = threading.Event()  # a connection of ours was closed by the other side
         up = self
 
         class H(BaseHTTPRequestHandler):
@@ -50,6 +52,14 @@ class Upstream:
 
             def log_message(self, *a: Any) -> None:
                 pass
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:
+                    pass  # the other side went away (or reset) mid-answer
+                finally:
+                    up.ended.set()
 
             def do_GET(self) -> None:
                 up.seen.append({"path": self.path, "headers": dict(self.headers), "body": None})
@@ -99,10 +109,19 @@ class Upstream:
                                                                  "output_tokens": 42}}
                     self._json(200, done)
                     return
+                chunked = up.mode == "hold-chunked"  # a stream on a keep-alive connection
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("request-id", "req_up_1")
-                self.end_headers()  # close-delimited body
+                if chunked:
+                    self.send_header("transfer-encoding", "chunked")
+                self.end_headers()  # close-delimited body, unless chunked
+                if chunked:
+                    self._chunks(_sse("message_start", {"message": msg}))
+                    up.release.wait(10)
+                    self._chunks(*(_sse("ping", {}) for _ in range(50)),
+                                 _sse("message_stop", {}), b"")
+                    return  # the connection stays open for its next request
                 self.wfile.write(_sse("message_start", {"message": msg}))
                 self.wfile.flush()
                 if up.mode == "broken":
@@ -125,6 +144,11 @@ class Upstream:
                     self.wfile.write(ev)
                     self.wfile.flush()
                 self.close_connection = True
+
+            def _chunks(self, *data: bytes) -> None:
+                for d in data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(d), d))
+                self.wfile.flush()
 
             def _json(self, status: int, obj: dict[str, Any],
                       extra: dict[str, str] | None = None) -> None:
@@ -285,6 +309,27 @@ def test_truncated_json_reply_is_recorded_not_a_traceback(proxy: MeterProxy,
     run.close()
     assert "response broken" in (run.api_failure() or "")
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_stream_the_agent_left_mid_way_closes_its_upstream_connection(
+        proxy: MeterProxy, upstream: Upstream) -> None:
+    """The rest of an abandoned stream must never be read as the answer to a later request: the
+    upstream connection it came on is closed, not returned to the pool."""
+    upstream.mode = "hold-chunked"
+    run = proxy.open_run("t-gone")
+    body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 5, "stream": True,
+                       "messages": [{"role": "user", "content": "x"}]}).encode()
+    with _connect(proxy) as sock:
+        sock.sendall(_head(run, body=body) + body)
+        seen = b""
+        while b"message_start" not in seen:
+            seen += sock.recv(65536)
+        # gone, with a reset: the meter's next write to it fails at once
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    upstream.release.set()  # the rest of the stream is sent on a connection kept alive
+    assert upstream.ended.wait(5), "the abandoned stream's upstream connection was kept"
+    (req,) = run.requests
+    assert req.billed and req.error == "client went away mid-stream"
 
 
 def test_close_waits_for_a_request_in_flight(proxy: MeterProxy, upstream: Upstream) -> None:
