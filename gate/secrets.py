@@ -96,13 +96,14 @@ def hide_secrets_from_environ(argv: list[str]) -> None:
     fd = os.environ.pop(_FD_VAR, None)
     if fd is not None:
         with contextlib.suppress(OSError, ValueError), os.fdopen(int(fd), "rb") as fh:
-            os.environ.update(json.loads(fh.read() or b"{}"))
+            handed = json.loads(fh.read() or b"{}")
+            os.environ.update(handed)
+            _out_of_c_environ(handed)
         _not_dumpable()
         return
     secrets = {k: v for k, v in os.environ.items() if is_secret_name(k)}
     if secrets and _scrub_in_place(set(secrets)):
-        for name in secrets:  # os.environ keeps them; children inheriting C's environ do not
-            os.unsetenv(name)
+        _out_of_c_environ(secrets)
         secrets = {}
     payload = json.dumps(secrets).encode()
     if not secrets or len(payload) > _PIPE_LIMIT:
@@ -120,6 +121,13 @@ def hide_secrets_from_environ(argv: list[str]) -> None:
     # the working directory is the checkout under test (or a downloaded artifact): a `gate/`
     # folder there would run instead of the gate, holding the secrets.
     os.execve(sys.executable, [sys.executable, "-P", "-m", "gate", *argv], env)
+
+
+def _out_of_c_environ(names: Iterable[str]) -> None:
+    """``os.environ`` keeps them; a child started without an explicit environment (it inherits
+    the C library's ``environ``, not ``os.environ``) gets none of them, not even empty."""
+    for name in names:
+        os.unsetenv(name)
 
 
 def _scrub_in_place(names: set[str]) -> bool:

@@ -104,6 +104,9 @@ secrets = (os.environ["ANTHROPIC_API_KEY"].encode(), os.environ["GATE_GITHUB_TOK
 print("FIRST", name, "AT", [s in block for s in secrets], "NOW", [s in now for s in secrets])
 print("CONTROL", b"PROBE_CONTROL=visible" in block)
 print("KEPT", os.environ["ANTHROPIC_API_KEY"] == KEY)
+import subprocess  # a child started without an explicit environment inherits C's environ
+child = "echo [${ANTHROPIC_API_KEY+set}${GATE_GITHUB_TOKEN+set}]"
+print("CHILD", subprocess.run(["sh", "-c", child], capture_output=True, text=True).stdout.strip())
 """.replace("KEY)", f"{KEY!r})")
 
 
@@ -122,6 +125,7 @@ def test_the_credentials_leave_the_visible_environment_before_any_command_module
     assert "FIRST gate.cli AT [False, False] NOW [False, False]" in p.stdout, p.stdout
     assert "CONTROL True" in p.stdout  # the watch did read the block
     assert "KEPT True" in p.stdout, p.stdout
+    assert "CHILD []" in p.stdout, p.stdout
 
 
 def test_where_the_block_cannot_be_scrubbed_the_gate_re_executes_and_keeps_its_key(
