@@ -107,3 +107,20 @@ def secret_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         monkeypatch.setenv(k, v)
     assert os.environ["ANTHROPIC_API_KEY"]
     return secrets
+
+
+@pytest.fixture
+def claude_bin() -> str:
+    """The Claude Code CLI ($GATE_CLAUDE_BIN, then `claude` on PATH). Without it the test
+    skips, or fails under ``GATE_REQUIRE_CLAUDE_CODE=1`` (set by ``.ci/run``, which installs
+    it from the npm registry)."""
+    import shutil
+
+    found = os.environ.get("GATE_CLAUDE_BIN") or shutil.which("claude")
+    if found and Path(found).is_file():
+        return found
+    reason = ("Claude Code not installed (set GATE_CLAUDE_BIN or put `claude` on PATH; "
+              "npm install --prefix DIR @anthropic-ai/claude-code)")
+    if os.environ.get("GATE_REQUIRE_CLAUDE_CODE") == "1":
+        pytest.fail(f"GATE_REQUIRE_CLAUDE_CODE=1 but {reason}")
+    pytest.skip(reason)

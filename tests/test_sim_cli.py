@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -89,15 +88,9 @@ def test_bundled_suite_is_solved_by_replaying_each_oracle(tmp_path: Path) -> Non
     assert [t.id for t, ok in zip(tasks, passed, strict=True) if not ok] == []
 
 
-def _claude_bin() -> str | None:
-    return os.environ.get("GATE_CLAUDE_BIN") or shutil.which("claude")
-
-
 @pytest.mark.claude_code
-@pytest.mark.skipif(_claude_bin() is None,
-                    reason="Claude Code not installed: set GATE_CLAUDE_BIN or put `claude` on "
-                           "PATH (npm install --prefix /tmp/cc @anthropic-ai/claude-code)")
-def test_claude_code_completes_an_easy_task_against_gate_sim_serve(tmp_path: Path) -> None:
+def test_claude_code_completes_an_easy_task_against_gate_sim_serve(tmp_path: Path,
+                                                                   claude_bin: str) -> None:
     if BUNDLED.is_dir() and (BUNDLED / "fix-low-stock-report").is_dir():
         suite_dir, task_id = BUNDLED, "fix-low-stock-report"
     else:
@@ -114,7 +107,7 @@ def test_claude_code_completes_an_easy_task_against_gate_sim_serve(tmp_path: Pat
                "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sim-key",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"}
         res = subprocess.run(
-            [str(_claude_bin()), "-p", task.prompt, "--output-format", "json",
+            [claude_bin, "-p", task.prompt, "--output-format", "json",
              "--dangerously-skip-permissions", "--model", model],
             cwd=ws, env=env, capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
