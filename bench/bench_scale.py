@@ -459,12 +459,12 @@ def main() -> None:
         tmp = Path(d)
         if "startup" in only:  # first: while this process is small (a child's start-up
             startup(tmp)       # pays for copying its parent's page tables)
+        if "meter" in only:  # next: the meter runs in this process, as in a gate's, which
+            meter()          # holds no earlier section's leftovers (its heap, its threads)
         if "overhead" in only:
             overhead(tmp, args.docker)
         if "parallel" in only:
             parallel(tmp)
-        if "meter" in only:
-            meter()
         if "cache" in only:
             cache(tmp)
         if "growth" in only:

@@ -46,10 +46,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http
+import http.client
 import json
 import os
 import re
 import secrets
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +63,7 @@ import certifi
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from urllib3.util.wait import wait_for_read
 
 from gate.cost import PriceTable
 from gate.errors import BadInput
@@ -74,6 +77,7 @@ _HOP_BY_HOP = {
 }
 _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
                   "content-encoding"}
+CONNECT_TIMEOUT_S = 10.0  # to reach the upstream; the answer may take the run's timeout
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the Messages API takes at most 32 MB
 MESSAGES = "v1/messages"  # the one billable endpoint: every forwarded request to it is metered
 # (method, path relative to the API root) the meter forwards; the rest is refused with a 403
@@ -510,6 +514,17 @@ class _Handler(BaseHTTPRequestHandler):
     raw_requestline: bytes
     header_list: list[tuple[str, str]]
     content_length: int
+    # the upstream connection this agent connection's requests go out on (no proxy): opened on
+    # first use, checked before each reuse, closed with the agent's connection
+    upstream_conn: http.client.HTTPConnection | None = None
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self.upstream_conn is not None:
+                self.upstream_conn.close()
+                self.upstream_conn = None
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request lines would carry run ids; keep logs quiet
@@ -627,13 +642,16 @@ class MeterProxy:
         self._flights = _FirstFlights()
         self.unpriced: set[str] = set()
         self._lock = threading.Lock()
-        self._pool = upstream_pool(self.upstream)
-        self._timeout = urllib3.Timeout(connect=10, read=timeout)
-        # straight to the upstream's connection pool when no proxy is in between (the pool
-        # manager's per-request URL parsing and pool lookup are a tenth of the meter's time)
-        self._direct = (None if isinstance(self._pool, urllib3.ProxyManager)
-                        else self._pool.connection_from_url(self.upstream))
-        self._base_path = urllib3.util.parse_url(self.upstream).path or ""
+        proxy, verify = upstream_settings(self.upstream)
+        url = urllib3.util.parse_url(self.upstream)
+        self._origin = (url.scheme or "http", url.host or "", url.port)
+        self._base_path = url.path or ""
+        self._tls = _tls_context(verify) if url.scheme == "https" else None
+        self._timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=timeout)
+        # through a proxy: urllib3's pool manager (http, https or socks proxies, as requests
+        # would use them); without one, each agent connection gets its own upstream connection
+        # (http.client, kept alive): urllib3's layers were a quarter of the meter's time
+        self._pool = upstream_pool(proxy, verify) if proxy else None
         self._server = ThreadingHTTPServer((host, 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -656,7 +674,8 @@ class MeterProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-        self._pool.clear()
+        if self._pool is not None:
+            self._pool.clear()
 
     def __enter__(self) -> MeterProxy:
         return self.start()
@@ -778,14 +797,19 @@ class MeterProxy:
         if self._run_header:
             headers[self._run_header] = run.run_name
         is_messages = endpoint == MESSAGES
+        # sent as is: no retry, and a redirect is passed back, never followed with the
+        # credential; the body is read as it arrives, never decoded
         try:
-            # sent as is: no retry, and a redirect is passed back, never followed with the
-            # credential; the body is read as it arrives, never decoded
-            up = (self._direct or self._pool).urlopen(
-                h.command, (self.upstream if self._direct is None else self._base_path) + target,
-                body=body, headers=headers, preload_content=False, decode_content=False,
-                redirect=False, retries=False, timeout=self._timeout)
-        except urllib3.exceptions.HTTPError as exc:
+            if self._pool is None:
+                resp = self._send_direct(h, target, body, headers)
+                answer = _Answer(resp.status, resp.msg, resp.read, resp.read1)
+            else:
+                up = self._pool.urlopen(
+                    h.command, self.upstream + target, body=body, headers=headers,
+                    preload_content=False, decode_content=False, redirect=False,
+                    retries=False, timeout=self._timeout)
+                answer = _Answer(up.status, up.headers, up.read, up.read1)
+        except _UPSTREAM_ERRORS as exc:
             if is_messages:
                 run.add(MeteredRequest(model, 0, stream, Usage(), 0.0,
                                        error=f"connection error: {type(exc).__name__}",
@@ -793,13 +817,55 @@ class MeterProxy:
             self._send_error(h, 502, "api_error", "upstream unreachable (the gate's meter)")
             return
         try:
-            self._relay(h, up, run, model, is_messages, prefix, lead)
+            self._relay(h, answer, run, model, is_messages, prefix, lead)
         finally:
-            if not up.closed:  # not read to its end (the agent went away, a broken stream):
-                up.close()  # the upstream may still be sending; never reuse that connection
-            up.release_conn()
+            # a response not read to its end (the agent went away, a broken stream): the
+            # upstream may still be sending on that connection; never reuse it
+            if self._pool is None:
+                if not resp.isclosed() or resp.will_close:
+                    self._drop_direct(h)
+            else:
+                if not up.closed:
+                    up.close()
+                up.release_conn()
 
-    def _relay(self, h: _Handler, up: urllib3.BaseHTTPResponse, run: RunMeter,
+    def _send_direct(self, h: _Handler, target: str, body: bytes,
+                     headers: dict[str, str]) -> http.client.HTTPResponse:
+        """The request on the agent connection's own upstream connection: reused while the
+        upstream keeps it open (idle and not readable: an idle connection that reads as ready
+        was closed, or holds bytes nobody asked for), else a new one."""
+        conn = h.upstream_conn
+        if conn is not None and (conn.sock is None or wait_for_read(conn.sock, timeout=0.0)):
+            self._drop_direct(h)
+            conn = None
+        if conn is None:
+            scheme, host, port = self._origin
+            conn = (http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
+                                                context=self._tls)
+                    if scheme == "https" else
+                    http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S))
+            h.upstream_conn = conn
+            try:
+                conn.connect()
+            except BaseException:
+                self._drop_direct(h)
+                raise
+            assert conn.sock is not None
+            conn.sock.settimeout(self.timeout)  # connecting: 10 s; waiting on the model: long
+        try:
+            conn.request(h.command, self._base_path + target, body=body, headers=headers)
+            return conn.getresponse()
+        except BaseException:
+            self._drop_direct(h)
+            raise
+
+    @staticmethod
+    def _drop_direct(h: _Handler) -> None:
+        if h.upstream_conn is not None:
+            h.upstream_conn.close()
+            h.upstream_conn = None
+
+    def _relay(self, h: _Handler, up: _Answer, run: RunMeter,
                model: str, is_messages: bool, prefix: Prefix | None = None,
                lead: _Lead | None = None) -> None:
         """Pass the response back; a leading request's family is warm once its message has
@@ -821,9 +887,9 @@ class MeterProxy:
                     h.wfile.flush()
                 if tracker.started and not tracker.stopped and tracker.error is None:
                     raise _Broken("upstream closed the stream before message_stop")
-            except (urllib3.exceptions.HTTPError, _Broken) as exc:
+            except _Broken as exc:
                 broken = f"stream broken: {exc}"[:200]
-            except OSError:
+            except OSError:  # writing to the agent (reading the upstream raises _Broken)
                 broken = "client went away mid-stream"
             if is_messages:  # recorded before the client can see the end of the stream
                 usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
@@ -841,7 +907,7 @@ class MeterProxy:
             return
         try:
             data = up.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except _UPSTREAM_ERRORS as exc:
             if is_messages:
                 run.add(MeteredRequest(model, up.status, False, Usage(), 0.0,
                                        error=f"response broken: {type(exc).__name__}",
@@ -885,29 +951,63 @@ class MeterProxy:
             return 0.0
 
 
-def upstream_pool(upstream: str) -> urllib3.PoolManager:
-    """Connections to the upstream, with the proxy and CA settings of the environment read
-    once, as requests reads them (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``,
-    ``CURL_CA_BUNDLE``); requests itself would read them again on every request, and its
-    layers cost about a third of the meter's time per request."""
+def upstream_settings(upstream: str) -> tuple[str | None, bool | str]:
+    """(proxy URL or None, TLS verification: False, True for certifi's CAs, or a CA bundle
+    file or directory) for ``upstream``, from the environment, read once as requests reads
+    them (``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``)."""
     with requests.Session() as s:
         found = s.merge_environment_settings(upstream, {}, None, None, None)
-        verify = found["verify"]
-        tls: dict[str, Any] = {"cert_reqs": "CERT_NONE"} if verify is False else {
-            "cert_reqs": "CERT_REQUIRED",
-            ("ca_cert_dir" if isinstance(verify, str) and os.path.isdir(verify)
-             else "ca_certs"): verify if isinstance(verify, str) else certifi.where()}
-        proxy = requests.utils.select_proxy(upstream, found["proxies"])
-        if proxy:  # http(s) or socks, with the credentials of its URL, as requests would
-            manager: urllib3.PoolManager = HTTPAdapter().proxy_manager_for(proxy, **tls)
-            return manager
-    return urllib3.PoolManager(maxsize=32, **tls)
+        proxy: str | None = requests.utils.select_proxy(upstream, found["proxies"])
+        verify: bool | str | None = found["verify"]
+    return proxy or None, True if verify is None else verify
 
 
-def _chunks(up: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """Bytes as they arrive (no re-chunking to a fixed size, no decoding)."""
+def _tls_context(verify: bool | str) -> ssl.SSLContext:
+    if verify is False:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    if isinstance(verify, str) and os.path.isdir(verify):
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str)
+                                      else certifi.where())
+
+
+def upstream_pool(proxy: str, verify: bool | str) -> urllib3.PoolManager:
+    """Connections to the upstream through ``proxy`` (http, https or socks, with the
+    credentials of its URL), as requests would make them."""
+    tls: dict[str, Any] = {"cert_reqs": "CERT_NONE"} if verify is False else {
+        "cert_reqs": "CERT_REQUIRED",
+        ("ca_cert_dir" if isinstance(verify, str) and os.path.isdir(verify)
+         else "ca_certs"): verify if isinstance(verify, str) else certifi.where()}
+    manager: urllib3.PoolManager = HTTPAdapter().proxy_manager_for(proxy, **tls)
+    return manager
+
+
+# what reaching or reading the upstream can raise (urllib3's through a proxy; http.client's and
+# the socket's directly)
+_UPSTREAM_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The upstream's response as the relay reads it, whichever client fetched it."""
+
+    status: int
+    headers: Any  # ``get(name, default)`` and ``items()``: http.client's or urllib3's headers
+    read: Callable[[], bytes]
+    read1: Callable[[int], bytes]
+
+
+def _chunks(up: _Answer) -> Iterator[bytes]:
+    """Bytes as they arrive (no re-chunking to a fixed size, no decoding); a failure to read
+    the upstream is ``_Broken`` (an ``OSError`` in the relay is the agent's side)."""
     while True:
-        chunk = up.read1(65536) if hasattr(up, "read1") else up.read(65536)
+        try:
+            chunk = up.read1(65536)
+        except _UPSTREAM_ERRORS as exc:
+            raise _Broken(f"{type(exc).__name__}: {exc}") from exc
         if not chunk:
             return
         yield chunk

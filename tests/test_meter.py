@@ -108,6 +108,8 @@ class Upstream:
                             "stop_reason": "end_turn", "usage": {**START_USAGE,
                                                                  "output_tokens": 42}}
                     self._json(200, done)
+                    if up.mode == "hangup-after":  # an idle timeout, as servers have: the
+                        self.close_connection = True  # connection closes with no notice
                     return
                 chunked = up.mode == "hold-chunked"  # a stream on a keep-alive connection
                 self.send_response(200)
@@ -311,25 +313,52 @@ def test_truncated_json_reply_is_recorded_not_a_traceback(proxy: MeterProxy,
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("via", ["direct", "proxy"])
 def test_a_stream_the_agent_left_mid_way_closes_its_upstream_connection(
-        proxy: MeterProxy, upstream: Upstream) -> None:
+        upstream: Upstream, monkeypatch: pytest.MonkeyPatch, via: str) -> None:
     """The rest of an abandoned stream must never be read as the answer to a later request: the
-    upstream connection it came on is closed, not returned to the pool."""
+    upstream connection it came on is closed, not kept (directly, each agent connection has
+    its own; through a proxy, connections are pooled)."""
+    api = upstream.url
+    if via == "proxy":  # `upstream` plays the proxy, as in the test above
+        for name in ("no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", upstream.url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        api = "http://api.example.invalid"
     upstream.mode = "hold-chunked"
-    run = proxy.open_run("t-gone")
     body = json.dumps({"model": "claude-sonnet-5-5", "max_tokens": 5, "stream": True,
                        "messages": [{"role": "user", "content": "x"}]}).encode()
-    with _connect(proxy) as sock:
-        sock.sendall(_head(run, body=body) + body)
-        seen = b""
-        while b"message_start" not in seen:
-            seen += sock.recv(65536)
-        # gone, with a reset: the meter's next write to it fails at once
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    upstream.release.set()  # the rest of the stream is sent on a connection kept alive
-    assert upstream.ended.wait(5), "the abandoned stream's upstream connection was kept"
-    (req,) = run.requests
+    with MeterProxy(api, REAL_KEY, price_table()) as proxy:
+        run = proxy.open_run("t-gone")
+        with _connect(proxy) as sock:
+            sock.sendall(_head(run, body=body) + body)
+            seen = b""
+            while b"message_start" not in seen:
+                seen += sock.recv(65536)
+            # gone, with a reset: the meter's next write to it fails at once
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        upstream.release.set()  # the rest of the stream is sent on a connection kept alive
+        assert upstream.ended.wait(5), "the abandoned stream's upstream connection was kept"
+        (req,) = run.requests
     assert req.billed and req.error == "client went away mid-stream"
+
+
+def test_an_upstream_connection_closed_while_idle_is_replaced(proxy: MeterProxy,
+                                                              upstream: Upstream) -> None:
+    """The agent keeps its connection to the meter; the upstream closes the meter's idle one
+    without notice after each answer. Each next request goes out on a new connection instead
+    of failing on the dead one."""
+    upstream.mode = "hangup-after"
+    run = proxy.open_run("t-idle")
+    with requests.Session() as agent:
+        for _ in range(3):
+            r = agent.post(f"{run.base_url}/v1/messages", data=_MESSAGE, timeout=10,
+                           headers={"x-api-key": run.token})
+            assert r.status_code == 200, r.text
+            time.sleep(0.2)  # the upstream's close reaches the meter
+    assert len(upstream.seen) == 3
+    assert [(q.status, q.error) for q in run.requests] == [(200, None)] * 3
 
 
 def test_close_waits_for_a_request_in_flight(proxy: MeterProxy, upstream: Upstream) -> None:
