@@ -6,9 +6,11 @@ forwards the request upstream unchanged (path, query string, ``anthropic-*`` hea
 and passes the response back byte for byte — streams event by event, without buffering —
 while parsing ``usage`` on the side (``message_start``, then each ``message_delta`` replaces
 the fields it carries). A redirect is passed back, never followed, so the credential goes to the
-configured API only; the environment's proxy and CA settings are honoured (read once). A stream
-that breaks after ``message_start`` still counts the input it was billed for. ``turns`` = model
-requests of the run that the upstream answered.
+configured API only; the environment's proxy and CA settings are honoured (read once). Without a
+proxy, each agent connection has its own kept-alive upstream connection (``http.client``),
+checked before each reuse and closed with the agent's; through a proxy, urllib3 pools them. A
+stream that breaks after ``message_start`` still counts the input it was billed for. ``turns`` =
+model requests of the run that the upstream answered.
 
 Only an allow-list of endpoints is forwarded (``ENDPOINTS``: messages, count_tokens, the model
 list), matched on the path exactly as it will be sent — no dot segments, percent-escapes or
