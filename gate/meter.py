@@ -568,6 +568,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._refuse(400, "bad header line")
                 return False
             value = value.strip(" \t\r\n")
+            if "\r" in value or "\0" in value:  # (a bare LF ends the line)
+                self._refuse(400, "bad header line")
+                return False
             self.header_list.append((name, value))
             low = name.lower()
             if low == "content-length":
@@ -855,7 +858,8 @@ class MeterProxy:
             assert conn.sock is not None
             conn.sock.settimeout(self.timeout)  # connecting: 10 s; waiting on the model: long
         try:
-            conn.request(h.command, self._base_path + target, body=body, headers=headers)
+            conn.request(h.command, self._base_path + target, body=body or None,
+                         headers=headers)
             return conn.getresponse()
         except BaseException:
             self._drop_direct(h)

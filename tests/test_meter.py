@@ -604,6 +604,7 @@ def _connect(proxy: MeterProxy) -> socket.socket:
     # header lines a lenient parser would read differently
     (["x-note: a", " folded: continuation"], _MESSAGE, 400),
     (["x-api-key : other"], _MESSAGE, 400),
+    (["x-note: a\rinjected: yes"], _MESSAGE, 400),
     ([f"x-h{i}: v" for i in range(101)], _MESSAGE, 431),
 ])
 def test_a_request_head_that_could_be_read_two_ways_is_refused_and_the_connection_closed(
