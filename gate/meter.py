@@ -729,6 +729,7 @@ class MeterProxy:
         parts = path.split("/", 3)  # "", "r", run_id, rest
         run = self._lookup(parts[2]) if len(parts) == 4 and parts[1] == "r" else None
         if run is None:
+            h.close_connection = True  # its body is not read: it must not pass for a request
             self._send_error(h, 404, "not_found_error", "unknown run (the gate's meter)")
             return
         given = h.header("x-api-key")
@@ -736,6 +737,7 @@ class MeterProxy:
         if auth.lower().startswith("bearer "):
             given = given or auth[7:].strip()
         if not secrets.compare_digest(given.encode(), run.token.encode()):
+            h.close_connection = True  # as above
             self._send_error(h, 401, "authentication_error", "invalid run token")
             return
         length = h.content_length

@@ -658,3 +658,23 @@ def test_keep_alive_expect_100_continue_and_http_1_0(proxy: MeterProxy,
     assert old.startswith(b"HTTP/1.1 200 OK\r\n") and old.count(b"HTTP/1.1 ") == 1
     assert len(run.requests) == 3 and len(upstream.seen) == 3
     assert all(s["headers"]["x-api-key"] == REAL_KEY for s in upstream.seen)
+
+
+@pytest.mark.parametrize("who", ["wrong token", "unknown run"])
+def test_a_refused_request_s_unread_body_is_never_read_as_a_request(
+        proxy: MeterProxy, upstream: Upstream, who: str) -> None:
+    """Refused before its body is read: the connection closes, so a body that reads as a
+    request (here, one with the right token) is never answered or forwarded."""
+    run = proxy.open_run("t-unread")
+    smuggled = _head(run) + _MESSAGE
+    refused = _head(run, body=smuggled)
+    if who == "wrong token":
+        refused = refused.replace(run.token.encode(), b"gate-run-wrong")
+    else:
+        refused = refused.replace(f"/r/{run.run_id}/".encode(), b"/r/nobody/")
+    with _connect(proxy) as sock:
+        sock.sendall(refused + smuggled)
+        data = _until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 401 " if who == "wrong token" else b"HTTP/1.1 404 ")
+    assert data.count(b"HTTP/1.1 ") == 1 and b"connection: close" in data
+    assert upstream.seen == [] and run.requests == []
