@@ -845,27 +845,30 @@ class MeterProxy:
         if conn is not None and (conn.sock is None or wait_for_read(conn.sock, timeout=0.0)):
             self._drop_direct(h)
             conn = None
-        if conn is None:
-            scheme, host, port = self._origin
-            conn = (http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
-                                                context=self._tls)
-                    if scheme == "https" else
-                    http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S))
-            h.upstream_conn = conn
-            try:
-                conn.connect()
-            except BaseException:
-                self._drop_direct(h)
-                raise
-            assert conn.sock is not None
-            conn.sock.settimeout(self.timeout)  # connecting: 10 s; waiting on the model: long
         try:
+            if conn is None:
+                conn = h.upstream_conn = self._connect()
             conn.request(h.command, self._base_path + target, body=body or None,
                          headers=headers)
             return conn.getresponse()
         except BaseException:
             self._drop_direct(h)
             raise
+
+    def _connect(self) -> http.client.HTTPConnection:
+        scheme, host, port = self._origin
+        conn = (http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
+                                            context=self._tls)
+                if scheme == "https" else
+                http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S))
+        try:
+            conn.connect()
+        except BaseException:
+            conn.close()
+            raise
+        assert conn.sock is not None
+        conn.sock.settimeout(self.timeout)  # connecting: 10 s; waiting on the model: long
+        return conn
 
     @staticmethod
     def _drop_direct(h: _Handler) -> None:

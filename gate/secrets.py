@@ -105,7 +105,7 @@ def hide_secrets_from_environ(argv: list[str]) -> None:
     if secrets and _scrub_in_place(set(secrets)):
         _out_of_c_environ(secrets)
         secrets = {}
-    payload = json.dumps(secrets).encode()
+    payload = json.dumps(secrets).encode() if secrets else b""
     if not secrets or len(payload) > _PIPE_LIMIT:
         _not_dumpable()
         return
@@ -163,8 +163,8 @@ def _scrub_in_place(names: set[str]) -> bool:
             after = fh.read()
     except (OSError, ValueError, IndexError):
         return False
-    return not any(entry.partition(b"=")[0] in wanted and entry.partition(b"=")[2]
-                   for entry in after.split(b"\0"))
+    left = (entry.partition(b"=") for entry in after.split(b"\0"))
+    return not any(name in wanted and value for name, _, value in left)
 
 
 def _not_dumpable() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gate.cli._options import command_config
 from gate.errors import Unmeasurable
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from gate.compare import Comparison
-    from gate.config import GateConfig
     from gate.results import Results
     from gate.yardstick import Yardstick
 
@@ -164,7 +164,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
         else:
-            settings = _load_config(config_path).gate
+            settings = command_config(config_path).gate
             from gate.results import load_results
 
             results = load_results(paths[1])
@@ -203,7 +203,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
     if base_ref or len(paths) != 1:
         raise click.UsageError("--conditions A,B takes one argument, RESULTS (one run of "
                                "several conditions), and no --base-ref")
-    settings = _load_config(config_path).gate
+    settings = command_config(config_path).gate
     from gate.compare._effects import effects
     from gate.results import load_results
 
@@ -226,7 +226,7 @@ def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
     from gate.github._git import toplevel
     from gate.yardstick import open_yardstick
 
-    cfg = _load_config(config_path)
+    cfg = command_config(config_path)
     with open_yardstick(cfg, root=toplevel(cfg.root), ref=ref) as ys:
         yield ys
 
@@ -257,19 +257,10 @@ def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str 
     runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
     keeps only its new runs. Each run keeps its commit and date. Written atomically.
     """
-    cfg = _load_config(config_path)
+    cfg = command_config(config_path)
     from gate.baseline import promote_file
 
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
     message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
     click.echo(f"{target}: {message}")
 
-
-def _load_config(config_path: str | None) -> GateConfig:
-    """The config; a named file that is not there is said before its models (pydantic) load."""
-    from gate.cli._options import refuse_missing_config
-
-    refuse_missing_config(config_path)
-    from gate.config import load_config
-
-    return load_config(config_path)

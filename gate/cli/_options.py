@@ -15,6 +15,7 @@ import click
 
 if TYPE_CHECKING:
     from gate.cli._progress import Progress
+    from gate.config import GateConfig
     from gate.run import RunRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -79,22 +80,23 @@ def run_options(f: F) -> F:
     return f
 
 
-def refuse_missing_config(path: str | None) -> None:
-    """A named config file that is not there: the commonest config error, said before the
-    configuration's models (pydantic) load, in the words ``load_config`` would use."""
+def command_config(path: str | None) -> GateConfig:
+    """The config of a command. A named file that is not there (the commonest config error)
+    is said before the configuration's models (pydantic) load, in the words ``load_config``
+    would use."""
     if path is not None and not os.path.lexists(path):
         from gate.errors import BadInput
 
         raise BadInput(f"{path}: config file not found")
+    from gate.config import load_config
+
+    return load_config(path)
 
 
 def run_request(kw: dict[str, Any]) -> RunRequest:
     """Build the run from the run options, popping them out of ``kw``."""
     o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
-    refuse_missing_config(o["config_path"])
-    from gate.config import load_config
-
-    config = load_config(o["config_path"])  # a config error stops here, before the runner loads
+    config = command_config(o["config_path"])  # a config error stops here, before the runner
     from gate.run import RunRequest
 
     return RunRequest(
