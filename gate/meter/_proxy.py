@@ -19,7 +19,15 @@ from gate.cost import PriceTable
 from gate.errors import BadInput
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S, _FirstFlights, _Lead
 from gate.meter._http import _Handler
-from gate.meter._routes import _HOP_BY_HOP, _RESPONSE_DROP, MAX_REQUEST_BYTES, MESSAGES, route
+from gate.meter._routes import (
+    _RESPONSE_DROP,
+    MAX_REQUEST_BYTES,
+    MESSAGES,
+    AmbiguousBody,
+    forwarded_headers,
+    parse_body,
+    route,
+)
 from gate.meter._run import MeteredRequest, Prefix, RefusedRequest, RunMeter
 from gate.meter._sse import _Broken, _SSEUsage
 from gate.meter._upstream import (
@@ -176,21 +184,32 @@ class MeterProxy:
                 "POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models are "
                 "allowed during a gated run"))
             return
-        if endpoint == MESSAGES:
-            # a 400 invalid_request_error: clients (the SDKs, Claude Code) do not retry it, and
-            # it is never forwarded, so it is neither billed nor counted as an API failure
-            refusal = run.admit_message()
-            if refusal is not None:
-                self._send_error(h, 400, "invalid_request_error", refusal)
-                return
+        self._meter(h, run, endpoint, query, body)
+
+    def _meter(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
+               body: bytes) -> None:
+        """An allowed request of a known run: parsed, admitted, forwarded and counted. Each
+        refusal is a 400 ``invalid_request_error`` (a 404 once the run is closed): clients
+        (the SDKs, Claude Code) do not retry it, and it is never forwarded, so it is neither
+        billed nor counted as an API failure."""
+        billable = endpoint == MESSAGES
+        try:  # parsed as the meter prices it; what parses two ways is never forwarded
+            payload: Any = parse_body(body) if h.command == "POST" else {}
+        except AmbiguousBody as exc:
+            self._send_error(h, 400, "invalid_request_error", f"{exc} (the gate's meter)")
+            return
+        if billable and (refusal := run.admit_message()) is not None:
+            self._send_error(h, 400, "invalid_request_error", refusal)
+            return
+        if not run.begin(billable):
+            if billable:
+                run.message_done()
+            self._send_error(h, 404, "not_found_error", "run closed (the gate's meter)")
+            return
         if self._observer is not None:
             self._observer(run.run_id, body)
-        payload: Any = None
-        with contextlib.suppress(ValueError):
-            payload = json.loads(body) if body else {}
         prefix = run.prefix(payload)  # where the request stands on arrival, before any wait
         lead: _Lead | None = None
-        run.begin()
         try:
             if endpoint == MESSAGES and prefix.family is not None:
                 leads = self._flights.enter(prefix.family, run, self.first_flight_wait)
@@ -205,8 +224,8 @@ class MeterProxy:
         finally:
             if lead is not None:
                 lead.release()
-            run.end()
-            if endpoint == MESSAGES:
+            run.end(billable)
+            if billable:
                 run.message_done()
 
     def _forward(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
@@ -216,7 +235,7 @@ class MeterProxy:
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
         target = f"/{endpoint}" + (f"?{query}" if query else "")
-        headers = {k: v for k, v in h.header_list if k.lower() not in _HOP_BY_HOP}
+        headers = forwarded_headers(h.header_list)
         headers[self._credential_header] = (
             f"Bearer {self._credential}" if self._credential_header == "authorization"
             else self._credential)
@@ -326,9 +345,9 @@ class MeterProxy:
                 usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
                 run.add(MeteredRequest(
                     model, up.status, True, usage,
-                    self._cost(model, usage) if tracker.started else 0.0,
+                    self._price(run, model, usage) if tracker.started else 0.0,
                     error=tracker.error or broken, request_id=request_id,
-                    billed=tracker.started, prefix=prefix), self._cost)
+                    billed=tracker.started, prefix=prefix), self._pricer(run))
             if broken:
                 h.close_connection = True  # no terminating chunk: the client sees the break
             else:
@@ -348,20 +367,20 @@ class MeterProxy:
         if lead is not None and 200 <= up.status < 300:
             lead.began()
         if is_messages:
-            metered = self._metered_json(model, up.status, data, request_id)
+            metered = self._metered_json(run, model, up.status, data, request_id)
             metered.prefix = prefix
-            run.add(metered, self._cost)
+            run.add(metered, self._pricer(run))
         with contextlib.suppress(OSError):
             h.respond(up.status, head, data)
 
-    def _metered_json(self, model: str, status: int, data: bytes,
+    def _metered_json(self, run: RunMeter, model: str, status: int, data: bytes,
                       request_id: str | None) -> MeteredRequest:
         if status == 200:
             try:
                 usage = Usage.from_api(json.loads(data).get("usage"))
             except (ValueError, AttributeError):
                 usage = Usage()
-            return MeteredRequest(model, 200, False, usage, self._cost(model, usage),
+            return MeteredRequest(model, 200, False, usage, self._price(run, model, usage),
                                   request_id=request_id, billed=True)
         try:
             err = json.loads(data).get("error", {})
@@ -371,12 +390,18 @@ class MeterProxy:
         return MeteredRequest(model, status, False, Usage(), 0.0, error=why,
                               request_id=request_id)
 
-    def _cost(self, model: str, usage: Usage) -> float:
-        """Priced by the model the request asked for (the run checked it has a price up front;
-        a model a command agent picks on its own and that has no price costs 0 and is noted)."""
+    def _price(self, run: RunMeter, model: str, usage: Usage) -> float:
+        """Priced by the model the request asked for. The run checked its configured model has
+        a price up front; a billed model with none (one a command agent picks on its own) adds
+        nothing to the run's cost and leaves the run not fully metered (an infra error), with
+        the way to add its price: never a silent $0."""
         try:
             return self.prices.cost(model, usage)
-        except BadInput:
+        except BadInput as exc:
             with self._lock:
                 self.unpriced.add(model)
+            run.not_metered(f"not fully metered: {exc}")
             return 0.0
+
+    def _pricer(self, run: RunMeter) -> Callable[[str, Usage], float]:
+        return lambda model, usage: self._price(run, model, usage)

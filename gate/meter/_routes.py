@@ -3,7 +3,9 @@ be sent, and the headers it drops or replaces."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 PUBLIC_API = "https://api.anthropic.com"
 _HOP_BY_HOP = {
@@ -40,3 +42,45 @@ def route(method: str, rest: str, query: str) -> str | None:
         if method == allowed_method and pattern.fullmatch(rest):
             return rest
     return None
+
+
+#: the gate's own header namespace: what an agent sends in it is dropped, never forwarded
+#: next to (or instead of) what the meter sets
+GATE_HEADER_PREFIX = "x-gate-"
+
+
+def forwarded_headers(header_list: list[tuple[str, str]]) -> dict[str, str]:
+    """The agent's headers that go upstream: hop-by-hop ones, the credential's and the gate's
+    own (``X-Gate-*``, in any case) dropped; the meter adds its own after this."""
+    return {k: v for k, v in header_list
+            if (low := k.lower()) not in _HOP_BY_HOP and not low.startswith(GATE_HEADER_PREFIX)}
+
+
+class AmbiguousBody(ValueError):
+    """A request body the meter will not forward: not JSON, or JSON with a repeated key."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise AmbiguousBody(f"duplicate key {key[:60]!r} in the JSON body")
+            seen.add(key)
+    return obj
+
+
+def parse_body(body: bytes) -> Any:
+    """The request body as the meter meters it: strict UTF-8 JSON in which no object repeats
+    a key, at any depth. Parsers differ on a repeated key (Python's keeps the last, others the
+    first or refuse), so a body that holds one could be priced as one model and run as another;
+    such a body, or one that is not JSON at all, is ``AmbiguousBody``. Empty: ``{}``."""
+    if not body:
+        return {}
+    try:
+        return json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except AmbiguousBody:
+        raise
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise AmbiguousBody(f"the body is not valid UTF-8 JSON ({str(exc)[:80]})") from None

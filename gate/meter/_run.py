@@ -97,6 +97,9 @@ class RunTotals:
     cost_usd: float
     billed_usage: Usage
     billed_cost_usd: float
+    #: why these totals may miss what the upstream billed (a request still in flight when the
+    #: run closed, a billed model with no price); ``None``: every billed request is in them
+    unmetered: str | None = None
 
     @property
     def overhead_usd(self) -> float:
@@ -127,6 +130,8 @@ class RunMeter:
     _messages_in_flight: int = 0
     _billed: int = 0  # billed requests so far, and what they cost: the caps read these
     _billed_cost: float = 0.0
+    _forwarded: int = 0  # messages requests begun (forwarded or about to be), not yet ended
+    unmetered: str | None = None  # why the run's totals may miss a billed request, once known
 
     def admit_message(self) -> str | None:
         """Reserve a messages request against the caps; the refusal message past them.
@@ -152,14 +157,27 @@ class RunMeter:
     def __post_init__(self) -> None:
         self._idle = threading.Condition(self._lock)
 
-    def begin(self) -> None:
+    def begin(self, billable: bool = False) -> bool:
+        """A request of the run is about to be forwarded; ``False`` (do not forward it) once
+        the run is closed: a request that passed the run lookup just before the close must
+        not go out after the run's totals were taken."""
         with self._lock:
+            if self._closed:
+                return False
             self._in_flight += 1
+            self._forwarded += billable
+            return True
 
-    def end(self) -> None:
+    def end(self, billable: bool = False) -> None:
         with self._lock:
             self._in_flight -= 1
+            self._forwarded -= billable
             self._idle.notify_all()
+
+    def not_metered(self, why: str) -> None:
+        """Mark the run's totals incomplete (the first reason is kept)."""
+        with self._lock:
+            self.unmetered = self.unmetered or why
 
     def prefix(self, payload: Any) -> Prefix:
         """The request's prefix family, and whether the run has already completed a billed
@@ -209,6 +227,7 @@ class RunMeter:
                          for r in billed),
             billed_usage=sum((r.usage for r in billed), Usage()),
             billed_cost_usd=sum(r.cost_usd for r in billed),
+            unmetered=self.unmetered,
         )
 
     def api_failure(self) -> str | None:
@@ -225,12 +244,22 @@ class RunMeter:
 
     def close(self, wait: float = 10.0) -> None:
         """Stop accepting this run's requests; give those in flight (an agent killed
-        mid-stream) up to ``wait`` seconds to be counted."""
-        if self._proxy is not None and not self._closed:
+        mid-stream, a child it left behind) up to ``wait`` seconds to be counted. A model
+        request still in flight after that may yet be billed, and would not be in the run's
+        totals: the run is then marked not fully metered (``unmetered``), never under-counted
+        in silence."""
+        with self._lock:
+            first = not self._closed
             self._closed = True
+        if first and self._proxy is not None:
             self._proxy._forget(self.run_id)
         with self._lock:
             self._idle.wait_for(lambda: self._in_flight == 0, timeout=wait)
+            if self._forwarded:
+                self.unmetered = self.unmetered or (
+                    f"not fully metered: {self._forwarded} model request(s) still in flight "
+                    f"{wait:g} s after the run ended (a process of the agent outlived it); "
+                    "what they are billed is not in this run's totals")
 
     def __repr__(self) -> str:  # the token stays out of logs
         return f"RunMeter(run_id={self.run_id!r}, requests={len(self.requests)})"
