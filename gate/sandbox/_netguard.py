@@ -1,0 +1,151 @@
+"""A container with network reaches the outside, never the host's own services.
+
+A container on Docker's bridge routes everything through the bridge's gateway — an address of
+the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, the
+cloud's metadata service behind the host) answers a task that opted in to a network. The guard
+closes that from inside the container's own network namespace, without touching the host's
+firewall: after the container starts, and before its command runs, the gate adds a
+``prohibit`` route for every address of the host (all its interfaces' IPv4 and IPv6
+addresses, loopback excepted: inside the container, loopback is the container's own), for the
+container's gateway, and for the link-local range ``169.254.0.0/16`` (where cloud metadata
+services answer), through ``nsenter -t <container pid> -n ip``; then it reads the routes back.
+Traffic to anything else still leaves through the gateway (the route to the gateway as a next
+hop was resolved before; only packets *addressed* to it are refused). The task's user has no
+capability in the container (``cap_drop ALL``), so it cannot remove the routes.
+
+The command is held until then: it starts as a small ``sh`` loop that waits for a marker file
+in the command's read-only I/O directory, which the gate writes only once the routes are in
+place (a guard that fails kills the container; the command never runs).
+
+It takes ``nsenter`` and ``ip`` on the host and the privilege to enter another process's
+network namespace: root, or password-less ``sudo`` (GitHub's hosted runners). Where neither
+is there, a command with network is refused with the reason (``SandboxError``): the exposure
+is not accepted silently. Other containers on the same bridge are not covered (they listen on
+nothing of the gate's).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gate.sandbox._base import SandboxError
+
+LINK_LOCAL = "169.254.0.0/16"
+_HOLD_S = 60  # how long a held command waits for the guard before it gives up
+_TOOL_TIMEOUT_S = 20
+
+
+def _privilege() -> list[str] | None:
+    """The prefix that runs ``nsenter`` with the right to enter a container's network
+    namespace: none as root, ``sudo -n`` where that works without a password; None: neither."""
+    if shutil.which("nsenter") is None or shutil.which("ip") is None:
+        return None
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") is not None:
+        try:
+            ok = subprocess.run(["sudo", "-n", "true"], capture_output=True,
+                                timeout=_TOOL_TIMEOUT_S).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return ["sudo", "-n"]
+    return None
+
+
+def _run(argv: list[str], stdin: str | None = None) -> str:
+    try:
+        p = subprocess.run(argv, input=stdin, capture_output=True, text=True,
+                           timeout=_TOOL_TIMEOUT_S, env={"PATH": os.environ.get("PATH", ""),
+                                                          "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(f"network guard: {argv[0]} failed: {exc}") from None
+    if p.returncode != 0:
+        why = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1][:200]
+        raise SandboxError(f"network guard: {' '.join(argv[-4:])}: {why}")
+    return p.stdout
+
+
+def host_addresses() -> list[str]:
+    """Every address of this host's interfaces (``ip -j addr``), loopback excepted."""
+    data: list[dict[str, Any]] = json.loads(_run(["ip", "-j", "addr", "show"]) or "[]")
+    found: list[str] = []
+    for link in data:
+        for info in link.get("addr_info") or ():
+            local = info.get("local")
+            if not local:
+                continue
+            addr = ipaddress.ip_address(local.split("%")[0])
+            if not addr.is_loopback and str(addr) not in found:
+                found.append(str(addr))
+    return found
+
+
+class NetGuard:
+    """The guard of one command's container: :meth:`hold` its argv, :meth:`apply` once it has
+    started. ``io_host`` / ``io_container``: the command's read-only I/O directory, as the
+    host and the container see it."""
+
+    def __init__(self, io_host: Path, io_container: str) -> None:
+        self.prefix = _privilege()
+        self.marker = f".net-ready-{secrets.token_hex(8)}"
+        self.io_host = io_host
+        self.io_container = io_container
+
+    def refusal(self) -> str | None:
+        if self.prefix is None:
+            return ("a command with network (network = true) would reach this host's own "
+                    "services through Docker's bridge, and the gate cannot close that here: it "
+                    "needs nsenter and ip, and root or password-less sudo to set routes in "
+                    "the container's network namespace (README: threat model)")
+        return None
+
+    def hold(self, argv: list[str]) -> list[str]:
+        """``argv``, started only once the marker exists (so only after :meth:`apply`)."""
+        if (why := self.refusal()) is not None:
+            raise SandboxError(why)
+        wait = (f'i=0; while [ ! -e "$0" ]; do i=$((i+1)); if [ $i -gt {_HOLD_S * 20} ]; then '
+                'echo "gate: the network guard was never set" >&2; exit 125; fi; '
+                'sleep 0.05 2>/dev/null || sleep 1; done; exec "$@"')
+        return ["sh", "-c", wait, f"{self.io_container}/{self.marker}", *argv]
+
+    def apply(self, container: Any) -> None:
+        """Prohibit the host's addresses inside the started ``container``'s network namespace,
+        check them, then release the command. Raises ``SandboxError`` (the caller removes the
+        container; the command never ran)."""
+        assert self.prefix is not None
+        container.reload()
+        pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
+        if pid <= 0:
+            raise SandboxError("network guard: the container has no process to enter")
+        enter = [*self.prefix, "nsenter", "-t", str(pid), "-n", "ip"]
+        routes = json.loads(_run([*enter, "-j", "-4", "route", "show", "default"]) or "[]")
+        v4 = {f"{a}/32" for a in host_addresses() if ":" not in a}
+        v4 |= {f"{r['gateway']}/32" for r in routes if r.get("gateway")}
+        v4.add(LINK_LOCAL)
+        v6 = {f"{a}/128" for a in host_addresses() if ":" in a}
+        _run([*enter, "-batch", "-"], "".join(f"route add prohibit {n}\n" for n in sorted(v4)))
+        if v6 and self._has_ipv6(enter):
+            _run([*enter, "-6", "-batch", "-"],
+                 "".join(f"route add prohibit {n}\n" for n in sorted(v6)))
+        shown = _run([*enter, "-4", "route", "show", "type", "prohibit"])
+        got = {line.split()[1] for line in shown.splitlines() if line.startswith("prohibit")}
+        missing = {n.removesuffix("/32") for n in v4} - got - {LINK_LOCAL}
+        if missing or LINK_LOCAL not in got:
+            raise SandboxError(f"network guard: routes not in place for {sorted(missing)[:3]}")
+        (self.io_host / self.marker).write_text("")
+
+    @staticmethod
+    def _has_ipv6(enter: list[str]) -> bool:
+        """Whether the namespace has a non-link-local IPv6 address (else v6 cannot leave)."""
+        data = json.loads(_run([*enter, "-j", "-6", "addr", "show"]) or "[]")
+        return any(not ipaddress.ip_address(i["local"].split("%")[0]).is_link_local
+                   and not ipaddress.ip_address(i["local"].split("%")[0]).is_loopback
+                   for link in data for i in link.get("addr_info") or () if i.get("local"))
