@@ -99,13 +99,13 @@ class NetGuard:
         self.io_host = io_host
         self.io_container = io_container
 
+    REFUSAL = ("a command with network would reach this host's own services through "
+               "Docker's bridge, and the gate cannot close that here: it needs nsenter and ip, "
+               "and root or password-less sudo to set routes in the container's network "
+               "namespace (README: threat model)")
+
     def refusal(self) -> str | None:
-        if self.prefix is None:
-            return ("a command with network (network = true) would reach this host's own "
-                    "services through Docker's bridge, and the gate cannot close that here: it "
-                    "needs nsenter and ip, and root or password-less sudo to set routes in "
-                    "the container's network namespace (README: threat model)")
-        return None
+        return self.REFUSAL if self.prefix is None else None
 
     def hold(self, argv: list[str]) -> list[str]:
         """``argv``, started only once the marker exists (so only after :meth:`apply`)."""
@@ -117,35 +117,57 @@ class NetGuard:
         return ["sh", "-c", wait, f"{self.io_container}/{self.marker}", *argv]
 
     def apply(self, container: Any) -> None:
-        """Prohibit the host's addresses inside the started ``container``'s network namespace,
-        check them, then release the command. Raises ``SandboxError`` (the caller removes the
-        container; the command never ran)."""
+        """Guard the started ``container`` (:func:`guard_container`), then release the held
+        command. Raises ``SandboxError`` (the caller removes the container; the command never
+        ran)."""
         assert self.prefix is not None
-        container.reload()
-        pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
-        if pid <= 0:
-            raise SandboxError("network guard: the container has no process to enter")
-        enter = [*self.prefix, "nsenter", "-t", str(pid), "-n", "ip"]
-        routes = json.loads(_run([*enter, "-j", "-4", "route", "show", "default"]) or "[]")
-        v4 = {f"{a}/32" for a in host_addresses() if ":" not in a}
-        v4 |= {f"{r['gateway']}/32" for r in routes if r.get("gateway")}
-        v4.add(LINK_LOCAL)
-        v6 = {f"{a}/128" for a in host_addresses() if ":" in a}
-        _run([*enter, "-batch", "-"], "".join(f"route add prohibit {n}\n" for n in sorted(v4)))
-        if v6 and self._has_ipv6(enter):
-            _run([*enter, "-6", "-batch", "-"],
-                 "".join(f"route add prohibit {n}\n" for n in sorted(v6)))
-        shown = _run([*enter, "-4", "route", "show", "type", "prohibit"])
-        got = {line.split()[1] for line in shown.splitlines() if line.startswith("prohibit")}
-        missing = {n.removesuffix("/32") for n in v4} - got - {LINK_LOCAL}
-        if missing or LINK_LOCAL not in got:
-            raise SandboxError(f"network guard: routes not in place for {sorted(missing)[:3]}")
+        guard_container(container, self.prefix)
         (self.io_host / self.marker).write_text("")
 
-    @staticmethod
-    def _has_ipv6(enter: list[str]) -> bool:
-        """Whether the namespace has a non-link-local IPv6 address (else v6 cannot leave)."""
-        data = json.loads(_run([*enter, "-j", "-6", "addr", "show"]) or "[]")
-        return any(not ipaddress.ip_address(i["local"].split("%")[0]).is_link_local
-                   and not ipaddress.ip_address(i["local"].split("%")[0]).is_loopback
-                   for link in data for i in link.get("addr_info") or () if i.get("local"))
+
+def guard_container(container: Any, prefix: list[str] | None = None) -> None:
+    """Prohibit the host's addresses inside the started ``container``'s network namespace and
+    read them back; ``SandboxError`` when that cannot be done. For a container that runs
+    commands by ``exec`` (one per run, its network attached while it runs): call it after the
+    container started and after each time a network is attached, before the next command."""
+    if prefix is None:
+        prefix = _privilege()
+        if prefix is None:
+            raise SandboxError(NetGuard.REFUSAL)
+    container.reload()
+    pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
+    if pid <= 0:
+        raise SandboxError("network guard: the container has no process to enter")
+    enter = [*prefix, "nsenter", "-t", str(pid), "-n", "ip"]
+    routes = json.loads(_run([*enter, "-j", "-4", "route", "show", "default"]) or "[]")
+    hosts = host_addresses()
+    v4 = {f"{a}/32" for a in hosts if ":" not in a}
+    v4 |= {f"{r['gateway']}/32" for r in routes if r.get("gateway")}
+    v4.add(LINK_LOCAL)
+    have = _run([*enter, "-4", "route", "show", "type", "prohibit"])
+    v4 -= {line.split()[1] + ("" if "/" in line.split()[1] else "/32")
+           for line in have.splitlines() if line.startswith("prohibit")}  # (guarded before)
+    if v4:
+        _run([*enter, "-batch", "-"], "".join(f"route add prohibit {n}\n" for n in sorted(v4)))
+    v6 = {f"{a}/128" for a in hosts if ":" in a}
+    if v6 and _has_ipv6(enter):
+        have6 = _run([*enter, "-6", "route", "show", "type", "prohibit"])
+        v6 -= {line.split()[1] + ("" if "/" in line.split()[1] else "/128")
+               for line in have6.splitlines() if line.startswith("prohibit")}
+        if v6:
+            _run([*enter, "-6", "-batch", "-"],
+                 "".join(f"route add prohibit {n}\n" for n in sorted(v6)))
+    shown = _run([*enter, "-4", "route", "show", "type", "prohibit"])
+    got = {line.split()[1] for line in shown.splitlines() if line.startswith("prohibit")}
+    want = {f"{r['gateway']}" for r in routes if r.get("gateway")} | {LINK_LOCAL} | {
+        a for a in hosts if ":" not in a}
+    if missing := want - got:
+        raise SandboxError(f"network guard: routes not in place for {sorted(missing)[:3]}")
+
+
+def _has_ipv6(enter: list[str]) -> bool:
+    """Whether the namespace has a non-link-local IPv6 address (else v6 cannot leave)."""
+    data = json.loads(_run([*enter, "-j", "-6", "addr", "show"]) or "[]")
+    addrs = (ipaddress.ip_address(i["local"].split("%")[0])
+             for link in data for i in link.get("addr_info") or () if i.get("local"))
+    return any(not (a.is_link_local or a.is_loopback) for a in addrs)
