@@ -12,6 +12,19 @@ checked before each reuse and closed with the agent's; through a proxy, urllib3 
 stream that breaks after ``message_start`` still counts the input it was billed for. ``turns`` =
 model requests of the run that the upstream answered.
 
+Every request the upstream answers is in the run's totals, or the run says it is not: when a
+run closes, its requests still in flight get a grace (10 s) to be counted; one still in flight
+after it may yet be billed, so the run is marked *not fully metered* (``RunTotals.unmetered``),
+which makes it an infra error, never a cheaper pass. So does a billed model with no price (a
+command agent choosing its own): it is never priced at $0 in silence. A request that reaches
+a closed run is not forwarded.
+
+The meter forwards only what it parsed the way the API will: a POST body must be UTF-8 JSON in
+which no object repeats a key (at any depth; parsers differ on which of two values wins, so
+``{"model": cheap, "model": dear}`` could be priced as one model and run as the other); anything
+else is a 400 ``invalid_request_error``, never forwarded. The gate's own headers (``X-Gate-*``,
+any case) are dropped from what the agent sends; the meter sets its own.
+
 Only an allow-list of endpoints is forwarded (``ENDPOINTS``: messages, count_tokens, the model
 list), matched on the path exactly as it will be sent — no dot segments, percent-escapes or
 doubled slashes that an HTTP library would normalise into something else — with a plain query
