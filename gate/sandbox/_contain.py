@@ -86,7 +86,7 @@ def _cgroup_base() -> Path | None:
         if _base is not False:
             return _base  # type: ignore[return-value]
         _base = None
-        if sys.platform != "linux" or os.environ.get("GATE_NO_CGROUP"):
+        if sys.platform != "linux":
             return None
         parent = _own_cgroup_dir()
         if parent is None:
