@@ -1,27 +1,29 @@
 """A container with network reaches the outside, never the host's own services.
 
 A container on Docker's bridge routes everything through the bridge's gateway — an address of
-the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, the
-cloud's metadata service behind the host) answers a task that opted in to a network. The guard
-closes that from inside the container's own network namespace, without touching the host's
-firewall: after the container starts, and before its command runs, the gate adds a
-``prohibit`` route for every address of the host (all its interfaces' IPv4 and IPv6
-addresses, loopback excepted: inside the container, loopback is the container's own), for the
-container's gateway, and for the link-local range ``169.254.0.0/16`` (where cloud metadata
-services answer), through ``nsenter -t <container pid> -n ip``; then it reads the routes back.
-Traffic to anything else still leaves through the gateway (the route to the gateway as a next
-hop was resolved before; only packets *addressed* to it are refused). The task's user has no
-capability in the container (``cap_drop ALL``), so it cannot remove the routes.
+the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, a
+resolver, the cloud's metadata service behind the host) answers a task that opted in to a
+network. The guard closes that from inside the container's own network namespace, without
+touching the host's firewall: after the container starts, and before its command runs, the
+gate appends to the namespace's own ``OUTPUT`` chain a ``REJECT`` rule for every address of
+the host (all its interfaces' IPv4 and IPv6 addresses, loopback excepted: inside the
+container, loopback is the container's own), for the container's gateway, and for the
+link-local range ``169.254.0.0/16`` (where cloud metadata services answer), through ``nsenter
+-t <container pid> -n iptables-restore``; then it reads the rules back. Traffic to anything
+else still leaves through the gateway (only packets *addressed* to the host are refused). The
+rules belong to the namespace, so they hold when a network is detached and attached again
+(Harbor's phases); the task's user has no capability in the container (``cap_drop ALL``), so
+it cannot remove them.
 
 The command is held until then: it starts as a small ``sh`` loop that waits for a marker file
-in the command's read-only I/O directory, which the gate writes only once the routes are in
+in the command's read-only I/O directory, which the gate writes only once the rules are in
 place (a guard that fails kills the container; the command never runs).
 
-It takes ``nsenter`` and ``ip`` on the host and the privilege to enter another process's
-network namespace: root, or password-less ``sudo`` (GitHub's hosted runners). Where neither
-is there, a command with network is refused with the reason (``SandboxError``): the exposure
-is not accepted silently. Other containers on the same bridge are not covered (they listen on
-nothing of the gate's).
+It takes ``nsenter``, ``ip`` and ``iptables`` on the host and the privilege to enter another
+process's network namespace: root, or password-less ``sudo`` (GitHub's hosted runners). Where
+that is missing, a command with network is refused with the reason (``SandboxError``): the
+exposure is not accepted silently. Other containers on the same bridge are not covered (they
+listen on nothing of the gate's).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ _TOOL_TIMEOUT_S = 20
 def _privilege() -> list[str] | None:
     """The prefix that runs ``nsenter`` with the right to enter a container's network
     namespace: none as root, ``sudo -n`` where that works without a password; None: neither."""
-    if shutil.which("nsenter") is None or shutil.which("ip") is None:
+    if any(shutil.which(tool) is None for tool in ("nsenter", "ip", "iptables",
+                                                     "iptables-restore")):
         return None
     if os.geteuid() == 0:
         return []
@@ -100,9 +103,9 @@ class NetGuard:
         self.io_container = io_container
 
     REFUSAL = ("a command with network would reach this host's own services through "
-               "Docker's bridge, and the gate cannot close that here: it needs nsenter and ip, "
-               "and root or password-less sudo to set routes in the container's network "
-               "namespace (README: threat model)")
+               "Docker's bridge, and the gate cannot close that here: it needs nsenter, ip and "
+               "iptables, and root or password-less sudo to set rules in the container's "
+               "network namespace (README: threat model)")
 
     def refusal(self) -> str | None:
         return self.REFUSAL if self.prefix is None else None
@@ -126,10 +129,11 @@ class NetGuard:
 
 
 def guard_container(container: Any, prefix: list[str] | None = None) -> None:
-    """Prohibit the host's addresses inside the started ``container``'s network namespace and
-    read them back; ``SandboxError`` when that cannot be done. For a container that runs
-    commands by ``exec`` (one per run, its network attached while it runs): call it after the
-    container started and after each time a network is attached, before the next command."""
+    """Reject, in the started ``container``'s own network namespace, every packet addressed to
+    the host (:func:`host_addresses`), to the container's gateway and to ``169.254.0.0/16``,
+    and read the rules back; ``SandboxError`` when that cannot be done. The rules belong to
+    the namespace, not to an interface: they hold across a network detached and attached again
+    (Harbor's phases), so one call after the container starts guards it for good."""
     if prefix is None:
         prefix = _privilege()
         if prefix is None:
@@ -138,36 +142,37 @@ def guard_container(container: Any, prefix: list[str] | None = None) -> None:
     pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
     if pid <= 0:
         raise SandboxError("network guard: the container has no process to enter")
-    enter = [*prefix, "nsenter", "-t", str(pid), "-n", "ip"]
-    routes = json.loads(_run([*enter, "-j", "-4", "route", "show", "default"]) or "[]")
+    enter = [*prefix, "nsenter", "-t", str(pid), "-n"]
+    routes = json.loads(_run([*enter, "ip", "-j", "-4", "route", "show", "default"]) or "[]")
     hosts = host_addresses()
     v4 = {f"{a}/32" for a in hosts if ":" not in a}
     v4 |= {f"{r['gateway']}/32" for r in routes if r.get("gateway")}
-    v4.add(LINK_LOCAL)
-    have = _run([*enter, "-4", "route", "show", "type", "prohibit"])
-    v4 -= {line.split()[1] + ("" if "/" in line.split()[1] else "/32")
-           for line in have.splitlines() if line.startswith("prohibit")}  # (guarded before)
-    if v4:
-        _run([*enter, "-batch", "-"], "".join(f"route add prohibit {n}\n" for n in sorted(v4)))
-    v6 = {f"{a}/128" for a in hosts if ":" in a}
+    _reject(enter, "iptables", {*v4, LINK_LOCAL}, "icmp-admin-prohibited")
+    v6 = {f"{a.split('%')[0]}/128" for a in hosts if ":" in a}
     if v6 and _has_ipv6(enter):
-        have6 = _run([*enter, "-6", "route", "show", "type", "prohibit"])
-        v6 -= {line.split()[1] + ("" if "/" in line.split()[1] else "/128")
-               for line in have6.splitlines() if line.startswith("prohibit")}
-        if v6:
-            _run([*enter, "-6", "-batch", "-"],
-                 "".join(f"route add prohibit {n}\n" for n in sorted(v6)))
-    shown = _run([*enter, "-4", "route", "show", "type", "prohibit"])
-    got = {line.split()[1] for line in shown.splitlines() if line.startswith("prohibit")}
-    want = {f"{r['gateway']}" for r in routes if r.get("gateway")} | {LINK_LOCAL} | {
-        a for a in hosts if ":" not in a}
-    if missing := want - got:
-        raise SandboxError(f"network guard: routes not in place for {sorted(missing)[:3]}")
+        _reject(enter, "ip6tables", v6, "icmp6-adm-prohibited")
+
+
+def _reject(enter: list[str], tool: str, nets: set[str], why: str) -> None:
+    """Append a REJECT rule to the namespace's OUTPUT chain for each of ``nets`` it does not
+    have yet (``iptables-restore --noflush``: one call), then check every one is there."""
+    def present() -> set[str]:
+        rules = _run([*enter, tool, "-w", "-S", "OUTPUT"]).splitlines()
+        return {r.split()[3] for r in rules
+                if r.startswith("-A OUTPUT -d ") and r.endswith(f"-j REJECT --reject-with {why}")}
+
+    missing = nets - present()
+    if missing:
+        lines = [f"-A OUTPUT -d {n} -j REJECT --reject-with {why}" for n in sorted(missing)]
+        _run([*enter, f"{tool}-restore", "-w", "--noflush"],
+             "\n".join(["*filter", *lines, "COMMIT"]) + "\n")
+    if left := nets - present():
+        raise SandboxError(f"network guard: no rule in place for {sorted(left)[:3]}")
 
 
 def _has_ipv6(enter: list[str]) -> bool:
-    """Whether the namespace has a non-link-local IPv6 address (else v6 cannot leave)."""
-    data = json.loads(_run([*enter, "-j", "-6", "addr", "show"]) or "[]")
+    """Whether the namespace speaks IPv6 at all (an address other than loopback's)."""
+    data = json.loads(_run([*enter, "ip", "-j", "-6", "addr", "show"]) or "[]")
     addrs = (ipaddress.ip_address(i["local"].split("%")[0])
              for link in data for i in link.get("addr_info") or () if i.get("local"))
-    return any(not (a.is_link_local or a.is_loopback) for a in addrs)
+    return any(not a.is_loopback for a in addrs)
