@@ -176,7 +176,7 @@ def test_the_gates_own_headers_from_the_agent_are_dropped(meter: MeterProxy,
     assert not [k for k, _ in sent if k.startswith("x-gate-") and k != "x-gate-run"]
 
 
-def test_in_flight_requests_past_the_grace_are_counted_when_they_end_in_time(
+def test_a_request_that_ends_within_the_grace_is_counted(
         meter: MeterProxy, upstream: Upstream) -> None:
     """A request that ends within the grace is counted, and the run is fully metered."""
     run = meter.open_run("t-r0")
