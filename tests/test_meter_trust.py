@@ -12,7 +12,7 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -80,7 +80,7 @@ def meter(upstream: Upstream) -> Iterator[MeterProxy]:
 
 
 def _post(run: RunMeter, body: bytes, headers: dict[str, str] | None = None,
-          extra: list[tuple[str, str]] = ()) -> tuple[int, dict[str, Any]]:  # type: ignore[assignment]
+          extra: Sequence[tuple[str, str]] = ()) -> tuple[int, dict[str, Any]]:
     host, port = run.base_url.split("//")[1].split("/")[0].split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     path = "/" + run.base_url.split("/", 3)[3] + "/v1/messages"
