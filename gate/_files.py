@@ -50,6 +50,9 @@ RESULTS_MAX_VALUES = 8_000_000
 HISTORY_LIMIT = 16 * MiB
 #: how deep a JSON file we read may nest (results: top → runs → run → score → ...).
 JSON_MAX_DEPTH = 64
+#: the largest integer magnitude any JSON value the gate reads may hold (IEEE doubles hold every
+#: integer up to 2^53 exactly; past it readers disagree, and no count the gate writes gets near)
+JSON_MAX_INT = 2**53
 
 
 def printable(text: str) -> str:
@@ -174,12 +177,26 @@ def parse_json(data: bytes, path: str | os.PathLike[str], what: str, *,
     return parsed
 
 
+def _number_problem(value: object) -> str | None:
+    """Why a JSON number is not a value the gate takes, or None (for anything else too)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number (NaN and infinities are not valid values)"
+    if isinstance(value, int) and abs(value) > JSON_MAX_INT:
+        digits = str(abs(value))
+        shown = digits if len(digits) <= 20 else f"{digits[:6]}…({len(digits)} digits)"
+        return (f"{'-' if value < 0 else ''}{shown} is out of range (integers beyond ±2^53 are "
+                "not held exactly by JSON readers)")
+    return None
+
+
 def json_problem(data: Any, max_depth: int = JSON_MAX_DEPTH) -> str | None:
-    """``field.path: problem`` for the first non-finite number (NaN, Infinity, 1e400) or level of
-    nesting beyond ``max_depth`` in parsed JSON; None when there is none. Iterative: a hostile
-    file cannot exhaust the stack."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return f"(top level): {data} is not a finite number"
+    """``field.path: problem`` for the first number out of range (NaN, Infinity, 1e400, an
+    integer beyond ±2^53: ``10**30`` written out passes as an int where ``1e30`` would not)
+    or level of nesting beyond ``max_depth`` in parsed JSON; None when there is none.
+    Iterative: a hostile file cannot exhaust the stack. Per-field bounds (a count, a cost) are
+    the file's model's."""
+    if (top := _number_problem(data)) is not None:
+        return f"(top level): {top}"
     stack: list[tuple[Any, int, str]] = [(data, 1, "")] if isinstance(data, dict | list) else []
     while stack:
         node, depth, where = stack.pop()
@@ -187,9 +204,8 @@ def json_problem(data: Any, max_depth: int = JSON_MAX_DEPTH) -> str | None:
             return f"{where or '(top level)'}: nested deeper than {max_depth} levels"
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in items:
-            if isinstance(value, float) and not math.isfinite(value):
-                return (f"{_join(where, key)}: {value} is not a finite number (NaN and "
-                        "infinities are not valid values)")
+            if isinstance(value, int | float) and (bad := _number_problem(value)):
+                return f"{_join(where, key)}: {bad}"
             if isinstance(value, dict | list):
                 stack.append((value, depth + 1, _join(where, key)))
     return None

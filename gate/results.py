@@ -34,6 +34,18 @@ Status = Literal["passed", "failed", "error"]
 
 TaskId = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN)]
 
+# Bounds of the numbers a results file may hold: far beyond any real run, near enough that the
+# sums and means over a whole file stay exact and finite. A file past one is exit 2 naming the
+# field (integers past 2^53 anywhere in the file are refused when it is parsed, gate/_files.py).
+MAX_COUNT = 10**9  # replications, turns, jobs, numbers of runs
+MAX_TOKENS = 10**12  # tokens of one kind in one run
+MAX_RUN_USD = 10**6  # what one run cost
+MAX_FILE_USD = 10**9  # what a file's runs cost together
+MAX_SECONDS = 10**7  # one run's duration (about four months)
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+Rate = Annotated[float, Field(ge=0, le=1)]
+
 
 class RunKey(NamedTuple):
     """A run's identity: no two runs of one results file share it.
@@ -65,23 +77,25 @@ class _Open(BaseModel):
 class RunUsage(Usage):
     """Per-run usage: the four API fields are required in the file, the TTL split is not."""
 
-    input_tokens: int
-    output_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
+    input_tokens: Tokens
+    output_tokens: Tokens
+    cache_creation_input_tokens: Tokens
+    cache_read_input_tokens: Tokens
+    cache_creation_5m: Tokens = 0
+    cache_creation_1h: Tokens = 0
 
 
 class RunResult(_Open):
     """One (task, replication). A failed or errored run is still a result."""
 
     task: TaskId
-    replication: int = Field(ge=0)
+    replication: Count
     status: Status
     reason: str | None
-    turns: int = Field(ge=0)
+    turns: Count
     usage: RunUsage
-    cost_usd: float = Field(ge=0)
-    duration_s: float = Field(ge=0)
+    cost_usd: float = Field(ge=0, le=MAX_RUN_USD)
+    duration_s: float = Field(ge=0, le=MAX_SECONDS)
     notes: str | None
     # optional extras
     task_digest: str | None = None
@@ -104,7 +118,8 @@ class RunResult(_Open):
     # (suite overhead: ``cost_usd + overhead_usd`` is what the run really cost). Absent in
     # older files, whose ``usage`` and ``cost_usd`` are as billed.
     billed_usage: RunUsage | None = None
-    overhead_usd: float | None = None
+    # billed minus measured: negative only where a price makes a cache read dearer than a write
+    overhead_usd: float | None = Field(default=None, ge=-MAX_RUN_USD, le=MAX_RUN_USD)
     # the meter stopped answering the run's model requests at its turn or cost cap: why
     capped: str | None = None
 
@@ -137,9 +152,9 @@ class Schedule(_Open):
     conditions and A/B arms are recorded when the runs have them.
     """
 
-    replications: int | None = None  # runs per task in the file
-    jobs: int | None = None  # runs at once
-    sequential: list[int] | None = None  # replications run per look, when sequential
+    replications: Count | None = None  # runs per task in the file
+    jobs: Count | None = None  # runs at once
+    sequential: list[Count] | None = None  # replications run per look, when sequential
     metering: str | None = None  # how usage and cost are measured, e.g. "warm-prefix-v1"
     shard: str | None = None
     conditions: list[str] | None = None
@@ -147,23 +162,23 @@ class Schedule(_Open):
 
 
 class Summary(_Open):
-    passed: int
-    failed: int
-    errors: int
-    total: int
-    pass_rate: float | None
-    mean_turns: float | None
-    cost_usd: float
-    cache_hit_rate: float | None
+    passed: Count
+    failed: Count
+    errors: Count
+    total: Count
+    pass_rate: Rate | None
+    mean_turns: float | None = Field(ge=0, le=MAX_COUNT)
+    cost_usd: float = Field(ge=0, le=MAX_FILE_USD)
+    cache_hit_rate: Rate | None
     # the warm starts' cache-write premium (suite overhead, never in ``cost_usd``) and the
     # runs' total spend, ``cost_usd + overhead_usd``; absent in older files
-    overhead_usd: float | None = None
-    spend_usd: float | None = None
+    overhead_usd: float | None = Field(default=None, ge=-MAX_FILE_USD, le=MAX_FILE_USD)
+    spend_usd: float | None = Field(default=None, ge=-MAX_FILE_USD, le=MAX_FILE_USD)
 
 
 class MissingRun(BaseModel):
     task: TaskId
-    replication: int
+    replication: Count
     condition: str | None = None
 
 

@@ -233,6 +233,8 @@ def run_one(
         if meter_run is not None:
             meter_run.close()  # waits briefly for requests still in flight to be counted
             totals = meter_run.measured()
+            if totals.unmetered:  # billed but not all counted: never a pass at a lower cost
+                status, reason = "error", f"infra: {totals.unmetered}"
             if refused := meter_run.refusals():
                 record({"type": "meter_refused", "requests": refused})
             if capped := meter_run.capped:

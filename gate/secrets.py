@@ -12,7 +12,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 # Names that carry credentials, or that point a process at one.
 _SECRET_NAME = re.compile(
@@ -172,3 +172,65 @@ def _not_dumpable() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+
+# what names a credential in an ancestor's environment (narrower than ``is_secret_name``, which
+# also drops every GITHUB_* from a child's: an ancestor's GITHUB_SHA is no secret)
+_CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE)", re.IGNORECASE)
+
+
+def exposed_ancestors(environ: Mapping[str, str] | None = None, *,
+                      pid: int | None = None) -> list[tuple[int, str, list[str]]]:
+    """``(pid, command, names)`` for each ancestor of this process whose environment holds a
+    credential this process can read — and so can every task the gate runs as the same user
+    (``/proc/<pid>/environ`` is readable by its user). A credential: a value of 8+ characters
+    under a name with KEY, TOKEN, SECRET, PASSW, CREDENTIAL or PRIVATE in it, or a copy of one
+    of ``environ``'s under any name. Linux only (elsewhere: ``[]``); the walk stops at init."""
+    env = os.environ if environ is None else environ
+    ours = {v for k, v in env.items() if len(v) >= 8 and _CREDENTIAL_NAME.search(k)}
+    found: list[tuple[int, str, list[str]]] = []
+    current = os.getpid() if pid is None else pid
+    for _ in range(64):  # a bound, whatever /proc says
+        try:
+            with open(f"/proc/{current}/stat", "rb") as fh:
+                stat = fh.read()
+            current = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if current <= 1:
+            break
+        try:
+            with open(f"/proc/{current}/environ", "rb") as fh:
+                block = fh.read()
+            with open(f"/proc/{current}/comm", "rb") as fh:
+                comm = fh.read().decode(errors="replace").strip()
+        except OSError:
+            continue  # not readable by us: nor by a task running as us
+        names = sorted({
+            name for name, eq, value in (e.decode(errors="replace").partition("=")
+                                         for e in block.split(b"\0"))
+            if eq and (value in ours or (len(value) >= 8 and _CREDENTIAL_NAME.search(name)))})
+        if names:
+            found.append((current, comm, names))
+    return found
+
+
+def warn_exposed_ancestors(log: Callable[[str], None] | None = None) -> None:
+    """Warn (one line on stderr, or ``log``) when a process above the gate holds a credential
+    a task could read: the gate was started as a child of a shell that has it, not ``exec``'d
+    (the README's "Calling gate from your own steps")."""
+    for pid, comm, names in exposed_ancestors():
+        line = (f"gate: warning: {', '.join(names[:5])} {'is' if len(names) == 1 else 'are'} "
+                f"in the environment of process {pid} ({_printable(comm)}) above the gate, "
+                f"readable by every task at /proc/{pid}/environ: exec the gate from "
+                "your step (`exec gate ci ...`) or keep credentials out of the calling shell "
+                "(README: Calling gate from your own steps)")
+        if log is None:
+            print(line, file=sys.stderr)
+        else:
+            log(line)
+
+
+def _printable(text: str) -> str:
+    """A process name as it may be shown on one line (no control characters)."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:32]

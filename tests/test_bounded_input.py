@@ -314,3 +314,48 @@ def test_a_trailing_newline_does_not_slip_past_the_task_id_check(make_task,
     assert p.returncode == 1, p.stdout
     assert "sneaky\\n " in p.stdout and "not a valid task id" in p.stdout
     assert "1 sound, 1 broken" in p.stdout
+
+
+def test_numbers_out_of_range_are_exit_2_naming_the_field(pair: tuple[Path, dict],
+                                                          tmp_path: Path) -> None:
+    """A huge integer written out (10^30: not a float, so it passed as an int), a float that is
+    finite but absurd, or a negative count: refused as results and as a baseline."""
+    base, good = pair
+    run0 = good["runs"][0]
+    huge = 10**30
+
+    def run(**changes: object) -> dict:
+        return {**good, "runs": [{**run0, **changes}, *good["runs"][1:]]}
+
+    usage = run0["usage"]
+    cases: dict[str, tuple[dict, str]] = {
+        "replication": (run(replication=huge), "runs.0.replication"),
+        "turns": (run(turns=huge), "runs.0.turns"),
+        "tokens": (run(usage={**usage, "input_tokens": huge}), "runs.0.usage.input_tokens"),
+        "tokens-2^53": (run(usage={**usage, "output_tokens": 2**53 + 1}),
+                        "runs.0.usage.output_tokens"),
+        "negative-tokens": (run(usage={**usage, "cache_read_input_tokens": -5}),
+                            "runs.0.usage.cache_read_input_tokens"),
+        "billed": (run(billed_usage={**usage, "output_tokens": 10**13}),
+                   "runs.0.billed_usage.output_tokens"),
+        "cost": (run(cost_usd=1e300), "runs.0.cost_usd"),
+        "overhead": (run(overhead_usd=1e300), "runs.0.overhead_usd"),
+        "duration": (run(duration_s=1e300), "runs.0.duration_s"),
+        "source-rep": (run(source_replication=huge), "runs.0.source_replication"),
+        "summary": ({**good, "summary": {**good["summary"], "passed": huge}}, "summary.passed"),
+        "summary-cost": ({**good, "summary": {**good["summary"], "cost_usd": 1e300}},
+                         "summary.cost_usd"),
+        "schedule": ({**good, "schedule": {"replications": 10**20}}, "schedule.replications"),
+        "missing": ({**good, "interrupted": {"reason": "x", "missing": [
+            {"task": "t00", "replication": huge}]}}, "interrupted.missing.0.replication"),
+        "schema": ({**good, "schema_version": huge}, "schema_version"),
+    }
+    for name, (data, field) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        assert str(huge) not in field
+        one_line_error(in_process("compare", base, path), str(path), field)
+        one_line_error(in_process("compare", path, base), str(path), field)
+        one_line_error(in_process("baseline", path, "--baseline", tmp_path / "b.json"),
+                       str(path), field)
+    assert not (tmp_path / "b.json").exists()

@@ -19,6 +19,11 @@ from pathlib import Path
 import pytest
 
 from gate.results import load_results
+from gate.sandbox import containment
+
+# where the kernel can contain a run (this machine's cgroup v2 is writable): the tests that
+# need it; elsewhere they are skipped with the reason, and the launcher is all there is
+CGROUP_KILL = containment() == "cgroup"
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only"),
               pytest.mark.slow]
@@ -158,3 +163,43 @@ def test_sigterm_stops_everything_without_waiting_for_the_runs(make_task, suite_
     results = load_results(tmp_path / "r.json")
     assert results.runs == [] and results.interrupted is not None
     assert _wait_until(lambda: _marked(marker) == [], 5), _marked(marker)
+
+
+def _kills_its_launcher(marker: str, where: str, flag: Path) -> str:
+    """Shell lines that start `setsid` daemons, then SIGKILL the launcher above the script (its
+    parent), so the launcher cannot reap them; the script goes on."""
+    return _daemons(marker, where, flag) + (
+        "sleep 0.2\n"
+        'launcher=$PPID\n'
+        'kill -9 "$launcher"\n'
+        f"echo killed-launcher-{where} >> {flag}\n")
+
+
+@pytest.mark.skipif(not CGROUP_KILL, reason="needs a writable cgroup v2 with cgroup.kill")
+def test_a_script_that_kills_its_launcher_leaves_nothing_behind(
+        make_task, suite_dir: Path, tmp_path: Path, marker: str) -> None:
+    """The subreaper is a process of the task's user: a task can kill it. The run's cgroup is
+    the kernel's: every process of the run is in it, whatever it does, and dies with it."""
+    flag = tmp_path / "started"
+    make_task("t", solve=_kills_its_launcher(marker, "solve", flag) + "echo hi > hello.txt\n")
+    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1",
+              "-o", str(tmp_path / "r.json"))
+    assert p.returncode in (0, 1, 3), p.stderr
+    assert "killed-launcher-solve" in flag.read_text()  # the launcher really was killed
+    assert _wait_until(lambda: _marked(marker) == [], 2), _marked(marker)
+
+
+@pytest.mark.skipif(not CGROUP_KILL, reason="needs a writable cgroup v2 with cgroup.kill")
+def test_a_command_agent_that_kills_its_launcher_leaves_nothing_behind(
+        make_task, suite_dir: Path, tmp_path: Path, marker: str) -> None:
+    flag = tmp_path / "started"
+    make_task("cmd")
+    script = tmp_path / "agent.sh"
+    script.write_text(_kills_its_launcher(marker, "agent", flag) + "echo hi > hello.txt\n")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash {script}"\n'
+                   f'[suite]\ntasks = "{suite_dir}"\n')
+    p = _gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
+    assert p.returncode in (0, 1, 3), p.stderr
+    assert "killed-launcher-agent" in flag.read_text()
+    assert _wait_until(lambda: _marked(marker) == [], 2), _marked(marker)

@@ -12,6 +12,7 @@ import click
 
 from gate.cli._options import progress, run_options, run_request
 from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
+from gate.secrets import warn_exposed_ancestors
 
 if TYPE_CHECKING:
     from gate.github import CIEnvironment, CIOptions
@@ -113,6 +114,7 @@ def ci(
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
     """
+    warn_exposed_ancestors(lambda line: click.echo(line, err=True))  # a shell above holds keys
     if post_comment and post_comment.strip():
         # the action's last step: another step's verdict, posted; nothing here is judged
         from gate.github import CIEnvironment

@@ -161,6 +161,8 @@ class Refresh:
             sha = _git.commit_files(self.root, state.commit, files,
                                     f"{message_head}\n\n{message}\n\n[skip ci]")
             self.guard()
+            from gate.sandbox import assert_no_task_alive  # (gate ci has loaded it already)
+            assert_no_task_alive()  # a process of a run still alive: never push with the token
             if _git.push(self.root, sha, self.place.branch, token=self.token,
                          server_url=self.server_url):
                 last.status, last.commit = "committed", sha

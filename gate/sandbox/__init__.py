@@ -24,6 +24,12 @@ from gate.sandbox._base import (
     make_provider,
     register_backend,
 )
+from gate.sandbox._contain import (
+    alive_task_processes,
+    assert_no_task_alive,
+    containment,
+    no_task_alive,
+)
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
 from gate.sandbox._select import admit, open_provider, suite_sandboxes
 
@@ -48,9 +54,13 @@ __all__ = [
     "SandboxProvider",
     "Verification",
     "admit",
+    "alive_task_processes",
+    "assert_no_task_alive",
     "backend_names",
     "clip",
+    "containment",
     "make_provider",
+    "no_task_alive",
     "open_provider",
     "register_backend",
     "run_process_group",

@@ -53,6 +53,7 @@ from gate.sandbox._local import (
     read_inside,
     write_inside,
 )
+from gate.sandbox._netguard import NetGuard
 from gate.sandbox._relay import serve
 from gate.tasks import Task, digest_dir
 
@@ -154,6 +155,8 @@ class DockerSandbox(Sandbox):
         start = time.monotonic()
         client = self.provider.client()
         limits = self.task.meta.environment
+        guard = NetGuard(self._io, IO_DIR) if limits and limits.network else None  # _netguard
+        argv = guard.hold(argv) if guard else argv
         uid, gid = _user()
         try:
             container = client.containers.create(
@@ -178,6 +181,8 @@ class DockerSandbox(Sandbox):
         code = -signal.SIGKILL
         try:
             container.start()
+            if guard:  # the host's addresses prohibited before the held command goes
+                guard.apply(container)
             deadline = start + timeout
             while True:
                 if self.cancel is not None and self.cancel.is_set():

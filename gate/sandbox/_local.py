@@ -25,6 +25,7 @@ from gate.sandbox._base import (
     SandboxOptions,
     SandboxProvider,
 )
+from gate.sandbox._contain import SCOPE, SCOPE_VAR, Scope
 from gate.tasks import Task
 
 REAPER = Path(__file__).with_name("_reaper.py")
@@ -37,14 +38,17 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _launcher(argv: Sequence[str]) -> list[str]:
+def _launcher(argv: Sequence[str], scope: Scope | None = None) -> list[str]:
     """On Linux, the command under the per-run launcher (``_reaper.py``): a child subreaper
     that kills every descendant — ``setsid`` daemons included — when the command ends, when
-    the gate stops it, and when the gate dies (even by SIGKILL). Elsewhere (macOS) there is
-    no subreaper: the process-group kill is all there is."""
+    the gate stops it, and when the gate dies (even by SIGKILL); in the command's own cgroup
+    where ``scope`` has one (``_contain.py``: that holds even when the command kills the
+    launcher). Elsewhere (macOS) there is no subreaper: the process-group kill is all there
+    is."""
     if sys.platform != "linux" or not sys.executable:
         return list(argv)
-    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *argv]
+    return [sys.executable, "-I", "-S", str(REAPER), *(scope.launcher_args() if scope else ()),
+            str(os.getpid()), *argv]
 
 
 def _stop(proc: subprocess.Popen[bytes], launched: bool) -> None:
@@ -81,17 +85,23 @@ def run_process_group(
         raise SandboxError("cancelled")
     start = time.monotonic()
     deadline = start + timeout
-    command = _launcher(argv)
+    scope = Scope()
+    command = _launcher(argv, scope)
     launched = command != list(argv)
-    proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**env, SCOPE_VAR: SCOPE},
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except BaseException:
+        scope.close()
+        raise
+    scope.started(proc.pid)
     out, err = _Capture(output_limit), _Capture(output_limit)
     pumps = [_pump(proc.stdout, out), _pump(proc.stderr, err)]
     if stdin is not None:
@@ -118,6 +128,7 @@ def run_process_group(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        scope.close()  # the command's cgroup, killed as a whole: what escaped the launcher
     drained = time.monotonic() + 5  # the pipes close once everything the command started is
     for pump in pumps:  # dead (a pipe held by something outside the run: the rest is lost)
         pump.join(timeout=max(0.0, drained - time.monotonic()))

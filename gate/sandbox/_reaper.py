@@ -1,7 +1,11 @@
 """A run's launcher on Linux: runs one command and leaves no descendant of it behind.
 
-Usage: ``python -I -S _reaper.py PARENT_PID COMMAND [ARG ...]`` (a standalone script: it imports
-nothing from the gate, so it starts fast and holds nothing of the gate's).
+Usage: ``python -I -S _reaper.py [--cgroup DIR] PARENT_PID COMMAND [ARG ...]`` (a standalone
+script: it imports nothing from the gate, so it starts fast and holds nothing of the gate's).
+
+With ``--cgroup``, it first moves itself into that (cgroup v2) cgroup, so the command and
+everything it ever forks are in it: the gate kills the cgroup as a whole when the command
+ends, which holds even when the command kills this launcher (``_contain.py``).
 
 It marks itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``), so every process the command
 starts — even one that double-forks or calls ``setsid`` to leave the process group — is
@@ -112,7 +116,19 @@ def _wait(child: int) -> int | None:
             return None
 
 
+def _join(cgroup: str) -> None:
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+    except OSError as exc:
+        print(f"gate: cannot join the run's cgroup ({exc.strerror}); a process of this command "
+              "that kills the launcher may outlive it", file=sys.stderr)
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--cgroup"]:
+        _join(argv[1])
+        argv = argv[2:]
     parent, command = int(argv[0]), argv[1:]
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS | {signal.SIGCHLD})
     libc = ctypes.CDLL(None, use_errno=True)

@@ -1,0 +1,407 @@
+"""The metering proxy itself: a real HTTP server on loopback in front of the upstream API,
+which checks each run's token, swaps in the real credential and meters what passes."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import secrets
+import threading
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+import urllib3
+from urllib3.util.wait import wait_for_read
+
+from gate.cost import PriceTable
+from gate.errors import BadInput
+from gate.meter._flights import FIRST_FLIGHT_WAIT_S, _FirstFlights, _Lead
+from gate.meter._http import _Handler
+from gate.meter._routes import (
+    _RESPONSE_DROP,
+    MAX_REQUEST_BYTES,
+    MESSAGES,
+    AmbiguousBody,
+    forwarded_headers,
+    parse_body,
+    route,
+)
+from gate.meter._run import MeteredRequest, Prefix, RefusedRequest, RunMeter
+from gate.meter._sse import _Broken, _SSEUsage
+from gate.meter._upstream import (
+    _UPSTREAM_ERRORS,
+    CONNECT_TIMEOUT_S,
+    _Answer,
+    _chunks,
+    _tls_context,
+    upstream_pool,
+    upstream_settings,
+)
+from gate.usage import Usage
+
+
+class MeterProxy:
+    """A real HTTP server on loopback in front of the upstream API."""
+
+    def __init__(
+        self,
+        upstream: str,
+        credential: str,
+        prices: PriceTable,
+        *,
+        credential_header: str = "x-api-key",
+        host: str = "127.0.0.1",
+        timeout: float = 600,
+        observer: Callable[[str, bytes], None] | None = None,
+        run_header: str | None = None,
+        first_flight_wait: float = FIRST_FLIGHT_WAIT_S,
+    ) -> None:
+        """``observer(run_id, body)`` sees each authenticated request body (benchmarks).
+        ``first_flight_wait``: how long a request waits at most for its family's first
+        response to begin (then it goes anyway, and may write the prefix again).
+        ``run_header``: a header naming the run (``<task>-r<replication>``) on every forwarded
+        request — for the simulator only, which derives the run's randomness from it."""
+        self._run_header = run_header
+        self.upstream = upstream.rstrip("/")
+        self._credential = credential
+        self._credential_header = credential_header
+        self.prices = prices
+        self.timeout = timeout
+        self.first_flight_wait = first_flight_wait
+        self._observer = observer
+        self._runs: dict[str, RunMeter] = {}
+        self._flights = _FirstFlights()
+        self.unpriced: set[str] = set()
+        self._lock = threading.Lock()
+        proxy, verify = upstream_settings(self.upstream)
+        url = urllib3.util.parse_url(self.upstream)
+        self._origin = (url.scheme or "http", url.host or "", url.port)
+        self._base_path = url.path or ""
+        self._tls = _tls_context(verify) if url.scheme == "https" else None
+        self._timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=timeout)
+        # through a proxy: urllib3's pool manager (http, https or socks proxies, as requests
+        # would use them); without one, each agent connection gets its own upstream connection
+        # (http.client, kept alive): urllib3's layers were a quarter of the meter's time
+        self._pool = upstream_pool(proxy, verify) if proxy else None
+        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"MeterProxy(upstream={self.upstream!r}, url={self.url!r})"
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> MeterProxy:
+        # a short poll: close() (shutdown) returns at once, not after up to half a second
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        name="gate-meter", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._pool is not None:
+            self._pool.clear()
+
+    def __enter__(self) -> MeterProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open_run(self, run_name: str, *, max_turns: int | None = None,
+                 max_cost_usd: float | None = None) -> RunMeter:
+        run_id = f"{run_name}-{secrets.token_hex(4)}"
+        meter = RunMeter(run_id=run_id, token="gate-run-" + secrets.token_urlsafe(24),
+                         base_url=f"{self.url}/r/{run_id}", _proxy=self,
+                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name)
+        with self._lock:
+            self._runs[run_id] = meter
+        return meter
+
+    def _forget(self, run_id: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+        self._flights.wake()
+
+    def _lookup(self, run_id: str) -> RunMeter | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    # -- request handling -----------------------------------------------------------------
+    def _handler_class(self) -> type[_Handler]:
+        proxy = self
+
+        class Handler(_Handler):
+            def do_POST(self) -> None:
+                proxy._handle(self)
+
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
+
+        return Handler
+
+    def _send_error(self, h: _Handler, status: int, kind: str, msg: str) -> None:
+        body = json.dumps({"type": "error", "error": {"type": kind, "message": msg},
+                           "request_id": None}).encode()
+        h.respond(status, [("content-type", "application/json")], body)
+
+    def _handle(self, h: _Handler) -> None:
+        path, _, query = h.path.partition("?")
+        parts = path.split("/", 3)  # "", "r", run_id, rest
+        run = self._lookup(parts[2]) if len(parts) == 4 and parts[1] == "r" else None
+        if run is None:
+            h.close_connection = True  # its body is not read: it must not pass for a request
+            self._send_error(h, 404, "not_found_error", "unknown run (the gate's meter)")
+            return
+        given = h.header("x-api-key")
+        auth = h.header("authorization")
+        if auth.lower().startswith("bearer "):
+            given = given or auth[7:].strip()
+        if not secrets.compare_digest(given.encode(), run.token.encode()):
+            h.close_connection = True  # as above
+            self._send_error(h, 401, "authentication_error", "invalid run token")
+            return
+        length = h.content_length
+        if length > MAX_REQUEST_BYTES:  # the API's own limit is lower; never read it in
+            h.close_connection = True
+            self._send_error(h, 413, "request_too_large",
+                             f"request body over {MAX_REQUEST_BYTES} bytes (the gate's meter)")
+            return
+        body = h.rfile.read(length) if length > 0 else b""
+        endpoint = route(h.command, parts[3], query)
+        if endpoint is None:
+            shown = h.path.split("/", 3)[3][:300]
+            run.refuse(RefusedRequest(h.command, "/" + shown))
+            self._send_error(h, 403, "permission_error", (
+                f"the gate's meter does not forward {h.command} /{shown[:120]}: only "
+                "POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models are "
+                "allowed during a gated run"))
+            return
+        self._meter(h, run, endpoint, query, body)
+
+    def _meter(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
+               body: bytes) -> None:
+        """An allowed request of a known run: parsed, admitted, forwarded and counted. Each
+        refusal is a 400 ``invalid_request_error`` (a 404 once the run is closed): clients
+        (the SDKs, Claude Code) do not retry it, and it is never forwarded, so it is neither
+        billed nor counted as an API failure."""
+        billable = endpoint == MESSAGES
+        try:  # parsed as the meter prices it; what parses two ways is never forwarded
+            payload: Any = parse_body(body) if h.command == "POST" else {}
+        except AmbiguousBody as exc:
+            self._send_error(h, 400, "invalid_request_error", f"{exc} (the gate's meter)")
+            return
+        if billable and (refusal := run.admit_message()) is not None:
+            self._send_error(h, 400, "invalid_request_error", refusal)
+            return
+        if not run.begin(billable):
+            if billable:
+                run.message_done()
+            self._send_error(h, 404, "not_found_error", "run closed (the gate's meter)")
+            return
+        if self._observer is not None:
+            self._observer(run.run_id, body)
+        prefix = run.prefix(payload)  # where the request stands on arrival, before any wait
+        lead: _Lead | None = None
+        try:
+            if endpoint == MESSAGES and prefix.family is not None:
+                leads = self._flights.enter(prefix.family, run, self.first_flight_wait)
+                if leads is None:
+                    with contextlib.suppress(OSError):
+                        self._send_error(h, 404, "not_found_error",
+                                         "run closed while its request waited (the gate's meter)")
+                    return
+                if leads:
+                    lead = _Lead(self._flights, prefix.family)
+            self._forward(h, run, endpoint, query, body, payload, prefix, lead)
+        finally:
+            if lead is not None:
+                lead.release()
+            run.end(billable)
+            if billable:
+                run.message_done()
+
+    def _forward(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
+                 body: bytes, payload: Any, prefix: Prefix, lead: _Lead | None) -> None:
+        model, stream = "unknown", False
+        with contextlib.suppress(AttributeError):
+            model = str(payload.get("model") or "unknown")
+            stream = bool(payload.get("stream"))
+        target = f"/{endpoint}" + (f"?{query}" if query else "")
+        headers = forwarded_headers(h.header_list)
+        headers[self._credential_header] = (
+            f"Bearer {self._credential}" if self._credential_header == "authorization"
+            else self._credential)
+        headers["accept-encoding"] = "identity"  # pass bytes through unchanged
+        if self._run_header:
+            headers[self._run_header] = run.run_name
+        is_messages = endpoint == MESSAGES
+        # sent as is: no retry, and a redirect is passed back, never followed with the
+        # credential; the body is read as it arrives, never decoded
+        try:
+            if self._pool is None:
+                resp = self._send_direct(h, target, body, headers)
+                answer = _Answer(resp.status, resp.msg, resp.read, resp.read1)
+            else:
+                up = self._pool.urlopen(
+                    h.command, self.upstream + target, body=body, headers=headers,
+                    preload_content=False, decode_content=False, redirect=False,
+                    retries=False, timeout=self._timeout)
+                answer = _Answer(up.status, up.headers, up.read, up.read1)
+        except _UPSTREAM_ERRORS as exc:
+            if is_messages:
+                run.add(MeteredRequest(model, 0, stream, Usage(), 0.0,
+                                       error=f"connection error: {type(exc).__name__}",
+                                       prefix=prefix))
+            self._send_error(h, 502, "api_error", "upstream unreachable (the gate's meter)")
+            return
+        try:
+            self._relay(h, answer, run, model, is_messages, prefix, lead)
+        finally:
+            # a response not read to its end (the agent went away, a broken stream): the
+            # upstream may still be sending on that connection; never reuse it
+            if self._pool is None:
+                if not resp.isclosed() or resp.will_close:
+                    self._drop_direct(h)
+            else:
+                if not up.closed:
+                    up.close()
+                up.release_conn()
+
+    def _send_direct(self, h: _Handler, target: str, body: bytes,
+                     headers: dict[str, str]) -> http.client.HTTPResponse:
+        """The request on the agent connection's own upstream connection: reused while the
+        upstream keeps it open (idle and not readable: an idle connection that reads as ready
+        was closed, or holds bytes nobody asked for), else a new one."""
+        conn = h.upstream_conn
+        if conn is not None and (conn.sock is None or wait_for_read(conn.sock, timeout=0.0)):
+            self._drop_direct(h)
+            conn = None
+        try:
+            if conn is None:
+                conn = h.upstream_conn = self._connect()
+            conn.request(h.command, self._base_path + target, body=body or None,
+                         headers=headers)
+            return conn.getresponse()
+        except BaseException:
+            self._drop_direct(h)
+            raise
+
+    def _connect(self) -> http.client.HTTPConnection:
+        scheme, host, port = self._origin
+        conn = (http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
+                                            context=self._tls)
+                if scheme == "https" else
+                http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S))
+        try:
+            conn.connect()
+        except BaseException:
+            conn.close()
+            raise
+        assert conn.sock is not None
+        conn.sock.settimeout(self.timeout)  # connecting: 10 s; waiting on the model: long
+        return conn
+
+    @staticmethod
+    def _drop_direct(h: _Handler) -> None:
+        if h.upstream_conn is not None:
+            h.upstream_conn.close()
+            h.upstream_conn = None
+
+    def _relay(self, h: _Handler, up: _Answer, run: RunMeter,
+               model: str, is_messages: bool, prefix: Prefix | None = None,
+               lead: _Lead | None = None) -> None:
+        """Pass the response back; a leading request's family is warm once its message has
+        started (``message_start`` of a stream; the whole body of a JSON 2xx answer)."""
+        ctype = up.headers.get("content-type", "")
+        is_sse = "text/event-stream" in ctype
+        head = [(k, v) for k, v in up.headers.items() if k.lower() not in _RESPONSE_DROP]
+        request_id = up.headers.get("request-id")
+        if is_sse:
+            h.respond(up.status, [*head, ("transfer-encoding", "chunked")])
+            tracker = _SSEUsage()
+            broken: str | None = None
+            try:
+                for chunk in _chunks(up):
+                    tracker.feed(chunk)
+                    if lead is not None and tracker.started:
+                        lead.began()
+                    h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    h.wfile.flush()
+                if tracker.started and not tracker.stopped and tracker.error is None:
+                    raise _Broken("upstream closed the stream before message_stop")
+            except _Broken as exc:
+                broken = f"stream broken: {exc}"[:200]
+            except OSError:  # writing to the agent (reading the upstream raises _Broken)
+                broken = "client went away mid-stream"
+            if is_messages:  # recorded before the client can see the end of the stream
+                usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
+                run.add(MeteredRequest(
+                    model, up.status, True, usage,
+                    self._price(run, model, usage) if tracker.started else 0.0,
+                    error=tracker.error or broken, request_id=request_id,
+                    billed=tracker.started, prefix=prefix), self._pricer(run))
+            if broken:
+                h.close_connection = True  # no terminating chunk: the client sees the break
+            else:
+                with contextlib.suppress(OSError):
+                    h.wfile.write(b"0\r\n\r\n")
+                    h.wfile.flush()
+            return
+        try:
+            data = up.read()
+        except _UPSTREAM_ERRORS as exc:
+            if is_messages:
+                run.add(MeteredRequest(model, up.status, False, Usage(), 0.0,
+                                       error=f"response broken: {type(exc).__name__}",
+                                       request_id=request_id, prefix=prefix))
+            h.close_connection = True  # nothing was sent: a cut connection tells the client
+            return
+        if lead is not None and 200 <= up.status < 300:
+            lead.began()
+        if is_messages:
+            metered = self._metered_json(run, model, up.status, data, request_id)
+            metered.prefix = prefix
+            run.add(metered, self._pricer(run))
+        with contextlib.suppress(OSError):
+            h.respond(up.status, head, data)
+
+    def _metered_json(self, run: RunMeter, model: str, status: int, data: bytes,
+                      request_id: str | None) -> MeteredRequest:
+        if status == 200:
+            try:
+                usage = Usage.from_api(json.loads(data).get("usage"))
+            except (ValueError, AttributeError):
+                usage = Usage()
+            return MeteredRequest(model, 200, False, usage, self._price(run, model, usage),
+                                  request_id=request_id, billed=True)
+        try:
+            err = json.loads(data).get("error", {})
+            why = f"{status} {err.get('type', 'error')}"
+        except (ValueError, AttributeError):
+            why = f"HTTP {status}"
+        return MeteredRequest(model, status, False, Usage(), 0.0, error=why,
+                              request_id=request_id)
+
+    def _price(self, run: RunMeter, model: str, usage: Usage) -> float:
+        """Priced by the model the request asked for. The run checked its configured model has
+        a price up front; a billed model with none (one a command agent picks on its own) adds
+        nothing to the run's cost and leaves the run not fully metered (an infra error), with
+        the way to add its price: never a silent $0."""
+        try:
+            return self.prices.cost(model, usage)
+        except BadInput as exc:
+            with self._lock:
+                self.unpriced.add(model)
+            run.not_metered(f"not fully metered: {exc}")
+            return 0.0
+
+    def _pricer(self, run: RunMeter) -> Callable[[str, Usage], float]:
+        return lambda model, usage: self._price(run, model, usage)

@@ -1,0 +1,106 @@
+"""Through the real CLI: what the upstream bills is in a run's totals, or the run is an error.
+
+A command agent that leaves requests in flight behind it, or asks for a model without a price,
+cannot produce a cheap-looking pass. The upstream is the simulator, started by the test (with a
+latency) or by the gate (``--sim``); its ledger says what was answered.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gate.results import load_results
+from gate.sim import Latency, Simulator, read_ledger
+
+pytestmark = pytest.mark.slow
+
+# a command agent: POSTs one messages request per model named in $MODELS, each from a child
+# process of its own (a new session, so it outlives nothing but the agent's own exit), waits
+# ``$LINGER`` seconds, writes the answer and exits 0, whatever its children are doing
+AGENT = r'''
+import json, os, subprocess, sys, time, urllib.request
+if len(sys.argv) > 1:
+    body = json.dumps({"model": sys.argv[1], "max_tokens": 32,
+                       "messages": [{"role": "user", "content": "say hi"}]}).encode()
+    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", data=body,
+                                 headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"],
+                                          "anthropic-version": "2023-06-01",
+                                          "content-type": "application/json"})
+    urllib.request.urlopen(req, timeout=120).read()
+    sys.exit(0)
+for model in os.environ["MODELS"].split():
+    subprocess.Popen([sys.executable, __file__, model], start_new_session=True)
+time.sleep(float(os.environ["LINGER"]))
+open("hello.txt", "w").write("hi\n")
+'''
+
+
+def _setup(tmp_path: Path, make_task) -> Path:
+    make_task("t")
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\nmodel = "claude-sonnet-5-5"\n'
+                   f'command = "{sys.executable} {agent}"\nenv = ["MODELS", "LINGER"]\n'
+                   f'[suite]\ntasks = "{tmp_path / "suite"}"\n')
+    return cfg
+
+
+def _gate(cfg: Path, out: Path, env: dict[str, str],
+          *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", "run", "--config", str(cfg), "-k", "1",
+                           "-o", str(out), *extra], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=240)
+
+
+def test_requests_left_in_flight_by_an_agents_children_make_the_run_an_error(
+        tmp_path: Path, make_task) -> None:
+    """Three children each send a request (three models: no first-flight wait between them)
+    the upstream answers after 15 s; the agent exits
+    after one. The meter's grace (10 s) ends before they are answered: they are billed, so the
+    run cannot be a pass with 0 turns."""
+    cfg = _setup(tmp_path, make_task)
+    ledger = tmp_path / "ledger.jsonl"
+    with Simulator(ledger_path=ledger, latency=Latency(15_000, 0, None)) as sim:
+        p = _gate(cfg, tmp_path / "r.json", {
+            "ANTHROPIC_BASE_URL": sim.base_url, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000",
+            "MODELS": "claude-sonnet-5-5 claude-haiku-4-5 claude-opus-4-5", "LINGER": "1"})
+        end = time.monotonic() + 30
+        while time.monotonic() < end and len(read_ledger(ledger)) < 3:
+            time.sleep(0.2)
+    answered = [e for e in read_ledger(ledger) if e.get("status") == 200]
+    assert len(answered) == 3, (p.stderr, read_ledger(ledger))  # the upstream billed three
+    run = load_results(tmp_path / "r.json").runs[0]
+    assert run.status == "error", (run.status, run.turns, p.stderr)
+    assert run.reason is not None and "not fully metered" in run.reason
+    assert "in flight" in run.reason
+    assert p.returncode == 3, p.stderr
+
+
+def test_a_model_without_a_price_asked_for_at_run_time_makes_the_run_an_error(
+        tmp_path: Path, make_task) -> None:
+    cfg = _setup(tmp_path, make_task)
+    p = _gate(cfg, tmp_path / "r.json", {"MODELS": "claude-nobody-prices-this-9",
+                                         "LINGER": "3"}, "--sim")
+    run = load_results(tmp_path / "r.json").runs[0]
+    assert run.status == "error", (run.status, run.cost_usd, p.stderr)
+    assert run.reason is not None and "claude-nobody-prices-this-9" in run.reason
+    assert "[agent.prices" in run.reason  # how to add its price
+    assert run.turns == 1  # the request was billed and is counted, just not priced
+
+
+def test_a_configured_model_without_a_price_is_refused_before_anything_runs(
+        tmp_path: Path, make_task) -> None:
+    cfg = _setup(tmp_path, make_task)
+    cfg.write_text(cfg.read_text().replace("claude-sonnet-5-5", "claude-nobody-prices-this-9"))
+    p = _gate(cfg, tmp_path / "r.json", {"MODELS": "", "LINGER": "0"}, "--sim")
+    assert p.returncode == 2, p.stderr
+    assert "claude-nobody-prices-this-9" in p.stderr and "[agent.prices" in p.stderr
+    assert not (tmp_path / "r.json").exists()
+    assert "Traceback" not in p.stderr
