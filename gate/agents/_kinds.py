@@ -9,6 +9,7 @@ command agents are imported only when built.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from gate.agents._base import Agent
@@ -16,6 +17,7 @@ from gate.errors import BadInput
 
 if TYPE_CHECKING:
     from gate.config import GateConfig
+    from gate.skills import Skill
 
 
 class AgentKind(abc.ABC):
@@ -30,6 +32,11 @@ class AgentKind(abc.ABC):
     @abc.abstractmethod
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         """Named hashes of what defines this kind's behaviour (besides the skills)."""
+
+    def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
+        """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
+        condition); ``None``: this kind does not say."""
+        return None
 
 
 _KINDS: dict[str, AgentKind] = {}
@@ -89,6 +96,11 @@ class BuiltinKind(AgentKind):
             line = getattr(exc, "lineno", None)
             raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
                            "(variables: task_id, workdir, date, now)") from None
+
+    def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
+        from gate.agents._builtin import skills_block
+
+        return len(skills_block(skills).encode()) if skills else 0
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         from gate.agents._tools import TOOLS
