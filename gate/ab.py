@@ -42,6 +42,7 @@ from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
 from gate.github import _git
 from gate.meter import METERING
+from gate.report import dollars, rate
 from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
 from gate.run import RunRequest
 from gate.runner import Arm, RunOptions
@@ -306,7 +307,7 @@ def describe(pair: ABRun, *, markdown: bool) -> str:
     sha = (pair.base_commit or "the base")[:7]
     shown = f"`{sha}`" if markdown and pair.base_commit else sha
     return (f"Judged by a same-job A/B against {shown}'s agent ({pair.runs_each} runs each, "
-            f"cost ${pair.cost_usd:.4f} total)")
+            f"cost {dollars(pair.cost_usd)} total)")
 
 
 __all__ = ["BASE", "PR", "ABRun", "ab_plan", "base_arm_config", "base_output",
@@ -328,9 +329,8 @@ def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
     for what, res, path in (("base", pair.base, pair.base_path), ("this checkout", pair.pr,
                                                                     pair.pr_path)):
         s = res.summary
-        rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
-        click.echo(f"{what} ({res.model}): {s.passed}/{s.total} passed ({rate}), {s.errors} "
-                   f"errors, cost ${s.cost_usd:.4f} → {path}")
+        click.echo(f"{what} ({res.model}): {s.passed}/{s.total} passed ({rate(s.pass_rate)}), "
+                   f"{s.errors} errors, cost {dollars(s.cost_usd)} → {path}")
     click.echo(f"{describe(pair, markdown=False)}; judge it with: gate compare "
                f"{pair.base_path} {pair.pr_path}")
     for res in (pair.base, pair.pr):
