@@ -40,14 +40,22 @@ from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import _git
+from gate.github import git, repo_relative, toplevel
 from gate.meter import METERING
 from gate.report import dollars, rate
 from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
 from gate.run import RunRequest
 from gate.runner import Arm, RunOptions
 from gate.sandbox import SandboxProvider, admit, suite_sandboxes
-from gate.session import ArmFile, SessionPlan, build_agent, execute, open_upstream, suite_info
+from gate.session import (
+    ArmFile,
+    SessionPlan,
+    build_agent,
+    execute,
+    open_upstream,
+    resolve_names,
+    suite_info,
+)
 from gate.tasks import Suite, Task, load_suite
 from gate.yardstick import archive
 
@@ -84,7 +92,7 @@ def ab_plan(tasks: list[Task], replications: int, base: Arm, pr: Arm,
 def config_rel(cfg: GateConfig, root: Path) -> str:
     """gate.toml's path in the repository, as the checkout names it."""
     source = cfg.source or (cfg.root / DEFAULT_CONFIG)
-    parent = _git.repo_relative(root, source.parent)
+    parent = repo_relative(root, source.parent)
     return source.name if parent == "." else f"{parent}/{source.name}"
 
 
@@ -94,8 +102,8 @@ def gate_is_new(cfg: GateConfig, *, root: Path, ref: str) -> bool:
     if cfg.source is None:
         return False  # no gate.toml here either: the defaults on both sides
     rel = config_rel(cfg, root)
-    tasks = _git.repo_relative(root, cfg.path(cfg.suite.tasks))
-    return all(_git.git(root, "cat-file", "-e", f"{ref}:{p}").returncode != 0
+    tasks = repo_relative(root, cfg.path(cfg.suite.tasks))
+    return all(git(root, "cat-file", "-e", f"{ref}:{p}").returncode != 0
                for p in (rel, tasks))
 
 
@@ -247,9 +255,11 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
         raise BadInput("--max-cost and --shard do not apply to a same-job A/B (its two arms "
                        "are run and judged whole)")
     cfg = req.config
+    configs = {BASE: base_cfg, PR: cfg}
+    for arm_cfg in configs.values():
+        resolve_names(arm_cfg, req.agent_kind or arm_cfg.agent.kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
-    configs = {BASE: base_cfg, PR: cfg}
     suite = _load_suite(req, [req.agent_kind or c.agent.kind for c in configs.values()],
                         provider)
     replications = req.replications or cfg.suite.replications
@@ -280,7 +290,7 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
 
 
 def resolve_commit(root: Path, ref: str) -> str | None:
-    r = _git.git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    r = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
@@ -291,7 +301,7 @@ def run_local_ab(req: RunRequest, ref: str,
     agent against this checkout's, in one run."""
     from gate.yardstick import open_yardstick
 
-    root = _git.toplevel(req.config.root)
+    root = toplevel(req.config.root)
     with open_yardstick(req.config, root=root, ref=ref, tasks_override=req.tasks_dir) as ys:
         for line in ys.lines(markdown=False):
             if echo:

@@ -52,6 +52,7 @@ from gate.session import (
     infra_gate,
     item_key,
     open_upstream,
+    resolve_names,
     spend,
     suite_info,
 )
@@ -216,7 +217,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
     kind = req.agent_kind or cfg.agent.kind
-    spec = agent_kind(kind)
+    spec = resolve_names(cfg, kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
     # tasks this sandbox cannot run (a container task without an engine) are reported

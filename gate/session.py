@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gate.agents import Agent, agent_kind
+from gate._files import printable
+from gate.agents import Agent, AgentKind, agent_kind
 from gate.config import GateConfig
 from gate.cost import PriceTable
-from gate.errors import Unmeasurable
+from gate.errors import BadInput, Unmeasurable
 from gate.meter import PUBLIC_API, MeterProxy
 from gate.results import (
     Interruption,
@@ -62,6 +63,18 @@ def suite_info(suite: Suite) -> SuiteInfo:
         digest=suite.digest,
         tasks={t.id: TaskInfo(digest=t.digest, difficulty=t.difficulty) for t in suite.tasks},
     )
+
+
+def resolve_names(cfg: GateConfig, kind: str) -> AgentKind:
+    """The agent kind and the sandbox backend ``cfg`` names, checked where the session looks
+    them up (config validates no registry name): an unknown one is exit 2 naming the file and
+    the field, before anything starts."""
+    from gate.sandbox import backend_names
+
+    if cfg.suite.sandbox not in backend_names():
+        raise BadInput(f"{cfg.where('suite.sandbox')}: unknown sandbox "
+                       f"{printable(cfg.suite.sandbox)!r} (known: {', '.join(backend_names())})")
+    return agent_kind(kind, where=cfg.where("agent.kind"))
 
 
 def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
@@ -373,4 +386,4 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
 
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
            "build_agent", "execute", "infra_gate", "item_key", "mark_interrupted",
-           "missing_runs", "open_upstream", "spend", "suite_info"]
+           "missing_runs", "open_upstream", "resolve_names", "spend", "suite_info"]

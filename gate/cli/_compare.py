@@ -179,7 +179,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
 
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
     from gate.compare import judge
-    from gate.github._history import parse_history
+    from gate.github import parse_history
 
     comparison = judge(baseline, results, settings, parse_history(history_text or ""))
     if fmt == "json":
@@ -223,7 +223,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
 
 @contextlib.contextmanager
 def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
-    from gate.github._git import toplevel
+    from gate.github import toplevel
     from gate.yardstick import open_yardstick
 
     cfg = command_config(config_path)
