@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from gate.compare import ConditionRow, Effect, EffectReport, MetricEffect
 from gate.report._escape import md, plain
-from gate.report._render import num, pct, pts, pval, rel, usd
+from gate.report._format import num, pct, pts, pval, rel, usd
 
 Cell = Callable[[object], str]
 

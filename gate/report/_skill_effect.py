@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from gate.compare import Comparison, SkillConditionRow, SkillEffect
 from gate.report._escape import md, plain
-from gate.report._format import pct, pts, signed
+from gate.report._format import p_is, pct, pts, signed
 
 
 def _pts(x: float | None) -> str:
@@ -30,8 +30,6 @@ def _rate(rate: float | None, passed: int, runs: int) -> str:
     return "—" if rate is None else f"{pct(rate)} ({passed}/{runs})"
 
 
-def _p(p: float) -> str:
-    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"  # p_is, but ``p = 1`` stays ``1``
 
 
 def summary(s: SkillEffect) -> str:
@@ -46,7 +44,7 @@ def summary(s: SkillEffect) -> str:
     n = len(s.tasks)
     return (f"The target skill's effect (target − control) {_pts(s.baseline_effect)} → "
             f"{_pts(s.candidate_effect)}: change {ci.replace(' (', f' ({level} ', 1)}, "
-            f"{_p(s.p_value)} (blocks at ≤ {s.threshold:g}) on {n} task{'s' if n != 1 else ''}"
+            f"{p_is(s.p_value)} (blocks at ≤ {s.threshold:g}) on {n} task{'s' if n != 1 else ''}"
             f" — {verdict}.")
 
 
