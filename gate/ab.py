@@ -8,10 +8,11 @@ Everything that measures is the base branch's, for both arms (as for every PR ju
 the tasks, ``[suite]``, ``[gate]``, ``[ci]`` and the price table.
 
 The two arms share one plan, one pool of ``jobs``, one set of sandboxes and one meter (one
-simulator under ``--sim``), interleaved run by run: each (task, replication) runs both arms,
-in the order base-PR for even pairs and PR-base for odd ones (ABBA), so neither arm always
-goes first. Both arms meet the same provider, the same time of day and the same load:
-exchangeable by construction and immune to provider drift, at twice the cost.
+simulator under ``--sim``) — one :mod:`gate.session`, as a plain run has — interleaved run
+by run: each (task, replication) runs both arms, in the order base-PR for even pairs and
+PR-base for odd ones (ABBA), so neither arm always goes first. Both arms meet the same
+provider, the same time of day and the same load: exchangeable by construction and immune
+to provider drift, at twice the cost.
 
 Each arm is written to its own results file (``results.json`` for the PR's agent,
 ``results.base.json`` for the base's; every run records its ``arm``, each file its

@@ -8,6 +8,10 @@ Every agent kind except the oracle talks to the model through the metering proxy
 ``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
 otherwise it is ``ANTHROPIC_BASE_URL`` or the public API, and a key is required — the gate
 never falls back to the simulator on its own.
+
+This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
+``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it
+runs a same-job A/B's (:mod:`gate.ab`).
 """
 
 from __future__ import annotations
@@ -121,7 +125,6 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
     whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
     import dataclasses
 
-    from gate.fingerprint import fingerprint as fp_of
     from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
 
     names = list(dict.fromkeys(names))  # a condition named twice runs once
@@ -176,7 +179,7 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
         sets = {t: [s.name for s in per_task[(t, name)]] for t in ran}
         record[name] = {
             "standard": name in STANDARD_CONDITIONS,
-            "agent_fingerprint": fp_of(c_parts, kind),
+            "agent_fingerprint": fingerprint(c_parts, kind),
             "overlay": sorted(overlay.agent) if overlay is not None else [],
             "skills": sets,
             "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
