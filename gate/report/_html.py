@@ -439,7 +439,11 @@ def _env() -> Environment:
 
 
 def preload() -> None:
-    """Read the template, script and style now (see ``_render.preload_templates``)."""
+    """Read the template, script and style now (see ``_render.preload_templates``), and load
+    what numpy loads on first use for the page's intervals and histograms (``np.percentile``
+    and ``np.histogram`` import ``numpy.ma``): nothing is imported after the suite."""
+    import numpy.ma  # noqa: F401
+
     _assets()
     _env().get_template("report.html.j2")
 
