@@ -8,10 +8,11 @@ Everything that measures is the base branch's, for both arms (as for every PR ju
 the tasks, ``[suite]``, ``[gate]``, ``[ci]`` and the price table.
 
 The two arms share one plan, one pool of ``jobs``, one set of sandboxes and one meter (one
-simulator under ``--sim``), interleaved run by run: each (task, replication) runs both arms,
-in the order base-PR for even pairs and PR-base for odd ones (ABBA), so neither arm always
-goes first. Both arms meet the same provider, the same time of day and the same load:
-exchangeable by construction and immune to provider drift, at twice the cost.
+simulator under ``--sim``) — one :mod:`gate.session`, as a plain run has — interleaved run
+by run: each (task, replication) runs both arms, in the order base-PR for even pairs and
+PR-base for odd ones (ABBA), so neither arm always goes first. Both arms meet the same
+provider, the same time of day and the same load: exchangeable by construction and immune
+to provider drift, at twice the cost.
 
 Each arm is written to its own results file (``results.json`` for the PR's agent,
 ``results.base.json`` for the base's; every run records its ``arm``, each file its
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -36,32 +38,26 @@ from gate._files import CONFIG_LIMIT
 from gate._git import current_commit
 from gate.agents import agent_kind
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
-from gate.cost import price_table
+from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import _git
-from gate.meter import METERING, MeterProxy
-from gate.results import (
-    AgentInfo,
-    Interruption,
-    MissingRun,
-    Results,
-    RunResult,
-    Schedule,
-    new_results,
-    write_results,
-)
-from gate.run import (
-    RunRequest,
-    _bypass_proxies_for_loopback,
-    _mark_interrupted,
-    _upstream,
+from gate.github import git, repo_relative, toplevel
+from gate.meter import METERING
+from gate.report import dollars, rate
+from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
+from gate.run import RunRequest
+from gate.runner import Arm, RunOptions
+from gate.sandbox import SandboxProvider, admit, suite_sandboxes
+from gate.session import (
+    ArmFile,
+    SessionPlan,
     build_agent,
+    execute,
+    open_upstream,
+    resolve_names,
     suite_info,
 )
-from gate.runner import Arm, RunOptions, run_many
-from gate.sandbox import admit, suite_sandboxes
-from gate.tasks import Task, load_suite
+from gate.tasks import Suite, Task, load_suite
 from gate.yardstick import archive
 
 BASE, PR = "base", "pr"
@@ -97,7 +93,7 @@ def ab_plan(tasks: list[Task], replications: int, base: Arm, pr: Arm,
 def config_rel(cfg: GateConfig, root: Path) -> str:
     """gate.toml's path in the repository, as the checkout names it."""
     source = cfg.source or (cfg.root / DEFAULT_CONFIG)
-    parent = _git.repo_relative(root, source.parent)
+    parent = repo_relative(root, source.parent)
     return source.name if parent == "." else f"{parent}/{source.name}"
 
 
@@ -107,8 +103,8 @@ def gate_is_new(cfg: GateConfig, *, root: Path, ref: str) -> bool:
     if cfg.source is None:
         return False  # no gate.toml here either: the defaults on both sides
     rel = config_rel(cfg, root)
-    tasks = _git.repo_relative(root, cfg.path(cfg.suite.tasks))
-    return all(_git.git(root, "cat-file", "-e", f"{ref}:{p}").returncode != 0
+    tasks = repo_relative(root, cfg.path(cfg.suite.tasks))
+    return all(git(root, "cat-file", "-e", f"{ref}:{p}").returncode != 0
                for p in (rel, tasks))
 
 
@@ -169,6 +165,85 @@ class ABRun:
                     else r.summary.cost_usd) for r in (self.base, self.pr))
 
 
+@dataclass(frozen=True)
+class _ArmSetup:
+    """One arm of the pair as planned: its agent and options, and its results file's
+    header fields."""
+
+    arm: Arm
+    info: AgentInfo
+    model_label: str
+    uses_model: bool
+
+
+def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
+         commit: str | None, output: Path, prices: PriceTable) -> _ArmSetup:
+    kind = req.agent_kind or arm_cfg.agent.kind
+    spec = agent_kind(kind)
+    model = req.model or arm_cfg.agent.model
+    if req.model:
+        arm_cfg = arm_cfg.model_copy(update={
+            "agent": arm_cfg.agent.model_copy(update={"model": model})})
+    parts = fingerprint_parts(arm_cfg, kind)
+    if spec.uses_model:
+        prices.resolve(model)  # an unknown model is exit 2 before anything runs
+    label = f"{model} (simulator)" if req.sim and spec.uses_model else model
+    agent = build_agent(arm_cfg, kind, model, label)
+    stem = output.with_name(output.stem)
+    options = RunOptions(
+        verify_timeout=measuring.suite.verify_timeout,
+        task_timeout=measuring.suite.task_timeout,
+        max_turns=arm_cfg.agent.max_turns, commit=commit, arm=name,
+        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
+        max_run_cost=req.max_run_cost)
+    return _ArmSetup(Arm(name, agent, options),
+                     AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
+                     agent.model_label(), spec.uses_model)
+
+
+def _load_suite(req: RunRequest, kinds: list[str],
+                provider: SandboxProvider) -> Suite:
+    """The suite both arms can run: what either arm's kind cannot run is run by neither."""
+    tasks_dir = req.tasks_dir or req.config.path(req.config.suite.tasks)
+    suite = load_suite(tasks_dir, req.task_ids or None)
+    for kind in dict.fromkeys(kinds):
+        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox)
+    if not suite.tasks:
+        provider.close()
+        raise BadInput(f"{tasks_dir}: no loadable task"
+                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
+                          if suite.problems else ""))
+    return suite
+
+
+def _header(req: RunRequest, name: str, setup: _ArmSetup, suite: Suite, *,
+            replications: int, jobs: int, commits: dict[str, str | None],
+            outputs: dict[str, Path], prices: PriceTable,
+            ledger: Path) -> Callable[[str], Results]:
+    """The arm's results header, once the upstream is known."""
+    def make(upstream: str) -> Results:
+        extra: dict[str, Any] = {
+            "replications": req.first_replication + replications, "upstream": upstream,
+            "price_table": prices.date,
+            "ab": {"arm": name, "base_commit": commits[BASE], "pr_commit": commits[PR],
+                   "order": "ABBA per task and replication",
+                   "other_arm": str(outputs[PR if name == BASE else BASE].name)}}
+        if suite.problems:
+            extra["problems"] = {p.name: p.reason for p in suite.problems}
+        if req.task_ids:
+            extra["selected_tasks"] = sorted(req.task_ids)
+        if upstream == "simulator":
+            extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+        if req.max_run_cost is not None:
+            extra["max_run_cost_usd"] = req.max_run_cost
+        return new_results(
+            model=setup.model_label, agent=setup.info, suite=suite_info(suite),
+            commit=commits[name],
+            schedule=Schedule(replications=req.first_replication + replications,
+                              jobs=jobs, metering=METERING, arm=name), **extra)
+    return make
+
+
 def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
            on_result: Callable[[RunResult], None] | None = None) -> ABRun:
     """Run the base commit's agent (``base_cfg``) and the PR's (``req.config``) on the suite
@@ -181,124 +256,42 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
         raise BadInput("--max-cost and --shard do not apply to a same-job A/B (its two arms "
                        "are run and judged whole)")
     cfg = req.config
-    tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
+    configs = {BASE: base_cfg, PR: cfg}
+    for arm_cfg in configs.values():
+        resolve_names(arm_cfg, req.agent_kind or arm_cfg.agent.kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
-    configs = {BASE: base_cfg, PR: cfg}
-    kinds = {arm: req.agent_kind or c.agent.kind for arm, c in configs.items()}
-    suite = load_suite(tasks_dir, req.task_ids or None)
-    for kind in dict.fromkeys(kinds.values()):  # what either arm cannot run is run by neither
-        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox)
-    if not suite.tasks:
-        provider.close()
-        raise BadInput(f"{tasks_dir}: no loadable task"
-                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
-                          if suite.problems else ""))
+    suite = _load_suite(req, [req.agent_kind or c.agent.kind for c in configs.values()],
+                        provider)
     replications = req.replications or cfg.suite.replications
     jobs = req.jobs or cfg.suite.jobs
     outputs = {BASE: base_output(req.output), PR: req.output}
     commits = {BASE: base_commit, PR: current_commit(cfg.root)}
     prices = price_table(cfg.agent.prices)
-    arms: dict[str, Arm] = {}
-    infos: dict[str, tuple[AgentInfo, str]] = {}
-    for name, arm_cfg in configs.items():
-        kind = kinds[name]
-        spec = agent_kind(kind)
-        model = req.model or arm_cfg.agent.model
-        if req.model:
-            arm_cfg = arm_cfg.model_copy(update={
-                "agent": arm_cfg.agent.model_copy(update={"model": model})})
-        parts = fingerprint_parts(arm_cfg, kind)
-        if spec.uses_model:
-            prices.resolve(model)  # an unknown model is exit 2 before anything runs
-        label = f"{model} (simulator)" if req.sim and spec.uses_model else model
-        agent = build_agent(arm_cfg, kind, model, label)
-        stem = outputs[name].with_name(outputs[name].stem)
-        options = RunOptions(
-            verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
-            max_turns=arm_cfg.agent.max_turns, commit=commits[name], arm=name,
-            transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
-            max_run_cost=req.max_run_cost)
-        arms[name] = Arm(name, agent, options)
-        infos[name] = (AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
-                       agent.model_label())
-    work = ab_plan(list(suite.tasks), replications, arms[BASE], arms[PR],
+    arms = {name: _arm(req, name, arm_cfg, cfg, commits[name], outputs[name], prices)
+            for name, arm_cfg in configs.items()}
+    work = ab_plan(list(suite.tasks), replications, arms[BASE].arm, arms[PR].arm,
                    req.first_replication)
-    uses_model = any(agent_kind(k).uses_model for k in kinds.values())
-
-    with contextlib.ExitStack() as stack:
-        stack.callback(provider.close)
-        meter: MeterProxy | None = None
-        upstream = "none"
-        stem = req.output.with_name(req.output.stem)
-        ledger = Path(f"{stem}.sim-ledger.jsonl")
-        if uses_model:
-            base_url, credential, header_name, upstream = stack.enter_context(
-                _upstream(req, suite, ledger))
-            _bypass_proxies_for_loopback()
-            run_header: str | None = None
-            if upstream == "simulator":
-                from gate.sim._model import RUN_HEADER
-
-                run_header = RUN_HEADER
-            meter = stack.enter_context(MeterProxy(
-                base_url, credential, prices, credential_header=header_name,
-                observer=req.request_observer, run_header=run_header))
-        results: dict[str, Results] = {}
-        for name in (BASE, PR):
-            extra: dict[str, Any] = {
-                "replications": req.first_replication + replications, "upstream": upstream,
-                "price_table": prices.date,
-                "ab": {"arm": name, "base_commit": base_commit, "pr_commit": commits[PR],
-                       "order": "ABBA per task and replication",
-                       "other_arm": str(outputs[PR if name == BASE else BASE].name)}}
-            if suite.problems:
-                extra["problems"] = {p.name: p.reason for p in suite.problems}
-            if req.task_ids:
-                extra["selected_tasks"] = sorted(req.task_ids)
-            if upstream == "simulator":
-                extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
-            if req.max_run_cost is not None:
-                extra["max_run_cost_usd"] = req.max_run_cost
-            info, model_label = infos[name]
-            res = new_results(
-                model=model_label, agent=info, suite=suite_info(suite), commit=commits[name],
-                schedule=Schedule(replications=req.first_replication + replications,
-                                  jobs=jobs, metering=METERING, arm=name), **extra)
-            res.interrupted = Interruption(
-                reason="incomplete: the same-job A/B has not finished",
-                missing=[MissingRun(task=t.id, replication=r) for t, r, a in work
-                         if a.name == name])
-            write_results(outputs[name], res)
-            results[name] = res
-        lock = threading.Lock()
-
-        def land(run: RunResult) -> None:
-            with lock:
-                results[run.arm or PR].runs.append(run)
-            if on_result:
-                on_result(run)
-
-        try:
-            run_many(work, None, jobs=jobs, provider=provider, meter=meter, on_result=land,
-                     cancel=cancel)
-        except BaseException as exc:
-            for name, res in results.items():
-                _mark_interrupted(res, [(t, r) for t, r, a in work if a.name == name], exc)
-                write_results(outputs[name], res)
-            raise
-        for name, res in results.items():
-            res.interrupted = None
-            res.runs.sort(key=lambda r: r.key)
-            if meter is not None and meter.unpriced:
-                res.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
-            write_results(outputs[name], res)
+    ledger = Path(f"{req.output.with_name(req.output.stem)}.sim-ledger.jsonl")
+    files = [ArmFile(name, outputs[name],
+                     _header(req, name, arms[name], suite, replications=replications,
+                             jobs=jobs, commits=commits, outputs=outputs, prices=prices,
+                             ledger=ledger),
+                     "incomplete: the same-job A/B has not finished")
+             for name in (BASE, PR)]
+    results = execute(SessionPlan(
+        work=work, planned=work, files=files, provider=provider, cancel=cancel, prices=prices,
+        jobs=jobs,
+        upstream=(functools.partial(open_upstream, sim=req.sim, suite=suite, ledger=ledger,
+                                    seed=req.seed, sim_options=req.sim_options)
+                  if any(a.uses_model for a in arms.values()) else None),
+        request_observer=req.request_observer, on_result=on_result))
     return ABRun(base=results[BASE], pr=results[PR], base_path=outputs[BASE],
                  pr_path=outputs[PR], base_commit=base_commit)
 
 
 def resolve_commit(root: Path, ref: str) -> str | None:
-    r = _git.git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    r = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
@@ -309,7 +302,7 @@ def run_local_ab(req: RunRequest, ref: str,
     agent against this checkout's, in one run."""
     from gate.yardstick import open_yardstick
 
-    root = _git.toplevel(req.config.root)
+    root = toplevel(req.config.root)
     with open_yardstick(req.config, root=root, ref=ref, tasks_override=req.tasks_dir) as ys:
         for line in ys.lines(markdown=False):
             if echo:
@@ -325,7 +318,7 @@ def describe(pair: ABRun, *, markdown: bool) -> str:
     sha = (pair.base_commit or "the base")[:7]
     shown = f"`{sha}`" if markdown and pair.base_commit else sha
     return (f"Judged by a same-job A/B against {shown}'s agent ({pair.runs_each} runs each, "
-            f"cost ${pair.cost_usd:.4f} total)")
+            f"cost {dollars(pair.cost_usd)} total)")
 
 
 __all__ = ["BASE", "PR", "ABRun", "ab_plan", "base_arm_config", "base_output",
@@ -337,7 +330,7 @@ def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
     """``gate run --ab REF``, with its output and its exit (3 on too many infra errors)."""
     import click
 
-    from gate.run import infra_gate
+    from gate.session import infra_gate
 
     if base_ref and base_ref != ref:
         raise BadInput(f"--ab {ref} measures with {ref}'s tasks and settings: --base-ref "
@@ -347,9 +340,8 @@ def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
     for what, res, path in (("base", pair.base, pair.base_path), ("this checkout", pair.pr,
                                                                     pair.pr_path)):
         s = res.summary
-        rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
-        click.echo(f"{what} ({res.model}): {s.passed}/{s.total} passed ({rate}), {s.errors} "
-                   f"errors, cost ${s.cost_usd:.4f} → {path}")
+        click.echo(f"{what} ({res.model}): {s.passed}/{s.total} passed ({rate(s.pass_rate)}), "
+                   f"{s.errors} errors, cost {dollars(s.cost_usd)} → {path}")
     click.echo(f"{describe(pair, markdown=False)}; judge it with: gate compare "
                f"{pair.base_path} {pair.pr_path}")
     for res in (pair.base, pair.pr):

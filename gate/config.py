@@ -42,7 +42,9 @@ class PriceOverride(_Strict):
 
 
 class AgentConfig(_Strict):
-    kind: str = "builtin"  # a registered agent kind (gate.agents): builtin, command, oracle
+    # a registered agent kind (gate.agents): builtin, command, oracle. The registry checks the
+    # name where it is looked up (config imports no registry: they import config)
+    kind: str = "builtin"
     model: str = "claude-sonnet-5-5"
     system_prompt: str | None = None
     tools: list[str] = Field(default_factory=lambda: ["bash", "read_file", "write_file",
@@ -58,15 +60,6 @@ class AgentConfig(_Strict):
                            description="extra non-secret variables passed to a command agent")
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
 
-    @field_validator("kind")
-    @classmethod
-    def _known_kind(cls, v: str) -> str:
-        from gate.agents import agent_kind_names
-
-        if v not in agent_kind_names():
-            raise ValueError(f"unknown agent kind (known: {', '.join(agent_kind_names())})")
-        return v
-
 
 class SuiteConfig(_Strict):
     tasks: str = "tasks"
@@ -81,15 +74,6 @@ class SuiteConfig(_Strict):
                               description="the image of container tasks that name none")
     pull: bool | None = Field(default=None, description="pull a missing image; default: only "
                               "on GitHub's runners, where a registry is reachable")
-
-    @field_validator("sandbox")
-    @classmethod
-    def _known_sandbox(cls, v: str) -> str:
-        from gate.sandbox import backend_names
-
-        if v not in backend_names():
-            raise ValueError(f"unknown sandbox (known: {', '.join(backend_names())})")
-        return v
 
 
 class GateSettings(_Strict):
@@ -176,6 +160,9 @@ class CISettings(_Strict):
 #: a named condition: lowercase letters, digits, ``_`` and ``-`` (it names runs in results)
 CONDITION_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _CONDITION_NAME = re.compile(CONDITION_NAME_PATTERN)
+#: a skill's name, as the Agent Skills rules have it: lowercase letters, digits and single
+#: hyphens, at most 64 characters (gate.skills loads skills by it; config checks [agent] lists)
+SKILL_NAME_PATTERN = r"^(?=.{1,64}$)[a-z0-9]+(-[a-z0-9]+)*$"
 #: the conditions every task gets from its metadata.json (gate.skills); not redefinable
 STANDARD_CONDITION_NAMES = ("control", "target", "negative", "full", "target_plus_one",
                             "target_plus_unrelated")
@@ -214,8 +201,6 @@ class ConditionConfig(_Strict):
     @field_validator("skills")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        from gate.skills import SKILL_NAME_PATTERN
-
         for name in v:
             if not re.fullmatch(SKILL_NAME_PATTERN, name):
                 raise ValueError(f"{printable(name)!r} is not a skill name (lowercase letters, "
@@ -250,6 +235,10 @@ class GateConfig(_Strict):
     def path(self, relative: str) -> Path:
         p = Path(relative)
         return p if p.is_absolute() else self.root / p
+
+    def where(self, field: str) -> str:
+        """``<file>: <field>``, to name a value of this configuration in an error."""
+        return f"{self.source or DEFAULT_CONFIG}: {field}"
 
 
 def load_config(path: str | Path | None) -> GateConfig:

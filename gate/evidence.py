@@ -32,7 +32,7 @@ from typing import Any
 from markupsafe import Markup
 
 from gate.compare import Comparison, TaskChange
-from gate.report._escape import code_span, md
+from gate.report import code_span, dollars, md, rate
 from gate.results import Results, RunResult
 from gate.traces import ANSWER, STOPPED, Consensus, Trace, consensus, divergence, per_turn
 from gate.usage import Usage
@@ -192,9 +192,9 @@ def _fmt(x: float | None, kind: str) -> str:
     if x is None:
         return "—"
     if kind == "cost":
-        return f"${x:.4f}"
+        return dollars(x)
     if kind == "cache":
-        return f"{x:.0%}"
+        return rate(x)
     return f"{x:.1f}"
 
 
@@ -301,11 +301,11 @@ def build(c: Comparison, pr: Results, base: Results, pr_traces: Sequence[Trace],
 
 def render(ev: Evidence) -> Markup | None:
     """The evidence section of the comment, within :data:`BUDGET` characters."""
-    from gate.report._render import _env
+    from gate.report import template_env
 
     if not ev:
         return None
-    template = _env().get_template("evidence.md.j2")
+    template = template_env().get_template("evidence.md.j2")
     n_tasks, n_movers = len(ev.tasks), len(ev.movers)
     while True:
         shown = Evidence(ev.tasks[:MAX_TASKS][:n_tasks], ev.metrics, ev.movers[:n_movers],

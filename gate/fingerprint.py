@@ -6,31 +6,14 @@ Kept as named parts (model, sampling, prompt, tools, skills, command) so a compa
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
-from typing import Any
 
-from gate._files import PROMPT_LIMIT, read_text
-from gate.agents import agent_kind
+from gate.agents import agent_kind, digest_of, system_prompt_text
 from gate.config import GateConfig
 from gate.errors import BadInput
 from gate.tasks import digest_dir
 
-
-def digest_of(obj: Any) -> str:
-    data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
-    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
-
-
-def system_prompt_text(cfg: GateConfig) -> str | None:
-    if not cfg.agent.system_prompt:
-        return None
-    path = cfg.path(cfg.agent.system_prompt)
-    try:
-        return read_text(path, PROMPT_LIMIT, "system prompt")
-    except BadInput as exc:
-        raise BadInput(f"[agent].system_prompt: {exc}") from None
+__all__ = ["digest_of", "fingerprint", "fingerprint_parts", "system_prompt_text"]
 
 
 def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:

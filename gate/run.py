@@ -8,14 +8,17 @@ Every agent kind except the oracle talks to the model through the metering proxy
 ``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
 otherwise it is ``ANTHROPIC_BASE_URL`` or the public API, and a key is required — the gate
 never falls back to the simulator on its own.
+
+This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
+``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it
+runs a same-job A/B's (:mod:`gate.ab`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
+import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,35 +27,45 @@ from gate._files import printable
 from gate._git import current_commit
 from gate.agents import Agent, agent_kind
 from gate.config import GateConfig
-from gate.cost import price_table
-from gate.errors import BadInput, Unmeasurable
+from gate.cost import PriceTable, price_table
+from gate.errors import BadInput
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.meter import METERING, PUBLIC_API, MeterProxy
+from gate.meter import METERING
 from gate.results import (
     AgentInfo,
-    Interruption,
-    Journal,
-    MissingRun,
     Results,
-    RunKey,
     RunResult,
     Schedule,
-    SuiteInfo,
-    TaskInfo,
     journal_path,
     load_results,
     new_results,
     read_journal,
-    write_results,
 )
-from gate.runner import Arm, RunOptions, condition_plan, plan, run_many
-from gate.sandbox import admit, suite_sandboxes
+from gate.runner import Arm, RunOptions, condition_plan, plan
+from gate.sandbox import SandboxProvider, admit, suite_sandboxes
+from gate.session import (
+    NO_KEY,
+    SIM_CREDENTIAL,
+    ArmFile,
+    Budget,
+    JournalSpec,
+    SessionPlan,
+    Work,
+    build_agent,
+    execute,
+    infra_gate,
+    item_key,
+    open_upstream,
+    resolve_names,
+    spend,
+    suite_info,
+)
 from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, load_suite
 
-SIM_CREDENTIAL = "gate-simulator-key"
-NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
-          "--sim (GATE_SIM=1) to run against the built-in simulator")
+# the session's names, where callers have always found them
+__all__ = ["NO_KEY", "SIM_CREDENTIAL", "Budget", "ConditionSetup", "RunRequest", "build_agent",
+           "infra_gate", "run_suite", "setup_conditions", "spend", "suite_info"]
 
 
 @dataclass
@@ -88,79 +101,6 @@ class RunRequest:
     conditions: list[str] = field(default_factory=list)
 
 
-def suite_info(suite: Suite) -> SuiteInfo:
-    return SuiteInfo(
-        digest=suite.digest,
-        tasks={t.id: TaskInfo(digest=t.digest, difficulty=t.difficulty) for t in suite.tasks},
-    )
-
-
-def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
-    """The agent of registered kind ``kind`` (bad configuration: exit 2, before any run)."""
-    return agent_kind(kind).build(cfg, model, label)
-
-
-@contextlib.contextmanager
-def _upstream(req: RunRequest, suite: Suite,
-              ledger: Path) -> Iterator[tuple[str, str, str, str]]:
-    """(base URL, credential, its header, label) of the model API this run talks to."""
-    if req.sim:
-        from gate.sim import Simulator
-
-        with Simulator(tasks_dir=suite.root, seed=req.seed or 0, ledger_path=ledger,
-                       **req.sim_options) as sim:
-            yield sim.base_url, SIM_CREDENTIAL, "x-api-key", "simulator"
-        return
-    # An API key goes as x-api-key; an auth token (ANTHROPIC_AUTH_TOKEN) as a bearer token.
-    key, header = os.environ.get("ANTHROPIC_API_KEY"), "x-api-key"
-    if not key:
-        key, header = os.environ.get("ANTHROPIC_AUTH_TOKEN"), "authorization"
-    if not key:
-        raise Unmeasurable(NO_KEY)
-    base = os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API
-    yield base, key, header, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
-
-
-def _bypass_proxies_for_loopback() -> None:
-    """The agent→meter and meter→simulator hops are on loopback: an HTTP(S)_PROXY set for the
-    real API must not capture them (command agents inherit the same NO_PROXY)."""
-    for var in ("NO_PROXY", "no_proxy"):
-        have = [h for h in os.environ.get(var, "").split(",") if h.strip()]
-        missing = [h for h in ("127.0.0.1", "localhost") if h not in have]
-        if missing:
-            os.environ[var] = ",".join([*have, *missing])
-
-
-def infra_gate(results: Results, max_rate: float) -> None:
-    """Too many infra errors make a run unmeasurable (exit 3), never a quiet pass."""
-    runs = len(results.runs)
-    errors = results.summary.errors
-    if runs and errors / runs > max_rate:
-        first = next((r.reason for r in results.runs if r.status == "error"), None)
-        raise Unmeasurable(f"{errors} of {runs} runs were infra errors (more than "
-                           f"{max_rate:.0%}); first: {first}")
-
-
-Work = list[tuple[Task, int]] | list[tuple[Task, int, Arm]]
-
-
-def _key(item: tuple[Task, int] | tuple[Task, int, Arm]) -> RunKey:
-    """The key of the run a plan item makes."""
-    return RunKey(item[0].id, item[2].options.condition if len(item) == 3 else None, item[1])
-
-
-def _missing(work: Work, landed: set[RunKey] | None = None) -> list[MissingRun]:
-    return [MissingRun(task=k.task, replication=k.replication, condition=k.condition)
-            for k in map(_key, work) if landed is None or k not in landed]
-
-
-def _mark_interrupted(results: Results, work: Work, exc: BaseException) -> None:
-    missing = _missing(work, {r.key for r in results.runs})
-    reason = ("interrupted: Ctrl-C or SIGTERM" if isinstance(exc, KeyboardInterrupt)
-              else f"stopped by an error: {type(exc).__name__}")
-    results.interrupted = Interruption(reason=reason, missing=missing)
-
-
 @dataclass
 class ConditionSetup:
     """The conditions of a run: one :class:`Arm` per (condition) with its agent and options,
@@ -185,7 +125,6 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
     whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
     import dataclasses
 
-    from gate.fingerprint import fingerprint as fp_of
     from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
 
     names = list(dict.fromkeys(names))  # a condition named twice runs once
@@ -240,28 +179,48 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
         sets = {t: [s.name for s in per_task[(t, name)]] for t in ran}
         record[name] = {
             "standard": name in STANDARD_CONDITIONS,
-            "agent_fingerprint": fp_of(c_parts, kind),
+            "agent_fingerprint": fingerprint(c_parts, kind),
             "overlay": sorted(overlay.agent) if overlay is not None else [],
             "skills": sets,
             "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
         }
-        if kind == "builtin":  # what the skills add to its system prompt, on every request
-            from gate.agents._builtin import skills_block
-
+        spec = agent_kind(kind)  # what the skills add to every request's prompt (builtin)
+        if spec.skills_prompt_bytes([]) is not None:
             record[name]["skills_block_bytes"] = {
-                t: len(skills_block(per_task[(t, name)]).encode()) if per_task[(t, name)]
-                else 0 for t in ran}
+                t: spec.skills_prompt_bytes(per_task[(t, name)]) for t in ran}
     return ConditionSetup(names, arms, applies, skipped, record)
 
 
-def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None,
-              on_start: Callable[[Results, int], None] | None = None) -> Results:
-    """Run the suite; ``on_start(results, runs to do)`` is called once before the first run
-    starts (the results hold the runs kept by ``--resume``, the budget's forecast)."""
+@dataclass(frozen=True)
+class _Prepared:
+    """What a run resolves before it plans: the configuration with ``--model`` applied, the
+    suite this sandbox can run, the agent and the options every run shares."""
+
+    cfg: GateConfig
+    kind: str
+    uses_model: bool
+    suite: Suite
+    provider: SandboxProvider
+    cancel: threading.Event
+    model: str
+    label: str
+    parts: dict[str, str]
+    replications: int
+    jobs: int
+    stem: Path
+    commit: str | None
+    options: RunOptions
+    prices: PriceTable
+    agent: Agent
+
+
+def _prepare(req: RunRequest) -> _Prepared:
+    """Resolve ``req``; bad input (no task, an unknown model, a broken agent) fails here, before
+    anything runs."""
     cfg = req.config
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
     kind = req.agent_kind or cfg.agent.kind
-    spec = agent_kind(kind)
+    spec = resolve_names(cfg, kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
     # tasks this sandbox cannot run (a container task without an engine) are reported
@@ -273,15 +232,12 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     model = req.model or cfg.agent.model
     if req.model:
         cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
-    parts = fingerprint_parts(cfg, kind)
-    replications = req.replications or cfg.suite.replications
-    jobs = req.jobs or cfg.suite.jobs
     stem = req.output.with_name(req.output.stem)
-    transcripts_dir = Path(f"{stem}.transcripts") if req.transcripts else None
     commit = current_commit(cfg.root)
     options = RunOptions(
         verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
-        max_turns=cfg.agent.max_turns, commit=commit, transcripts_dir=transcripts_dir,
+        max_turns=cfg.agent.max_turns, commit=commit,
+        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
         max_run_cost=req.max_run_cost,
     )
     prices = price_table(cfg.agent.prices)
@@ -289,43 +245,56 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
     label = f"{model} (simulator)" if req.sim and spec.uses_model else model
     agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
+    return _Prepared(cfg=cfg, kind=kind, uses_model=spec.uses_model, suite=suite,
+                     provider=provider, cancel=cancel, model=model, label=label,
+                     parts=fingerprint_parts(cfg, kind),
+                     replications=req.replications or cfg.suite.replications,
+                     jobs=req.jobs or cfg.suite.jobs, stem=stem, commit=commit,
+                     options=options, prices=prices, agent=agent)
 
-    baseline = _baseline(cfg) if (req.max_cost is not None or req.shard) else None
-    run_tasks = list(suite.tasks)
-    shard_info: dict[str, Any] | None = None
-    if req.shard:
-        index, count = req.shard
-        durations = mean_durations(baseline)
-        parts_of = split([t.id for t in suite.tasks], count, durations)
-        mine = set(parts_of[index - 1])
-        run_tasks = [t for t in suite.tasks if t.id in mine]
-        shard_info = {"index": index, "count": count, "tasks": sorted(mine),
-                      "balanced_by": "baseline mean durations" if durations else "task id",
-                      "selected": sorted(req.task_ids) or None}
-    conditions: ConditionSetup | None = None
-    work: Work
+
+def _shard(req: RunRequest, suite: Suite,
+           baseline: Results | None) -> tuple[list[Task], dict[str, Any] | None]:
+    """The tasks this run runs: the whole suite, or its ``--shard I/N`` part."""
+    if not req.shard:
+        return list(suite.tasks), None
+    index, count = req.shard
+    durations = mean_durations(baseline)
+    mine = set(split([t.id for t in suite.tasks], count, durations)[index - 1])
+    return [t for t in suite.tasks if t.id in mine], {
+        "index": index, "count": count, "tasks": sorted(mine),
+        "balanced_by": "baseline mean durations" if durations else "task id",
+        "selected": sorted(req.task_ids) or None}
+
+
+def _work(req: RunRequest, p: _Prepared,
+          run_tasks: list[Task]) -> tuple[Work, ConditionSetup | None]:
+    """The plan: each (task, replication), or each (task, condition, replication)."""
     if req.conditions:
-        conditions = setup_conditions(req.conditions, cfg, kind, model, label, options,
-                                      run_tasks, resolve_model=prices.resolve,
-                                      selected=list(suite.tasks))
-        work = condition_plan(run_tasks, replications, conditions.arms_of,
-                              req.first_replication)
-    else:
-        # no condition named: the agent as configured, every skill of [agent].skills in every
-        # workspace (the skills `full` gets), as a user of the agent would have them
-        from gate.skills import config_skills
+        conditions = setup_conditions(req.conditions, p.cfg, p.kind, p.model, p.label,
+                                      p.options, run_tasks, resolve_model=p.prices.resolve,
+                                      selected=list(p.suite.tasks))
+        return condition_plan(run_tasks, p.replications, conditions.arms_of,
+                              req.first_replication), conditions
+    # no condition named: the agent as configured, every skill of [agent].skills in every
+    # workspace (the skills `full` gets), as a user of the agent would have them
+    from gate.skills import config_skills
 
-        options.skills = config_skills(cfg)
-        work = plan(run_tasks, replications, req.first_replication)
-    plan_all: Work = work  # resume rebinds work to what is left; this stays the plan
-    fp = fingerprint(parts, kind)
-    identity: dict[str, Any] = {
-        "suite digest": suite.digest, "tasks": sorted(t.id for t in run_tasks),
-        "agent kind": kind, "agent fingerprint": fp, "model": label,
-        "upstream": "simulator" if req.sim and spec.uses_model else "api",
-        "seed": (req.seed or 0) if req.sim else None, "commit": commit,
-        "replications": req.first_replication + replications,
-        "first replication": req.first_replication, "jobs": jobs,
+    p.options.skills = config_skills(p.cfg)
+    return plan(run_tasks, p.replications, req.first_replication), None
+
+
+def _identity(req: RunRequest, p: _Prepared, run_tasks: list[Task], fp: str,
+              conditions: ConditionSetup | None) -> dict[str, Any]:
+    """What a run is, in the journal's header: ``--resume`` continues only the same run."""
+    sim = req.sim and p.uses_model
+    return {
+        "suite digest": p.suite.digest, "tasks": sorted(t.id for t in run_tasks),
+        "agent kind": p.kind, "agent fingerprint": fp, "model": p.label,
+        "upstream": "simulator" if sim else "api",
+        "seed": (req.seed or 0) if req.sim else None, "commit": p.commit,
+        "replications": req.first_replication + p.replications,
+        "first replication": req.first_replication, "jobs": p.jobs,
         "shard": f"{req.shard[0]}/{req.shard[1]}" if req.shard else None,
         "metering": METERING, "max run cost": req.max_run_cost,
         "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
@@ -333,199 +302,110 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         "conditions": ({c: conditions.record[c]["agent_fingerprint"] for c in conditions.names}
                        if conditions is not None else None),
     }
+
+
+def _resume(req: RunRequest, identity: dict[str, Any],
+            work: Work) -> tuple[Work, list[RunResult]]:
+    """(what is left to run, the runs kept): under ``--resume`` the journal's runs of the same
+    run (its identity must match, field by field) are kept and not run again."""
+    if not req.resume:
+        return work, list(req.keep_runs)
     jpath = journal_path(req.output)
-    kept = list(req.keep_runs)
-    if req.resume:
-        header, kept = read_journal(jpath)
-        before = header.get("identity")
-        if not isinstance(before, dict):
-            raise BadInput(f"{jpath}: the journal's header has no identity")
-        for what, value in identity.items():
-            if before.get(what) != value:
-                raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
-                               f"run: {before.get(what)!r}, this one: {value!r}); start it "
-                               "afresh without --resume")
-        planned = {_key(i) for i in work}
-        kept = [r for r in kept if r.key in planned]
-        done = {r.key for r in kept}
-        work = [i for i in work if _key(i) not in done]  # type: ignore[assignment]
+    header, kept = read_journal(jpath)
+    before = header.get("identity")
+    if not isinstance(before, dict):
+        raise BadInput(f"{jpath}: the journal's header has no identity")
+    for what, value in identity.items():
+        if before.get(what) != value:
+            raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
+                           f"run: {before.get(what)!r}, this one: {value!r}); start it "
+                           "afresh without --resume")
+    planned = {item_key(i) for i in work}
+    kept = [r for r in kept if r.key in planned]
+    done = {r.key for r in kept}
+    return [i for i in work if item_key(i) not in done], kept  # type: ignore[return-value]
 
-    with contextlib.ExitStack() as stack:
-        stack.callback(provider.close)
-        meter: MeterProxy | None = None
-        upstream = "none"
-        ledger = Path(f"{stem}.sim-ledger.jsonl")
-        if req.resume:  # the killed run's ledger stays as it was
-            ledger = next(p for k in range(1, 10_000)
-                          if not (p := Path(f"{stem}.sim-ledger.resume{k}.jsonl")).exists())
-        if spec.uses_model:
-            base, credential, header_name, upstream = stack.enter_context(
-                _upstream(req, suite, ledger))
-            _bypass_proxies_for_loopback()
-            run_header: str | None = None
-            if upstream == "simulator":  # the simulator draws each run's randomness by name
-                from gate.sim._model import RUN_HEADER
 
-                run_header = RUN_HEADER
-            meter = stack.enter_context(MeterProxy(
-                base, credential, prices, credential_header=header_name,
-                observer=req.request_observer,
-                run_header=run_header))
-        extra: dict[str, Any] = {"replications": req.first_replication + replications,
-                                 "upstream": upstream,
-                                 "price_table": prices.date}
-        if suite.problems:
-            extra["problems"] = {p.name: p.reason for p in suite.problems}
-        if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
-            extra["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
-        if shard_info is not None:  # one part of a run: `gate merge` joins the parts
-            extra["shard"] = shard_info
-            extra["selected_tasks"] = shard_info["tasks"]
-        elif req.task_ids:  # a partial run: comparable, but never a baseline refresh
-            extra["selected_tasks"] = sorted(req.task_ids)
-        if upstream == "simulator":
-            extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
-        if req.max_run_cost is not None:
-            extra["max_run_cost_usd"] = req.max_run_cost
-        if conditions is None and options.skills:  # every run's skills, without conditions
-            extra["skills"] = sorted(s.name for s in options.skills_of(run_tasks[0]))
-        if conditions is not None:  # what each condition was; which tasks it skipped
-            extra["conditions"] = conditions.record
-            if conditions.skipped:
-                extra["skipped_conditions"] = conditions.skipped
-        budget: Budget | None = None
-        if req.max_cost is not None:
-            budget = Budget(req.max_cost, baseline, work, kept)
-            extra["budget"] = budget.record()
-        results = new_results(
-            model=agent.model_label(),
-            agent=AgentInfo(kind=kind, fingerprint=fp, parts=parts),
-            suite=suite_info(suite), commit=commit, runs=kept,
-            schedule=Schedule(replications=req.first_replication + replications, jobs=jobs,
-                              sequential=req.sequential, metering=METERING,
+def _extra(req: RunRequest, p: _Prepared, run_tasks: list[Task], upstream: str, ledger: Path,
+           shard_info: dict[str, Any] | None, conditions: ConditionSetup | None,
+           budget: Budget | None) -> dict[str, Any]:
+    """The results file's fields beyond the schema's required ones."""
+    suite = p.suite
+    extra: dict[str, Any] = {"replications": req.first_replication + p.replications,
+                             "upstream": upstream, "price_table": p.prices.date}
+    if suite.problems:
+        extra["problems"] = {q.name: q.reason for q in suite.problems}
+    if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
+        extra["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
+    if shard_info is not None:  # one part of a run: `gate merge` joins the parts
+        extra["shard"] = shard_info
+        extra["selected_tasks"] = shard_info["tasks"]
+    elif req.task_ids:  # a partial run: comparable, but never a baseline refresh
+        extra["selected_tasks"] = sorted(req.task_ids)
+    if upstream == "simulator":
+        extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+    if req.max_run_cost is not None:
+        extra["max_run_cost_usd"] = req.max_run_cost
+    if conditions is None and p.options.skills:  # every run's skills, without conditions
+        extra["skills"] = sorted(s.name for s in p.options.skills_of(run_tasks[0]))
+    if conditions is not None:  # what each condition was; which tasks it skipped
+        extra["conditions"] = conditions.record
+        if conditions.skipped:
+            extra["skipped_conditions"] = conditions.skipped
+    if budget is not None:
+        extra["budget"] = budget.record()
+    return extra
+
+
+def _ledger(req: RunRequest, stem: Path) -> Path:
+    """The simulator's ledger; a resumed run's goes beside the killed run's, which stays."""
+    if not req.resume:
+        return Path(f"{stem}.sim-ledger.jsonl")
+    return next(q for k in range(1, 10_000)
+                if not (q := Path(f"{stem}.sim-ledger.resume{k}.jsonl")).exists())
+
+
+def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = None,
+              on_start: Callable[[Results, int], None] | None = None) -> Results:
+    """Run the suite; ``on_start(results, runs to do)`` is called once before the first run
+    starts (the results hold the runs kept by ``--resume``, the budget's forecast)."""
+    p = _prepare(req)
+    baseline = _baseline(p.cfg) if (req.max_cost is not None or req.shard) else None
+    run_tasks, shard_info = _shard(req, p.suite, baseline)
+    planned, conditions = _work(req, p, run_tasks)
+    fp = fingerprint(p.parts, p.kind)
+    identity = _identity(req, p, run_tasks, fp, conditions)
+    work, kept = _resume(req, identity, planned)
+    budget = Budget(req.max_cost, baseline, work, kept) if req.max_cost is not None else None
+    ledger = _ledger(req, p.stem)
+
+    def header(upstream: str) -> Results:
+        return new_results(
+            model=p.agent.model_label(),
+            agent=AgentInfo(kind=p.kind, fingerprint=fp, parts=p.parts),
+            suite=suite_info(p.suite), commit=p.commit, runs=kept,
+            schedule=Schedule(replications=req.first_replication + p.replications,
+                              jobs=p.jobs, sequential=req.sequential, metering=METERING,
                               shard=identity["shard"],
                               conditions=conditions.names if conditions is not None else None),
-            **extra,
-        )
-        # until the last run lands the file says it is incomplete: a killed run's file can be
-        # read, never promoted, and `--resume` finishes it
-        results.interrupted = Interruption(
-            reason=f"incomplete: the run has not finished (if it was killed, `gate run "
-                   f"--resume -o {req.output}` continues it)",
-            missing=_missing(work))
-        write_results(req.output, results)
-        journal = (Journal(jpath, {}, resume=True) if req.resume else
-                   Journal(jpath, {"identity": identity}, kept))
-        stack.callback(journal.close)
-        if on_start:
-            on_start(results, len(work))
+            **_extra(req, p, run_tasks, upstream, ledger, shard_info, conditions, budget))
 
-        def land(res: RunResult) -> None:
-            journal.append(res)  # O(1) per run, on disk before anything else hears of it
-            if budget is not None:
-                budget.landed(res)
-            if on_result:
-                on_result(res)
-
-        try:
-            run_many(work, agent, jobs=jobs, provider=provider, meter=meter, options=options,
-                     on_result=land, cancel=cancel,
-                     admit=budget.admit if budget is not None else None)
-        except BaseException as exc:
-            # Ctrl-C, SIGTERM (raised as KeyboardInterrupt) or a crash: the file says so, and
-            # which runs are missing, so it can never be promoted into the baseline
-            journal.close()
-            results.runs = read_journal(jpath)[1]
-            _mark_interrupted(results, plan_all, exc)
-            write_results(req.output, results)
-            raise
-        journal.close()
-        results.runs = read_journal(jpath)[1]  # the final file, from the journal
-        results.interrupted = None
-        if budget is not None:
-            results.budget = budget.record()  # type: ignore[attr-defined]
-            if budget.skipped:
-                results.interrupted = Interruption(
-                    reason=f"budget: {budget.stopped}",
-                    missing=_missing(plan_all, {r.key for r in results.runs}))
-        if meter is not None and meter.unpriced:
-            results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
-    results.runs.sort(key=lambda r: r.key)
-    write_results(req.output, results)
-    return results
+    session = SessionPlan(
+        work=work, planned=planned, provider=p.provider, cancel=p.cancel, prices=p.prices,
+        jobs=p.jobs, agent=p.agent, options=p.options, budget=budget,
+        files=[ArmFile(None, req.output, header,
+                       f"incomplete: the run has not finished (if it was killed, `gate run "
+                       f"--resume -o {req.output}` continues it)")],
+        upstream=(functools.partial(open_upstream, sim=req.sim, suite=p.suite, ledger=ledger,
+                                    seed=req.seed, sim_options=req.sim_options)
+                  if p.uses_model else None),
+        request_observer=req.request_observer,
+        journal=JournalSpec(journal_path(req.output), identity, kept, req.resume),
+        on_start=on_start, on_result=on_result)
+    return execute(session)[None]
 
 
 def _baseline(cfg: GateConfig) -> Results | None:
     """The committed baseline (per-task costs and durations), if there is one."""
     path = cfg.path(cfg.gate.baseline)
     return load_results(path, "baseline") if path.exists() else None
-
-
-def spend(run: RunResult) -> float:
-    """What a run really cost: measured cost plus its share of suite overhead."""
-    return run.cost_usd + (run.overhead_usd or 0.0)
-
-
-class Budget:
-    """``--max-cost``: forecast from the baseline's per-task mean spend; a run starts only if
-    spent + the forecast of the runs in flight + its own forecast stays within the limit.
-    Once one run is refused none starts after it (the plan order is kept; what did not run
-    is listed as missing). Without a baseline a run is forecast at the mean spend of the
-    runs landed so far."""
-
-    def __init__(self, limit: float, baseline: Results | None,
-                 work: Work, kept: list[RunResult]) -> None:
-        self.limit = limit
-        self._lock = threading.Lock()
-        per_task: dict[str, list[float]] = {}
-        for r in baseline.runs if baseline is not None else []:
-            per_task.setdefault(r.task, []).append(spend(r))
-        self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
-        self.typical = (sum(self.per_task.values()) / len(self.per_task)
-                        if self.per_task else None)
-        self.basis = "baseline per-task mean spend" if self.per_task else None
-        self.spent = sum(spend(r) for r in kept)
-        self.landed_runs = len(kept)
-        self.in_flight: dict[RunKey, float] = {}
-        self.forecast = (self.spent + sum(self._forecast(item[0].id) for item in work)
-                         if self.per_task else None)
-        self.stopped: str | None = None
-        self.skipped = 0
-
-    def _forecast(self, task: str) -> float:
-        if task in self.per_task:
-            return self.per_task[task]
-        if self.typical is not None:
-            return self.typical
-        return self.spent / self.landed_runs if self.landed_runs else 0.0
-
-    def admit(self, task: Task, replication: int, condition: str | None = None) -> bool:
-        with self._lock:
-            if self.stopped is None:
-                f = self._forecast(task.id)
-                committed = self.spent + sum(self.in_flight.values())
-                # a run with no forecast yet (no baseline, nothing landed) needs budget left
-                if committed + f <= self.limit and (f > 0 or committed < self.limit):
-                    self.in_flight[RunKey(task.id, condition, replication)] = f
-                    return True
-                self.stopped = (f"--max-cost ${self.limit:.4f} reached: ${self.spent:.4f} "
-                                f"spent + ${committed - self.spent:.4f} in flight + "
-                                f"${f:.4f} forecast for "
-                                f"{RunKey(task.id, condition, replication)} would pass "
-                                "it; no further run was started")
-            self.skipped += 1
-            return False
-
-    def landed(self, run: RunResult) -> None:
-        with self._lock:
-            self.in_flight.pop(run.key, None)
-            self.spent += spend(run)
-            self.landed_runs += 1
-
-    def record(self) -> dict[str, Any]:
-        """What the results file (and a comment) shows of the budget."""
-        with self._lock:
-            return {"max_cost_usd": self.limit,
-                    "forecast_usd": None if self.forecast is None else round(self.forecast, 6),
-                    "forecast_basis": self.basis, "spent_usd": round(self.spent, 6),
-                    "skipped_runs": self.skipped, "stopped": self.stopped}

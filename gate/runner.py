@@ -136,6 +136,158 @@ def _write_final(sandbox: Sandbox, message: str) -> str | None:
     return None
 
 
+@dataclass
+class _Run:
+    """One run as it goes: what it is, where it records, and its outcome so far (an infra
+    error until verify decides otherwise)."""
+
+    task: Task
+    replication: int
+    opts: RunOptions
+    name: str
+    record: _Transcript
+    transcript: Path | None
+    max_turns: int | None
+    meter_run: MeterRun | None
+    start: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=now_iso_ms)
+    status: str = "error"
+    reason: str | None = "not started"
+    notes: str | None = None
+    score: dict[str, Any] | None = None
+
+
+def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
+    """Name the run, open its transcript and its slice of the meter."""
+    # the arm and the condition are in the name: the meter, the transcripts and the
+    # simulator's draws keep the two arms of a same-job A/B, and the conditions, apart
+    name = "-".join([task.id, *(x for x in (opts.arm, opts.condition) if x), f"r{replication}"])
+    transcript = opts.transcripts_dir / f"{name}.jsonl" if opts.transcripts_dir else None
+    record = _Transcript(transcript, opts.redactor)
+    max_turns = min((t for t in (task.meta.max_turns, opts.max_turns) if t), default=None)
+    meter_run = (meter.open_run(name, max_turns=max_turns, max_cost_usd=opts.max_run_cost)
+                 if meter else None)
+    return _Run(task, replication, opts, name, record, transcript, max_turns, meter_run)
+
+
+def _set_up(run: _Run, sandbox: Sandbox) -> list[Skill]:
+    """The run's skills installed, then ``setup.sh``; a setup that fails is infra."""
+    task, record = run.task, run.record
+    skills = run.opts.skills_of(task)
+    if skills:  # before setup and the agent; only what this run's condition has
+        sandbox.install_skills(skills)
+        record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
+    if task.setup_script:
+        res = sandbox.run_script("setup.sh", timeout=task.task_timeout(run.opts.task_timeout))
+        record({"type": "setup", "returncode": res.returncode,
+                "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
+        if res.returncode != 0 or res.timed_out:
+            why = "timeout" if res.timed_out else f"exit {res.returncode}"
+            raise SandboxError(f"setup.sh failed ({why}): {_tail(res.output)}")
+    return skills
+
+
+def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill]) -> AgentOutcome:
+    """The agent on the workspace; its crash, a cap or a failing model API is told apart."""
+    meter_run = run.meter_run
+    ctx = RunContext(
+        task=run.task, replication=run.replication, run_name=run.name,
+        timeout=run.task.task_timeout(run.opts.task_timeout), max_turns=run.max_turns,
+        base_url=meter_run.base_url if meter_run else None,
+        api_key=meter_run.token if meter_run else None,
+        record=run.record, skills=tuple(skills),
+    )
+    try:
+        outcome = agent.run(sandbox, ctx)
+    except SandboxError:
+        raise
+    except Exception as exc:  # an agent crash is the harness's problem, not the task's
+        outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+    if outcome.infra_error and meter_run is not None and meter_run.capped:
+        # the agent stopped on the meter's refusal past a cap (the builtin agent reports
+        # any API error it cannot retry as infra): the run was stopped, it did not break
+        outcome.infra_error = None
+        outcome.failure = f"stopped by the meter: {meter_run.capped}"
+    if outcome.infra_error is None and outcome.failure and meter_run is not None:
+        # an agent that gave up because the model API kept failing is infra, not a fail
+        outcome.infra_error = meter_run.api_failure()
+    run.record({"type": "final", "message": clip(outcome.final_message,
+                                                 TRANSCRIPT_OUTPUT_LIMIT),
+                "failure": outcome.failure, "infra_error": outcome.infra_error})
+    return outcome
+
+
+def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome) -> None:
+    """``.runner/final.txt``, then ``verify.sh``: it decides, even when the agent did not
+    finish cleanly."""
+    if outcome.infra_error:
+        run.status, run.reason = "error", outcome.infra_error
+        return
+    if (broke := _write_final(sandbox, outcome.final_message)) is not None:
+        run.status, run.reason = "failed", broke
+        return
+    verdict = sandbox.verify(timeout=run.task.verify_timeout(run.opts.verify_timeout))
+    res = verdict.result
+    run.record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
+                "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT),
+                **({"score": verdict.score} if verdict.score is not None else {})})
+    run.notes, score = _read_runner_files(sandbox)
+    run.score = verdict.score if verdict.score is not None else score
+    if res.timed_out:
+        run.status, run.reason = "failed", "timeout"
+    elif verdict.passed:
+        run.status, run.reason = "passed", None
+    else:
+        run.status = "failed"
+        run.reason = outcome.failure or verdict.reason or (
+            f"verify exited {res.returncode}: {_tail(res.output)}")
+
+
+def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
+    """What the meter counted for the run, and the cap it stopped the run at (if any)."""
+    meter_run = run.meter_run
+    if meter_run is None:
+        return RunTotals(0, Usage(), 0.0, Usage(), 0.0), None
+    meter_run.close()  # waits briefly for requests still in flight to be counted
+    totals = meter_run.measured()
+    if totals.unmetered:  # billed but not all counted: never a pass at a lower cost
+        run.status, run.reason = "error", f"infra: {totals.unmetered}"
+    if refused := meter_run.refusals():
+        run.record({"type": "meter_refused", "requests": refused})
+    if capped := meter_run.capped:
+        run.record({"type": "meter_capped", "reason": capped})
+        if run.status == "failed":  # the agent stopped because the meter stopped it
+            run.reason = f"stopped by the meter: {capped}"
+    return totals, capped
+
+
+def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
+    """The run's result, every text redacted."""
+    redact = run.opts.redactor
+    return RunResult(
+        task=run.task.id,
+        replication=run.replication,
+        status=run.status,  # type: ignore[arg-type]
+        reason=redact(run.reason) if run.reason else None,
+        turns=totals.turns,
+        usage=RunUsage(**totals.usage.model_dump()),
+        cost_usd=round(totals.cost_usd, 8),
+        billed_usage=RunUsage(**totals.billed_usage.model_dump()),
+        overhead_usd=round(totals.overhead_usd, 8),
+        duration_s=round(time.monotonic() - run.start, 3),
+        notes=redact(run.notes) if run.notes else None,
+        task_digest=run.task.digest,
+        score=run.score,
+        condition=run.opts.condition,
+        arm=run.opts.arm,
+        commit=run.opts.commit,
+        created_at=now_iso(),
+        started_at=run.started_at,
+        transcript=str(run.transcript) if run.transcript else None,
+        capped=capped,
+    )
+
+
 def run_one(
     task: Task,
     replication: int,
@@ -145,124 +297,22 @@ def run_one(
     meter: Meter | None = None,
     options: RunOptions | None = None,
 ) -> RunResult:
-    """Run one (task, replication). Always returns a result; always tears down."""
-    opts = options or RunOptions()
+    """Run one (task, replication): prepare → act → verify → record. Always returns a
+    result; always tears down."""
     provider = provider or make_provider("local")
-    # the arm and the condition are in the name: the meter, the transcripts and the
-    # simulator's draws keep the two arms of a same-job A/B, and the conditions, apart
-    run_name = "-".join([task.id, *(x for x in (opts.arm, opts.condition) if x),
-                         f"r{replication}"])
-    start = time.monotonic()
-    started_at = now_iso_ms()
-    transcript_path = opts.transcripts_dir / f"{run_name}.jsonl" if opts.transcripts_dir else None
-    record = _Transcript(transcript_path, opts.redactor)
-    status: str = "error"
-    reason: str | None = "not started"
-    notes: str | None = None
-    score: dict[str, Any] | None = None
-    max_turns = min((t for t in (task.meta.max_turns, opts.max_turns) if t), default=None)
-    meter_run = (meter.open_run(run_name, max_turns=max_turns, max_cost_usd=opts.max_run_cost)
-                 if meter else None)
+    run = _prepare(task, replication, options or RunOptions(), meter)
     sandbox: Sandbox | None = None
     try:
-        sandbox = provider.create(task, run_name)
-        skills = opts.skills_of(task)
-        if skills:  # before setup and the agent; only what this run's condition has
-            sandbox.install_skills(skills)
-            record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
-        if task.setup_script:
-            res = sandbox.run_script("setup.sh", timeout=task.task_timeout(opts.task_timeout))
-            record({"type": "setup", "returncode": res.returncode,
-                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT)})
-            if res.returncode != 0 or res.timed_out:
-                why = "timeout" if res.timed_out else f"exit {res.returncode}"
-                raise SandboxError(f"setup.sh failed ({why}): {_tail(res.output)}")
-        ctx = RunContext(
-            task=task, replication=replication, run_name=run_name,
-            timeout=task.task_timeout(opts.task_timeout),
-            max_turns=max_turns,
-            base_url=meter_run.base_url if meter_run else None,
-            api_key=meter_run.token if meter_run else None,
-            record=record,
-            skills=tuple(skills),
-        )
-        try:
-            outcome = agent.run(sandbox, ctx)
-        except SandboxError:
-            raise
-        except Exception as exc:  # an agent crash is the harness's problem, not the task's
-            outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
-        if outcome.infra_error and meter_run is not None and meter_run.capped:
-            # the agent stopped on the meter's refusal past a cap (the builtin agent reports
-            # any API error it cannot retry as infra): the run was stopped, it did not break
-            outcome.infra_error = None
-            outcome.failure = f"stopped by the meter: {meter_run.capped}"
-        if outcome.infra_error is None and outcome.failure and meter_run is not None:
-            # an agent that gave up because the model API kept failing is infra, not a fail
-            outcome.infra_error = meter_run.api_failure()
-        record({"type": "final", "message": clip(outcome.final_message, TRANSCRIPT_OUTPUT_LIMIT),
-                "failure": outcome.failure, "infra_error": outcome.infra_error})
-        if outcome.infra_error:
-            status, reason = "error", outcome.infra_error
-        elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
-            status, reason = "failed", broke
-        else:
-            verdict = sandbox.verify(timeout=task.verify_timeout(opts.verify_timeout))
-            res = verdict.result
-            record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
-                    "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT),
-                    **({"score": verdict.score} if verdict.score is not None else {})})
-            notes, score = _read_runner_files(sandbox)
-            score = verdict.score if verdict.score is not None else score
-            if res.timed_out:
-                status, reason = "failed", "timeout"
-            elif verdict.passed:
-                # verify decides, even when the agent did not finish cleanly
-                status, reason = "passed", None
-            else:
-                status = "failed"
-                reason = outcome.failure or verdict.reason or (
-                    f"verify exited {res.returncode}: {_tail(res.output)}")
+        sandbox = provider.create(task, run.name)
+        skills = _set_up(run, sandbox)
+        _verify(run, sandbox, _act(run, sandbox, agent, skills))
     except (SandboxError, OSError) as exc:
-        status, reason = "error", f"infra: {exc}"
+        run.status, run.reason = "error", f"infra: {exc}"
     finally:
         if sandbox is not None:
             sandbox.close()
-        totals = RunTotals(0, Usage(), 0.0, Usage(), 0.0)
-        capped: str | None = None
-        if meter_run is not None:
-            meter_run.close()  # waits briefly for requests still in flight to be counted
-            totals = meter_run.measured()
-            if totals.unmetered:  # billed but not all counted: never a pass at a lower cost
-                status, reason = "error", f"infra: {totals.unmetered}"
-            if refused := meter_run.refusals():
-                record({"type": "meter_refused", "requests": refused})
-            if capped := meter_run.capped:
-                record({"type": "meter_capped", "reason": capped})
-                if status == "failed":  # the agent stopped because the meter stopped it
-                    reason = f"stopped by the meter: {capped}"
-    return RunResult(
-        task=task.id,
-        replication=replication,
-        status=status,  # type: ignore[arg-type]
-        reason=opts.redactor(reason) if reason else None,
-        turns=totals.turns,
-        usage=RunUsage(**totals.usage.model_dump()),
-        cost_usd=round(totals.cost_usd, 8),
-        billed_usage=RunUsage(**totals.billed_usage.model_dump()),
-        overhead_usd=round(totals.overhead_usd, 8),
-        duration_s=round(time.monotonic() - start, 3),
-        notes=opts.redactor(notes) if notes else None,
-        task_digest=task.digest,
-        score=score,
-        condition=opts.condition,
-        arm=opts.arm,
-        commit=opts.commit,
-        created_at=now_iso(),
-        started_at=started_at,
-        transcript=str(transcript_path) if transcript_path else None,
-        capped=capped,
-    )
+        totals, capped = _close_meter(run)
+    return _record(run, totals, capped)
 
 
 def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple[Task, int]]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gate._files import PROMPT_LIMIT, MiB, printable, read_text
+from gate.config import SKILL_NAME_PATTERN  # the Agent Skills rules for a name
 from gate.errors import BadInput
 from gate.tasks import Task, digest_dir
 
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 #: where skills go in a workspace (relative to its root), as Claude Code looks for them
 SKILLS_DIR = ".claude/skills"
 SKILL_FILE = "SKILL.md"
-#: the Agent Skills rules: lowercase letters, digits and single hyphens, at most 64 characters
-SKILL_NAME_PATTERN = r"^(?=.{1,64}$)[a-z0-9]+(-[a-z0-9]+)*$"
 _SKILL_NAME = re.compile(SKILL_NAME_PATTERN)
 DESCRIPTION_LIMIT = 1024  # characters, as the Agent Skills rules say
 _XML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")

@@ -27,10 +27,10 @@ import pytest
 from click.testing import CliRunner
 
 from gate.cli import main
-from gate.compare import compare
+from gate.compare import arm_stats, compare, intervals
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
-from gate.report._html import BOOTSTRAP, arm_stats, render_html
+from gate.report import render_html
 from gate.results import (
     AgentInfo,
     Results,
@@ -267,9 +267,48 @@ def test_metric_values_match_the_comparison_and_lie_in_their_intervals() -> None
             assert stats.values[name] == pytest.approx(value, rel=1e-9), (arm, name)
             iv = stats.intervals[name]
             assert iv is not None and iv[0] <= value <= iv[1], (arm, name, iv)
-        assert len(stats.draws["turns"]) == BOOTSTRAP
+        assert len(stats.draws["turns"]) == 1000  # gate.compare's BOOTSTRAP resamples
     page = render_html(pr, baseline=base, comparison=c)
     assert "no transcript recorded" in page
+
+
+def test_the_page_shows_the_intervals_compare_computes() -> None:
+    """Every interval on the page is gate.compare's, formatted by the one formatter: the
+    page computes none of its own (it once had its own Wilson and bootstrap)."""
+    from gate.report import change_interval, interval
+
+    rng = np.random.default_rng(5)
+    base = synthetic_results(reference_rates(), 6, rng)
+    pr = synthetic_results(reference_rates(), 4, rng)
+    c = compare(base, pr, GateSettings(permutations=999, power_simulations=0))
+    page = render_html(pr, baseline=base, comparison=c, seed=7)
+    iv = intervals(pr, base, [t.task for t in c.tasks if t.status == "compared"], seed=7)
+    for name in ("pass_rate", "turns", "cost", "cache_hit_rate"):
+        for arm in (iv.candidate, iv.baseline):
+            assert arm is not None
+            text = interval(name, arm.intervals[name])
+            assert text and html.escape(text) in page, (name, text)
+    for name in ("turns", "cost"):
+        text = change_interval(name, iv.changes[name])
+        assert text and html.escape(text) in page, (name, text)
+    for task, arms in iv.per_task.items():  # the plot's per-task Wilson intervals
+        for arm, t in arms.items():
+            if t.interval is not None:
+                lo, hi = t.interval
+                title = (f"{arm}: {t.passed}/{t.runs} passed, 95 % interval "
+                         f"{lo * 100:.0f}–{hi * 100:.0f} %")
+                assert html.escape(title) in page, (task, title)
+    # the pass rate's per-arm Wilson interval is compare's own Wilson, not a copy of it
+    p = iv.candidate.values["pass_rate"]
+    assert p is not None and iv.candidate.intervals["pass_rate"] is not None
+
+
+def test_importing_the_report_imports_no_scipy() -> None:
+    probe = ("import sys\nimport gate.report as r\nr.render_html, r.render_markdown, r.pct\n"
+             "print('SCIPY', sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       timeout=120)
+    assert "SCIPY []" in p.stdout, p.stdout + p.stderr
 
 
 # ---- the browser ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,28 @@ def test_an_http_proxy_for_the_api_does_not_capture_loopback_hops(
                                task_ids=EASY[:1], replications=1, jobs=1, sim=True))
     assert res.summary.errors == 0 and res.runs[0].turns >= 3
     assert res.model_extra["selected_tasks"] == EASY[:1]  # type: ignore[index]
+    # the bypass is given to each hop explicitly: the gate's own environment is untouched
+    assert "NO_PROXY" not in os.environ and "no_proxy" not in os.environ
+
+
+def test_a_command_agent_gets_the_loopback_bypass_in_its_own_environment(
+    make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An HTTP(S)_PROXY set for the real API must not capture a command agent's hop to the
+    meter: NO_PROXY (the inherited value plus loopback) is in the agent's environment."""
+    monkeypatch.setenv("NO_PROXY", "example.internal")
+    monkeypatch.delenv("no_proxy", raising=False)
+    make_task("a")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[agent]\nkind = "command"\ncommand = "echo \\"$NO_PROXY|$no_proxy\\" > '
+                   f'$GATE_FINAL_FILE"\n[suite]\ntasks = "{suite_dir}"\n')
+    res = run_suite(RunRequest(config=load_config(cfg), output=tmp_path / "r.json",
+                               replications=1, jobs=1, sim=True))
+    transcript = Path(res.runs[0].transcript or "").read_text()
+    final = next(json.loads(line)["message"] for line in transcript.splitlines()
+                 if json.loads(line)["type"] == "final")
+    assert final == ("example.internal,127.0.0.1,localhost|127.0.0.1,localhost")
+    assert os.environ["NO_PROXY"] == "example.internal" and "no_proxy" not in os.environ
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])

@@ -197,8 +197,11 @@ class BuiltinAgent(Agent):
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
         if not ctx.base_url or not ctx.api_key:
             return AgentOutcome(infra_error="builtin agent needs the meter's URL and token")
+        # the meter is on the gate's loopback: the environment's HTTP(S)_PROXY (set for the
+        # real API, which the meter reaches) must not capture this hop
         client = anthropic.Anthropic(base_url=ctx.base_url, api_key=ctx.api_key,
-                                     max_retries=0, timeout=300)
+                                     max_retries=0, timeout=300,
+                                     http_client=anthropic.DefaultHttpxClient(trust_env=False))
         deadline = time.monotonic() + ctx.timeout
         max_turns = ctx.max_turns or self.max_turns
         history: list[dict[str, Any]] = [{"role": "user", "content": ctx.task.prompt}]
@@ -246,4 +249,6 @@ class BuiltinAgent(Agent):
             return AgentOutcome(final_message=final_text, infra_error=(
                 f"model API failed after retries: {type(exc).__name__}"
                 + (f" {status}" if status else "") + f": {str(exc)[:200]}"))
+        finally:
+            client.close()
         return AgentOutcome(final_message=final_text, failure=f"max_turns ({max_turns}) reached")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
 from gate.errors import BadInput
@@ -21,6 +21,17 @@ from gate.secrets import is_secret_name
 PROMPT_FILE = ".runner/prompt.md"
 FINAL_FILE = ".runner/agent-final.txt"
 FINAL_LIMIT = 1_000_000  # bytes of the agent's final message
+
+
+def loopback_no_proxy(environ: Mapping[str, str]) -> dict[str, str]:
+    """``NO_PROXY``/``no_proxy`` for an agent process: the inherited value plus the loopback
+    hosts, so an HTTP(S)_PROXY set for the real API does not capture the agent→meter hop.
+    Given to the child explicitly; the gate's own environment is never rewritten."""
+    out = {}
+    for var in ("NO_PROXY", "no_proxy"):
+        have = [h for h in environ.get(var, "").split(",") if h.strip()]
+        out[var] = ",".join([*have, *(h for h in ("127.0.0.1", "localhost") if h not in have)])
+    return out
 
 
 def final_from_stdout(stdout: str) -> str:
@@ -66,7 +77,7 @@ class CommandAgent(Agent):
         })
         if ctx.base_url and ctx.api_key:
             env.update({"ANTHROPIC_BASE_URL": sandbox.model_endpoint(ctx.base_url),
-                        "ANTHROPIC_API_KEY": ctx.api_key})
+                        "ANTHROPIC_API_KEY": ctx.api_key, **loopback_no_proxy(os.environ)})
         if self.model:
             env["ANTHROPIC_MODEL"] = self.model
         res = sandbox.exec(self.command, timeout=ctx.timeout, env=env, stdin=ctx.task.prompt)

@@ -9,13 +9,16 @@ command agents are imported only when built.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from gate._files import printable
 from gate.agents._base import Agent
 from gate.errors import BadInput
 
 if TYPE_CHECKING:
     from gate.config import GateConfig
+    from gate.skills import Skill
 
 
 class AgentKind(abc.ABC):
@@ -31,6 +34,11 @@ class AgentKind(abc.ABC):
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         """Named hashes of what defines this kind's behaviour (besides the skills)."""
 
+    def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
+        """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
+        condition); ``None``: this kind does not say."""
+        return None
+
 
 _KINDS: dict[str, AgentKind] = {}
 
@@ -43,12 +51,15 @@ def agent_kind_names() -> list[str]:
     return sorted(_KINDS)
 
 
-def agent_kind(name: str) -> AgentKind:
+def agent_kind(name: str, where: str | None = None) -> AgentKind:
+    """The registered kind ``name``. The name is checked here, where it is looked up (config
+    imports no registry): an unknown one is ``BadInput``, prefixed with ``where`` (the file
+    and field that named it, e.g. ``gate.toml: agent.kind``)."""
     try:
         return _KINDS[name]
     except KeyError:
-        raise BadInput(f"unknown agent kind {name!r} (known: "
-                       f"{', '.join(agent_kind_names())})") from None
+        raise BadInput(f"{where + ': ' if where else ''}unknown agent kind {printable(name)!r} "
+                       f"(known: {', '.join(agent_kind_names())})") from None
 
 
 class OracleKind(AgentKind):
@@ -61,7 +72,7 @@ class OracleKind(AgentKind):
         return OracleAgent()
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.fingerprint import digest_of
+        from gate.agents._parts import digest_of
 
         return {"command": digest_of("solution/solve.sh")}
 
@@ -73,7 +84,7 @@ class BuiltinKind(AgentKind):
         import jinja2
 
         from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
-        from gate.fingerprint import system_prompt_text
+        from gate.agents._parts import system_prompt_text
 
         a = cfg.agent
         try:
@@ -90,9 +101,14 @@ class BuiltinKind(AgentKind):
             raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
                            "(variables: task_id, workdir, date, now)") from None
 
+    def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
+        from gate.agents._builtin import skills_block
+
+        return len(skills_block(skills).encode()) if skills else 0
+
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.agents._parts import digest_of, system_prompt_text
         from gate.agents._tools import TOOLS
-        from gate.fingerprint import digest_of, system_prompt_text
 
         a = cfg.agent
         return {
@@ -118,7 +134,7 @@ class CommandKind(AgentKind):
                             label=label)
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.fingerprint import digest_of
+        from gate.agents._parts import digest_of
 
         a = cfg.agent
         return {"model": a.model, "command": digest_of(a.command or ""),

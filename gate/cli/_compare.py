@@ -56,39 +56,39 @@ def _rich_report(c: Comparison) -> None:
     """The terminal view: the same facts as ``render_text``, as rich tables."""
     from rich.text import Text
 
-    from gate.report._render import (
-        _change,
-        _interesting,
-        _overhead,
-        _schedule_reason,
-        _task_rank,
-        _task_row,
-        _value,
-        _verdict,
+    from gate.report import (
+        is_interesting,
+        metric_change,
+        metric_value,
+        metric_verdict,
+        overhead_note,
+        schedule_note,
+        task_rank,
+        task_row,
     )
 
     out = console()
     out.print(Text(c.headline, style="bold"))
     for note in c.notes:
         out.print(Text(note))
-    rows = [[m.label, _value(m, m.baseline), _value(m, m.candidate),
-             _change(m).replace("<sub>", "_").replace("</sub>", ""), _verdict(m)[2:]]
+    rows = [[m.label, metric_value(m.name, m.baseline), metric_value(m.name, m.candidate),
+             metric_change(m).replace("<sub>", "_").replace("</sub>", ""), metric_verdict(m)[2:]]
             for m in c.metrics]
     out.print(_table(["metric", "baseline", "this run", "change", "verdict"], rows, wrap=(3,)))
-    if (reason := _schedule_reason(c)):
+    if (reason := schedule_note(c)):
         out.print(Text(f"Note: {reason}"))
-    if (overhead := _overhead(c)):
+    if (overhead := overhead_note(c)):
         out.print(Text(overhead))
     if c.power:
         out.print(Text(c.power.statement))
     if c.verdict == "inconclusive":
         for r in c.reasons:
             out.print(Text(f"  - {r}"))
-    tasks = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
+    tasks = sorted((t for t in c.tasks if is_interesting(t)), key=task_rank)
     if tasks:
         task_rows = []
         for t in tasks:
-            row = _task_row(t)
+            row = task_row(t)
             task_rows.append([t.task, str(row["baseline"]), str(row["candidate"]), str(row["p"]),
                               str(row["change"])])
         # failure reasons are in --format text/markdown/json; here they would crowd the table
@@ -179,7 +179,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
 
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
     from gate.compare import judge
-    from gate.github._history import parse_history
+    from gate.github import parse_history
 
     comparison = judge(baseline, results, settings, parse_history(history_text or ""))
     if fmt == "json":
@@ -204,7 +204,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
         raise click.UsageError("--conditions A,B takes one argument, RESULTS (one run of "
                                "several conditions), and no --base-ref")
     settings = command_config(config_path).gate
-    from gate.compare._effects import effects
+    from gate.compare import effects
     from gate.results import load_results
 
     names = [c.strip() for c in conditions.split(",") if c.strip()]
@@ -212,18 +212,18 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     elif fmt == "markdown":
-        from gate.report._effects import render_effects_markdown
+        from gate.report import render_effects_markdown
 
         click.echo(render_effects_markdown(report), nl=False)
     else:
-        from gate.report._effects import render_effects_text
+        from gate.report import render_effects_text
 
         click.echo(render_effects_text(report), nl=False)
 
 
 @contextlib.contextmanager
 def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
-    from gate.github._git import toplevel
+    from gate.github import toplevel
     from gate.yardstick import open_yardstick
 
     cfg = command_config(config_path)

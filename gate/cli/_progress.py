@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import IO, TYPE_CHECKING, Any
 
 from gate._files import printable
+from gate.report import dollars, rate
 
 if TYPE_CHECKING:
     from gate.results import Results, RunResult
@@ -38,7 +39,7 @@ def run_line(r: RunResult) -> str:
     # a same-job A/B's arm, a skill condition
     arm = "".join(f" [{printable(x)}]" for x in (r.arm, r.condition) if x)
     return (f"{MARKS[r.status]} {r.task} #{r.replication}{arm} ({r.turns} turns, "
-            f"${r.cost_usd:.4f}, {r.duration_s:.1f}s){tail}")
+            f"{dollars(r.cost_usd)}, {r.duration_s:.1f}s){tail}")
 
 
 def is_ci(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
@@ -174,12 +175,12 @@ class Progress:
     def status_line(self) -> str:
         c = self.counts
         total = f"/{self.total}" if self.total else ""
-        pct = f" ({self.done / self.total:.0%})" if self.total else ""
+        pct = f" ({rate(self.done / self.total)})" if self.total else ""
         eta = self.eta()
         self._last_printed_done = self.done
         return (f"agent-gate: {self.done}{total} runs{pct}: {c['passed']} passed, "
                 f"{c['failed']} failed, {c['error']} errors · {_tokens(self.tokens)} tokens · "
-                f"${self.cost:.4f} · elapsed {_duration(time.monotonic() - self.started)}"
+                f"{dollars(self.cost)} · elapsed {_duration(time.monotonic() - self.started)}"
                 + (f" · ETA {_duration(eta)}" if eta is not None and eta > 0 else ""))
 
     def _line_due(self) -> bool:

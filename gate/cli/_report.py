@@ -40,7 +40,7 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
     baseline, --baseline-traces), the PR's beside the baseline's. It loads nothing
     from anywhere and runs only its own script. Exit 0 once written, whatever the verdict.
     """
-    from gate.report._html import render_html
+    from gate.report import render_html
 
     if traces_path is not None and baseline_path is None:
         raise click.UsageError("--baseline-traces needs --baseline (the baseline they belong to)")
@@ -55,7 +55,7 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])
     if len(named) > 1:  # a run of several skill conditions: their table and effects
-        from gate.compare._effects import effects as condition_effects
+        from gate.compare import effects as condition_effects
 
         reference = "control" if "control" in named else named[0]
         have = {r.condition for r in results.runs}

@@ -80,7 +80,7 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
         return
     with contextlib.ExitStack() as stack:
         if base_ref:
-            from gate.github._git import toplevel
+            from gate.github import toplevel
             from gate.yardstick import open_yardstick
 
             ys = stack.enter_context(open_yardstick(
@@ -101,12 +101,14 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
             shown.stop()
         shown.finish(results)
     s = results.summary
-    rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "n/a"
+    from gate.report import dollars, rate
+
     hit = f"{s.cache_hit_rate:.2f}" if s.cache_hit_rate is not None else "n/a"
     turns = f"{s.mean_turns:.1f}" if s.mean_turns is not None else "n/a"
-    click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate}), {s.errors} errors, "
-               f"mean turns {turns}, cost ${s.cost_usd:.4f} (+ ${s.overhead_usd or 0:.4f} suite "
-               f"overhead), cache hit {hit} → {req.output}")
+    click.echo(f"{results.model}: {s.passed}/{s.total} passed ({rate(s.pass_rate)}), "
+               f"{s.errors} errors, mean turns {turns}, cost {dollars(s.cost_usd)} "
+               f"(+ {dollars(s.overhead_usd or 0)} suite overhead), cache hit {hit} → "
+               f"{req.output}")
     problems = (results.model_extra or {}).get("problems") or {}
     for name, reason in problems.items():  # names and reasons escaped by the loader
         click.echo(f"gate: warning: task {name} not run: {reason}", err=True)
@@ -136,7 +138,9 @@ def announce(results: Results, todo: int) -> None:
         click.echo(f"resuming: {len(results.runs)} runs kept from the journal, {todo} to run",
                    err=True)
     if budget := extra.get("budget"):
+        from gate.report import dollars
+
         f = budget.get("forecast_usd")
-        forecast = (f"forecast ${f:.4f} ({budget['forecast_basis']})" if f is not None
+        forecast = (f"forecast {dollars(f)} ({budget['forecast_basis']})" if f is not None
                     else "no baseline to forecast from: the budget binds on spend so far")
-        click.echo(f"budget ${budget['max_cost_usd']:.4f}: {forecast}", err=True)
+        click.echo(f"budget {dollars(budget['max_cost_usd'])}: {forecast}", err=True)

@@ -8,6 +8,21 @@ Rendering it is :mod:`gate.report`'s job; acting on it (exit code, comment, labe
 
 from gate.compare._compare import compare
 from gate.compare._drift import HistoryPoint, apply_drift_guard, drift_guard
+from gate.compare._effects import (
+    ConditionRow,
+    Effect,
+    EffectReport,
+    MetricEffect,
+    effects,
+)
+from gate.compare._intervals import (
+    ArmStats,
+    Intervals,
+    TaskInterval,
+    arm_stats,
+    change_interval,
+    intervals,
+)
 from gate.compare._judge import judge
 from gate.compare._model import (
     AgentChange,
@@ -19,27 +34,44 @@ from gate.compare._model import (
     PassRateTest,
     Power,
     ScheduleCheck,
+    SkillConditionRow,
+    SkillEffect,
     SuiteChanges,
     TaskChange,
     Verdict,
 )
+from gate.compare._stats import wilson
 
 __all__ = [
     "AgentChange",
     "ArmInfo",
+    "ArmStats",
     "Comparison",
+    "ConditionRow",
+    "Effect",
+    "EffectReport",
     "HistoryPoint",
     "InfoMetric",
     "InfraCheck",
+    "Intervals",
+    "MetricEffect",
     "MetricResult",
     "PassRateTest",
     "Power",
     "ScheduleCheck",
+    "SkillConditionRow",
+    "SkillEffect",
     "SuiteChanges",
     "TaskChange",
+    "TaskInterval",
     "Verdict",
     "apply_drift_guard",
+    "arm_stats",
+    "change_interval",
     "compare",
     "drift_guard",
+    "effects",
+    "intervals",
     "judge",
+    "wilson",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
@@ -201,13 +202,19 @@ def _signed_points(x: float) -> str:
     return f"{x * 100:+.1f} pts"
 
 
-def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Comparison:
-    """Compare ``candidate`` with ``baseline`` and reach the verdict of docs/statistics.md.
+@dataclass(frozen=True)
+class _Tasks:
+    """Which tasks can be compared, and why the others cannot."""
 
-    Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
-    wrong argument, not a measurement; ``Unmeasurable`` when the results hold no task. Tasks
-    shared but none comparable is a measurement that failed: the verdict is ``inconclusive``.
-    """
+    tasks: list[TaskChange]
+    compared: list[str]
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unmeasured: list[str]
+
+
+def _check_suites(baseline: Results, candidate: Results) -> None:
     b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
     if not b_tasks:
         raise BadInput("the baseline has no tasks")
@@ -216,94 +223,107 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     if not set(b_tasks) & set(c_tasks):
         raise BadInput("the results and the baseline share no task: unrelated suites "
                        f"({len(b_tasks)} baseline tasks, {len(c_tasks)} in the results)")
-    b_runs, c_runs = _runs_by_task(baseline), _runs_by_task(candidate)
 
-    # ---- bookkeeping: which tasks can be compared --------------------------------------------
-    tasks: list[TaskChange] = []
-    compared: list[str] = []
-    added, removed, changed, unmeasured = [], [], [], []
+
+def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list[RunResult]],
+                c_runs: Mapping[str, list[RunResult]]) -> _Tasks:
+    """Bookkeeping: which tasks can be compared."""
+    b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
+    out = _Tasks([], [], [], [], [], [])
     for tid in sorted(set(b_tasks) | set(c_tasks)):
         br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
         bv, cv = _valid(br), _valid(cr)
+        status: TaskStatus
         if tid not in b_tasks:
-            added.append(tid)
-            tasks.append(_task(tid, "added", br, cr))
+            status, bucket = "added", out.added
         elif tid not in c_tasks:
-            removed.append(tid)
-            tasks.append(_task(tid, "removed", br, cr))
+            status, bucket = "removed", out.removed
         elif b_tasks[tid].digest != c_tasks[tid].digest:
-            changed.append(tid)
-            tasks.append(_task(tid, "changed", br, cr))
+            status, bucket = "changed", out.changed
         elif not bv or not cv:
-            unmeasured.append(tid)
-            tasks.append(_task(tid, "unmeasured", br, cr))
+            status, bucket = "unmeasured", out.unmeasured
         else:
-            compared.append(tid)
-            tasks.append(_task(tid, "compared", br, cr))
+            status, bucket = "compared", out.compared
+        bucket.append(tid)
+        out.tasks.append(_task(tid, status, br, cr))
+    return out
 
-    # ---- pass rate: exact stratified tests ---------------------------------------------------
+
+def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
+           settings: GateSettings) -> Power | None:
+    """The smallest uniform drop the suite catches with 80 % power, as a statement."""
     alpha = settings.alpha
+    drop = _stats.detectable_drop(b_arr, nb_arr, nc_arr, alpha,
+                                  sims=settings.power_simulations, seed=settings.seed)
+    if settings.power_simulations <= 0:
+        return None
+    k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
+    runs = f"{k:g} run{'s' if k != 1 else ''} per task against a {depth:g}-run baseline"
+    statement = (
+        f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
+        f"with 80 % power." if drop is not None else
+        f"With {runs}, this suite cannot reliably (80 % power) detect even a drop to 0: "
+        f"add tasks, replications or baseline depth.")
+    return Power(detectable_drop=drop, power=0.8, alpha=alpha, candidate_runs=k,
+                 baseline_runs=depth, statement=statement)
+
+
+def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSettings
+               ) -> tuple[list[TaskChange], MetricResult, PassRateTest | None, Power | None]:
+    """Pass rate: exact stratified tests (each compared task gets its own p-value)."""
+    alpha = settings.alpha
+    gating = set(settings.block_on)
+    if not compared:
+        return tasks, MetricResult(name="pass_rate", label=_LABELS["pass_rate"], baseline=None,
+                                   candidate=None, delta=None, verdict="n/a",
+                                   gating="pass_rate" in gating, note="no comparable task"
+                                   ), None, None
     by_id = {t.task: t for t in tasks}
     b_arr = np.array([by_id[t].baseline_passed for t in compared], dtype=np.int64)
     nb_arr = np.array([by_id[t].baseline_runs for t in compared], dtype=np.int64)
     c_arr = np.array([by_id[t].candidate_passed for t in compared], dtype=np.int64)
     nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
-    metrics: list[MetricResult] = []
-    pass_test: PassRateTest | None = None
-    power: Power | None = None
-    gating = set(settings.block_on)
-    if compared:
-        deep = _stats.is_deep(nb_arr)
-        p_sum = float(_stats.sum_test(b_arr, nb_arr, c_arr, nc_arr)[0])
-        p_max_arr, p_i = _stats.max_test(b_arr, nb_arr, c_arr, nc_arr)
-        p_max = float(p_max_arr[0])
-        for tid, p in zip(compared, p_i[0].tolist(), strict=True):
-            by_id[tid] = by_id[tid].model_copy(update={"p_value": p})
-        tasks = [by_id[t.task] for t in tasks]
-        significant = bool(_stats.pass_rate_blocks(np.array([p_sum]), np.array([p_max]),
-                                                   alpha, deep)[0])
-        rule = (f"deep baseline: p_sum ≤ {alpha / 2:g} or p_max ≤ {alpha / 2:g}" if deep
-                else f"p_sum ≤ {alpha:g}")
-        pass_test = PassRateTest(p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule=rule)
-        delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
-        p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
-        metrics.append(MetricResult(
-            name="pass_rate", label=_LABELS["pass_rate"],
-            baseline=float(np.mean(b_arr / nb_arr)), candidate=float(np.mean(c_arr / nc_arr)),
-            delta=delta, ci_low=lo, ci_high=hi, ci_level=settings.ci_level,
-            p_values=p_values, p_value=min(p_values.values()),
-            threshold=alpha / 2 if deep else alpha, significant=significant,
-            exceeds_margin=significant, gating="pass_rate" in gating,
-            verdict="regression" if significant else "ok",
-            blocks=significant and "pass_rate" in gating,
-            note=None if "pass_rate" in gating else "not in block_on",
-        ))
-        drop = _stats.detectable_drop(b_arr, nb_arr, nc_arr, alpha,
-                                      sims=settings.power_simulations, seed=settings.seed)
-        if settings.power_simulations > 0:
-            k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
-            runs = f"{k:g} run{'s' if k != 1 else ''} per task against a {depth:g}-run baseline"
-            statement = (
-                f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
-                f"with 80 % power." if drop is not None else
-                f"With {runs}, this suite cannot reliably (80 % power) detect even a drop to 0: "
-                f"add tasks, replications or baseline depth.")
-            power = Power(detectable_drop=drop, power=0.8, alpha=alpha, candidate_runs=k,
-                          baseline_runs=depth, statement=statement)
-    else:
-        metrics.append(MetricResult(name="pass_rate", label=_LABELS["pass_rate"], baseline=None,
-                                    candidate=None, delta=None, verdict="n/a",
-                                    gating="pass_rate" in gating, note="no comparable task"))
+    deep = _stats.is_deep(nb_arr)
+    p_sum = float(_stats.sum_test(b_arr, nb_arr, c_arr, nc_arr)[0])
+    p_max_arr, p_i = _stats.max_test(b_arr, nb_arr, c_arr, nc_arr)
+    p_max = float(p_max_arr[0])
+    for tid, p in zip(compared, p_i[0].tolist(), strict=True):
+        by_id[tid] = by_id[tid].model_copy(update={"p_value": p})
+    tasks = [by_id[t.task] for t in tasks]
+    significant = bool(_stats.pass_rate_blocks(np.array([p_sum]), np.array([p_max]),
+                                               alpha, deep)[0])
+    rule = (f"deep baseline: p_sum ≤ {alpha / 2:g} or p_max ≤ {alpha / 2:g}" if deep
+            else f"p_sum ≤ {alpha:g}")
+    pass_test = PassRateTest(p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule=rule)
+    delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+    p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
+    metric = MetricResult(
+        name="pass_rate", label=_LABELS["pass_rate"],
+        baseline=float(np.mean(b_arr / nb_arr)), candidate=float(np.mean(c_arr / nc_arr)),
+        delta=delta, ci_low=lo, ci_high=hi, ci_level=settings.ci_level,
+        p_values=p_values, p_value=min(p_values.values()),
+        threshold=alpha / 2 if deep else alpha, significant=significant,
+        exceeds_margin=significant, gating="pass_rate" in gating,
+        verdict="regression" if significant else "ok",
+        blocks=significant and "pass_rate" in gating,
+        note=None if "pass_rate" in gating else "not in block_on",
+    )
+    return tasks, metric, pass_test, _power(b_arr, nb_arr, nc_arr, settings)
 
-    # ---- turns, cost, cache-hit rate: within-task permutations + margins ---------------------
+
+def _margin_metrics(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
+                    compared: list[str], settings: GateSettings,
+                    schedule: ScheduleCheck) -> list[MetricResult]:
+    """Turns, cost, cache-hit rate: within-task permutations + margins."""
     samples = [_stats.TaskSamples(_samples(_valid(b_runs[t])), _samples(_valid(c_runs[t])))
                for t in compared]
     perms = _stats.permutation_tests(samples, permutations=settings.permutations,
                                      seed=settings.seed)
     m_alpha = settings.metric_alpha / 2
-    schedule = _schedule_check(baseline, candidate)
+    gating = set(settings.block_on)
     margins = {"turns": settings.turns_margin, "cost": settings.cost_margin,
                "cache_hit_rate": settings.cache_hit_margin}
+    metrics: list[MetricResult] = []
     for name in ("turns", "cost", "cache_hit_rate"):
         res = perms[name]
         metric_name: MetricName = name
@@ -339,18 +359,20 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
             blocks=regression and name in gating and comparable, note=note,
             comparable=comparable,
         ))
+    return metrics
 
-    # ---- infra errors and the inconclusive rules ---------------------------------------------
-    b_info = _arm(baseline, b_runs, compared)
-    c_info = _arm(candidate, c_runs, compared)
+
+def _inconclusive(b_info: ArmInfo, c_info: ArmInfo, compared: list[str], n_baseline: int,
+                  settings: GateSettings) -> tuple[InfraCheck, list[str]]:
+    """Infra errors and the inconclusive rules."""
     p_infra = _stats.infra_pvalue(b_info.errors, b_info.runs, c_info.errors, c_info.runs)
     infra = InfraCheck(baseline_rate=b_info.infra_rate, candidate_rate=c_info.infra_rate,
                        p_value=p_infra, max_rate=settings.max_infra_rate)
     inconclusive: list[str] = []
-    share = len(compared) / len(b_tasks)
+    share = len(compared) / n_baseline
     if share < settings.min_comparable:
         inconclusive.append(
-            f"only {len(compared)} of {len(b_tasks)} baseline tasks are comparable "
+            f"only {len(compared)} of {n_baseline} baseline tasks are comparable "
             f"(need {settings.min_comparable:.0%})")
     for who, info in (("baseline", b_info), ("candidate", c_info)):
         if info.infra_rate > settings.max_infra_rate:
@@ -360,33 +382,55 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         inconclusive.append(
             f"the candidate hits infra errors significantly more often "
             f"({_pct(c_info.infra_rate)} vs {_pct(b_info.infra_rate)}, p = {p_infra:.2g})")
+    return infra, inconclusive
 
+
+def _decide(metrics: list[MetricResult], incomplete: list[str],
+            inconclusive: list[str]) -> tuple[Verdict, list[str]]:
+    """The verdict and its reasons."""
+    blocking = [m for m in metrics if m.blocks]
+    if incomplete:
+        return "inconclusive", [*incomplete, *inconclusive,
+                                *(f"would block: {_metric_reason(m)}" for m in blocking)]
+    if blocking:
+        # evidence of a regression on what could be measured outranks "could not measure all"
+        return "regression", [_metric_reason(m) for m in blocking]
+    if inconclusive:
+        return "inconclusive", inconclusive
+    return "pass", []
+
+
+def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` and reach the verdict of docs/statistics.md.
+
+    Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
+    wrong argument, not a measurement; ``Unmeasurable`` when the results hold no task. Tasks
+    shared but none comparable is a measurement that failed: the verdict is ``inconclusive``.
+    """
+    _check_suites(baseline, candidate)
+    b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
+    b_runs, c_runs = _runs_by_task(baseline), _runs_by_task(candidate)
+    sorted_tasks = _sort_tasks(baseline, candidate, b_runs, c_runs)
+    compared = sorted_tasks.compared
+    tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings)
+    schedule = _schedule_check(baseline, candidate)
+    metrics = [pass_metric,
+               *_margin_metrics(b_runs, c_runs, compared, settings, schedule)]
+    b_info = _arm(baseline, b_runs, compared)
+    c_info = _arm(candidate, c_runs, compared)
+    infra, inconclusive = _inconclusive(b_info, c_info, compared, len(b_tasks), settings)
     # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
     # the long ones, and long runs fail more (timeouts, turn caps). What survived is shown, but
     # neither "pass" nor "regression" would be honest: the verdict is inconclusive (exit 3).
     incomplete = [f"the {who} {note}" for who, arm in (("baseline", baseline),
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
-
-    # ---- verdict ------------------------------------------------------------------------------
-    blocking = [m for m in metrics if m.blocks]
-    verdict: Verdict
-    if incomplete:
-        verdict = "inconclusive"
-        reasons = [*incomplete, *inconclusive, *(f"would block: {_metric_reason(m)}"
-                                                 for m in blocking)]
-    elif blocking:
-        # evidence of a regression on what could be measured outranks "could not measure all"
-        verdict = "regression"
-        reasons = [_metric_reason(m) for m in blocking]
-    elif inconclusive:
-        verdict, reasons = "inconclusive", inconclusive
-    else:
-        verdict, reasons = "pass", []
+    verdict, reasons = _decide(metrics, incomplete, inconclusive)
     suite = SuiteChanges(
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
-        added=added, removed=removed, changed=changed, unmeasured=unmeasured,
+        added=sorted_tasks.added, removed=sorted_tasks.removed, changed=sorted_tasks.changed,
+        unmeasured=sorted_tasks.unmeasured,
     )
     return Comparison(
         verdict=verdict, exit_code=_EXIT[verdict],

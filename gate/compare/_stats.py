@@ -181,6 +181,15 @@ def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def wilson(passed: float, n: float, level: float) -> tuple[float, float]:
+    """Wilson score interval of a pass rate at confidence ``level`` (``n`` may be an
+    effective sample size): the one Wilson interval every view shows."""
+    if n <= 0:
+        return 0.0, 1.0
+    lo, hi = _wilson(passed / n, n, _NORMAL.inv_cdf(0.5 + level / 2))
+    return float(lo), float(hi)
+
+
 def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
                  level: float = 0.95) -> tuple[float, float, float]:
     """Δ = mean_i (c_i/n_i^C − b_i/n_i^B) and a stratified Newcombe (MOVER-Wilson) interval.

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         upsert_comment,
     )
     from gate.github._env import CIEnvironment, PullRequestInfo
+    from gate.github._git import git, repo_relative, toplevel
     from gate.github._history import (
         HistoryEntry,
         append_history,
@@ -36,6 +37,7 @@ _WHERE = {
     "comment_body": "_comment", "find_comment": "_comment", "marker": "_comment",
     "upsert_comment": "_comment",
     "CIEnvironment": "_env", "PullRequestInfo": "_env",
+    "git": "_git", "repo_relative": "_git", "toplevel": "_git",
     "HistoryEntry": "_history", "append_history": "_history", "parse_history": "_history",
     "trend_markdown": "_history",
     "ActionsIO": "_outputs",
@@ -57,9 +59,12 @@ __all__ = [
     "append_history",
     "comment_body",
     "find_comment",
+    "git",
     "marker",
     "parse_history",
+    "repo_relative",
     "run_ci",
+    "toplevel",
     "trend_markdown",
     "upsert_comment",
 ]

@@ -77,6 +77,8 @@ class MeterProxy:
         self._lock = threading.Lock()
         proxy, verify = upstream_settings(self.upstream)
         url = urllib3.util.parse_url(self.upstream)
+        if url.host in ("127.0.0.1", "localhost"):
+            proxy = None  # a loopback upstream (the simulator) is never reached through a proxy
         self._origin = (url.scheme or "http", url.host or "", url.port)
         self._base_path = url.path or ""
         self._tls = _tls_context(verify) if url.scheme == "https" else None

@@ -1,18 +1,122 @@
-"""Reports of a comparison: the PR comment, the step summary, plain text.
+"""Reports of a comparison: the PR comment, the step summary, plain text, the HTML page.
 
 Rendered from Jinja2 templates shipped in the package; untrusted text is escaped so a results
 file cannot break the Markdown, inject HTML or mention anyone; the body stays under GitHub's
 comment limit however large the suite.
+
+One render API: every view formats numbers with the one formatter (``_format``: ``pct``,
+``usd``, ``pval`` … also the templates' filters) and takes every number, interval and p-value
+from :mod:`gate.compare`; a view only lays them out. A new format is one module here
+(``_<format>.py``) exporting one ``render_<format>`` below.
+
+The names below load on first use, so the terminal's formatter (``gate run``'s progress)
+does not import Jinja2 or numpy.
 """
 
-from gate.report._escape import defuse_markdown, md
-from gate.report._render import (
-    BUDGET,
-    GITHUB_LIMIT,
-    render_markdown,
-    render_summary,
-    render_text,
-)
+from __future__ import annotations
 
-__all__ = ["BUDGET", "GITHUB_LIMIT", "defuse_markdown", "md", "render_markdown",
-           "render_summary", "render_text"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.report._effects import render_effects_markdown, render_effects_text
+    from gate.report._escape import code_span, defuse_markdown, md, plain
+    from gate.report._format import (
+        FILTERS,
+        MINUS,
+        change_interval,
+        dollars,
+        interval,
+        metric_value,
+        num,
+        p_is,
+        pct,
+        pts,
+        pval,
+        rate,
+        rel,
+        signed,
+        usd,
+    )
+    from gate.report._html import preload as preload_html
+    from gate.report._html import render_html, transcript_dir
+    from gate.report._render import (
+        BUDGET,
+        GITHUB_LIMIT,
+        is_interesting,
+        metric_change,
+        metric_verdict,
+        overhead_note,
+        preload_templates,
+        render_markdown,
+        render_summary,
+        render_text,
+        schedule_note,
+        task_rank,
+        task_row,
+        template_env,
+    )
+
+_WHERE = {
+    "render_effects_markdown": "_effects", "render_effects_text": "_effects",
+    "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
+    **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "dollars", "interval",
+                     "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
+                     "signed", "usd"), "_format"),
+    "render_html": "_html", "transcript_dir": "_html", "preload_html": "_html:preload",
+    **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "metric_change",
+                     "metric_verdict", "overhead_note", "preload_templates", "render_markdown",
+                     "render_summary", "render_text", "schedule_note", "task_rank", "task_row",
+                     "template_env"), "_render"),
+}
+
+__all__ = [
+    "BUDGET",
+    "FILTERS",
+    "GITHUB_LIMIT",
+    "MINUS",
+    "change_interval",
+    "code_span",
+    "defuse_markdown",
+    "dollars",
+    "interval",
+    "is_interesting",
+    "md",
+    "metric_change",
+    "metric_value",
+    "metric_verdict",
+    "num",
+    "overhead_note",
+    "p_is",
+    "pct",
+    "plain",
+    "preload_html",
+    "preload_templates",
+    "pts",
+    "pval",
+    "rate",
+    "rel",
+    "render_effects_markdown",
+    "render_effects_text",
+    "render_html",
+    "render_markdown",
+    "render_summary",
+    "render_text",
+    "schedule_note",
+    "signed",
+    "task_rank",
+    "task_row",
+    "template_env",
+    "transcript_dir",
+    "usd",
+]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'gate.report' has no attribute {name!r}")
+    module, _, attr = _WHERE[name].partition(":")
+    value = getattr(importlib.import_module(f"gate.report.{module}"), attr or name)
+    globals()[name] = value
+    return value

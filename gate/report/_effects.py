@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gate.compare._effects import ConditionRow, Effect, EffectReport, MetricEffect
+from gate.compare import ConditionRow, Effect, EffectReport, MetricEffect
 from gate.report._escape import md, plain
-from gate.report._render import num, pct, pts, pval, rel, usd
+from gate.report._format import num, pct, pts, pval, rel, usd
 
 Cell = Callable[[object], str]
 

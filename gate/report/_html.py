@@ -35,12 +35,11 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
-from scipy.stats import norm
 
 from gate._files import MiB, read_head
-from gate.compare import Comparison, MetricResult, TaskChange
-from gate.compare._effects import EffectReport
-from gate.report._render import _change, _value, _verdict, num, pct, usd
+from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
+from gate.report._format import FILTERS, change_interval, interval, metric_value, pct, usd
+from gate.report._render import metric_change, metric_verdict
 from gate.results import Results, RunResult
 from gate.traces import Trace
 
@@ -48,8 +47,6 @@ TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
 FIELD_LIMIT = 20_000  # characters of one transcript field shown (the runner clips at 8,000)
 MAX_RUNS = 20  # runs shown per task and arm (a pooled baseline keeps 20)
 MAX_PLOT_TASKS = 200  # rows of the per-task pass-rate plot
-BOOTSTRAP = 1000  # resamples for the turns, cost and cache-hit intervals
-_MINUS = "−"
 
 # ---- transcripts --------------------------------------------------------------------------
 
@@ -283,87 +280,6 @@ def _valid(runs: Sequence[RunResult]) -> list[RunResult]:
     return [r for r in runs if r.status != "error"]
 
 
-def wilson(passed: float, n: float, level: float) -> tuple[float, float]:
-    """Wilson score interval of a pass rate (``n`` may be an effective sample size)."""
-    if n <= 0:
-        return 0.0, 1.0
-    z = float(norm.ppf(0.5 + level / 2))
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass
-class ArmStats:
-    """One arm's four metrics over the given tasks, as the comparison defines them (every
-    task one vote), each with an interval: Wilson (stratified) for the pass rate, a bootstrap
-    over runs within tasks for turns, cost and cache hits."""
-
-    values: dict[str, float | None]
-    intervals: dict[str, tuple[float, float] | None]
-    draws: dict[str, np.ndarray]  # bootstrap draws of the suite-level turns/cost/read/prompt
-
-
-def arm_stats(by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[str], level: float,
-              seed: int) -> ArmStats:
-    rng = np.random.default_rng(seed)
-    samples = [np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
-                          r.usage.input_tokens + r.usage.cache_creation_input_tokens
-                          + r.usage.cache_read_input_tokens, r.status == "passed"]
-                         for r in _valid(by_task.get(t, []))], dtype=float) for t in tasks]
-    samples = [s for s in samples if len(s)]
-    if not samples:
-        return ArmStats(dict.fromkeys(("pass_rate", "turns", "cost", "cache_hit_rate")),
-                        dict.fromkeys(("pass_rate", "turns", "cost", "cache_hit_rate")), {})
-    n = len(samples)
-    means = np.array([s.mean(axis=0) for s in samples])  # (tasks, 5)
-    draws = np.zeros((BOOTSTRAP, 5))
-    for s in samples:
-        idx = rng.integers(0, len(s), size=(BOOTSTRAP, len(s)))
-        draws += s[idx].mean(axis=1)
-    draws /= n
-    lo_q, hi_q = (1 - level) / 2 * 100, (1 + level) / 2 * 100
-
-    def interval(x: np.ndarray) -> tuple[float, float]:
-        lo, hi = np.percentile(x, [lo_q, hi_q])
-        return float(lo), float(hi)
-
-    rate = float(means[:, 4].mean())
-    n_eff = 1.0 / float(np.sum(1.0 / (n * n) / np.array([len(s) for s in samples])))
-    values: dict[str, float | None] = {"pass_rate": rate, "turns": float(means[:, 0].mean()),
-                                       "cost": float(means[:, 1].mean()), "cache_hit_rate": None}
-    intervals: dict[str, tuple[float, float] | None] = {
-        "pass_rate": wilson(rate * n_eff, n_eff, level),
-        "turns": interval(draws[:, 0]), "cost": interval(draws[:, 1]), "cache_hit_rate": None}
-    if means[:, 3].sum() > 0:
-        values["cache_hit_rate"] = float(means[:, 2].sum() / means[:, 3].sum())
-        with np.errstate(invalid="ignore", divide="ignore"):
-            hit = draws[:, 2] / draws[:, 3]
-        intervals["cache_hit_rate"] = interval(hit[np.isfinite(hit)])
-    return ArmStats(values, intervals, {"turns": draws[:, 0], "cost": draws[:, 1],
-                                        "read": draws[:, 2], "prompt": draws[:, 3]})
-
-
-def change_interval(name: str, b: ArmStats, c: ArmStats,
-                    level: float) -> tuple[float, float] | None:
-    """A bootstrap interval of the change in turns or cost (relative) or cache hits
-    (points), from the two arms' independent draws."""
-    if not b.draws or not c.draws:
-        return None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if name == "cache_hit_rate":
-            x = c.draws["read"] / c.draws["prompt"] - b.draws["read"] / b.draws["prompt"]
-        else:
-            x = c.draws[name] / b.draws[name] - 1
-    x = x[np.isfinite(x)]
-    if not len(x):
-        return None
-    lo, hi = np.percentile(x, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(lo), float(hi)
-
-
 # ---- inline SVG ---------------------------------------------------------------------------
 
 PR_COLOUR, BASE_COLOUR, BAD_COLOUR = "#1a63c7", "#8a8f98", "#c62828"
@@ -389,8 +305,9 @@ def _legend(x: float, y: float, with_baseline: bool) -> list[str]:
     return out
 
 
-def pass_rate_plot(rows: Sequence[dict[str, Any]], level: float, with_baseline: bool) -> Markup:
-    """Per task: this run's pass rate (and the baseline's) with Wilson intervals."""
+def pass_rate_plot(rows: Sequence[dict[str, Any]], iv: Intervals) -> Markup:
+    """Per task: this run's pass rate (and the baseline's) with compare's Wilson intervals."""
+    level, with_baseline = iv.level, iv.baseline is not None
     rows = list(rows)[:MAX_PLOT_TASKS]
     left, right, top, step, width = 230, 20, 34, 22, 760
     plot_w = width - left - right
@@ -415,10 +332,11 @@ def pass_rate_plot(rows: Sequence[dict[str, Any]], level: float, with_baseline: 
         if with_baseline:
             arms.insert(0, ("baseline", BASE_COLOUR, y - 3))
         for arm, colour, yy in arms:
-            passed, n = row[f"{arm}_passed"], row[f"{arm}_runs"]
-            if not n:
+            task = iv.per_task[row["task"]][arm]
+            passed, n = task.passed, task.runs
+            if task.interval is None:
                 continue
-            lo, hi = wilson(passed, n, level)
+            lo, hi = task.interval
             parts.append(f'<line x1="{_t(x(lo))}" y1="{_t(yy)}" x2="{_t(x(hi))}" '
                          f'y2="{_t(yy)}" stroke="{colour}" stroke-width="2"/>')
             cx = x(passed / n)
@@ -513,13 +431,19 @@ def _assets() -> tuple[str, str]:
 
 @cache
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("gate", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                       auto_reload=False)
+    env = Environment(loader=PackageLoader("gate", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      auto_reload=False)
+    env.filters.update(FILTERS)  # the one number formatter (gate/report/_format.py)
+    return env
 
 
 def preload() -> None:
-    """Read the template, script and style now (see ``_render.preload_templates``)."""
+    """Read the template, script and style now (see ``_render.preload_templates``), and load
+    what numpy loads on first use for the page's intervals and histograms (``np.percentile``
+    and ``np.histogram`` import ``numpy.ma``): nothing is imported after the suite."""
+    import numpy.ma  # noqa: F401
+
     _assets()
     _env().get_template("report.html.j2")
 
@@ -530,60 +454,32 @@ def content_security_policy(script: str, style: str) -> str:
             f"style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; form-action 'none'")
 
 
-def _fmt_interval(name: str, iv: tuple[float, float] | None) -> str:
-    if iv is None:
-        return ""
-    lo, hi = iv
-    if name in ("pass_rate", "cache_hit_rate"):
-        return f"{lo * 100:.1f}–{hi * 100:.1f} %"
-    if name == "cost":
-        return f"{usd(lo)}–{usd(hi)}"
-    return f"{num(lo)}–{num(hi)}"
-
-
-def _signed(x: float, digits: int = 1) -> str:
-    return f"{x:+.{digits}f}".replace("-", _MINUS)
-
-
-def _fmt_change_interval(name: str, iv: tuple[float, float] | None) -> str:
-    if iv is None:
-        return ""
-    lo, hi = iv
-    unit = " pts" if name == "cache_hit_rate" else " %"
-    return f"{_signed(lo * 100)} to {_signed(hi * 100)}{unit}"
-
-
 _LABELS = {"pass_rate": "Pass rate", "turns": "Mean turns", "cost": "Cost per task-run",
            "cache_hit_rate": "Cache-hit rate"}
 
 
-def _fmt_value(name: str, x: float | None) -> str:
-    if name in ("pass_rate", "cache_hit_rate"):
-        return pct(x)
-    return usd(x) if name == "cost" else num(x)
-
-
-def _metric_rows(comparison: Comparison | None, c: ArmStats, b: ArmStats | None,
-                 level: float) -> list[dict[str, str]]:
+def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str, str]]:
     rows = []
-    lvl = f"{level * 100:g} %"
+    lvl = f"{iv.level * 100:g} %"
+    c, b = iv.candidate, iv.baseline
     for name, label in _LABELS.items():
-        row = {"label": label, "candidate": _fmt_value(name, c.values[name]),
-               "candidate_iv": _fmt_interval(name, c.intervals[name]),
+        row = {"label": label, "candidate": metric_value(name, c.values[name]),
+               "candidate_iv": interval(name, c.intervals[name]),
                "baseline": "", "baseline_iv": "", "change": "", "change_iv": "",
                "verdict": "", "verdict_class": ""}
         if comparison is not None and b is not None:
             m: MetricResult = comparison.metric(name)  # type: ignore[arg-type]
-            row.update(baseline=_value(m, m.baseline), candidate=_value(m, m.candidate),
-                       baseline_iv=_fmt_interval(name, b.intervals[name]),
-                       change=_change(m).replace("<sub>", "_").replace("</sub>", ""),
-                       verdict=_verdict(m)[2:],
+            row.update(baseline=metric_value(name, m.baseline),
+                       candidate=metric_value(name, m.candidate),
+                       baseline_iv=interval(name, b.intervals[name]),
+                       change=metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
+                       verdict=metric_verdict(m)[2:],
                        verdict_class="bad" if m.blocks else ("warn" if m.verdict == "regression"
                                                              or not m.comparable else "ok"))
             if name != "pass_rate" and m.delta is not None:
-                iv = change_interval(name, b, c, level)
-                row["change_iv"] = (f"bootstrap {lvl} interval {_fmt_change_interval(name, iv)}"
-                                    if iv else "")
+                change = iv.changes[name]
+                row["change_iv"] = (f"bootstrap {lvl} interval {change_interval(name, change)}"
+                                    if change else "")
         rows.append(row)
     return rows
 
@@ -649,12 +545,9 @@ def render_html(results: Results, *, results_path: Path | None = None,
     (``gate.compare._effects.effects``), for a run of several conditions."""
     script, style = _assets()
     c_by, b_by = _by_task(results), (_by_task(baseline) if baseline is not None else {})
-    if comparison is not None:
-        stat_tasks = [t.task for t in comparison.tasks if t.status == "compared"]
-    else:
-        stat_tasks = sorted(results.suite.tasks)
-    c_stats = arm_stats(c_by, stat_tasks, level, seed)
-    b_stats = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
+    iv = intervals(results, baseline, [t.task for t in comparison.tasks
+                                       if t.status == "compared"] if comparison else None,
+                   level=level, seed=seed)
     rows = _task_rows(results, baseline, comparison)
     b_traces = _trace_index(baseline_traces) if baseline_traces is not None else None
     sections = []
@@ -703,11 +596,11 @@ def render_html(results: Results, *, results_path: Path | None = None,
         headline=headline, reasons=comparison.reasons if comparison else [],
         power=comparison.power.statement if comparison and comparison.power else None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
-        metrics=_metric_rows(comparison, c_stats, b_stats, level),
+        metrics=_metric_rows(comparison, iv),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,
-        stat_tasks=len(stat_tasks),
+        stat_tasks=len(iv.tasks),
         rows=rows, sections=sections,
-        pass_plot=pass_rate_plot(rows, level, baseline is not None),
+        pass_plot=pass_rate_plot(rows, iv),
         plots=plots,
         arms=[{"name": n, "model": a.model, "commit": (a.commit or "unknown")[:12],
                "created_at": a.created_at, "kind": a.agent.kind,

@@ -8,7 +8,6 @@ so forgetting a filter fails safe (escaped twice at worst), never open.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -19,6 +18,19 @@ from markupsafe import Markup
 
 from gate.compare import Comparison, MetricResult, TaskChange
 from gate.report._escape import md, no_mentions, no_references, plain, slug
+from gate.report._format import (
+    FILTERS,
+    MINUS,
+    metric_value,
+    num,
+    p_is,
+    pct,
+    pts,
+    pval,
+    rel,
+    signed,
+    usd,
+)
 from gate.report._skill_effect import skill_effect_context, skill_effect_lines
 
 #: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
@@ -41,62 +53,20 @@ _STATUS = {
     "changed": (3, "✏️ task changed (digest differs): not compared"),
     "added": (4, "➕ added: reported, not gated"), "removed": (5, "➖ removed"),
 }
-_MINUS = "−"
-
-
-# ---- number formatting: small pure filters, trusted output ------------------------------------
-
-
-def _signed(x: float, digits: int = 1) -> str:
-    s = f"{x:+.{digits}f}"
-    return s.replace("-", _MINUS)
-
-
-def pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:.1f} %"
-
-
-def pts(x: float | None) -> str:
-    return "n/a" if x is None else f"{_signed(x * 100)} pts"
-
-
-def rel(x: float | None) -> str:
-    return "n/a" if x is None else f"{_signed(x * 100)} %"
-
-
-def pval(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return "< 0.0001" if x < 1e-4 else f"{x:.2g}"
-
-
-def _p_is(x: float) -> str:
-    text = pval(x)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
-
-
-def usd(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"${x:.4f}" if abs(x) < 1 else f"${x:,.2f}"
-
-
-def num(x: float | None, digits: int = 1) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:,.{digits}f}"
+_MINUS = MINUS
+_signed, _p_is = signed, p_is  # the formatter's, under the names this module has used
 
 
 # ---- view model -------------------------------------------------------------------------------
 
 
 def _value(m: MetricResult, x: float | None) -> str:
-    if m.name in ("pass_rate", "cache_hit_rate"):
-        return pct(x)
-    return usd(x) if m.name == "cost" else num(x)
+    return metric_value(m.name, x)
 
 
-def _change(m: MetricResult) -> str:
+def metric_change(m: MetricResult) -> str:
+    """The change of a metric with compare's interval and p-values (trusted text; the
+    comment shows ``<sub>``)."""
     if m.delta is None:
         return m.note or "n/a"
     if m.name == "pass_rate":
@@ -114,7 +84,8 @@ def _change(m: MetricResult) -> str:
     return f"{change} · p {pval(m.p_value)}{margin}"
 
 
-def _verdict(m: MetricResult) -> str:
+def metric_verdict(m: MetricResult) -> str:
+    """The metric's verdict with its icon."""
     if not m.comparable:
         return "⚠️ not comparable (reported, not gating)"
     if m.verdict == "n/a":
@@ -124,6 +95,9 @@ def _verdict(m: MetricResult) -> str:
     if m.significant and not m.exceeds_margin:
         return "✅ ok (within margin)"
     return "✅ ok"
+
+
+_change, _verdict = metric_change, metric_verdict
 
 
 def _counts(tasks: Sequence[TaskChange], arm: str) -> str:
@@ -348,6 +322,7 @@ def _env() -> Environment:
         finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         auto_reload=False,  # a template loaded once is never read from disk again
     )
+    env.filters.update(FILTERS)  # the one number formatter (gate/report/_format.py)
     return env
 
 
@@ -434,3 +409,9 @@ def render_text(comparison: Comparison) -> str:
               f"{plain((c.candidate.commit or 'unknown')[:12])} "
               f"({plain(c.candidate.model, 80)}, {c.candidate.runs_per_task:g} runs/task)"]
     return "\n".join(lines) + "\n"
+
+
+# the views' shared pieces under their public names (gate.report exports them): the terminal
+# (gate.cli) and the evidence section lay out the same rows as the comment
+task_row, task_rank, is_interesting = _task_row, _task_rank, _interesting
+overhead_note, schedule_note, template_env = _overhead, _schedule_reason, _env

@@ -9,14 +9,13 @@ from typing import Any
 
 from markupsafe import Markup
 
-from gate.compare._model import Comparison, SkillConditionRow, SkillEffect
+from gate.compare import Comparison, SkillConditionRow, SkillEffect
 from gate.report._escape import md, plain
-
-_MINUS = "−"
+from gate.report._format import p_is, pct, pts, signed
 
 
 def _pts(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:+.1f} pts".replace("-", _MINUS)
+    return "—" if x is None else pts(x)
 
 
 def _ci(x: float | None, low: float | None, high: float | None) -> str:
@@ -24,15 +23,13 @@ def _ci(x: float | None, low: float | None, high: float | None) -> str:
         return "—"
     if low is None or high is None:
         return _pts(x)
-    return (f"{_pts(x)} ({low * 100:+.1f} to {high * 100:+.1f})").replace("-", _MINUS)
+    return f"{_pts(x)} ({signed(low * 100)} to {signed(high * 100)})"
 
 
 def _rate(rate: float | None, passed: int, runs: int) -> str:
-    return "—" if rate is None else f"{rate * 100:.1f} % ({passed}/{runs})"
+    return "—" if rate is None else f"{pct(rate)} ({passed}/{runs})"
 
 
-def _p(p: float) -> str:
-    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
 
 def summary(s: SkillEffect) -> str:
@@ -47,7 +44,7 @@ def summary(s: SkillEffect) -> str:
     n = len(s.tasks)
     return (f"The target skill's effect (target − control) {_pts(s.baseline_effect)} → "
             f"{_pts(s.candidate_effect)}: change {ci.replace(' (', f' ({level} ', 1)}, "
-            f"{_p(s.p_value)} (blocks at ≤ {s.threshold:g}) on {n} task{'s' if n != 1 else ''}"
+            f"{p_is(s.p_value)} (blocks at ≤ {s.threshold:g}) on {n} task{'s' if n != 1 else ''}"
             f" — {verdict}.")
 
 

@@ -18,7 +18,7 @@ from gate.sim._families import (
 )
 from gate.sim._faults import FAULT_KINDS, FaultConfig, Latency
 from gate.sim._ledger import key_id, ledger_totals, read_ledger
-from gate.sim._model import TURNS, decide_outcome, shell_tool, split_solution
+from gate.sim._model import RUN_HEADER, TURNS, decide_outcome, shell_tool, split_solution
 from gate.sim._simulator import Simulator
 from gate.sim._tokens import BLOCK_OVERHEAD, block_tokens, text_tokens, tool_tokens
 
@@ -28,6 +28,7 @@ __all__ = [
     "LOOKBACK",
     "MAX_BREAKPOINTS",
     "PASS_RATES",
+    "RUN_HEADER",
     "SIM_SUFFIX",
     "TTL_SECONDS",
     "TURNS",

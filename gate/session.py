@@ -1,0 +1,389 @@
+"""One execution session: a plan of runs over one or more arms, run through one pool.
+
+A plain ``gate run``, a run of skill conditions and a same-job A/B are *plans* for the same
+session; the session owns what they share, once:
+
+- the sandboxes (one provider, one ``cancel`` event that stops every running sandbox),
+- the model upstream and the metering proxy in front of it (one simulator under ``--sim``),
+- the results file of each arm, written at the start marked incomplete so a killed run's file
+  is never promoted, and rewritten whole when the plan is done,
+- where a landed run goes first (the fsync'd journal of ``gate run``, or memory for an A/B),
+- the budget (``--max-cost``) that may refuse to start a run,
+- the interruption rule: on Ctrl-C, SIGTERM or a crash every file says so and lists the runs
+  that are missing, and the exception goes on.
+
+A plan (:class:`SessionPlan`) is frozen data built by :mod:`gate.run` or :mod:`gate.ab`; the
+session never decides what runs, only how.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gate._files import printable
+from gate.agents import Agent, AgentKind, agent_kind
+from gate.config import GateConfig
+from gate.cost import PriceTable
+from gate.errors import BadInput, Unmeasurable
+from gate.meter import PUBLIC_API, MeterProxy
+from gate.results import (
+    Interruption,
+    Journal,
+    MissingRun,
+    Results,
+    RunKey,
+    RunResult,
+    SuiteInfo,
+    TaskInfo,
+    read_journal,
+    write_results,
+)
+from gate.runner import Arm, RunOptions, run_many
+from gate.sandbox import SandboxProvider
+from gate.tasks import Suite, Task
+
+SIM_CREDENTIAL = "gate-simulator-key"
+NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
+          "--sim (GATE_SIM=1) to run against the built-in simulator")
+
+Item = tuple[Task, int] | tuple[Task, int, Arm]
+Work = list[tuple[Task, int]] | list[tuple[Task, int, Arm]]
+#: (base URL, credential, its header, label) of the model API a session talks to
+Upstream = tuple[str, str, str, str]
+
+
+def suite_info(suite: Suite) -> SuiteInfo:
+    return SuiteInfo(
+        digest=suite.digest,
+        tasks={t.id: TaskInfo(digest=t.digest, difficulty=t.difficulty) for t in suite.tasks},
+    )
+
+
+def resolve_names(cfg: GateConfig, kind: str) -> AgentKind:
+    """The agent kind and the sandbox backend ``cfg`` names, checked where the session looks
+    them up (config validates no registry name): an unknown one is exit 2 naming the file and
+    the field, before anything starts."""
+    from gate.sandbox import backend_names
+
+    if cfg.suite.sandbox not in backend_names():
+        raise BadInput(f"{cfg.where('suite.sandbox')}: unknown sandbox "
+                       f"{printable(cfg.suite.sandbox)!r} (known: {', '.join(backend_names())})")
+    return agent_kind(kind, where=cfg.where("agent.kind"))
+
+
+def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
+    """The agent of registered kind ``kind`` (bad configuration: exit 2, before any run)."""
+    return agent_kind(kind).build(cfg, model, label)
+
+
+@contextlib.contextmanager
+def open_upstream(*, sim: bool, suite: Suite, ledger: Path, seed: int | None,
+                  sim_options: dict[str, Any]) -> Iterator[Upstream]:
+    """The model API this session talks to: the built-in simulator (``--sim``), else
+    ``ANTHROPIC_BASE_URL`` or the public API with the key of the environment (never a silent
+    fall-back to the simulator)."""
+    if sim:
+        from gate.sim import Simulator
+
+        with Simulator(tasks_dir=suite.root, seed=seed or 0, ledger_path=ledger,
+                       **sim_options) as simulator:
+            yield simulator.base_url, SIM_CREDENTIAL, "x-api-key", "simulator"
+        return
+    # An API key goes as x-api-key; an auth token (ANTHROPIC_AUTH_TOKEN) as a bearer token.
+    key, header = os.environ.get("ANTHROPIC_API_KEY"), "x-api-key"
+    if not key:
+        key, header = os.environ.get("ANTHROPIC_AUTH_TOKEN"), "authorization"
+    if not key:
+        raise Unmeasurable(NO_KEY)
+    base = os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API
+    yield base, key, header, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
+
+
+def infra_gate(results: Results, max_rate: float) -> None:
+    """Too many infra errors make a run unmeasurable (exit 3), never a quiet pass."""
+    runs = len(results.runs)
+    errors = results.summary.errors
+    if runs and errors / runs > max_rate:
+        first = next((r.reason for r in results.runs if r.status == "error"), None)
+        raise Unmeasurable(f"{errors} of {runs} runs were infra errors (more than "
+                           f"{max_rate:.0%}); first: {first}")
+
+
+def item_key(item: Item) -> RunKey:
+    """The key of the run a plan item makes."""
+    return RunKey(item[0].id, item[2].options.condition if len(item) == 3 else None, item[1])
+
+
+def missing_runs(work: Sequence[Item], landed: set[RunKey] | None = None) -> list[MissingRun]:
+    return [MissingRun(task=k.task, replication=k.replication, condition=k.condition)
+            for k in map(item_key, work) if landed is None or k not in landed]
+
+
+def mark_interrupted(results: Results, work: Sequence[Item], exc: BaseException) -> None:
+    """The file says the run was stopped, why, and which of ``work``'s runs are missing."""
+    missing = missing_runs(work, {r.key for r in results.runs})
+    reason = ("interrupted: Ctrl-C or SIGTERM" if isinstance(exc, KeyboardInterrupt)
+              else f"stopped by an error: {type(exc).__name__}")
+    results.interrupted = Interruption(reason=reason, missing=missing)
+
+
+def spend(run: RunResult) -> float:
+    """What a run really cost: measured cost plus its share of suite overhead."""
+    return run.cost_usd + (run.overhead_usd or 0.0)
+
+
+class Budget:
+    """``--max-cost``: forecast from the baseline's per-task mean spend; a run starts only if
+    spent + the forecast of the runs in flight + its own forecast stays within the limit.
+    Once one run is refused none starts after it (the plan order is kept; what did not run
+    is listed as missing). Without a baseline a run is forecast at the mean spend of the
+    runs landed so far."""
+
+    def __init__(self, limit: float, baseline: Results | None,
+                 work: Sequence[Item], kept: list[RunResult]) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        per_task: dict[str, list[float]] = {}
+        for r in baseline.runs if baseline is not None else []:
+            per_task.setdefault(r.task, []).append(spend(r))
+        self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
+        self.typical = (sum(self.per_task.values()) / len(self.per_task)
+                        if self.per_task else None)
+        self.basis = "baseline per-task mean spend" if self.per_task else None
+        self.spent = sum(spend(r) for r in kept)
+        self.landed_runs = len(kept)
+        self.in_flight: dict[RunKey, float] = {}
+        self.forecast = (self.spent + sum(self._forecast(item[0].id) for item in work)
+                         if self.per_task else None)
+        self.stopped: str | None = None
+        self.skipped = 0
+
+    def _forecast(self, task: str) -> float:
+        if task in self.per_task:
+            return self.per_task[task]
+        if self.typical is not None:
+            return self.typical
+        return self.spent / self.landed_runs if self.landed_runs else 0.0
+
+    def admit(self, task: Task, replication: int, condition: str | None = None) -> bool:
+        with self._lock:
+            if self.stopped is None:
+                f = self._forecast(task.id)
+                committed = self.spent + sum(self.in_flight.values())
+                # a run with no forecast yet (no baseline, nothing landed) needs budget left
+                if committed + f <= self.limit and (f > 0 or committed < self.limit):
+                    self.in_flight[RunKey(task.id, condition, replication)] = f
+                    return True
+                self.stopped = (f"--max-cost ${self.limit:.4f} reached: ${self.spent:.4f} "
+                                f"spent + ${committed - self.spent:.4f} in flight + "
+                                f"${f:.4f} forecast for "
+                                f"{RunKey(task.id, condition, replication)} would pass "
+                                "it; no further run was started")
+            self.skipped += 1
+            return False
+
+    def landed(self, run: RunResult) -> None:
+        with self._lock:
+            self.in_flight.pop(run.key, None)
+            self.spent += spend(run)
+            self.landed_runs += 1
+
+    def record(self) -> dict[str, Any]:
+        """What the results file (and a comment) shows of the budget."""
+        with self._lock:
+            return {"max_cost_usd": self.limit,
+                    "forecast_usd": None if self.forecast is None else round(self.forecast, 6),
+                    "forecast_basis": self.basis, "spent_usd": round(self.spent, 6),
+                    "skipped_runs": self.skipped, "stopped": self.stopped}
+
+
+# ---- the plan -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArmFile:
+    """One results file of a session: the runs of arm ``arm`` (``None``: every run of the
+    plan, a session of one arm). ``header(upstream label)`` makes the file's header (the
+    upstream is known only once the meter is up); ``incomplete`` is what the file says
+    until the session ends."""
+
+    arm: str | None
+    path: Path
+    header: Callable[[str], Results]
+    incomplete: str
+
+    def items(self, work: Sequence[Item]) -> list[Item]:
+        if self.arm is None:
+            return list(work)
+        return [i for i in work if len(i) == 3 and i[2].name == self.arm]
+
+
+@dataclass(frozen=True)
+class JournalSpec:
+    """``gate run``'s journal: a fresh one with the identity and the runs kept, or the killed
+    run's, continued (``--resume``)."""
+
+    path: Path
+    identity: dict[str, Any]
+    kept: list[RunResult]
+    resume: bool
+
+
+class _Sink(Protocol):
+    """Where a landed run goes first, and where the final file's runs are read from."""
+
+    def append(self, run: RunResult) -> None: ...
+
+    def runs(self, file: ArmFile) -> list[RunResult]: ...
+
+    def close(self) -> None: ...
+
+
+class _JournalSink:
+    def __init__(self, spec: JournalSpec) -> None:
+        self.path = spec.path
+        self._journal = (Journal(spec.path, {}, resume=True) if spec.resume else
+                         Journal(spec.path, {"identity": spec.identity}, spec.kept))
+
+    def append(self, run: RunResult) -> None:
+        self._journal.append(run)  # O(1) per run, on disk before anything else hears of it
+
+    def runs(self, file: ArmFile) -> list[RunResult]:
+        self.close()
+        return read_journal(self.path)[1]
+
+    def close(self) -> None:
+        self._journal.close()
+
+
+class _MemorySink:
+    def __init__(self, results: dict[str | None, Results]) -> None:
+        self._results = results
+        self._lock = threading.Lock()
+
+    def append(self, run: RunResult) -> None:
+        with self._lock:
+            self._results[run.arm].runs.append(run)
+
+    def runs(self, file: ArmFile) -> list[RunResult]:
+        return self._results[file.arm].runs
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """Everything a session runs, decided before it starts.
+
+    ``work`` is what is left to run, ``planned`` the whole plan (a resumed run's runs that
+    landed before are in neither ``work``'s missing list nor run again). An item with an arm
+    runs the arm's agent and options; one without runs ``agent`` with ``options``.
+    ``upstream``: opens the model API (``None``: no agent of the plan uses a model)."""
+
+    work: Work
+    planned: Work
+    files: list[ArmFile]
+    provider: SandboxProvider
+    cancel: threading.Event
+    prices: PriceTable
+    jobs: int
+    agent: Agent | None = None
+    options: RunOptions | None = None
+    upstream: Callable[[], contextlib.AbstractContextManager[Upstream]] | None = None
+    request_observer: Callable[[str, bytes], None] | None = None
+    journal: JournalSpec | None = None
+    budget: Budget | None = None
+    on_start: Callable[[Results, int], None] | None = field(default=None)
+    on_result: Callable[[RunResult], None] | None = field(default=None)
+
+
+def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterProxy | None, str]:
+    if plan.upstream is None:
+        return None, "none"
+    base, credential, header_name, upstream = stack.enter_context(plan.upstream())
+    run_header: str | None = None
+    if upstream == "simulator":  # the simulator draws each run's randomness by name
+        from gate.sim import RUN_HEADER
+
+        run_header = RUN_HEADER
+    meter = stack.enter_context(MeterProxy(
+        base, credential, plan.prices, credential_header=header_name,
+        observer=plan.request_observer, run_header=run_header))
+    return meter, upstream
+
+
+def _finish(results: Results, file: ArmFile, plan: SessionPlan, meter: MeterProxy | None,
+            runs: list[RunResult]) -> None:
+    results.runs = runs
+    results.interrupted = None
+    budget = plan.budget
+    if budget is not None:
+        results.budget = budget.record()  # type: ignore[attr-defined]
+        if budget.skipped:
+            results.interrupted = Interruption(
+                reason=f"budget: {budget.stopped}",
+                missing=missing_runs(file.items(plan.planned), {r.key for r in runs}))
+    if meter is not None and meter.unpriced:
+        results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
+    results.runs.sort(key=lambda r: r.key)
+    write_results(file.path, results)
+
+
+def execute(plan: SessionPlan) -> dict[str | None, Results]:
+    """Run ``plan``: each arm's results file, complete, by arm (``None`` for a session of
+    one arm). On any escape every file is rewritten as interrupted and the exception goes
+    on."""
+    with contextlib.ExitStack() as stack:
+        stack.callback(plan.provider.close)
+        meter, upstream = _open_meter(stack, plan)
+        results: dict[str | None, Results] = {}
+        for file in plan.files:
+            res = file.header(upstream)
+            # until the last run lands the file says it is incomplete: a killed run's file
+            # can be read, never promoted
+            res.interrupted = Interruption(reason=file.incomplete,
+                                           missing=missing_runs(file.items(plan.work)))
+            write_results(file.path, res)
+            results[file.arm] = res
+        sink: _Sink = (_JournalSink(plan.journal) if plan.journal is not None
+                       else _MemorySink(results))
+        stack.callback(sink.close)
+        if plan.on_start:
+            plan.on_start(results[plan.files[0].arm], len(plan.work))
+        budget, on_result = plan.budget, plan.on_result
+
+        def land(run: RunResult) -> None:
+            sink.append(run)
+            if budget is not None:
+                budget.landed(run)
+            if on_result:
+                on_result(run)
+
+        try:
+            run_many(plan.work, plan.agent, jobs=plan.jobs, provider=plan.provider,
+                     meter=meter, options=plan.options, on_result=land, cancel=plan.cancel,
+                     admit=budget.admit if budget is not None else None)
+        except BaseException as exc:
+            # Ctrl-C, SIGTERM (raised as KeyboardInterrupt) or a crash: each file says so,
+            # and which runs are missing, so it can never be promoted into the baseline
+            for file in plan.files:
+                res = results[file.arm]
+                res.runs = sink.runs(file)
+                mark_interrupted(res, file.items(plan.planned), exc)
+                write_results(file.path, res)
+            raise
+        for file in plan.files:
+            _finish(results[file.arm], file, plan, meter, sink.runs(file))
+    return results
+
+
+__all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
+           "build_agent", "execute", "infra_gate", "item_key", "mark_interrupted",
+           "missing_runs", "open_upstream", "resolve_names", "spend", "suite_info"]
