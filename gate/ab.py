@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import _git
 from gate._files import CONFIG_LIMIT
 from gate._git import current_commit
 from gate.agents import agent_kind
@@ -39,7 +40,6 @@ from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.cost import price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import _git
 from gate.meter import METERING, MeterProxy
 from gate.results import (
     AgentInfo,

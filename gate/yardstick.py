@@ -24,10 +24,10 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from gate import _git
 from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
-from gate.github import _git
 from gate.results import Results
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes

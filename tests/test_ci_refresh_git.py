@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gate import _git as plain_git
 from gate.github import _git
 
 GH013 = ("error: GH013: Repository rule violations found for refs/heads/main.\n"
@@ -44,9 +45,9 @@ def repos(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_commit_is_made_on_a_given_parent_without_touching_the_checkout(
         repos: tuple[Path, Path]) -> None:
     _, work = repos
-    head = _git.head(work)
+    head = plain_git.head(work)
     sha = _git.commit_files(work, head, {"baseline.json": "{}\n", "d/h.jsonl": "x\n"}, "m")
-    assert _git.head(work) == head and sh(work, "git", "status", "--porcelain") == ""
+    assert plain_git.head(work) == head and sh(work, "git", "status", "--porcelain") == ""
     assert sh(work, "git", "ls-tree", "-r", "--name-only", sha).split() == [
         "baseline.json", "code.py", "d/h.jsonl"]
     assert sh(work, "git", "log", "-1", "--format=%P|%an", sha) == \
@@ -59,7 +60,7 @@ def test_a_commit_is_made_on_a_given_parent_without_touching_the_checkout(
 def test_a_moved_branch_is_told_apart_from_a_rule(repos: tuple[Path, Path],
                                                    tmp_path: Path) -> None:
     origin, work = repos
-    stale = _git.commit_files(work, _git.head(work), {"b.json": "1\n"}, "refresh")
+    stale = _git.commit_files(work, plain_git.head(work), {"b.json": "1\n"}, "refresh")
     other = tmp_path / "other"
     sh(tmp_path, "git", "clone", "-q", f"file://{origin}", str(other))
     (other / "merged.txt").write_text("m\n")
@@ -95,16 +96,16 @@ def test_a_moved_branch_is_told_apart_from_a_rule(repos: tuple[Path, Path],
 
 def test_ancestry(repos: tuple[Path, Path]) -> None:
     _, work = repos
-    first = _git.head(work)
+    first = plain_git.head(work)
     assert first
     (work / "more.py").write_text("x\n")
     sh(work, "git", "add", "-A")
     sh(work, "git", "commit", "-q", "-m", "more")
-    second = _git.head(work)
+    second = plain_git.head(work)
     assert second
-    assert _git.is_ancestor(work, first, second) is True
-    assert _git.is_ancestor(work, second, first) is False
-    assert _git.is_ancestor(work, "0" * 40, second) is None
+    assert plain_git.is_ancestor(work, first, second) is True
+    assert plain_git.is_ancestor(work, second, first) is False
+    assert plain_git.is_ancestor(work, "0" * 40, second) is None
 
 
 @pytest.mark.slow

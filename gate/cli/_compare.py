@@ -223,7 +223,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
 
 @contextlib.contextmanager
 def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
-    from gate.github._git import toplevel
+    from gate._git import toplevel
     from gate.yardstick import open_yardstick
 
     cfg = command_config(config_path)

@@ -80,7 +80,7 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
         return
     with contextlib.ExitStack() as stack:
         if base_ref:
-            from gate.github._git import toplevel
+            from gate._git import toplevel
             from gate.yardstick import open_yardstick
 
             ys = stack.enter_context(open_yardstick(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from markupsafe import Markup
 from pydantic import ValidationError
 
+from gate import _git as plain_git
 from gate._files import (
     HISTORY_LIMIT,
     RESULTS_LIMIT,
@@ -271,7 +272,7 @@ class _CI:
                          on_start=self.opts.on_start)
 
     def repo_root(self) -> Path:
-        return _git.toplevel(self.cfg.root)
+        return plain_git.toplevel(self.cfg.root)
 
     def base_trend(self, ys: Yardstick) -> list[dict[str, Any]] | None:
         """Main's recent runs from the base branch's history file, for the comment's chart."""
@@ -443,7 +444,7 @@ class _CI:
         rel = _skills.skills_rel(self.cfg, root)
         if rel is None:
             return None
-        files = _git.pr_changed_files(root, ys.ref, rel)
+        files = plain_git.pr_changed_files(root, ys.ref, rel)
         if files is None and pr is not None:  # a shallow checkout: GitHub knows the files
             try:
                 files = pr_files(self.client, pr.number)
@@ -599,7 +600,7 @@ class _CI:
         return results
 
     def pr_edits(self, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
-        changed = _git.pr_changes_file(root, base_ref, rel)
+        changed = plain_git.pr_changes_file(root, base_ref, rel)
         if changed is not None:
             return changed
         # a shallow checkout has no merge base: GitHub knows the PR's files
@@ -997,7 +998,7 @@ class _CI:
             committed=Markup(f"{committed[:7]} on {'the data branch ' if place.data else ''}"
                              f"{_code(place.branch)}") if place and committed else "",
             artifact=outcome.status in ("artifact", "superseded") or how == "artifact",
-            baseline=Markup(_code(_git.repo_relative(root, baseline_path))),
+            baseline=Markup(_code(plain_git.repo_relative(root, baseline_path))),
             trend=Markup(trend or ""), report=Markup(markdown))))
         self.io.set_outputs({
             "verdict": verdict or "refreshed", "baseline_commit": committed,
@@ -1023,8 +1024,8 @@ class _CI:
                       ) -> Place | None:
         """Where the refresh commits (None: it leaves files for an artifact)."""
         branch = self.env.branch or ""
-        baseline_rel = _git.repo_relative(root, baseline_path)
-        history_rel = _git.repo_relative(root, history_path)
+        baseline_rel = plain_git.repo_relative(root, baseline_path)
+        history_rel = plain_git.repo_relative(root, history_path)
         how = self.settings.baseline_refresh
         if how == "commit":
             return Place(branch, baseline_rel, history_rel)
@@ -1046,7 +1047,7 @@ class _CI:
             return State(None, _read_optional(baseline_path, RESULTS_LIMIT, "baseline"),
                          _read_optional(history_path, HISTORY_LIMIT, "history"),
                          traces_text=_read_sidecar(traces_path(baseline_path)))
-        head = _git.head(root)
+        head = plain_git.head(root)
         if not place.data:
             return read_state(root, place, head)
         tip = _git.fetch_branch(root, place.branch, token=self.token(),
@@ -1056,8 +1057,8 @@ class _CI:
     def seed(self, root: Path, head: str | None) -> Callable[[], State]:
         """A data branch without this branch's baseline starts from the checkout's committed
         baseline and history: moving onto a data branch keeps the depth."""
-        base_rel = _git.repo_relative(root, self.cfg.path(self.cfg.gate.baseline))
-        hist_rel = _git.repo_relative(root, self.cfg.path(self.settings.history))
+        base_rel = plain_git.repo_relative(root, self.cfg.path(self.cfg.gate.baseline))
+        hist_rel = plain_git.repo_relative(root, self.cfg.path(self.settings.history))
         where = f"the {base_rel} committed on {self.env.branch}"
         return lambda: read_state(root, Place("", base_rel, hist_rel), head, seeded_from=where)
 
@@ -1081,7 +1082,7 @@ class _CI:
             pool_size=self.cfg.gate.pool_size, history_size=self.settings.history_size,
             token=self.token(), server_url=self.env.server_url,
             source_branch=self.env.branch or "", guard=guard, log=self.log,
-            seed=self.seed(root, _git.head(root)) if place.data else None, traces=traces)
+            seed=self.seed(root, plain_git.head(root)) if place.data else None, traces=traces)
         # a data branch is read again: as it is now, not as it was when the suite began
         first = refresh.fetch() if place.data else start
         short = (results.commit or self.env.sha or "")[:7]
