@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from pydantic import SecretStr
 
 import gate.cli._ci as cli
+from gate.ci import CIOptions, CIOverrides
 from gate.config import CISettings
 from gate.errors import BadInput
-from gate.github import CIOptions, CIOverrides
 from gate.github._git import _auth_env
 
 
@@ -100,9 +100,10 @@ def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyP
     """e.g. git echoing a remote URL with credentials in it."""
     import io
 
+    from gate.github._ci import _CI
+
     from gate.config import GateConfig
     from gate.github import ActionsIO, CIEnvironment, run_ci
-    from gate.github._ci import _CI
     from gate.run import RunRequest
 
     token = "ghs_leaky_token_1234567890"

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
+from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode  # light: no gate ci
 
 if TYPE_CHECKING:
-    from gate.github import CIEnvironment, CIOptions
+    from gate.ci import CIOptions
+    from gate.github import CIEnvironment
     from gate.results import Results
 
 
@@ -139,8 +140,8 @@ def ci(
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
     root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    from gate.github import CIEnvironment, CIOptions, CIOverrides
-    from gate.github._comment import default_comment_id
+    from gate.ci import CIOptions, CIOverrides
+    from gate.github import CIEnvironment, default_comment_id
 
     env = CIEnvironment.from_environ()
     shown = progress()
@@ -176,8 +177,8 @@ def ci(
 
 
 def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
-    """gate ci's one library call (gate/github/_ci.py), loaded only when it runs."""
-    from gate.github import run_ci as run
+    """gate ci's one library call (gate/ci/), loaded only when it runs."""
+    from gate.ci import run_ci as run
 
     return run(opts, env)
 

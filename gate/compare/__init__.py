@@ -8,7 +8,7 @@ Rendering it is :mod:`gate.report`'s job; acting on it (exit code, comment, labe
 
 from gate.compare._compare import compare
 from gate.compare._drift import HistoryPoint, apply_drift_guard, drift_guard
-from gate.compare._judge import judge
+from gate.compare._judge import judge, plain_runs
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -42,4 +42,5 @@ __all__ = [
     "compare",
     "drift_guard",
     "judge",
+    "plain_runs",
 ]

@@ -5,14 +5,35 @@ file cannot break the Markdown, inject HTML or mention anyone; the body stays un
 comment limit however large the suite.
 """
 
-from gate.report._escape import defuse_markdown, md
+from typing import TYPE_CHECKING, Any
+
+from gate.report._escape import code_span, defuse_markdown, md
 from gate.report._render import (
     BUDGET,
     GITHUB_LIMIT,
+    preload_templates,
     render_markdown,
     render_summary,
     render_text,
 )
+from gate.report._render import _url as link_url
 
-__all__ = ["BUDGET", "GITHUB_LIMIT", "defuse_markdown", "md", "render_markdown",
-           "render_summary", "render_text"]
+if TYPE_CHECKING:
+    from gate.report._html import preload as preload_html
+    from gate.report._html import render_html, transcript_dir
+
+__all__ = ["BUDGET", "GITHUB_LIMIT", "code_span", "defuse_markdown", "link_url", "md",
+           "preload_html", "preload_templates", "render_html", "render_markdown",
+           "render_summary", "render_text", "transcript_dir"]
+
+_HTML = {"preload_html": "preload", "render_html": "render_html",
+         "transcript_dir": "transcript_dir"}
+
+
+def __getattr__(name: str) -> Any:
+    """The HTML report's names, loaded on first use (it imports numpy and scipy)."""
+    if name not in _HTML:
+        raise AttributeError(f"module 'gate.report' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module("gate.report._html"), _HTML[name])
