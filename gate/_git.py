@@ -18,7 +18,9 @@ from gate.secrets import scrubbed_env
 
 def current_commit(cwd: str | Path | None = None) -> str | None:
     """``GITHUB_SHA`` in Actions, else ``git rev-parse HEAD``, else None."""
-    sha = os.environ.get("GITHUB_SHA")
+    from gate.github import actions_sha
+
+    sha = actions_sha()
     if sha:
         return sha
     try:

@@ -299,7 +299,7 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
     """Branch names and labels go into code spans (no mention, no link there); a name with a
     backtick, a newline or a bidi override is escaped text instead, in every place that does so."""
     from gate.config import GateConfig
-    from gate.github._ci import _code
+    from gate.report import code_span as _code
     from gate.report._escape import code_span
     from gate.yardstick import SettingChange, Yardstick
 

@@ -13,10 +13,35 @@ outputs, the sticky and deferred comment, git with the token, the refresh's file
   (``_comment``): what the job leaves behind.
 """
 
-from gate.ci._event import Event, find_event
-from gate.ci._options import CIOptions, CIOverrides
-from gate.ci._policy import check_budget, check_refresh_infra, outcome
-from gate.ci._run import run_ci
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.ci._event import Event, find_event
+    from gate.ci._options import CIOptions, CIOverrides
+    from gate.ci._plan import measured_by
+    from gate.ci._policy import check_budget, check_refresh_infra, outcome
+    from gate.ci._run import run_ci
+    from gate.ci._verdict import verdict
+
+#: each name's private module, loaded on first use (``gate compare`` needs the judge only)
+_WHERE = {
+    "Event": "_event", "find_event": "_event", "verdict": "_verdict",
+    "CIOptions": "_options", "CIOverrides": "_options", "measured_by": "_plan",
+    "check_budget": "_policy", "check_refresh_infra": "_policy", "outcome": "_policy",
+    "run_ci": "_run",
+}
 
 __all__ = ["CIOptions", "CIOverrides", "Event", "check_budget", "check_refresh_infra",
-           "find_event", "outcome", "run_ci"]
+           "find_event", "measured_by", "outcome", "run_ci", "verdict"]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'gate.ci' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"gate.ci.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -15,6 +15,7 @@ from gate.ci._context import Context
 from gate.ci._obtain import Obtained
 from gate.ci._plan import Plan, code
 from gate.ci._policy import outcome
+from gate.ci._verdict import verdict
 from gate.compare import Comparison
 from gate.errors import GateError
 from gate.github import PullRequestInfo, acceptance, parse_history, pr_labels, trend_entries
@@ -42,14 +43,8 @@ class Judgement:
 
 def judge(ctx: Context, plan: Plan, got: Obtained) -> Judgement:
     """The verdict on this run, the job's exit code, and the report."""
-    from gate.compare import judge as compare_judge
-
-    settings = plan.basis.config.gate
-    if got.by_ab:  # same job: no drift guard
-        comparison = compare_judge(got.baseline, got.results, settings)
-    else:
-        comparison = compare_judge(got.baseline, got.results, settings,
-                                   parse_history(plan.basis.ys.history_text or ""))
+    history = None if got.by_ab else (plan.basis.ys.history_text or "")
+    comparison = verdict(got.baseline, got.results, plan.basis.config.gate, history)
     return _finish(ctx, plan, got, comparison)
 
 

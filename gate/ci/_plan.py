@@ -48,7 +48,7 @@ from gate.run import RunRequest
 from gate.traces import SIDECAR_LIMIT
 
 if TYPE_CHECKING:
-    from gate.yardstick import BaselineSource, Yardstick
+    from gate.yardstick import BaselineSource, Sources, Yardstick
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,6 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
     templates and the judge's modules load first: nothing that tells the verdict is read from
     the checkout after the suite."""
     from gate.report import preload_html, preload_templates
-    from gate.yardstick import open_yardstick
 
     preload_templates()
     import numpy.random  # noqa: F401  (numpy loads it on first use: the judge's draws)
@@ -124,15 +123,27 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
     if gate_is_new(req.config, root=root, ref=base_ref):
         raise Unmeasurable(GATE_IS_NEW.format(config=config_rel(req.config, root),
                                               label=base_branch))
-    with open_yardstick(req.config, root=root, ref=base_ref, label=base_branch,
-                        tasks_override=req.tasks_dir,
-                        sources=_baseline_sources(ctx, root, base_branch, base_ref)) as ys:
+    with measured_by(req, base_ref, root=root, label=base_branch,
+                     sources=_baseline_sources(ctx, root, base_branch, base_ref)) as (ys, request):
         settings = ctx.opts.overrides.apply(ys.config.ci)
         settings_seen(settings)
-        request = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
         if ctx.opts.rejudge is not None:  # the results judged are the stored ones
             request = dataclasses.replace(request, output=ctx.opts.rejudge)
         yield Basis(ys, root, settings, request)
+
+
+@contextlib.contextmanager
+def measured_by(req: RunRequest, ref: str, *, root: Path | None = None, label: str | None = None,
+                sources: Sources | None = None) -> Iterator[tuple[Yardstick, RunRequest]]:
+    """``ref``'s yardstick, and ``req`` measured by it: ``ref``'s tasks, ``[suite]``,
+    ``[gate]`` and ``[ci]``; only ``[agent]`` is ``req``'s. ``gate ci`` on a PR and
+    ``gate run --base-ref`` (the same answer locally) both measure this way."""
+    from gate.yardstick import open_yardstick
+
+    root = root if root is not None else _git.toplevel(req.config.root)
+    with open_yardstick(req.config, root=root, ref=ref, label=label,
+                        tasks_override=req.tasks_dir, sources=sources) as ys:
+        yield ys, dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
 
 
 def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str

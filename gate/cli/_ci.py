@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,7 +121,9 @@ def ci(
         sys.exit(post_deferred(Path(post_comment), CIEnvironment.from_environ(), artifact_id,
                                log=lambda line: click.echo(line, err=True)))
     config_path = run_kw["config_path"]
-    if is_comment_mode(mode, os.environ.get("GITHUB_EVENT_NAME", "")):
+    from gate.github import event_name, workspace
+
+    if is_comment_mode(mode, event_name()):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
         from gate.config import GateConfig
         from gate.run import RunRequest
@@ -139,7 +140,7 @@ def ci(
         config_path = req.config.source or config_path
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
-    root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+    root = workspace() or Path.cwd()
     from gate.ci import CIOptions, CIOverrides
     from gate.github import CIEnvironment, default_comment_id
 

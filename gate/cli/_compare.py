@@ -178,10 +178,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         from gate._files import HISTORY_LIMIT, read_text
 
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
-    from gate.compare import judge
-    from gate.github._history import parse_history
+    from gate.ci import verdict  # as gate ci judges a PR
 
-    comparison = judge(baseline, results, settings, parse_history(history_text or ""))
+    comparison = verdict(baseline, results, settings, history_text or "")
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from gate.github._env import (
         CIEnvironment,
         PullRequestInfo,
+        actions_sha,
+        event_name,
+        in_actions,
+        workspace,
     )
     from gate.github._git import (
         ProtectedBranch,
@@ -96,7 +100,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "render_note", "upsert_comment",
     ),
     "_deferred": ("PendingComment", "write_pending"),
-    "_env": ("CIEnvironment", "PullRequestInfo"),
+    "_env": (
+        "CIEnvironment", "PullRequestInfo", "actions_sha", "event_name", "in_actions",
+        "workspace",
+    ),
     "_git": ("ProtectedBranch", "config_state", "ensure_base_ref", "fetch_branch", "remote_ref"),
     "_history": (
         "HistoryEntry", "append_history", "entry_for", "parse_history", "trend_entries",
@@ -138,6 +145,7 @@ __all__ = [
     "Refresh",
     "State",
     "acceptance",
+    "actions_sha",
     "append_history",
     "comment_body",
     "comment_mode",
@@ -147,9 +155,11 @@ __all__ = [
     "default_comment_id",
     "ensure_base_ref",
     "entry_for",
+    "event_name",
     "fetch_branch",
     "find_comment",
     "find_pr_for_run",
+    "in_actions",
     "marker",
     "parse_history",
     "pr_files",
@@ -162,6 +172,7 @@ __all__ = [
     "trend_entries",
     "trend_markdown",
     "upsert_comment",
+    "workspace",
     "write_files",
     "write_pending",
 ]
