@@ -322,6 +322,10 @@ def test_accept_label_counts_only_from_a_user_with_write_permission(project: Pro
     assert run.outputs["verdict"] == "regression" and run.outputs["accepted"] == "true"
     (comment,) = _marker_comments(gh)
     assert "**Regression accepted** by **alice** (maintain)" in comment["body"]
+    # titled as what it is: accepted, not a blocking regression (the summary too)
+    title = "### ☑️ agent-gate: regression accepted"
+    assert title in comment["body"].splitlines() and title in run.summary.splitlines()
+    assert "### ❌" not in comment["body"] and "### ❌" in ignored.summary
     assert "::warning title=agent-gate%3A regression (not blocking)::" in run.stdout
 
 

@@ -119,3 +119,18 @@ def test_a_bad_data_branch_is_one_line_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2, p.stderr
     assert "gate.toml" in p.stderr and "ci.data_branch" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_base_branch_is_fetched_even_when_a_copy_of_it_is_there(
+        repos: tuple[Path, Path], tmp_path: Path) -> None:
+    """A checkout's ``origin/main`` can be stale (a self-hosted runner's reused workspace, a
+    checkout made before main moved on): the base is fetched every time, never used as is."""
+    origin, work = repos
+    ci = tmp_path / "ci"
+    sh(tmp_path, "git", "clone", "-q", f"file://{origin}", str(ci))
+    stale = sh(ci, "git", "rev-parse", "refs/remotes/origin/main")
+    (work / "code.py").write_text("print(2)\n")
+    sh(work, "git", "commit", "-qam", "main moves on")
+    sh(work, "git", "push", "-q", "origin", "main")
+    ref = _git.ensure_base_ref(ci, "main")
+    assert sh(ci, "git", "rev-parse", ref) == sh(work, "git", "rev-parse", "HEAD") != stale

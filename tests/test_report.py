@@ -205,7 +205,7 @@ def test_500_changed_tasks_stay_under_githubs_limit() -> None:
               "cost_usd": 1.0, "cache_hit_rate": 0.7, "mean_turns": 8.0}] * 50
     body = render_markdown(c, run_url="https://example.com/run", notes=notes, trend=trend)
     assert len(body) < GITHUB_LIMIT
-    assert "more task(s) not shown" in body
+    assert "more tasks not shown" in body
     assert "- removed: task-000-" in body and "- added (not gated): task-499-" in body
     assert "built-in method" not in body and " and " in body.split("changed, not compared:")[1]
     assert body.count("<details>") == body.count("</details>")
@@ -289,7 +289,7 @@ def test_behaviour_notes_are_counted_and_escaped() -> None:
     (t00,) = [t for t in c.tasks if t.task == "t00"]
     assert t00.baseline_notes == {"offloaded=yes": 3, "offloaded=no": 1}
     body = render_markdown(c)
-    assert "Behaviour notes from verify (1 task(s)" in body
+    assert "Behaviour notes from verify (1 task;" in body
     assert "offloaded=yes 3/4 · offloaded=no 1/4" in body
     assert "<img" not in body and "@team" not in body
 

@@ -87,7 +87,8 @@ def with_conditions(ctx: Context, req: RunRequest, results: Results,
     if plan is None:
         return results
     ctx.log(f"gate ci: skill conditions {', '.join(plan.conditions)} on "
-            f"{len(plan.tasks)} task(s) ({', '.join(plan.tasks)}): {plan.why}")
+            f"{len(plan.tasks)} task{'' if len(plan.tasks) == 1 else 's'} "
+            f"({', '.join(plan.tasks)}): {plan.why}")
     creq = _skills.condition_request(ctx.run_request(req), plan)
     if creq.max_cost is not None:  # one budget for the job: what the suite left of it
         creq = dataclasses.replace(creq, max_cost=max(0.0, creq.max_cost - spent(results)))

@@ -37,8 +37,9 @@ def check_budget(results: Results, what: str = "the suite's run") -> None:
     """A run the budget stopped is a partial sample: not judged, never pooled (exit 3)."""
     stop = results.interrupted
     if stop is not None and stop.reason.startswith("budget"):
-        raise Unmeasurable(f"{what} was stopped by the budget with {len(stop.missing)} "
-                           f"planned run(s) not started ({printable(stop.reason)}): a "
+        n = len(stop.missing)
+        raise Unmeasurable(f"{what} was stopped by the budget with {n} planned "
+                           f"run{'' if n == 1 else 's'} not started ({printable(stop.reason)}): a "
                            "partial run is not judged and refreshes nothing; raise "
                            "max-cost, or run fewer replications or tasks")
 

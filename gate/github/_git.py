@@ -34,17 +34,21 @@ def remote_ref(base: str) -> str:
 
 def ensure_base_ref(root: Path, base: str, *, token: str | None = None,
                     server_url: str = "https://github.com") -> str:
-    """Make ``origin/<base>`` available (fetching one commit of it when absent); return it.
+    """Fetch ``origin/<base>`` as origin has it now, and return it.
 
-    The fetch authenticates with ``token`` itself: the documented workflows check out with
+    Always fetched, never an ``origin/<base>`` the checkout already has used as is: a reused
+    workspace, or a checkout made before the base moved on, would judge the PR by a stale
+    yardstick. One commit in a shallow checkout (as ``actions/checkout`` makes), the branch
+    in a full one (a shallow fetch would cut the history a merge base needs). The fetch
+    authenticates with ``token`` itself: the documented workflows check out with
     ``persist-credentials: false``, so no task finds a token in ``.git/config``."""
     ref = remote_ref(base)
-    if git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
-        r = git(root, "fetch", "--no-tags", "--depth=1", "origin", f"+refs/heads/{base}:{ref}",
-                env=_auth_env(token, server_url))
-        if r.returncode != 0:
-            raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
-                           f"{_last_line(r.stderr)}")
+    shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    r = git(root, "fetch", "--no-tags", *(["--depth=1"] if shallow else []), "origin",
+            f"+refs/heads/{base}:{ref}", env=_auth_env(token, server_url))
+    if r.returncode != 0:
+        raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
+                       f"{_last_line(r.stderr)}")
     return ref
 
 
