@@ -420,6 +420,27 @@ def test_fork_pr_without_a_key_exits_3_or_skips(project: Project) -> None:
     assert "skipped" in skipped.summary
 
 
+def test_a_dependabot_pr_without_a_key_gets_advice_that_applies_to_it(
+        project: Project) -> None:
+    """Dependabot's runs get Dependabot secrets only: the way out is one of those (or
+    skipping its PRs), not "push the branch" or the fork pattern, which fit neither."""
+    def builtin(work: Path) -> None:
+        toml = (work / "gate.toml").read_text().replace('kind = "oracle"', 'kind = "builtin"')
+        (work / "gate.toml").write_text(toml)
+
+    ci = project.pr_branch("dependabot/pip/anthropic-9", builtin)
+    bot = {"ANTHROPIC_API_KEY": "", "GITHUB_ACTOR": "dependabot[bot]"}
+    run = project.gate_ci(ci, env=bot)
+    assert run.code == 3 and run.outputs["verdict"] == "unmeasurable"  # never a silent pass
+    for text in (run.stderr, run.summary):
+        assert "opened by Dependabot" in text and "Dependabot secret" in text
+        assert "fork-without-key: skip" in text
+        assert "pushing the branch" not in text and "fork PRs" not in text
+    skipped = project.gate_ci(ci, "--fork-without-key", "skip", env=bot)
+    assert skipped.code == 0 and skipped.outputs["verdict"] == "skipped"
+    assert "Dependabot secret" in skipped.summary and "fork PRs" not in skipped.summary
+
+
 def test_fork_pr_that_needs_no_key_runs_but_does_not_comment(project: Project) -> None:
     ci = project.pr_branch("from-fork", _break_agent)  # the oracle agent needs no key
     event = project.event(ci, head_repo="stranger/agent")

@@ -34,6 +34,9 @@ from gate.report import code_span, link_url, md
 from gate.results import Results
 
 
+DEPENDABOT = "dependabot[bot]"  # the actor of Dependabot's PRs: Dependabot secrets only
+
+
 def failure_markdown(what: str, reason: str, run_url: str | None) -> str:
     """The body when the gate could not judge: from a template, the reason escaped (an error
     message can quote PR-controlled config: an @mention, an ``<img>``, a link)."""
@@ -195,7 +198,7 @@ class Publisher:
         """Why the comment could not be written, naming the likely cause."""
         text = str(exc)
         if isinstance(exc, GitHubError) and exc.status == 403 and \
-                self.ctx.env.actor == "dependabot[bot]":
+                self.ctx.env.actor == DEPENDABOT:
             text = ("this PR was opened by Dependabot, whose runs get a read-only token unless "
                     f"the workflow's `permissions:` grant more; {text}")
         return self.ctx.redact(text)
@@ -278,13 +281,23 @@ class Publisher:
         ctx = self.ctx
         env = ctx.env
         who = f"the fork {env.fork_repo}" if env.fork_repo else env.actor
-        reason = (f"This pull request comes from {who}: GitHub gives such runs no secrets, so "
-                  "there is no ANTHROPIC_API_KEY and the suite cannot run against the model. "
-                  "A maintainer can run it by pushing the branch to this repository; "
-                  "docs/github.md shows the safe two-workflow pattern for fork PRs.")
+        dependabot = not env.fork_repo and env.actor == DEPENDABOT
+        if dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
+            reason = ("This pull request was opened by Dependabot: GitHub gives its runs only "
+                      "the repository's Dependabot secrets, so there is no ANTHROPIC_API_KEY "
+                      "and the suite cannot run against the model. To gate Dependabot's PRs, "
+                      "add ANTHROPIC_API_KEY as a Dependabot secret too (Settings → Secrets "
+                      "and variables → Dependabot); to let them through unmeasured, skip them "
+                      "(`fork-without-key: skip`).")
+        else:
+            reason = (f"This pull request comes from {who}: GitHub gives such runs no secrets, "
+                      "so there is no ANTHROPIC_API_KEY and the suite cannot run against the "
+                      "model. A maintainer can run it by pushing the branch to this "
+                      "repository; docs/github.md shows the safe two-workflow pattern for "
+                      "fork PRs.")
         if self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
-        markdown = render_body("skipped.md.j2", who=who)
+        markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot)
         atomic_write_text(ctx.opts.report_path, markdown)
         ctx.io.summary(markdown)
         ctx.io.notice(reason, title="agent-gate: skipped")
