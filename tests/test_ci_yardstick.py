@@ -230,7 +230,7 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
         (d / "solution" / "solve.sh").write_text("echo delta > out.txt\n")
 
     ci = project.pr_branch("feature", break_and_add)
-    run = project.gate_ci(ci, env={
+    run = project.gate_ci(ci, process=True, env={  # the audit hook is the process's
         "AUDIT_LOG_PATH": str(log),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
     })

@@ -33,7 +33,6 @@ from gate.github import (
 from gate.report import code_span, link_url, md
 from gate.results import Results
 
-
 DEPENDABOT = "dependabot[bot]"  # the actor of Dependabot's PRs: Dependabot secrets only
 
 

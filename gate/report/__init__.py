@@ -7,7 +7,7 @@ comment limit however large the suite.
 
 from typing import TYPE_CHECKING, Any
 
-from gate.report._escape import code_span, defuse_markdown, md
+from gate.report._escape import code_span, defuse_markdown, md, plain
 from gate.report._render import (
     BUDGET,
     GITHUB_LIMIT,
@@ -16,15 +16,16 @@ from gate.report._render import (
     render_summary,
     render_text,
 )
+from gate.report._render import _env as template_env
 from gate.report._render import _url as link_url
 
 if TYPE_CHECKING:
     from gate.report._html import preload as preload_html
     from gate.report._html import render_html, transcript_dir
 
-__all__ = ["BUDGET", "GITHUB_LIMIT", "code_span", "defuse_markdown", "link_url", "md",
+__all__ = ["BUDGET", "GITHUB_LIMIT", "code_span", "defuse_markdown", "link_url", "md", "plain",
            "preload_html", "preload_templates", "render_html", "render_markdown",
-           "render_summary", "render_text", "transcript_dir"]
+           "render_summary", "render_text", "template_env", "transcript_dir"]
 
 _HTML = {"preload_html": "preload", "render_html": "render_html",
          "transcript_dir": "transcript_dir"}
