@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_ci import gate_in_process
 
 from gate import _git as plain_git
 from gate.github import _git
@@ -112,13 +112,11 @@ def test_ancestry(repos: tuple[Path, Path]) -> None:
 def test_a_bad_data_branch_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "gate.toml").write_text('[ci]\nbaseline_refresh = "branch"\n'
                                         'data_branch = "../main"\n')
-    p = subprocess.run([sys.executable, "-m", "gate", "ci", "--mode", "main"], cwd=tmp_path,
-                       capture_output=True, text=True, check=False,
-                       env={k: v for k, v in os.environ.items()
-                            if not k.startswith(("GITHUB_", "GATE_"))})
-    assert p.returncode == 2, p.stderr
-    assert "gate.toml" in p.stderr and "ci.data_branch" in p.stderr
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    code, _, stderr = gate_in_process(["ci", "--mode", "main"], tmp_path, {
+        k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GATE_"))})
+    assert code == 2, stderr
+    assert "gate.toml" in stderr and "ci.data_branch" in stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_the_base_branch_is_fetched_even_when_a_copy_of_it_is_there(
