@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode  # light: no gate ci
+from gate.github import COMMENT_MODES, MODES, is_comment_mode  # loads _modes only
 
 if TYPE_CHECKING:
     from gate.ci import CIOptions
@@ -115,8 +115,7 @@ def ci(
     """
     if post_comment and post_comment.strip():
         # the action's last step: another step's verdict, posted; nothing here is judged
-        from gate.github import CIEnvironment
-        from gate.github._deferred import post_deferred
+        from gate.github import CIEnvironment, post_deferred
 
         sys.exit(post_deferred(Path(post_comment), CIEnvironment.from_environ(), artifact_id,
                                log=lambda line: click.echo(line, err=True)))

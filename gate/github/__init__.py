@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from gate.github._deferred import (
         PendingComment,
+        post_deferred,
         write_pending,
     )
     from gate.github._env import (
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from gate.github._modes import (
         COMMENT_MODES,
         MODES,
+        is_comment_mode,
     )
     from gate.github._outputs import (
         ActionsIO,
@@ -99,7 +101,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "find_comment", "find_pr_for_run", "marker", "pr_files", "pr_labels", "render_body",
         "render_note", "upsert_comment",
     ),
-    "_deferred": ("PendingComment", "write_pending"),
+    "_deferred": ("PendingComment", "post_deferred", "write_pending"),
     "_env": (
         "CIEnvironment", "PullRequestInfo", "actions_sha", "event_name", "in_actions",
         "workspace",
@@ -109,7 +111,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "HistoryEntry", "append_history", "entry_for", "parse_history", "trend_entries",
         "trend_markdown",
     ),
-    "_modes": ("COMMENT_MODES", "MODES"),
+    "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
     "_refresh": (
         "Outcome", "Place", "Refresh", "State", "data_paths", "read_state", "traces_path",
@@ -160,8 +162,10 @@ __all__ = [
     "find_comment",
     "find_pr_for_run",
     "in_actions",
+    "is_comment_mode",
     "marker",
     "parse_history",
+    "post_deferred",
     "pr_files",
     "pr_labels",
     "read_state",
