@@ -35,13 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from gate._files import CONFIG_LIMIT
-from gate._git import current_commit
+from gate._git import current_commit, git, repo_relative, toplevel
 from gate.agents import agent_kind
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import git, repo_relative, toplevel
 from gate.meter import METERING
 from gate.report import dollars, rate
 from gate.results import AgentInfo, Results, RunResult, Schedule, new_results

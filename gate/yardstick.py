@@ -24,10 +24,10 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from gate import _git
 from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
-from gate.github import _git
 from gate.results import Results
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
@@ -142,7 +142,7 @@ class Yardstick:
         """The comment's lines about the baseline: where it came from when it is not the base
         branch's own, its depth and age, and a warning when it is stale."""
         from gate.baseline import depth, describe_depth
-        from gate.report._escape import code_span
+        from gate.report import code_span
 
         now = now or datetime.now(UTC)
         where = code_span(self.baseline_from or self.label)
@@ -160,7 +160,7 @@ class Yardstick:
 
     def lines(self, *, markdown: bool) -> list[str]:
         """One line per change, untrusted values escaped for where they go."""
-        from gate.report._escape import md, plain
+        from gate.report import md, plain
 
         def t(text: object, limit: int = 80) -> str:
             return str(md(text, limit)) if markdown else plain(text, limit)
@@ -201,7 +201,7 @@ class Yardstick:
 
     def note(self) -> Markup | None:
         """The comment's visible paragraph: the yardstick changes and when they apply."""
-        from gate.report._escape import code_span
+        from gate.report import code_span
 
         if not self.changed:
             return None

@@ -137,9 +137,14 @@ class Project:
 
     def gate_ci(self, checkout: Path, *args: str, event: str = "pull_request",
                 event_path: Path | None = None, ref: str = f"refs/pull/{PR}/merge",
-                env: dict[str, str] | None = None) -> CIRun:
+                env: dict[str, str] | None = None, process: bool = False) -> CIRun:
+        """``gate ci`` with ``args`` in ``checkout``, as the runner starts it: in this process
+        through the CLI (its options, its error lines and exit codes, the environment the step
+        gets), or (``process``: the smoke tests of each mode) as ``python -m gate ci``."""
         full_env, out, summary = self.ci_env(checkout, event=event, event_path=event_path,
                                              ref=ref, env=env)
+        if not process:
+            return ci_run(*gate_in_process(["ci", *args], checkout, full_env), out, summary)
         p = subprocess.run([sys.executable, "-m", "gate", "ci", *args], cwd=checkout,
                            capture_output=True, text=True, env=full_env, timeout=240,
                            check=False)
@@ -168,6 +173,27 @@ class Project:
             **(env or {}),
         }
         return full_env, out, summary
+
+
+def gate_in_process(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """``gate *args`` run by the CLI in this process, in ``cwd`` with exactly ``env`` as its
+    environment (restored after): (exit code, stdout, stderr). What only a separate process
+    shows — the credentials leaving ``/proc/<pid>/environ``, signals — is tested as one."""
+    from click.testing import CliRunner
+
+    from gate.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def ci_run(code: int, stdout: str, stderr: str, out: Path, summary: Path) -> CIRun:
@@ -241,7 +267,7 @@ def test_regressed_pr_exits_1_with_one_comment_updated_in_place(project: Project
         gh.add_comment(PR, f"review chatter {i}")
     ci = project.pr_branch("feature", _break_agent)
 
-    first = project.gate_ci(ci)
+    first = project.gate_ci(ci, process=True)  # the pr mode's smoke test: a real process
     assert first.code == 1, first.stderr
     (comment,) = _marker_comments(gh)
     assert first.outputs["verdict"] == "regression"
@@ -296,6 +322,10 @@ def test_accept_label_counts_only_from_a_user_with_write_permission(project: Pro
     assert run.outputs["verdict"] == "regression" and run.outputs["accepted"] == "true"
     (comment,) = _marker_comments(gh)
     assert "**Regression accepted** by **alice** (maintain)" in comment["body"]
+    # titled as what it is: accepted, not a blocking regression (the summary too)
+    title = "### ☑️ agent-gate: regression accepted"
+    assert title in comment["body"].splitlines() and title in run.summary.splitlines()
+    assert "### ❌" not in comment["body"] and "### ❌" in ignored.summary
     assert "::warning title=agent-gate%3A regression (not blocking)::" in run.stdout
 
 
@@ -388,6 +418,27 @@ def test_fork_pr_without_a_key_exits_3_or_skips(project: Project) -> None:
     assert skipped.code == 0
     assert skipped.outputs["verdict"] == "skipped"
     assert "skipped" in skipped.summary
+
+
+def test_a_dependabot_pr_without_a_key_gets_advice_that_applies_to_it(
+        project: Project) -> None:
+    """Dependabot's runs get Dependabot secrets only: the way out is one of those (or
+    skipping its PRs), not "push the branch" or the fork pattern, which fit neither."""
+    def builtin(work: Path) -> None:
+        toml = (work / "gate.toml").read_text().replace('kind = "oracle"', 'kind = "builtin"')
+        (work / "gate.toml").write_text(toml)
+
+    ci = project.pr_branch("dependabot/pip/anthropic-9", builtin)
+    bot = {"ANTHROPIC_API_KEY": "", "GITHUB_ACTOR": "dependabot[bot]"}
+    run = project.gate_ci(ci, env=bot)
+    assert run.code == 3 and run.outputs["verdict"] == "unmeasurable"  # never a silent pass
+    for text in (run.stderr, run.summary):
+        assert "opened by Dependabot" in text and "Dependabot secret" in text
+        assert "fork-without-key: skip" in text
+        assert "pushing the branch" not in text and "fork PRs" not in text
+    skipped = project.gate_ci(ci, "--fork-without-key", "skip", env=bot)
+    assert skipped.code == 0 and skipped.outputs["verdict"] == "skipped"
+    assert "Dependabot secret" in skipped.summary and "fork PRs" not in skipped.summary
 
 
 def test_fork_pr_that_needs_no_key_runs_but_does_not_comment(project: Project) -> None:
@@ -557,7 +608,7 @@ def test_workflow_run_posts_the_uploaded_report_on_the_right_pr(project: Project
         "head_repository": {"full_name": "stranger/agent"}, "pull_requests": []}}))
     for _ in range(2):
         run = project.gate_ci(work, event="workflow_run", event_path=event,
-                              ref="refs/heads/main")
+                              ref="refs/heads/main", process=True)  # comment mode's smoke
         assert run.code == 0, run.stderr
     (comment,) = _marker_comments(gh)
     assert comment["body"].count(MARKER_PREFIX) == 1 and comment["body"].startswith(OURS)
@@ -639,7 +690,7 @@ def test_dispatch_on_a_branch_checks_against_the_default_branch(project: Project
     event.write_text(json.dumps({"ref": "refs/heads/experiment", "inputs": {},
                                  "repository": {"full_name": REPO, "default_branch": "main"}}))
     run = project.gate_ci(ci, event="workflow_dispatch", event_path=event,
-                          ref="refs/heads/experiment")
+                          ref="refs/heads/experiment", process=True)  # check mode's smoke
     assert run.code == 1, run.stderr
     assert run.outputs["mode"] == "check" and run.outputs["verdict"] == "regression"
     assert not project.gh.requests  # no PR, no comment
@@ -662,7 +713,8 @@ def test_push_to_main_pools_the_baseline_commits_it_and_feeds_the_trend(
     event = _push_event(main)
     for _ in range(2):
         run = project.gate_ci(main, "--baseline-refresh", "commit", event="push",
-                              event_path=event, ref="refs/heads/main")
+                              event_path=event, ref="refs/heads/main",
+                              process=True)  # main mode's smoke test: a real process
         assert run.code == 0, run.stderr
         run.no_secrets(project.gh)
     assert run.outputs["mode"] == "main" and run.outputs["verdict"] == "pass"

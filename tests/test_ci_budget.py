@@ -6,6 +6,7 @@ what it spent in the comment."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def test_a_pr_run_the_budget_stops_is_not_judged_and_says_what_was_skipped(
     assert run.code == 3, run.stderr
     assert run.outputs["verdict"] == "unmeasurable"
     assert "stopped by the budget" in run.outputs["reason"]
-    assert "planned run(s) not started" in run.outputs["reason"]
+    assert re.search(r"planned runs? not started", run.outputs["reason"])
     (comment,) = _marker_comments(sim_project.gh)
     assert "stopped by the budget" in comment["body"]
     results = load_results(ci / "results.json")  # the honest partial result stays

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from pydantic import SecretStr
 
 import gate.cli._ci as cli
+from gate.ci import CIOptions, CIOverrides
 from gate.config import CISettings
 from gate.errors import BadInput
-from gate.github import CIOptions, CIOverrides
 from gate.github._git import _auth_env
 
 
@@ -100,17 +100,18 @@ def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyP
     """e.g. git echoing a remote URL with credentials in it."""
     import io
 
+    import gate.ci._run
+    from gate.ci import run_ci
     from gate.config import GateConfig
-    from gate.github import ActionsIO, CIEnvironment, run_ci
-    from gate.github._ci import _CI
+    from gate.github import ActionsIO, CIEnvironment
     from gate.run import RunRequest
 
     token = "ghs_leaky_token_1234567890"
 
-    def boom(self: _CI) -> int:
+    def boom(*args: object) -> int:
         raise BadInput(f"cannot push to https://x-access-token:{token}@github.com/a/b")
 
-    monkeypatch.setattr(_CI, "main", boom)
+    monkeypatch.setattr(gate.ci._run, "refresh_plan", boom)
     env = CIEnvironment(token=SecretStr(token), event_name="push", ref="refs/heads/main")
     stream = io.StringIO()
     aio = ActionsIO(tmp_path / "out", tmp_path / "summary", stream=stream,

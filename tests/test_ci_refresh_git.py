@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_ci import gate_in_process
 
+from gate import _git as plain_git
 from gate.github import _git
 
 GH013 = ("error: GH013: Repository rule violations found for refs/heads/main.\n"
@@ -44,9 +45,9 @@ def repos(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_commit_is_made_on_a_given_parent_without_touching_the_checkout(
         repos: tuple[Path, Path]) -> None:
     _, work = repos
-    head = _git.head(work)
+    head = plain_git.head(work)
     sha = _git.commit_files(work, head, {"baseline.json": "{}\n", "d/h.jsonl": "x\n"}, "m")
-    assert _git.head(work) == head and sh(work, "git", "status", "--porcelain") == ""
+    assert plain_git.head(work) == head and sh(work, "git", "status", "--porcelain") == ""
     assert sh(work, "git", "ls-tree", "-r", "--name-only", sha).split() == [
         "baseline.json", "code.py", "d/h.jsonl"]
     assert sh(work, "git", "log", "-1", "--format=%P|%an", sha) == \
@@ -59,7 +60,7 @@ def test_a_commit_is_made_on_a_given_parent_without_touching_the_checkout(
 def test_a_moved_branch_is_told_apart_from_a_rule(repos: tuple[Path, Path],
                                                    tmp_path: Path) -> None:
     origin, work = repos
-    stale = _git.commit_files(work, _git.head(work), {"b.json": "1\n"}, "refresh")
+    stale = _git.commit_files(work, plain_git.head(work), {"b.json": "1\n"}, "refresh")
     other = tmp_path / "other"
     sh(tmp_path, "git", "clone", "-q", f"file://{origin}", str(other))
     (other / "merged.txt").write_text("m\n")
@@ -95,26 +96,39 @@ def test_a_moved_branch_is_told_apart_from_a_rule(repos: tuple[Path, Path],
 
 def test_ancestry(repos: tuple[Path, Path]) -> None:
     _, work = repos
-    first = _git.head(work)
+    first = plain_git.head(work)
     assert first
     (work / "more.py").write_text("x\n")
     sh(work, "git", "add", "-A")
     sh(work, "git", "commit", "-q", "-m", "more")
-    second = _git.head(work)
+    second = plain_git.head(work)
     assert second
-    assert _git.is_ancestor(work, first, second) is True
-    assert _git.is_ancestor(work, second, first) is False
-    assert _git.is_ancestor(work, "0" * 40, second) is None
+    assert plain_git.is_ancestor(work, first, second) is True
+    assert plain_git.is_ancestor(work, second, first) is False
+    assert plain_git.is_ancestor(work, "0" * 40, second) is None
 
 
 @pytest.mark.slow
 def test_a_bad_data_branch_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "gate.toml").write_text('[ci]\nbaseline_refresh = "branch"\n'
                                         'data_branch = "../main"\n')
-    p = subprocess.run([sys.executable, "-m", "gate", "ci", "--mode", "main"], cwd=tmp_path,
-                       capture_output=True, text=True, check=False,
-                       env={k: v for k, v in os.environ.items()
-                            if not k.startswith(("GITHUB_", "GATE_"))})
-    assert p.returncode == 2, p.stderr
-    assert "gate.toml" in p.stderr and "ci.data_branch" in p.stderr
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    code, _, stderr = gate_in_process(["ci", "--mode", "main"], tmp_path, {
+        k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GATE_"))})
+    assert code == 2, stderr
+    assert "gate.toml" in stderr and "ci.data_branch" in stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_the_base_branch_is_fetched_even_when_a_copy_of_it_is_there(
+        repos: tuple[Path, Path], tmp_path: Path) -> None:
+    """A checkout's ``origin/main`` can be stale (a self-hosted runner's reused workspace, a
+    checkout made before main moved on): the base is fetched every time, never used as is."""
+    origin, work = repos
+    ci = tmp_path / "ci"
+    sh(tmp_path, "git", "clone", "-q", f"file://{origin}", str(ci))
+    stale = sh(ci, "git", "rev-parse", "refs/remotes/origin/main")
+    (work / "code.py").write_text("print(2)\n")
+    sh(work, "git", "commit", "-qam", "main moves on")
+    sh(work, "git", "push", "-q", "origin", "main")
+    ref = _git.ensure_base_ref(ci, "main")
+    assert sh(ci, "git", "rev-parse", ref) == sh(work, "git", "rev-parse", "HEAD") != stale

@@ -27,6 +27,7 @@ from test_ci import (
     _break_agent,
     _marker_comments,
     _project,
+    gate_in_process,
     sh,
 )
 
@@ -127,10 +128,9 @@ def _post(project: Project, checkout: Path, pending: str, artifact_id: str,
         "GATE_ARTIFACT_ID": artifact_id, "ANTHROPIC_API_KEY": ""})
     empty = checkout.parent / "post-cwd"
     empty.mkdir(exist_ok=True)
-    p = subprocess.run([sys.executable, "-m", "gate", "ci"], cwd=empty, env=env,
-                       capture_output=True, text=True, timeout=120, check=False)
-    p.stdout += "\n" + (out.read_text() if out.exists() else "")
-    return p
+    code, stdout, stderr = gate_in_process(["ci"], empty, env)
+    stdout += "\n" + (out.read_text() if out.exists() else "")
+    return subprocess.CompletedProcess(["gate", "ci"], code, stdout, stderr)
 
 
 @pytest.mark.parametrize("server", ["https://github.example", "https://ghes.corp.example"])

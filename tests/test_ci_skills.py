@@ -82,7 +82,7 @@ def refreshed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         run = refresh(project, project.clone("main-ci"), "1001")
         assert run.code == 0, run.stderr
         assert run.outputs["refresh"] == "committed", run.stderr
-        assert "skill conditions control, target on 1 task(s) (find-needle)" in run.stderr
+        assert "skill conditions control, target on 1 task (find-needle)" in run.stderr
         yield project
 
 

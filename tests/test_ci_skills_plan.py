@@ -7,9 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.compare._synthetic import synthetic_condition_runs, synthetic_results
-from gate.config import load_config
-from gate.github._skills import (
+from gate.ci._skills import (
     ConditionPlan,
     changed_skills,
     condition_request,
@@ -18,6 +16,8 @@ from gate.github._skills import (
     pr_plan,
     refresh_plan,
 )
+from gate.compare._synthetic import synthetic_condition_runs, synthetic_results
+from gate.config import load_config
 from gate.results import Schedule, summarize
 from gate.run import RunRequest
 

@@ -10,12 +10,12 @@ import pytest
 from fake_github import FakeGitHub
 from test_github import client
 
+from gate.ci import CIOverrides
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import CISettings, GateSettings
 from gate.errors import BadInput
 from gate.github import MARKER, comment_body, find_comment, marker
-from gate.github._ci import CIOverrides
 from gate.github._comment import default_comment_id
 from gate.github._sticky import comment_mode, creates
 

@@ -10,12 +10,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import PR, Project, _break_agent, _marker_comments, _project, sh
+from test_ci import (
+    PR,
+    Project,
+    _break_agent,
+    _marker_comments,
+    _project,
+    gate_in_process,
+    sh,
+)
 
 from gate.results import load_results
 
@@ -134,11 +141,11 @@ def test_untrusted_values_in_the_yardstick_lines_are_escaped(project: Project) -
 
 
 def _gate(cwd: Path, *args: str, helper: Path) -> subprocess.CompletedProcess[str]:
+    """``gate *args`` in ``cwd`` as a developer runs it (no Actions environment), in-process."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, text=True,
-                          capture_output=True, env={**env, "AGENT_HELPER": str(helper)},
-                          timeout=240, check=False)
+    code, out, err = gate_in_process(list(args), cwd, {**env, "AGENT_HELPER": str(helper)})
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def test_local_base_ref_judges_as_ci_does(project: Project) -> None:
@@ -230,7 +237,7 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
         (d / "solution" / "solve.sh").write_text("echo delta > out.txt\n")
 
     ci = project.pr_branch("feature", break_and_add)
-    run = project.gate_ci(ci, env={
+    run = project.gate_ci(ci, process=True, env={  # the audit hook is the process's
         "AUDIT_LOG_PATH": str(log),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
     })

@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 HEAVY = ("scipy", "numpy", "anthropic", "docker", "jinja2", "rich", "requests", "gate.run",
-         "gate.compare", "gate.results", "gate.agents", "gate.github._ci",
+         "gate.compare", "gate.results", "gate.agents", "gate.ci._run",
          "pydantic", "gate.config")  # a missing config file is said before the models load
 
 PROBE = """\

@@ -205,7 +205,7 @@ def test_500_changed_tasks_stay_under_githubs_limit() -> None:
               "cost_usd": 1.0, "cache_hit_rate": 0.7, "mean_turns": 8.0}] * 50
     body = render_markdown(c, run_url="https://example.com/run", notes=notes, trend=trend)
     assert len(body) < GITHUB_LIMIT
-    assert "more task(s) not shown" in body
+    assert "more tasks not shown" in body
     assert "- removed: task-000-" in body and "- added (not gated): task-499-" in body
     assert "built-in method" not in body and " and " in body.split("changed, not compared:")[1]
     assert body.count("<details>") == body.count("</details>")
@@ -289,7 +289,7 @@ def test_behaviour_notes_are_counted_and_escaped() -> None:
     (t00,) = [t for t in c.tasks if t.task == "t00"]
     assert t00.baseline_notes == {"offloaded=yes": 3, "offloaded=no": 1}
     body = render_markdown(c)
-    assert "Behaviour notes from verify (1 task(s)" in body
+    assert "Behaviour notes from verify (1 task;" in body
     assert "offloaded=yes 3/4 · offloaded=no 1/4" in body
     assert "<img" not in body and "@team" not in body
 
@@ -299,7 +299,7 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
     """Branch names and labels go into code spans (no mention, no link there); a name with a
     backtick, a newline or a bidi override is escaped text instead, in every place that does so."""
     from gate.config import GateConfig
-    from gate.github._ci import _code
+    from gate.report import code_span as _code
     from gate.report._escape import code_span
     from gate.yardstick import SettingChange, Yardstick
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.github._modes import COMMENT_MODES, MODES, is_comment_mode
+from gate.github import COMMENT_MODES, MODES, is_comment_mode  # loads _modes only
 from gate.secrets import warn_exposed_ancestors
 
 if TYPE_CHECKING:
-    from gate.github import CIEnvironment, CIOptions
+    from gate.ci import CIOptions
+    from gate.github import CIEnvironment
     from gate.results import Results
 
 
@@ -117,13 +117,14 @@ def ci(
     warn_exposed_ancestors(lambda line: click.echo(line, err=True))  # a shell above holds keys
     if post_comment and post_comment.strip():
         # the action's last step: another step's verdict, posted; nothing here is judged
-        from gate.github import CIEnvironment
-        from gate.github._deferred import post_deferred
+        from gate.github import CIEnvironment, post_deferred
 
         sys.exit(post_deferred(Path(post_comment), CIEnvironment.from_environ(), artifact_id,
                                log=lambda line: click.echo(line, err=True)))
     config_path = run_kw["config_path"]
-    if is_comment_mode(mode, os.environ.get("GITHUB_EVENT_NAME", "")):
+    from gate.github import event_name, workspace
+
+    if is_comment_mode(mode, event_name()):
         # posting another run's report: no gate.toml, no suite (see is_comment_mode)
         from gate.config import GateConfig
         from gate.run import RunRequest
@@ -140,9 +141,9 @@ def ci(
         config_path = req.config.source or config_path
     # the repository root as the runner checked it out (no git: comment mode must not run
     # it in a workspace a fork's files may be in)
-    root = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    from gate.github import CIEnvironment, CIOptions, CIOverrides
-    from gate.github._comment import default_comment_id
+    root = workspace() or Path.cwd()
+    from gate.ci import CIOptions, CIOverrides
+    from gate.github import CIEnvironment, default_comment_id
 
     env = CIEnvironment.from_environ()
     shown = progress()
@@ -178,8 +179,8 @@ def ci(
 
 
 def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
-    """gate ci's one library call (gate/github/_ci.py), loaded only when it runs."""
-    from gate.github import run_ci as run
+    """gate ci's one library call (gate/ci/), loaded only when it runs."""
+    from gate.ci import run_ci as run
 
     return run(opts, env)
 

@@ -178,10 +178,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         from gate._files import HISTORY_LIMIT, read_text
 
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
-    from gate.compare import judge
-    from gate.github import parse_history
+    from gate.ci import verdict  # as gate ci judges a PR
 
-    comparison = judge(baseline, results, settings, parse_history(history_text or ""))
+    comparison = verdict(baseline, results, settings, history_text or "")
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":
@@ -223,7 +222,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
 
 @contextlib.contextmanager
 def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
-    from gate.github import toplevel
+    from gate._git import toplevel
     from gate.yardstick import open_yardstick
 
     cfg = command_config(config_path)

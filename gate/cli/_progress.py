@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import IO, TYPE_CHECKING, Any
 
 from gate._files import printable
+from gate.github import in_actions
 from gate.report import dollars, rate
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class Progress:
             isatty = getattr(self.stream, "isatty", lambda: False)()
             live = bool(isatty) and not is_ci() and os.environ.get("TERM") != "dumb"
         self.live = live
-        self.github = (os.environ.get("GITHUB_ACTIONS") == "true") if github is None else github
+        self.github = in_actions() if github is None else github
         self.interval = interval
         self.total: int | None = None
         self.done = 0

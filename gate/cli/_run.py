@@ -80,15 +80,11 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
         return
     with contextlib.ExitStack() as stack:
         if base_ref:
-            from gate.github import toplevel
-            from gate.yardstick import open_yardstick
+            from gate.ci import measured_by  # as gate ci measures a PR
 
-            ys = stack.enter_context(open_yardstick(
-                req.config, root=toplevel(req.config.root), ref=base_ref,
-                tasks_override=req.tasks_dir))
+            ys, req = stack.enter_context(measured_by(req, base_ref))
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
-            req = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
         shown = progress()
 
         def start(results: Results, todo: int) -> None:

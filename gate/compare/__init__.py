@@ -23,7 +23,7 @@ from gate.compare._intervals import (
     change_interval,
     intervals,
 )
-from gate.compare._judge import judge
+from gate.compare._judge import judge, plain_runs
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -73,5 +73,6 @@ __all__ = [
     "effects",
     "intervals",
     "judge",
+    "plain_runs",
     "wilson",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gate.errors import GateError
 from gate.github._comment import label_added_by, render_note, user_permission
 from gate.github._rest import GitHubClient
-from gate.report._escape import code_span, md
+from gate.report import code_span, md
 
 
 @dataclass(frozen=True)

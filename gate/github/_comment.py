@@ -81,17 +81,17 @@ def comment_body(markdown: str, marker: str = MARKER) -> str:
 def render_body(template: str, **values: object) -> str:
     """A body the gate posts, from ``gate/templates``: the same environment as the report, so
     every value is escaped as untrusted text unless it is ``Markup``."""
-    from gate.report._render import _env
+    from gate.report import template_env
 
-    return _env().get_template(template).render(**values)
+    return template_env().get_template(template).render(**values)
 
 
 def render_note(name: str, **values: object) -> str:
     """One of the CI layer's one-line notes on a verdict: a macro of
     ``gate/templates/notes.md.j2``, escaped like every body."""
-    from gate.report._render import _env
+    from gate.report import template_env
 
-    return str(getattr(_env().get_template("notes.md.j2").module, name)(**values))
+    return str(getattr(template_env().get_template("notes.md.j2").module, name)(**values))
 
 
 def token_login(client: GitHubClient, configured: str = "") -> tuple[str, str]:

@@ -89,19 +89,17 @@ def artifact_url(env: CIEnvironment, artifact_id: str) -> str | None:
 def body_for(pending: PendingComment, env: CIEnvironment, artifact_id: str) -> str | None:
     """The comment's text: the verdict with the report's link, or (no verdict was written)
     that the gate stopped; None when there is nothing to post (a cancelled run)."""
-    from gate.report._render import _url
+    from gate.report import link_url, md
 
     if pending.state == "cancelled":
         return None
     if pending.state == "running" or pending.body is None:
-        from gate.report._escape import md
-
         return render_body("failure.md.j2", what="error", reason=md(STOPPED, 4000),
-                           run_url=_url(env.run_url))
+                           run_url=link_url(env.run_url))
     url = artifact_url(env, artifact_id)
     if url is None:
         return pending.body
-    footer = render_body("artifact.md.j2", url=_url(url), artifact=pending.artifact,
+    footer = render_body("artifact.md.j2", url=link_url(url), artifact=pending.artifact,
                          file=pending.html_name)
     return pending.body.rstrip("\n") + "\n\n" + footer.strip("\n") + "\n"
 

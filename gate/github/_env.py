@@ -168,3 +168,31 @@ class CIEnvironment(BaseModel):
         if pr and pr.head_repo and pr.head_repo.lower() != self.repository.lower():
             return pr.head_repo
         return None
+
+
+# ----- the few facts read before (or without) a whole CIEnvironment --------------------------
+# Each reads one variable, here, so that ``GITHUB_*`` is read in this module only.
+
+def _get(name: str, environ: Mapping[str, str] | None) -> str:
+    return (os.environ if environ is None else environ).get(name, "").strip()
+
+
+def in_actions(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this process runs as a GitHub Actions step (``GITHUB_ACTIONS=true``)."""
+    return _get("GITHUB_ACTIONS", environ) == "true"
+
+
+def actions_sha(environ: Mapping[str, str] | None = None) -> str:
+    """The commit the workflow runs on (``GITHUB_SHA``), "" outside Actions."""
+    return _get("GITHUB_SHA", environ)
+
+
+def event_name(environ: Mapping[str, str] | None = None) -> str:
+    """The event that started the workflow (``GITHUB_EVENT_NAME``), "" outside Actions."""
+    return _get("GITHUB_EVENT_NAME", environ)
+
+
+def workspace(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The checkout as the runner made it (``GITHUB_WORKSPACE``), None outside Actions."""
+    value = _get("GITHUB_WORKSPACE", environ)
+    return Path(value) if value else None

@@ -1,4 +1,5 @@
-"""Git for CI: the base branch's files, what a PR changed, and committing a refreshed baseline.
+"""Git for CI with the token: fetching the base and data branches, committing and pushing a
+refreshed baseline (plain, token-less reads are ``gate/_git.py``'s).
 
 A PR is judged against the baseline *of its base branch*, read with ``git show`` from the base
 ref, never from the PR's own checkout: a PR cannot move its own yardstick. CI checkouts are
@@ -16,51 +17,15 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from gate._git import base_env as _base_env
+from gate._git import git
+from gate._git import last_line as _last_line
 from gate.errors import BadInput
-from gate.secrets import scrubbed_env
 
 BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
-
-
-@dataclass(frozen=True)
-class GitResult:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def git(root: Path, *args: str, env: dict[str, str] | None = None,
-        timeout: float = 120.0) -> GitResult:
-    full_env = {**_base_env(), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    try:
-        p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                           timeout=timeout, env=full_env, check=False)
-    except FileNotFoundError:
-        raise BadInput("git is not installed: gate ci needs git to read the base branch") \
-            from None
-    except subprocess.TimeoutExpired:
-        return GitResult(124, "", f"git {args[0]} timed out")
-    return GitResult(p.returncode, p.stdout, p.stderr)
-
-
-def toplevel(cwd: Path) -> Path:
-    r = git(cwd, "rev-parse", "--show-toplevel")
-    if r.returncode != 0:
-        raise BadInput(f"{cwd}: not inside a git repository (gate ci needs the checkout's "
-                       "history: use actions/checkout first)")
-    return Path(r.stdout.strip())
-
-
-def repo_relative(root: Path, path: Path) -> str:
-    """``path`` relative to the repository root, in git's forward-slash form."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise BadInput(f"{path}: outside the git repository {root}") from None
 
 
 def remote_ref(base: str) -> str:
@@ -69,48 +34,22 @@ def remote_ref(base: str) -> str:
 
 def ensure_base_ref(root: Path, base: str, *, token: str | None = None,
                     server_url: str = "https://github.com") -> str:
-    """Make ``origin/<base>`` available (fetching one commit of it when absent); return it.
+    """Fetch ``origin/<base>`` as origin has it now, and return it.
 
-    The fetch authenticates with ``token`` itself: the documented workflows check out with
+    Always fetched, never an ``origin/<base>`` the checkout already has used as is: a reused
+    workspace, or a checkout made before the base moved on, would judge the PR by a stale
+    yardstick. One commit in a shallow checkout (as ``actions/checkout`` makes), the branch
+    in a full one (a shallow fetch would cut the history a merge base needs). The fetch
+    authenticates with ``token`` itself: the documented workflows check out with
     ``persist-credentials: false``, so no task finds a token in ``.git/config``."""
     ref = remote_ref(base)
-    if git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode != 0:
-        r = git(root, "fetch", "--no-tags", "--depth=1", "origin", f"+refs/heads/{base}:{ref}",
-                env=_auth_env(token, server_url))
-        if r.returncode != 0:
-            raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
-                           f"{_last_line(r.stderr)}")
+    shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    r = git(root, "fetch", "--no-tags", *(["--depth=1"] if shallow else []), "origin",
+            f"+refs/heads/{base}:{ref}", env=_auth_env(token, server_url))
+    if r.returncode != 0:
+        raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
+                       f"{_last_line(r.stderr)}")
     return ref
-
-
-def show_file(root: Path, ref: str, relpath: str) -> str | None:
-    """The file's text at ``ref``, or None when it does not exist there."""
-    r = git(root, "show", f"{ref}:{relpath}")
-    if r.returncode != 0:
-        return None
-    return r.stdout
-
-
-def pr_changes_file(root: Path, base_ref: str, relpath: str) -> bool | None:
-    """Whether the commits since the merge base change ``relpath``; None when git cannot tell.
-
-    Three dots: the PR's own changes, not whatever the base branch did since (a baseline
-    refresh on main after the PR branched must not count as "the PR edits baseline.json").
-    Shallow checkouts have no merge base; the caller then asks the API instead.
-    """
-    r = git(root, "diff", "--name-only", f"{base_ref}...HEAD", "--", relpath)
-    if r.returncode != 0:
-        return None
-    return relpath in r.stdout.splitlines()
-
-
-def pr_changed_files(root: Path, base_ref: str, relpath: str) -> list[str] | None:
-    """The files under ``relpath`` the commits since the merge base change (three dots, as
-    :func:`pr_changes_file`); None when git cannot tell (a shallow checkout)."""
-    r = git(root, "diff", "--name-only", f"{base_ref}...HEAD", "--", relpath or ".")
-    if r.returncode != 0:
-        return None
-    return [line for line in r.stdout.splitlines() if line]
 
 
 def config_state(root: Path) -> str:
@@ -172,18 +111,6 @@ def deepen(root: Path, branch: str, *, token: str | None, server_url: str) -> No
     shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
     git(root, "fetch", "--no-tags", *(["--unshallow"] if shallow else []), "origin",
         f"+refs/heads/{branch}:{remote_ref(branch)}", env=_auth_env(token, server_url))
-
-
-def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool | None:
-    """``git merge-base --is-ancestor``: True, False, or None when git cannot tell (a commit
-    is not in this clone)."""
-    r = git(root, "merge-base", "--is-ancestor", ancestor, descendant)
-    return {0: True, 1: False}.get(r.returncode)
-
-
-def head(root: Path) -> str | None:
-    r = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return r.stdout.strip() or None if r.returncode == 0 else None
 
 
 def commit_files(root: Path, parent: str | None, files: dict[str, str], message: str) -> str:
@@ -258,19 +185,6 @@ def _git_input(root: Path, args: list[str], text: str) -> str:
     return p.stdout.strip()
 
 
-def _base_env() -> dict[str, str]:
-    """The gate's environment without its credentials: git (and any hook or helper it runs)
-    is a process a task could read the environment of. Inherited ``GIT_CONFIG_*`` entries
-    (e.g. ``safe.directory`` in a container) stay whole: a ``GIT_CONFIG_KEY_<n>`` is a config
-    name, never a secret, and dropping one would break the group."""
-    env = scrubbed_env()
-    env.update({k: v for k, v in os.environ.items() if _CONFIG_KEY.fullmatch(k)})
-    return env
-
-
-_CONFIG_KEY = re.compile(r"GIT_CONFIG_KEY_\d+")
-
-
 def _auth_env(token: str | None, server_url: str) -> dict[str, str]:
     """``http.<server>/.extraheader`` via ``GIT_CONFIG_*`` (after any inherited entries):
     first reset (``actions/checkout`` may have set its own, and two Authorization headers
@@ -287,8 +201,3 @@ def _auth_env(token: str | None, server_url: str) -> dict[str, str]:
         f"GIT_CONFIG_KEY_{n + 1}": key,
         f"GIT_CONFIG_VALUE_{n + 1}": f"AUTHORIZATION: basic {basic}",
     }
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "(no output)"

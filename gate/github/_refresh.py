@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gate import _git as plain_git
 from gate._files import HISTORY_LIMIT, RESULTS_LIMIT, atomic_write_text
 from gate.baseline import dump_baseline, promote, same_agent
 from gate.errors import BadInput, GateError
@@ -190,12 +191,12 @@ class Refresh:
         ours, their = self.results.commit, theirs.commit
         newer = None
         if ours and their:
-            newer = _git.is_ancestor(self.root, their, ours)
+            newer = plain_git.is_ancestor(self.root, their, ours)
             if newer is None:  # a shallow checkout: ask again with the branch's history
                 self.guard()
                 _git.deepen(self.root, self.source_branch, token=self.token,
                             server_url=self.server_url)
-                newer = _git.is_ancestor(self.root, their, ours)
+                newer = plain_git.is_ancestor(self.root, their, ours)
         fp = theirs.agent.fingerprint[:12]
         if newer:
             self.log(f"gate ci: {self.place.name} holds another agent configuration's baseline "

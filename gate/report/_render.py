@@ -150,7 +150,7 @@ def _note(text: str) -> Markup:
     return Markup(text.replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def _url(url: str | None) -> Markup | None:
+def link_url(url: str | None) -> Markup | None:
     if not url or not url.startswith(("https://", "http://")):
         return None
     return Markup(quote(url, safe=":/?#&=%+,;~@!$*'"))
@@ -300,7 +300,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
                   "candidate": Markup(num(i.candidate))} for i in c.info],
         "method": _method(c),
         "trend": _trend(trend),
-        "run_url": _url(run_url),
+        "run_url": link_url(run_url),
         "gate_version": md(c.candidate.gate_version, 30),
     }
 

@@ -37,6 +37,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
+from gate.github import in_actions
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -315,7 +316,7 @@ class DockerSandboxProvider(SandboxProvider):
     def pull(self) -> bool:
         if self.options.pull is not None:
             return self.options.pull
-        return os.environ.get("GITHUB_ACTIONS") == "true"
+        return in_actions()
 
     def client(self) -> docker.DockerClient:
         with self._lock:

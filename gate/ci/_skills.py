@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate import _git
 from gate.config import GateConfig
 from gate.errors import BadInput
-from gate.github import _git
 from gate.results import Results, RunResult, Schedule, summarize
 from gate.run import RunRequest
 from gate.skills import (

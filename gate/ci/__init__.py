@@ -1,0 +1,47 @@
+"""``gate ci``: one CI job as stages over frozen data — event → plan → obtain → judge →
+publish (gate/ci/_run.py draws the pipeline). GitHub itself (REST, the Actions environment,
+outputs, the sticky and deferred comment, git with the token, the refresh's files) is
+``gate.github``'s: this package decides, that one talks.
+
+- ``find_event`` (``_event``): what kind of run this is, and what is refused; pure.
+- ``open_basis``/``make_plan`` (``_plan``): the base branch's yardstick and how the run is
+  judged; ``refresh_plan`` for main's refresh. No runs.
+- ``obtain`` (``_obtain``): the results, from a fresh run, sequential looks, a same-job A/B,
+  stored results, one shard or the merged shards.
+- ``judge`` (``_judge``) with ``_policy``: the verdict, the exit code, accept, budget, infra.
+- ``Publisher`` (``_publish``), ``refresh`` (``_refresh``), ``post_uploaded_report``
+  (``_comment``): what the job leaves behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gate.ci._event import Event, find_event
+    from gate.ci._options import CIOptions, CIOverrides
+    from gate.ci._plan import measured_by
+    from gate.ci._policy import check_budget, check_refresh_infra, outcome
+    from gate.ci._run import run_ci
+    from gate.ci._verdict import verdict
+
+#: each name's private module, loaded on first use (``gate compare`` needs the judge only)
+_WHERE = {
+    "Event": "_event", "find_event": "_event", "verdict": "_verdict",
+    "CIOptions": "_options", "CIOverrides": "_options", "measured_by": "_plan",
+    "check_budget": "_policy", "check_refresh_infra": "_policy", "outcome": "_policy",
+    "run_ci": "_run",
+}
+
+__all__ = ["CIOptions", "CIOverrides", "Event", "check_budget", "check_refresh_infra",
+           "find_event", "measured_by", "outcome", "run_ci", "verdict"]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'gate.ci' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"gate.ci.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,80 @@
+"""``comment`` (a ``workflow_run`` job): post the report a fork PR's run uploaded, on that PR.
+
+It runs with a write token next to files a fork wrote: it reads no gate.toml, runs nothing,
+and the report is read as a bounded regular file (never through a symlink, never a FIFO) and
+defused before it is posted. Whether a comment is created comes from the triggering run's
+conclusion (trusted), never from the report's text.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from gate.ci._context import Context
+from gate.ci._publish import Publisher
+from gate.errors import BadInput
+from gate.github import comment_mode, find_pr_for_run
+
+REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
+
+
+def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
+    """The comment mode's whole job; 0 whether or not there was anything to post."""
+    run = ctx.env.event.get("workflow_run")
+    assert isinstance(run, dict)  # the event stage refuses anything else
+    if run.get("event") != "pull_request":
+        ctx.log("gate ci: the triggering run was not for a pull request; nothing to do")
+        ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
+        return 0
+    if run.get("conclusion") == "cancelled":
+        # superseded by a newer push: its report (if any) is not the PR's current state
+        ctx.log("gate ci: the triggering run was cancelled; nothing to post")
+        ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
+        return 0
+    markdown = read_uploaded_report(ctx.opts.report_path)
+    head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
+    number = find_pr_for_run(ctx.github.client, head_repo or ctx.env.repository,
+                             str(run.get("head_branch") or ""), str(run.get("head_sha")))
+    if number is None:
+        ctx.io.warning("no open pull request matches the triggering run; no comment")
+        ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
+        return 0
+    # The artifact is the fork's to write: posted with our write token, it must not
+    # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
+    from gate.report import defuse_markdown
+
+    settings = publisher.settings
+    mode = comment_mode(settings)
+    create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
+    comment = ctx.github.pr_comment(number, publisher.comment_id, mode, settings.comment_author)
+    ref = comment.post(defuse_markdown(ctx.redact(markdown)), create=create)
+    ctx.io.set_outputs({"mode": "comment", "pr_number": number,
+                        "comment_url": ref.url if ref else "",
+                        "comment_id": ref.id if ref else ""})
+    return 0
+
+
+def read_uploaded_report(path: Path) -> str:
+    """The report a fork's run uploaded: a regular file, read as itself. Never followed through
+    a symlink (to a file of the runner's, posted with our write token), never a FIFO that
+    blocks the job, bounded, UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
+                       "run uploaded first)") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: not a regular file (a symlink?), not posted: "
+                       f"{exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadInput(f"{path}: not a regular file, not posted")
+        data = fh.read(REPORT_LIMIT + 1)
+    if len(data) > REPORT_LIMIT:
+        raise BadInput(f"{path}: larger than {REPORT_LIMIT:,} bytes, not posted")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None

@@ -1,0 +1,109 @@
+"""What every stage of one ``gate ci`` job shares, none of it steering the run: the options as
+given, the Actions environment, the outputs/annotations sink, the redactor, the job's GitHub
+session, and the traces of the runs as they land (the comment's evidence: nothing of the
+checkout is read once the suite is over).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate.ci._options import CIOptions
+from gate.errors import Unmeasurable
+from gate.github import ActionsIO, CIEnvironment, GitHubSession
+from gate.results import Results, RunResult
+from gate.run import RunRequest
+from gate.secrets import Redactor
+from gate.traces import Trace, landed_trace, results_traces
+
+NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
+          "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
+          "against the built-in simulator")
+
+
+def trace_key(run: RunResult) -> tuple[object, ...]:
+    return (run.arm, run.task, run.condition, run.replication)
+
+
+@dataclass(frozen=True)
+class Context:
+    opts: CIOptions
+    env: CIEnvironment
+    io: ActionsIO
+    redact: Redactor
+    github: GitHubSession
+    # each run's trace, read from its transcript as it lands (gate/traces.py)
+    landed: dict[tuple[object, ...], Trace] = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, opts: CIOptions, env: CIEnvironment, io: ActionsIO | None) -> Context:
+        redact = Redactor(env.secrets)
+        io = io or ActionsIO(env.output, env.step_summary, redact=redact)
+        return cls(opts, env, io, redact, GitHubSession(env, lambda line: opts.log(redact(line))))
+
+    def log(self, line: str) -> None:
+        self.opts.log(self.redact(line))
+
+    def land(self, run: RunResult) -> None:
+        """Every run as it finishes: its trace kept, then the caller's ``on_result``."""
+        trace = landed_trace(run, redact=self.redact)
+        if trace is not None:
+            self.landed[trace_key(run)] = trace
+        if self.opts.on_result is not None:
+            self.opts.on_result(run)
+
+    def traces(self, results: Results, path: Path) -> list[Trace]:
+        """The traces of ``results``' runs: as they landed in this job, else (stored results,
+        re-judged or merged: no suite ran here) from the transcripts beside ``path``."""
+        if any(trace_key(r) in self.landed for r in results.runs):
+            return [self.landed[k] for r in results.runs
+                    if (k := trace_key(r)) in self.landed]
+        return results_traces(results, path, redact=self.redact)
+
+    @property
+    def token(self) -> str | None:
+        return self.env.token.get_secret_value() if self.env.token else None
+
+    def agent_kind(self, req: RunRequest) -> str:
+        return req.agent_kind or req.config.agent.kind
+
+    def needs_key(self, req: RunRequest) -> bool:
+        from gate.agents import agent_kind
+
+        return agent_kind(self.agent_kind(req)).uses_model and not getattr(req, "sim", False)
+
+    def run_request(self, req: RunRequest) -> RunRequest:
+        """``req`` checked for a key, seeded per CI run under the simulator."""
+        if self.needs_key(req) and self.env.anthropic_api_key is None:
+            raise Unmeasurable(NO_KEY)
+        if req.sim and req.seed is None and self.env.run_id.isdigit():
+            # Each CI run is a fresh sample, as with a real model: repeated refreshes of main
+            # must not pool identical copies of one simulated run into the baseline.
+            req = dataclasses.replace(req, seed=int(self.env.run_id) % 2**31)
+        self.log(f"gate ci: running the suite ({self.agent_kind(req)} agent"
+                 + (f", simulator seed {req.seed or 0}" if req.sim else "") + ")")
+        return req
+
+    def outputs_for(self, results: Results | None, output: Path) -> dict[str, object]:
+        """The run's numbers as step outputs (the suite's runs: a skill condition's runs are
+        the skill-effect check's)."""
+        from gate.compare import plain_runs
+
+        s = plain_runs(results).summary if results else None
+        return {
+            "pass_rate": num(s.pass_rate if s else None),
+            "passed": s.passed if s else "",
+            "total": s.total if s else "",
+            "errors": s.errors if s else "",
+            "mean_turns": num(s.mean_turns if s else None),
+            "cost_usd": num(s.cost_usd if s else None),
+            "cache_hit_rate": num(s.cache_hit_rate if s else None),
+            "model": results.model if results else "",
+            "results_path": str(output.resolve()) if results else "",
+        }
+
+
+def num(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"

@@ -1,0 +1,149 @@
+"""Stage 4, *judge*: ``compare.judge`` over the obtained results and the plan's baseline, then
+the policy (gate/ci/_policy.py: accept label, fail-on-regression, exit code), then the report
+the comment and the step summary show. Reads the PR's live labels and who set the accept
+label (adapters in gate.github); everything else is a function of the stages before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import Markup
+
+from gate.ci._context import Context
+from gate.ci._obtain import Obtained
+from gate.ci._plan import Plan, code
+from gate.ci._policy import outcome
+from gate.ci._verdict import verdict
+from gate.compare import Comparison
+from gate.errors import GateError
+from gate.github import PullRequestInfo, acceptance, parse_history, pr_labels, trend_entries
+from gate.results import Results
+from gate.traces import Trace, parse_sidecar
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A run judged against a baseline: everything the report, outputs and exit need."""
+
+    results: Results
+    baseline: Results
+    comparison: Comparison
+    exit_code: int
+    accepted: bool
+    baseline_edited: bool
+    notes: tuple[str, ...]
+    markdown: str
+    # the traces kept next to the baseline (the sidecar's text), for the HTML report's
+    # baseline runs that have no transcript here; None: none (or a same-job A/B's own runs)
+    baseline_traces: str | None
+    base_arm: Path | None  # a same-job A/B's base arm results file
+
+
+def judge(ctx: Context, plan: Plan, got: Obtained) -> Judgement:
+    """The verdict on this run, the job's exit code, and the report."""
+    history = None if got.by_ab else (plan.basis.ys.history_text or "")
+    comparison = verdict(got.baseline, got.results, plan.basis.config.gate, history)
+    return _finish(ctx, plan, got, comparison)
+
+
+def _finish(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison) -> Judgement:
+    """The verdict's policy on a PR (the accept label, fail-on-regression) and its report."""
+    from gate.report import render_markdown
+
+    pr, ys, settings = plan.pr, plan.basis.ys, plan.basis.settings
+    notes = [*plan.notes, *got.notes]
+    labels = _labels(ctx, pr) if pr is not None else []
+    accepted = (comparison.verdict == "regression" and pr is not None
+                and _accepted_by(ctx, pr, settings.accept_label, labels, notes) is not None)
+    policy = outcome(comparison, accepted=accepted,
+                     fail_on_regression=settings.fail_on_regression,
+                     accept_label=settings.accept_label, on_pr=pr is not None,
+                     label_code=code(settings.accept_label))
+    if policy.note is not None:
+        notes.append(policy.note)
+    text = ys.history_text
+    trend = [e.model_dump() for e in trend_entries(parse_history(text))] if text else None
+    ys.validate_changed_tasks()
+    for line in ys.lines(markdown=False):
+        ctx.log(f"gate ci: yardstick: {line}")
+    shown = comparison
+    if pr is not None and pr.head_sha:
+        # the PR's head commit, as its author knows it: not the merge commit under test,
+        # which a pull_request run checks out (refs/pull/N/merge) and no one has seen
+        shown = comparison.model_copy(update={
+            "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
+    markdown = render_markdown(shown, run_url=ctx.env.run_url, notes=tuple(notes),
+                               trend=trend, yardstick=ys.note(), mode=got.mode,
+                               evidence=_evidence(ctx, plan, got, comparison))
+    if policy.accepted:
+        markdown = accepted_title(markdown)
+    return Judgement(got.results, got.baseline, comparison, policy.exit_code, policy.accepted,
+                     plan.edited, tuple(notes), ctx.redact(markdown),
+                     ys.traces_text if not got.by_ab else None, got.base_arm)
+
+
+#: the report's title for a regression that a maintainer accepted: what the PR shows is not a
+#: blocking regression (the verdict, its numbers and the output ``verdict`` stay "regression")
+ACCEPTED_TITLE = "### ☑️ agent-gate: regression accepted"
+
+
+def accepted_title(markdown: str) -> str:
+    """``markdown`` (the report of a regression) titled as accepted: its first heading."""
+    head, sep, rest = markdown.partition("\n")
+    if head.startswith("### ") and "agent-gate:" in head:
+        return ACCEPTED_TITLE + sep + rest
+    return markdown
+
+
+def _evidence(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison
+              ) -> Markup | None:
+    """What the runs did (gate/evidence.py): this run's transcripts beside the traces kept
+    next to the baseline (or, in a same-job A/B, the base arm's own transcripts). It
+    explains the verdict and never changes it: a problem here leaves it out."""
+    from gate import evidence
+
+    try:
+        mine = ctx.traces(got.results, plan.basis.request.output)
+        theirs: list[Trace] | None = None
+        missing = None
+        if got.ab_base_path is not None:
+            theirs = ctx.traces(got.baseline, got.ab_base_path)
+        elif plan.basis.ys.traces_text is not None:
+            theirs = parse_sidecar(plan.basis.ys.traces_text)
+        else:
+            missing = ("No traces are kept next to this baseline yet (main's refresh keeps "
+                       "them from this version of the gate on): only this PR's runs are "
+                       "shown.")
+        return evidence.render(evidence.build(comparison, got.results, got.baseline, mine,
+                                              theirs, base_missing=missing))
+    except (GateError, OSError, ValueError) as exc:
+        ctx.io.warning(f"the comment's evidence was left out: {exc}")
+        return None
+
+
+def _labels(ctx: Context, pr: PullRequestInfo) -> list[str]:
+    """Live labels (a re-run after labelling has a stale payload); the payload's as a
+    fallback when the API cannot be asked."""
+    if ctx.env.token is None:
+        return list(pr.labels)
+    try:
+        return pr_labels(ctx.github.client, pr.number)
+    except GateError as exc:
+        ctx.io.warning(f"cannot read the PR's labels, using the event's: {exc}")
+        return list(pr.labels)
+
+
+def _accepted_by(ctx: Context, pr: PullRequestInfo, label: str, labels: list[str],
+                 notes: list[str]) -> str | None:
+    """Who accepted this regression with the accept label, or None (gate.github's
+    ``acceptance``); the label's note goes into ``notes``."""
+    result = acceptance(ctx.github.client, pr.number, label, labels)
+    if result.note:
+        notes.append(result.note)
+    if result.warning:
+        ctx.io.warning(ctx.redact(result.warning), title="agent-gate")
+    if result.log:
+        ctx.log(f"gate ci: {result.log}")
+    return result.who

@@ -1,0 +1,100 @@
+"""The gate's policy over a verdict, in one place: what exits with which code, what a budget
+stop means, how many infra errors a refresh tolerates, and when an accept label or
+``fail-on-regression = false`` turns a regression into a pass.
+
+The numbers come from ``gate.compare`` (the verdict, its infra check, its exit code); this
+module only decides what the job does with them. ``gate ci``, ``gate run --base-ref`` and
+``gate compare --base-ref`` read the same rules from here.
+
+Infra errors: the rule is compare's (docs/statistics.md): a judged run is inconclusive (exit
+3) when infra errors exceed ``max_infra_rate`` of either arm, or the candidate's infra rate is
+significantly higher (one-sided Fisher, p ≤ ``infra_alpha``). A refresh has no arm to compare
+with when it starts a baseline, so it applies the per-arm half, with compare's definition of
+the rate (errors over all of the arm's runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate._files import printable
+from gate.compare import Comparison
+from gate.errors import Unmeasurable
+from gate.github import render_note
+from gate.results import Results
+from gate.run import spend
+
+#: exit codes (README): the job's outcome, whoever computed it
+PASS, REGRESSION, BAD_INPUT, UNMEASURABLE = 0, 1, 2, 3
+
+
+def spent(results: Results) -> float:
+    """What a run's runs were billed, suite overhead included (what a budget counts)."""
+    return sum(spend(r) for r in results.runs)
+
+
+def check_budget(results: Results, what: str = "the suite's run") -> None:
+    """A run the budget stopped is a partial sample: not judged, never pooled (exit 3)."""
+    stop = results.interrupted
+    if stop is not None and stop.reason.startswith("budget"):
+        n = len(stop.missing)
+        raise Unmeasurable(f"{what} was stopped by the budget with {n} planned "
+                           f"run{'' if n == 1 else 's'} not started ({printable(stop.reason)}): a "
+                           "partial run is not judged and refreshes nothing; raise "
+                           "max-cost, or run fewer replications or tasks")
+
+
+def budget_note(results: Results) -> str | None:
+    """The comment's line on the job's budget, when it had one."""
+    budget = (results.model_extra or {}).get("budget")
+    if not isinstance(budget, dict) or budget.get("max_cost_usd") is None:
+        return None
+    forecast = budget.get("forecast_usd")
+    return render_note("budget", limit=f"{budget['max_cost_usd']:.4f}",
+                       spent=f"{spent(results):.4f}",
+                       forecast=f"{forecast:.4f}" if forecast is not None else "",
+                       basis=budget.get("forecast_basis") or "")
+
+
+def infra_rate(results: Results) -> float | None:
+    """Compare's infra rate of one arm: error runs over all its runs (None: no run at all)."""
+    s = results.summary
+    runs = s.total + s.errors
+    return s.errors / runs if runs else None
+
+
+def check_refresh_infra(results: Results, max_rate: float) -> None:
+    """A refresh pools only a measurable run: not one of infra errors only, nor one whose
+    infra rate is over the limit (exit 3, the baseline is not refreshed)."""
+    if results.summary.total == 0:
+        raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
+                           "not refreshed")
+    rate = infra_rate(results) or 0.0
+    if rate > max_rate:
+        raise Unmeasurable(f"{rate:.0%} of this refresh's runs were infra errors (limit "
+                           f"{max_rate:.0%}): the baseline was not refreshed")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the job does with a verdict: its exit code and the comment's policy note."""
+
+    exit_code: int
+    accepted: bool
+    note: str | None  # rendered: "not failing", "how to accept" (None: nothing to say)
+
+
+def outcome(comparison: Comparison, *, accepted: bool, fail_on_regression: bool,
+            accept_label: str, on_pr: bool, label_code: object = None) -> Outcome:
+    """The exit code of a judged run: compare's, unless an accepted regression (0) or one
+    that is not to fail the job (0, said in a note); a PR's regression says how to accept."""
+    code = int(comparison.exit_code)
+    if comparison.verdict != "regression":
+        return Outcome(code, False, None)
+    if accepted:
+        return Outcome(PASS, True, None)
+    if not fail_on_regression:
+        return Outcome(PASS, False, render_note("not_failing"))
+    if accept_label and on_pr:
+        return Outcome(code, False, render_note("how_to_accept", label=label_code))
+    return Outcome(code, False, None)

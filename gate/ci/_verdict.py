@@ -1,0 +1,21 @@
+"""The verdict of a judged run: ``compare.judge`` with main's history. Light on purpose (no
+runner, no GitHub client): ``gate compare --base-ref`` loads only this of ``gate ci``."""
+
+from __future__ import annotations
+
+from gate.compare import Comparison
+from gate.config import GateSettings
+from gate.github import parse_history
+from gate.results import Results
+
+
+def verdict(baseline: Results, results: Results, settings: GateSettings,
+            history_text: str | None) -> Comparison:
+    """``compare.judge`` with main's history (its drift guard): what ``gate ci`` and
+    ``gate compare --base-ref`` both call, so the answer is the same locally and in CI.
+    ``history_text`` None: no history (a same-job A/B has no drift to guard against)."""
+    from gate.compare import judge as compare_judge
+
+    if history_text is None:
+        return compare_judge(baseline, results, settings)
+    return compare_judge(baseline, results, settings, parse_history(history_text))

@@ -1,0 +1,47 @@
+"""Counts in the PR comment are said as a person would: "1 task", "2 tasks", never "task(s)".
+
+Rendered from the shipped templates themselves, with just the parts of their context that
+the counted lines need (the rest undefined, so left out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jinja2 import ChainableUndefined, Environment, PackageLoader
+
+from gate.ci._policy import check_budget
+from gate.errors import Unmeasurable
+from gate.results import Interruption
+
+
+def render(name: str, **context: Any) -> str:
+    env = Environment(loader=PackageLoader("gate", "templates"), trim_blocks=True,
+                      lstrip_blocks=True, undefined=ChainableUndefined)
+    return env.get_template(name).render(**context)
+
+
+ROW = {"task": "t", "baseline": "1/1", "candidate": "0/1", "p": "0.5", "change": "x",
+       "reasons": ""}
+
+
+@pytest.mark.parametrize(("n", "word"), [(1, "task"), (2, "tasks")])
+def test_hidden_and_noted_tasks_are_counted_in_words(n: int, word: str) -> None:
+    comment = render("comment.md.j2", task_rows=[ROW], tasks_hidden=n,
+                     behaviour_rows=[{"task": "t", "baseline": "", "candidate": ""}] * n)
+    assert f"_{n} more {word} not shown" in comment
+    assert f"Behaviour notes from verify ({n} {word};" in comment
+    evidence = render("evidence.md.j2", ev={"tasks": [], "hidden": n, "movers": []})
+    assert f"_{n} more regressed {word} not shown" in evidence
+    assert "(s)" not in comment + evidence
+
+
+@pytest.mark.parametrize(("n", "words"), [(1, "1 planned run not"), (3, "3 planned runs not")])
+def test_a_budget_stop_counts_its_runs_in_words(n: int, words: str) -> None:
+    from gate.results import Results
+
+    stopped = Results.model_construct(interrupted=Interruption.model_construct(
+        reason="budget: $1 spent", missing=[object()] * n))
+    with pytest.raises(Unmeasurable) as exc:
+        check_budget(stopped)
+    assert words in str(exc.value) and "(s)" not in str(exc.value)
