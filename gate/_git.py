@@ -16,13 +16,11 @@ from gate.errors import BadInput
 from gate.secrets import scrubbed_env
 
 
-def current_commit(cwd: str | Path | None = None) -> str | None:
-    """``GITHUB_SHA`` in Actions, else ``git rev-parse HEAD``, else None."""
-    from gate.github import actions_sha
-
-    sha = actions_sha()
-    if sha:
-        return sha
+def current_commit(cwd: str | Path | None = None, known: str | None = None) -> str | None:
+    """``known`` (the caller's: ``GITHUB_SHA`` in Actions), else ``git rev-parse HEAD``, else
+    None."""
+    if known:
+        return known
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10,
@@ -128,3 +126,21 @@ def base_env() -> dict[str, str]:
 def last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "(no output)"
+
+
+def show_bounded(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:
+    """The file's text at ``ref`` (None when absent there), refused past ``limit`` bytes
+    before it is read: the base branch's files are bounded like the working tree's."""
+    size = git(root, "cat-file", "-s", f"{ref}:{rel}")
+    if size.returncode != 0:
+        return None
+    if int(size.stdout.strip() or 0) > limit:
+        raise BadInput(f"{rel} on {label}: larger than {limit:,} bytes")
+    shown = subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=root, capture_output=True,
+                           timeout=120, check=False)
+    if shown.returncode != 0:
+        return None
+    try:
+        return shown.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{rel} on {label}: not UTF-8 text") from None

@@ -30,6 +30,7 @@ from gate.config import GateConfig
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
 from gate.fingerprint import fingerprint, fingerprint_parts
+from gate.github import actions_sha, in_actions
 from gate.meter import METERING
 from gate.results import (
     AgentInfo,
@@ -222,7 +223,8 @@ def _prepare(req: RunRequest) -> _Prepared:
     kind = req.agent_kind or cfg.agent.kind
     spec = resolve_names(cfg, kind)
     cancel = threading.Event()
-    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel)
+    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
+                               registry=in_actions())
     # tasks this sandbox cannot run (a container task without an engine) are reported
     suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox)
     if not suite.tasks:
@@ -233,7 +235,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     if req.model:
         cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
     stem = req.output.with_name(req.output.stem)
-    commit = current_commit(cfg.root)
+    commit = current_commit(cfg.root, actions_sha())
     options = RunOptions(
         verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
         max_turns=cfg.agent.max_turns, commit=commit,

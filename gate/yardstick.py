@@ -28,6 +28,7 @@ from gate import _git
 from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
+from gate.github import in_actions
 from gate.results import Results
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
@@ -125,7 +126,8 @@ class Yardstick:
         if not picked:
             return
         pr_cfg = self.config.suite
-        with suite_sandboxes(pr_cfg) as provider:  # the base's [suite] says where tasks run
+        # the base's [suite] says where tasks run
+        with suite_sandboxes(pr_cfg, registry=in_actions()) as provider:
             checks = validate_suite(Suite(root=suite.root, tasks=picked), provider=provider,
                                     options=RunOptions(verify_timeout=pr_cfg.verify_timeout,
                                                        task_timeout=pr_cfg.task_timeout))
@@ -236,7 +238,7 @@ def open_yardstick(cfg: GateConfig, *, root: Path, ref: str, label: str | None =
     # the path as named in the checkout: a symlink the PR planted must not point elsewhere
     parent = _git.repo_relative(root, source.parent)
     config_rel = source.name if parent == "." else f"{parent}/{source.name}"
-    base_text = show_bounded(root, ref, config_rel, CONFIG_LIMIT, label)
+    base_text = _git.show_bounded(root, ref, config_rel, CONFIG_LIMIT, label)
     where = f"{config_rel} on {label}"
     base = (parse_config(base_text, where=where, root=cfg.root) if base_text is not None
             else GateConfig(root=cfg.root))
@@ -299,9 +301,9 @@ def local_sources(root: Path, ref: str, label: str) -> Sources:
 def _read_baseline(root: Path, sources: Iterator[BaselineSource], baseline_rel: str,
                    history_rel: str) -> tuple[BaselineSource, str, str | None] | None:
     for src in sources:
-        text = show_bounded(root, src.ref, src.prefix + baseline_rel, RESULTS_LIMIT, src.label)
+        text = _git.show_bounded(root, src.ref, src.prefix + baseline_rel, RESULTS_LIMIT, src.label)
         if text is not None:
-            return src, text, show_bounded(root, src.ref, src.prefix + history_rel,
+            return src, text, _git.show_bounded(root, src.ref, src.prefix + history_rel,
                                            HISTORY_LIMIT, src.label)
     return None
 
@@ -312,28 +314,10 @@ def _read_traces(root: Path, src: BaselineSource, baseline_rel: str) -> str | No
     from gate.traces import SIDECAR_LIMIT, sidecar_rel
 
     try:
-        return show_bounded(root, src.ref, src.prefix + sidecar_rel(baseline_rel),
+        return _git.show_bounded(root, src.ref, src.prefix + sidecar_rel(baseline_rel),
                             SIDECAR_LIMIT, src.label)
     except BadInput:
         return None
-
-
-def show_bounded(root: Path, ref: str, rel: str, limit: int, label: str) -> str | None:
-    """The file's text at ``ref`` (None when absent there), refused past ``limit`` bytes
-    before it is read: the base branch's files are bounded like the working tree's."""
-    size = _git.git(root, "cat-file", "-s", f"{ref}:{rel}")
-    if size.returncode != 0:
-        return None
-    if int(size.stdout.strip() or 0) > limit:
-        raise BadInput(f"{rel} on {label}: larger than {limit:,} bytes")
-    shown = subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=root, capture_output=True,
-                           timeout=120, check=False)
-    if shown.returncode != 0:
-        return None
-    try:
-        return shown.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"{rel} on {label}: not UTF-8 text") from None
 
 
 def archive(root: Path, ref: str, dest: Path, *paths: str) -> str | None:

@@ -34,6 +34,7 @@ from gate.github import (
 )
 from gate.report import md
 from gate.results import Results, parse_results
+from gate.sandbox import assert_no_task_alive
 from gate.traces import Trace, parse_sidecar, pooled_sidecar
 
 
@@ -114,6 +115,7 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
     assert place is not None
 
     def guard() -> None:
+        assert_no_task_alive()  # a process of a run still alive: never push or fetch with it
         if config_state(root) != plan.git_state:
             raise Unmeasurable(
                 "the checkout's git configuration changed while the suite ran (.git/config, "

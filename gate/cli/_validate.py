@@ -25,6 +25,8 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
 
     Exit 1 if any task is broken, 0 if all are sound, 2 if the suite has no task at all.
     """
+    from gate.github import in_actions
+
     cfg = load_config(config_path)
     root = Path(tasks_dir) if tasks_dir else cfg.path(cfg.suite.tasks)
     suite = load_suite(root, task_ids or None)
@@ -32,7 +34,7 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
         raise BadInput(f"{root}: no task found to validate (a task is a directory with "
                        "task.md and verify.sh, or a Harbor task with instruction.md)")
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
-    with suite_sandboxes(cfg.suite) as provider:
+    with suite_sandboxes(cfg.suite, registry=in_actions()) as provider:
         checks = validate_suite(suite, provider=provider, options=opts)
     rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]
             for c in checks]

@@ -37,7 +37,6 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from gate.github import in_actions
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -314,9 +313,7 @@ class DockerSandboxProvider(SandboxProvider):
 
     @property
     def pull(self) -> bool:
-        if self.options.pull is not None:
-            return self.options.pull
-        return in_actions()
+        return bool(self.options.pull)  # None: no registry known to be reachable
 
     def client(self) -> docker.DockerClient:
         with self._lock:

@@ -82,10 +82,14 @@ def open_provider(name: str, options: SandboxOptions) -> SandboxProvider:
 
 
 def suite_sandboxes(suite: SuiteConfig, *, keep: bool = False,
-                    cancel: threading.Event | None = None) -> SandboxProvider:
-    """The provider ``[suite]`` of gate.toml asks for (``sandbox``, ``image``, ``pull``)."""
+                    cancel: threading.Event | None = None,
+                    registry: bool = False) -> SandboxProvider:
+    """The provider ``[suite]`` of gate.toml asks for (``sandbox``, ``image``, ``pull``).
+    ``registry``: whether an image registry is reachable (the caller knows: in Actions it
+    is), the default for ``pull`` when ``[suite]`` does not say."""
+    pull = suite.pull if suite.pull is not None else registry
     return open_provider(suite.sandbox, SandboxOptions(keep=keep, cancel=cancel,
-                                                       image=suite.image, pull=suite.pull))
+                                                       image=suite.image, pull=pull))
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,
