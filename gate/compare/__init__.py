@@ -18,11 +18,14 @@ from gate.compare._model import (
     MetricResult,
     PassRateTest,
     Power,
+    Resolution,
     ScheduleCheck,
     SuiteChanges,
     TaskChange,
+    TestReach,
     Verdict,
 )
+from gate.compare._resolution import resolution_with_runs
 
 __all__ = [
     "AgentChange",
@@ -34,12 +37,15 @@ __all__ = [
     "MetricResult",
     "PassRateTest",
     "Power",
+    "Resolution",
     "ScheduleCheck",
     "SuiteChanges",
     "TaskChange",
+    "TestReach",
     "Verdict",
     "apply_drift_guard",
     "compare",
     "drift_guard",
     "judge",
+    "resolution_with_runs",
 ]

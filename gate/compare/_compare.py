@@ -12,7 +12,7 @@ from statistics import median
 
 import numpy as np
 
-from gate.compare import _stats
+from gate.compare import _resolution, _stats
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -23,6 +23,7 @@ from gate.compare._model import (
     MetricResult,
     PassRateTest,
     Power,
+    Resolution,
     ScheduleCheck,
     SuiteChanges,
     TaskChange,
@@ -368,6 +369,12 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
 
+    # ---- what the design could have detected (gate/compare/_resolution.py) -------------------
+    resolution = (_resolution.resolution(
+        b_arr, nb_arr, nc_arr, metrics, alpha=alpha, metric_threshold=m_alpha,
+        permutations=settings.permutations, cache_hit_margin=settings.cache_hit_margin)
+        if compared else None)
+
     # ---- verdict ------------------------------------------------------------------------------
     blocking = [m for m in metrics if m.blocks]
     verdict: Verdict
@@ -383,6 +390,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         verdict, reasons = "inconclusive", inconclusive
     else:
         verdict, reasons = "pass", []
+    verdict, reasons = _blind_verdict(verdict, reasons, resolution)
     suite = SuiteChanges(
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
@@ -395,7 +403,18 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
+        resolution=resolution,
     )
+
+
+def _blind_verdict(verdict: Verdict, reasons: list[str],
+                   resolution: Resolution | None) -> tuple[Verdict, list[str]]:
+    """A comparison that could not have blocked even a collapse is never a pass: what would
+    have been one is inconclusive, saying why and what would fix it. A regression stands (it
+    is evidence); an inconclusive verdict gains the reason."""
+    if resolution is None or resolution.detectable or verdict == "regression":
+        return verdict, reasons
+    return "inconclusive", [*reasons, resolution.statement]
 
 
 def _p(p: float | None) -> str:
