@@ -42,7 +42,7 @@ def _pass_reach(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, alpha: float) -> 
 
 
 def _p(x: float) -> str:
-    return f"{x:.2g}" if x >= 1e-4 else "< 0.0001"
+    return f"{x:.2g}"
 
 
 def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[MetricResult],
@@ -149,17 +149,15 @@ def _design(shapes: Sequence[tuple[int, int]]) -> str:
 
 def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],
                shapes: Sequence[tuple[int, int]], runs: int | None, tasks: int | None) -> str:
-    if not blind:
-        floors = "; ".join(f"{_LABEL[t.metric]} p ≥ {_p(t.min_p)} (blocks at ≤ {t.threshold:g})"
-                           for t in tests if t.min_p is not None and t.threshold is not None)
-        return (f"Resolution: with {_design(shapes)} every gating test could have blocked"
-                + (f" (smallest reachable {floors})." if floors else "."))
     groups: dict[tuple[float, float], list[TestReach]] = {}
     for t in tests:
-        if t.metric in blind and t.min_p is not None and t.threshold is not None:
+        if (t.metric in blind or not blind) and t.min_p is not None and t.threshold is not None:
             groups.setdefault((t.min_p, t.threshold), []).append(t)
     parts = [f"{', '.join(_LABEL[t.metric] for t in ts)} p ≥ {_p(mp)} (blocks at ≤ {thr:g})"
              for (mp, thr), ts in groups.items()]
+    if not blind:
+        return (f"Resolution: with {_design(shapes)}, every gating test could have blocked"
+                + (f": the smallest reachable {'; '.join(parts)}." if parts else "."))
     return (f"this comparison could not have detected a regression: with {_design(shapes)}, "
             f"even the most extreme outcome (every run failing, cost doubled, the cache "
             f"broken) gives {'; '.join(parts)}. It needs {_fix_text(runs, tasks, shapes)}")
