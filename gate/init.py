@@ -123,7 +123,8 @@ def _render(template: str, branch: str, action: str = DEFAULT_ACTION) -> str:
 
 
 #: ``uses:`` of a repository action: owner/name[/path]@ref, nothing YAML or a shell would read
-_ACTION_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[A-Za-z0-9_./-]+$|^\./[A-Za-z0-9_./-]*$")
+_ACTION_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[A-Za-z0-9_./-]+$"
+                         r"|^\./[A-Za-z0-9_./-]*$")
 
 
 def _check_action(action: str) -> str:

@@ -111,17 +111,20 @@ def _fix(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricNa
     the fewest tasks (at today's runs per task, tasks like today's), that reach every blind
     test's threshold; None where no such number up to the limits exists."""
     rates = b / np.maximum(nb, 1)
-    kw = {"alpha": alpha, "metric_threshold": metric_threshold, "permutations": permutations}
+    def reaches(b_: np.ndarray, nb_: np.ndarray, nc_: np.ndarray) -> bool:
+        return _reaches(b_, nb_, nc_, blind, alpha=alpha, metric_threshold=metric_threshold,
+                        permutations=permutations)
+
     runs = None
     for k in range(1, MAX_SUGGESTED_RUNS + 1):
         kk = np.full(len(b), k, dtype=np.int64)
-        if _reaches(np.rint(rates * k).astype(np.int64), kk, kk, blind, **kw):
+        if reaches(np.rint(rates * k).astype(np.int64), kk, kk):
             runs = k
             break
     tasks = None
     for n in range(len(b) + 1, 20 * max(1, len(b)) + 1):
         idx = np.arange(n) % len(b)
-        if _reaches(b[idx], nb[idx], nc[idx], blind, **kw):
+        if reaches(b[idx], nb[idx], nc[idx]):
             tasks = n
             break
     return runs, tasks
