@@ -18,10 +18,13 @@ from gate.init import DEFAULT_ACTION, init_repository
               help="What the workflows' `uses:` names: where you keep this action, best "
                    "pinned at a commit SHA.")
 def init_cmd(directory: Path, branch: str | None, action: str) -> None:
-    """Adopt the gate in an existing repository: a commented gate.toml, the agent's system
-    prompt, one example task, the PR + main workflows (actions pinned by SHA, dependabot
-    keeping them current) and the results' .gitignore lines. Never overwrites a file: exit 2
-    naming the first that exists (an existing .gitignore gets the lines appended)."""
+    """Adopt the gate in an existing repository: a commented gate.toml, one example task and
+    the PR + main workflows.
+
+    Also the agent's system prompt (agent/system.md), .github/dependabot.yml keeping the
+    workflows' SHA-pinned actions current, and the results' .gitignore lines. Never overwrites
+    a file: exit 2 naming the first that exists (an existing .gitignore gets the lines
+    appended, an existing dependabot.yml is kept)."""
     result = init_repository(directory, branch=branch, action=action)
     for path in result.written:
         click.echo(f"wrote {path.relative_to(result.root)}")
