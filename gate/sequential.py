@@ -94,10 +94,14 @@ class SequentialOutcome:
 
 
 def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
-                   on_result: Callable[[RunResult], None] | None = None) -> SequentialOutcome:
+                   on_result: Callable[[RunResult], None] | None = None,
+                   on_start: Callable[[Results, int], None] | None = None) -> SequentialOutcome:
+    """Run the looks (module docstring); ``on_result`` / ``on_start`` go to each look's
+    ``run_suite`` (``on_start`` once per look, before its first run: what it prepares is in
+    memory before any agent runs)."""
     first = dataclasses.replace(req, replications=settings.sequential_first,
                                 sequential=[settings.sequential_first])
-    results = run_suite(first, on_result)
+    results = run_suite(first, on_result, on_start=on_start)
     comparison = judge(baseline, results, settings)  # the looks are recorded: half levels
     step = first_look(comparison, settings.sequential_pass_p)
     p = decisive_p(comparison)
@@ -112,7 +116,7 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
                                first_replication=settings.sequential_first,
                                keep_runs=list(results.runs),
                                sequential=[settings.sequential_first, extra])
-    results = run_suite(more, on_result)
+    results = run_suite(more, on_result, on_start=on_start)
     comparison = judge(baseline, results, settings)
     total = settings.sequential_first + extra
     return SequentialOutcome(results, comparison, 2, (

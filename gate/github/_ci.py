@@ -422,7 +422,7 @@ class _CI:
 
             # the looks are recorded in the results file: the judge applies α/2 from there
             results = run_sequential(self.run_request(), baseline, self.cfg.gate,
-                                     self.opts.on_result).results
+                                     self.opts.on_result, self.opts.on_start).results
         else:
             results = self.run_suite()
         if self.merged is None and self.opts.rejudge is None:
