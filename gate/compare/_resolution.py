@@ -159,8 +159,10 @@ def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],
     parts = [f"{', '.join(_LABEL[t.metric] for t in ts)} p ≥ {_p(mp)} (blocks at ≤ {thr:g})"
              for (mp, thr), ts in groups.items()]
     if not blind:
+        notes = "".join(f" {_LABEL[t.metric][:1].upper()}{_LABEL[t.metric][1:]}: {t.note}."
+                        for t in tests if t.note)
         return (f"Resolution: with {_design(shapes)}, every gating test could have blocked"
-                + (f": the smallest reachable {'; '.join(parts)}." if parts else "."))
+                + (f": the smallest reachable {'; '.join(parts)}." if parts else ".") + notes)
     return (f"this comparison could not have detected a regression: with {_design(shapes)}, "
             f"even the most extreme outcome (every run failing, cost doubled, the cache "
             f"broken) gives {'; '.join(parts)}. It needs {_fix_text(runs, tasks, shapes)}")
