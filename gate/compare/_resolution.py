@@ -76,8 +76,9 @@ def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[
         if name == "cache_hit_rate" and m.baseline is not None and m.baseline < cache_hit_margin:
             tests.append(TestReach(
                 metric=name, min_p=None, threshold=None, reachable=True, effect=_EFFECT[name],
-                note=(f"the baseline's cache-hit rate is {m.baseline * 100:.1f} %: nothing "
-                      "cached to lose (a prompt below the model's minimum cacheable length "
+                note=(f"the baseline's cache-hit rate is {m.baseline * 100:.1f} %, less "
+                      f"than the {cache_hit_margin * 100:g} points a regression must lose: "
+                      "nothing to break (a prompt below the model's minimum cacheable length "
                       "caches nothing)")))
             continue
         tests.append(TestReach(metric=name, min_p=floor, threshold=metric_threshold,
