@@ -239,3 +239,15 @@ def test_a_baseline_from_uncommitted_changes_is_shown_as_such() -> None:
     assert any("uncommitted changes" in n for n in c.notes)
     assert not any("uncommitted" in n for n in judge(base, _one_task(6, 6, seed=1),
                                                       SETTINGS).notes)
+
+
+def test_the_comment_says_what_the_comparison_could_have_detected() -> None:
+    from gate.report import render_markdown
+
+    base = _one_task(6, 6)
+    passed = render_markdown(compare(base, _one_task(6, 6, seed=1), SETTINGS))
+    assert "Resolution: with 6 runs per task against a 6-run baseline on 1 task" in passed
+    blind = render_markdown(compare(_one_task(3, 3), _one_task(0, 3, seed=1), SETTINGS))
+    assert "agent-gate: inconclusive" in blind
+    assert "could not have detected a regression" in blind.split("\n\n")[1]  # the headline
+    assert "Resolution: with" not in blind  # said once, in the headline
