@@ -199,9 +199,90 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
     target = Path(baseline_path)
     baseline = load_results(target, "baseline") if target.exists() else None
     new, message = promote(results, baseline, pool_size=pool_size)
-    if new is not baseline:
-        write_results(target, new)
+    if new is baseline:
+        return message
+    dirty = uncommitted_changes(Path(results_path), results.commit,
+                                ignore=(Path(results_path), target))
+    new = with_uncommitted(new, baseline, results, dirty)
+    write_results(target, new)
+    if dirty is not None:
+        message += (f"; marked as made from a working tree with uncommitted changes ({dirty}): "
+                    "commit them and promote a new run for a baseline whose commit is what it "
+                    "measured")
+    if results.model.endswith(SIMULATOR_LABEL):
+        message += ("; these are the simulator's runs: this baseline judges only `--sim` runs "
+                    "(a run through the API is inconclusive against it, and real runs never "
+                    "pool with it)")
     return message
+
+
+SIMULATOR_LABEL = "(simulator)"  # gate run --sim labels its model so (gate/run.py)
+
+
+def uncommitted_changes(results_path: Path, commit: str | None, *,
+                        ignore: tuple[Path, ...] = ()) -> str | None:
+    """Why the run's checkout was not its commit, or None when it was (or git cannot say).
+
+    Read when ``gate baseline`` promotes a run in the checkout it ran in (``commit`` is HEAD
+    there): any changed or untracked file except the results file, its journal and transcripts,
+    and the baseline. No commit at all (a repository with no commit yet) is uncommitted too."""
+    import subprocess
+
+    from gate.secrets import scrubbed_env
+
+    where = results_path.resolve().parent
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True,
+                                  timeout=30, check=False, env=scrubbed_env())
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or top.returncode != 0:
+        return None  # not in a git checkout: nothing to say
+    if commit is None:
+        return "no commit: the repository has none yet, or the run recorded none"
+    head = git("rev-parse", "HEAD")
+    if head is None or head.returncode != 0 or head.stdout.strip() != commit:
+        return None  # promoted elsewhere than it ran: the checkout here says nothing about it
+    status = git("status", "--porcelain", "-z", "--untracked-files=all")
+    if status is None or status.returncode != 0:
+        return None
+    root = Path(top.stdout.strip())
+    skip = {p.resolve() for p in ignore}
+    stems = [p.resolve().with_suffix("") for p in ignore]
+    changed = []
+    for entry in status.stdout.split("\0"):
+        if len(entry) < 4:
+            continue
+        path = (root / entry[3:]).resolve()
+        if path in skip or any(str(path).startswith(f"{stem}.") for stem in stems):
+            continue
+        changed.append(entry[3:])
+    if not changed:
+        return None
+    return (f"{len(changed)} file{'s' if len(changed) != 1 else ''} differ from "
+            f"{commit[:12]}, e.g. {changed[0]}")
+
+
+def with_uncommitted(new: Results, old: Results | None, results: Results,
+                     dirty: str | None) -> Results:
+    """``new`` with its ``uncommitted`` marks: the old baseline's that still have runs in it,
+    and this refresh's when ``dirty``. A list of ``{commit, created_at, why}``; absent when
+    every refresh in the baseline came from a clean checkout."""
+    marks = [m for m in ((old.model_extra or {}).get("uncommitted") or [] if old is not None
+                         and old.agent.fingerprint == new.agent.fingerprint else [])
+             if isinstance(m, dict)]
+    if dirty is not None:
+        marks.append({"commit": results.commit, "created_at": results.created_at, "why": dirty})
+    present = {r.refresh or r.created_at for r in new.runs}
+    marks = [m for m in marks if m.get("created_at") in present]
+    data = new.model_dump(mode="json")
+    data.pop("uncommitted", None)
+    if marks:
+        data["uncommitted"] = marks
+    return Results.model_validate(data)
 
 
 def dump_baseline(baseline: Results) -> str:

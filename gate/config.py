@@ -96,7 +96,7 @@ class GateSettings(_Strict):
     pool_size: int = Field(default=20, gt=0)
     # Sequential PR runs: `first` runs per task; block if p ≤ α/2, pass if p > pass_p;
     # otherwise `more` runs and a decision on all of them at α/2 (docs/statistics.md).
-    sequential: bool = False
+    sequential: bool = True
     sequential_first: int = Field(default=2, gt=0)
     sequential_more: int = Field(default=3, gt=0)
     sequential_pass_p: float = Field(default=0.25, gt=0, lt=1)

@@ -1,15 +1,24 @@
 """``gate init``: adopt the gate in an existing repository with one command.
 
-Writes a commented ``gate.toml``, one example task in the suite layout (``setup.sh``,
-``task.md``, ``verify.sh``, ``task.toml``, ``solution/solve.sh``) and the two workflows (the PR
-check and the baseline refresh on the default branch). It never overwrites: when any file it
-would write exists, it writes nothing and names the file (exit 2). The files come from
-``gate/templates/init``; the workflows name the repository's default branch.
+Writes what a careful maintainer would merge: a commented ``gate.toml`` whose suite can block
+a collapse of its example task out of the box (6 runs per task: docs/statistics.md,
+"Resolution"), the agent's system prompt (``agent/system.md``, long enough to be cached), one
+example task in the suite layout (``setup.sh``, ``task.md``, ``verify.sh``, ``task.toml``,
+``solution/solve.sh``), the two workflows (the PR check; the baseline refresh on the default
+branch, kept on the data branch), with actions pinned by commit SHA and
+``.github/dependabot.yml`` keeping them current, and the results' entries in ``.gitignore``.
+
+It never overwrites: when any file it would write exists, it writes nothing and names the file
+(exit 2). Two files are shared with the rest of a repository and handled gently: an existing
+``.gitignore`` gets the gate's lines appended (once), an existing ``.github/dependabot.yml`` is
+left alone and the next steps say what to add. The files come from ``gate/templates/init``;
+the workflows name the repository's default branch and the action's ``uses:`` reference.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from importlib import resources
@@ -20,10 +29,16 @@ import jinja2
 from gate.errors import BadInput
 
 EXAMPLE_TASK = "example-count-words"
+#: what the workflows' ``uses:`` names unless ``--action`` says otherwise: where this action
+#: lives (a repository with its action.yml at the root), best pinned at a commit SHA
+DEFAULT_ACTION = "agent-gate/agent-gate@v1"
 _TEMPLATES = "templates/init"
+_GITIGNORE = ".gitignore"
+_DEPENDABOT = ".github/dependabot.yml"
 # (template, destination relative to the repository root, executable)
 _FILES: tuple[tuple[str, str, bool], ...] = (
     ("gate.toml", "gate.toml", False),
+    ("agent/system.md", "agent/system.md", False),
     ("task/task.md", f"tasks/{EXAMPLE_TASK}/task.md", False),
     ("task/task.toml", f"tasks/{EXAMPLE_TASK}/task.toml", False),
     ("task/setup.sh", f"tasks/{EXAMPLE_TASK}/setup.sh", True),
@@ -32,6 +47,9 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("workflows/agent-gate.yml", ".github/workflows/agent-gate.yml", False),
     ("workflows/agent-gate-main.yml", ".github/workflows/agent-gate-main.yml", False),
 )
+# shared with the rest of the repository: appended to / left alone when they exist
+_SHARED: tuple[tuple[str, str], ...] = (("gitignore", _GITIGNORE),
+                                         ("dependabot.yml", _DEPENDABOT))
 
 
 @dataclass(frozen=True)
@@ -39,24 +57,41 @@ class InitResult:
     root: Path
     written: tuple[Path, ...]
     branch: str
+    appended: tuple[Path, ...] = ()  # shared files the gate's lines were added to
+    kept: tuple[Path, ...] = ()  # shared files left alone (they exist)
 
     def next_steps(self) -> str:
+        dependabot = "" if not self.kept else (
+            f"\n  Your {_DEPENDABOT} was left alone: add the github-actions ecosystem to it "
+            "(directory /) so the\n  SHA-pinned actions of the workflows stay current.\n")
         return f"""\
 Next steps:
-  1. gate validate                      # the example task is sound: verify.sh fails untouched,
-                                        # passes after solution/solve.sh
-  2. gate run --sim --agent oracle      # a first run, no model and no key
-     gate run --sim                     # the agent in gate.toml, on the built-in simulator
-  3. Replace tasks/{EXAMPLE_TASK} with tasks from your own project, and point [agent] in
-     gate.toml at your agent (its model, system prompt, tools, or your own command).
-  4. Make the first baseline and commit it with the rest:
-       gate run && gate baseline results.json     # needs ANTHROPIC_API_KEY
-       git add gate.toml tasks .github/workflows baseline.json && git commit
-     (or push without one: the refresh on {self.branch} writes it; until then each PR is
-     judged by a same-job A/B against its base commit's agent, at twice the cost)
-  5. Add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions),
-     push to {self.branch}, and open a pull request: the check comments on it.
-"""
+  1. gate validate                 # the example task is sound: verify.sh fails untouched and
+                                   # passes after solution/solve.sh
+  2. gate run --sim --agent oracle # a first run: the reference solutions, no model, no key
+     gate run --sim                # the agent in gate.toml on the built-in simulator: it
+                                   # checks the plumbing (tasks, tools, caching, the verdict)
+  3. Try the gate on the simulator, no key needed:
+       gate run --sim -o sim-base.json && gate baseline sim-base.json --baseline sim-baseline.json
+       # change something, e.g. max_turns = 1 in gate.toml, or {{{{ now }}}} in agent/system.md
+       gate run --sim -o pr.json && gate compare sim-baseline.json pr.json
+     The simulator replays each task's solution/solve.sh and fails some runs the way models
+     do. It shows what a change does to turns, cost and caching, and what breaks a task
+     outright; it cannot judge the wording of a prompt (only a real model can). A system
+     prompt below the model's minimum cacheable length (1,024 tokens for Sonnet, tools
+     included) shows a cache-hit rate of 0 % there and through the API alike.
+     A simulator baseline never judges a real run: `gate compare` calls that inconclusive.
+  4. Replace tasks/{EXAMPLE_TASK} with tasks from your own project, and point [agent] in
+     gate.toml at your agent (its model, agent/system.md, tools, or your own command).
+  5. Point `uses:` in .github/workflows/agent-gate*.yml at this action, pinned at a commit
+     SHA (see agent-gate's README, "Use it in your repository"), and commit:
+       git add gate.toml agent tasks .github .gitignore && git commit
+  6. Add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions)
+     and push to {self.branch}: the refresh makes the first baseline (6 runs per task, on the
+     data branch agent-gate-data) and each later push pools more. Until one exists, a pull
+     request is judged by a same-job A/B against its base commit's agent, at twice the cost.
+     Or make one now and commit it: gate run && gate baseline results.json (needs the key).
+{dependabot}"""
 
 
 def default_branch(root: Path) -> str:
@@ -74,7 +109,7 @@ def default_branch(root: Path) -> str:
     return "main"
 
 
-def _render(template: str, branch: str) -> str:
+def _render(template: str, branch: str, action: str = DEFAULT_ACTION) -> str:
     text = resources.files("gate").joinpath(f"{_TEMPLATES}/{template}").read_text("utf-8")
     if not template.startswith("workflows/"):
         return text
@@ -84,11 +119,26 @@ def _render(template: str, branch: str) -> str:
                              comment_start_string="<#", comment_end_string="#>",
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                              autoescape=False)
-    return env.from_string(text).render(branch=branch)
+    return env.from_string(text).render(branch=branch, action=action)
 
 
-def init_repository(root: Path, *, branch: str | None = None) -> InitResult:
-    """Write the gate's files into ``root``; refuse (BadInput, nothing written) if any exists."""
+#: ``uses:`` of a repository action: owner/name[/path]@ref, nothing YAML or a shell would read
+_ACTION_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[A-Za-z0-9_./-]+$"
+                         r"|^\./[A-Za-z0-9_./-]*$")
+
+
+def _check_action(action: str) -> str:
+    if not _ACTION_REF.match(action) or ".." in action:
+        raise BadInput(f"--action {action!r}: not an action reference (owner/repo@ref, e.g. "
+                       "my-org/agent-gate@<commit sha>, or ./path)")
+    return action
+
+
+def init_repository(root: Path, *, branch: str | None = None,
+                    action: str = DEFAULT_ACTION) -> InitResult:
+    """Write the gate's files into ``root``; refuse (BadInput, nothing written) if any exists.
+    The shared files (``.gitignore``, ``.github/dependabot.yml``) are appended to / kept."""
+    action = _check_action(action)
     root = root.resolve()
     if not root.is_dir():
         raise BadInput(f"{root}: not a directory")
@@ -98,7 +148,7 @@ def init_repository(root: Path, *, branch: str | None = None) -> InitResult:
             raise BadInput(f"{dest}: already exists; gate init never overwrites a file "
                            "(move it away and run gate init again)")
     branch = branch or default_branch(root)
-    rendered = [(root / rel, _render(template, branch), executable)
+    rendered = [(root / rel, _render(template, branch, action), executable)
                 for template, rel, executable in _FILES]
     written: list[Path] = []
     for dest, text, executable in rendered:
@@ -113,4 +163,31 @@ def init_repository(root: Path, *, branch: str | None = None) -> InitResult:
         if executable:
             os.chmod(dest, 0o755)
         written.append(dest)
-    return InitResult(root, tuple(written), branch)
+    appended, kept = _shared_files(root, written)
+    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept))
+
+
+def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:
+    """``.gitignore``: written, or the gate's lines appended to the one there (once).
+    ``.github/dependabot.yml``: written, or left alone (the next steps say what to add)."""
+    appended: list[Path] = []
+    kept: list[Path] = []
+    for template, rel in _SHARED:
+        dest = root / rel
+        text = _render(template, "")
+        if dest.is_symlink() or (dest.exists() and not dest.is_file()):
+            kept.append(dest)
+        elif not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with dest.open("x", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            written.append(dest)
+        elif rel == _GITIGNORE:
+            old = dest.read_text(encoding="utf-8", errors="replace")
+            if text.splitlines()[0] not in old:
+                with dest.open("a", encoding="utf-8", newline="\n") as fh:
+                    fh.write(("" if old.endswith("\n") or not old else "\n") + "\n" + text)
+                appended.append(dest)
+        else:
+            kept.append(dest)
+    return appended, kept

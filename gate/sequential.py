@@ -1,10 +1,21 @@
 """Sequential PR runs: fewer runs per task on harmless PRs, the same false-block bound.
 
-Run ``first`` replications (2) and compare at α/2: block if the pass-rate test says so,
-pass if its p-value is above ``pass_p`` (0.25) — the PR is clearly not worse — and only
-otherwise run ``more`` (3) replications and decide on all of them, again at α/2. The two looks
-share α, so false blocks stay ≤ α; harmless PRs mostly stop after the first look (~2.5 runs
-per task on average instead of 5). See docs/statistics.md.
+Run ``first`` replications (2) and judge them with every test at half its level (α/2 for the
+pass rate, metric_alpha/2 for turns, cost and cache hits: :func:`gate.compare.judge` does it
+for any file that records sequential looks). Then:
+
+* **block** when a test blocks;
+* **stop** (no regression) when the pass-rate p-value is above ``pass_p`` (0.25) and no gating
+  metric has moved past its margin with p ≤ ``pass_p`` — the PR is clearly not worse;
+* otherwise **look again**: ``more`` (3) replications — or, on a small suite whose tests could
+  not block anything at ``first + more`` runs against this baseline, as many as it takes for
+  every gating test to be able to block (up to :data:`MAX_MORE`) — and decide on all of them,
+  again at half the levels.
+
+The two looks share each level (Bonferroni), so false blocks stay within the levels whatever
+the looks decide; the size of the second look is a function of the baseline's design (its runs
+per task, its pass counts), never of the PR's outcomes. Harmless PRs mostly stop after the
+first look. docs/statistics.md §5 has the measured rates.
 """
 
 from __future__ import annotations
@@ -14,12 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, compare
+from gate.compare import Comparison, judge, resolution_with_runs
 from gate.config import GateSettings
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
 
 Step = Literal["block", "pass", "continue"]
+
+#: the most replications a second look adds to make a small suite's tests able to block
+MAX_MORE = 18
 
 
 def decisive_p(c: Comparison) -> float | None:
@@ -30,12 +44,45 @@ def decisive_p(c: Comparison) -> float | None:
     return min(t.p_sum, t.p_max) if t.deep_baseline else t.p_sum
 
 
+def _only_blind(c: Comparison) -> bool:
+    """Inconclusive for one reason only: the runs so far could not have blocked anything."""
+    r = c.resolution
+    return (c.verdict == "inconclusive" and r is not None and not r.detectable
+            and c.reasons == [r.statement])
+
+
+def _metric_unclear(c: Comparison, pass_p: float) -> bool:
+    """A gating metric moved past its margin in the harmful direction, with p ≤ ``pass_p``, but
+    does not block (yet): more runs decide it."""
+    return any(m.name != "pass_rate" and m.gating and m.comparable and m.exceeds_margin
+               and not m.blocks and m.p_value is not None and m.p_value <= pass_p
+               for m in c.metrics)
+
+
 def first_look(c: Comparison, pass_p: float) -> Step:
-    """After the first runs (compared at α/2): stop with a verdict, or run more."""
-    if c.verdict != "pass":
-        return "block" if c.verdict == "regression" else "pass"  # inconclusive: no more spend
+    """After the first runs (judged at half the levels): stop with a verdict, or run more."""
+    if c.verdict == "regression":
+        return "block"
+    if c.verdict == "inconclusive":
+        # could not have seen anything yet: more runs can fix that; any other reason (infra,
+        # too few tasks compared) would not change with more spend
+        return "continue" if _only_blind(c) else "pass"
     p = decisive_p(c)
-    return "pass" if p is None or p > pass_p else "continue"
+    if (p is not None and p <= pass_p) or _metric_unclear(c, pass_p):
+        return "continue"
+    return "pass"
+
+
+def second_look_runs(c: Comparison, settings: GateSettings) -> int:
+    """Replications the second look adds: ``sequential_more``, or on a small suite as many as
+    it takes (up to :data:`MAX_MORE`) for every gating test to be able to block at the total
+    against this baseline. Depends on the baseline's design only, never on the PR's outcomes."""
+    first, more = settings.sequential_first, settings.sequential_more
+    for extra in range(more, max(more, MAX_MORE) + 1):
+        reach = resolution_with_runs(c, first + extra)
+        if reach is None or reach.detectable:
+            return extra
+    return max(more, MAX_MORE)
 
 
 @dataclass(frozen=True)
@@ -47,27 +94,32 @@ class SequentialOutcome:
 
 
 def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
-                   on_result: Callable[[RunResult], None] | None = None) -> SequentialOutcome:
-    half = settings.model_copy(update={"alpha": settings.alpha / 2})
+                   on_result: Callable[[RunResult], None] | None = None,
+                   on_start: Callable[[Results, int], None] | None = None) -> SequentialOutcome:
+    """Run the looks (module docstring); ``on_result`` / ``on_start`` go to each look's
+    ``run_suite`` (``on_start`` once per look, before its first run: what it prepares is in
+    memory before any agent runs)."""
     first = dataclasses.replace(req, replications=settings.sequential_first,
                                 sequential=[settings.sequential_first])
-    results = run_suite(first, on_result)
-    comparison = compare(baseline, results, half)
+    results = run_suite(first, on_result, on_start=on_start)
+    comparison = judge(baseline, results, settings)  # the looks are recorded: half levels
     step = first_look(comparison, settings.sequential_pass_p)
     p = decisive_p(comparison)
     p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
+    half = settings.alpha / 2
     if step != "continue":
         return SequentialOutcome(results, comparison, 1, (
             f"Sequential run: {settings.sequential_first} runs per task were enough "
-            f"({p_text}; block at ≤ {half.alpha:g}, stop at > {settings.sequential_pass_p:g})."))
-    more = dataclasses.replace(req, replications=settings.sequential_more,
+            f"({p_text}; block at ≤ {half:g}, stop at > {settings.sequential_pass_p:g})."))
+    extra = second_look_runs(comparison, settings)
+    more = dataclasses.replace(req, replications=extra,
                                first_replication=settings.sequential_first,
                                keep_runs=list(results.runs),
-                               sequential=[settings.sequential_first, settings.sequential_more])
-    results = run_suite(more, on_result)
-    comparison = compare(baseline, results, half)
-    total = settings.sequential_first + settings.sequential_more
+                               sequential=[settings.sequential_first, extra])
+    results = run_suite(more, on_result, on_start=on_start)
+    comparison = judge(baseline, results, settings)
+    total = settings.sequential_first + extra
     return SequentialOutcome(results, comparison, 2, (
         f"Sequential run: the first {settings.sequential_first} runs per task were not "
-        f"conclusive ({p_text}), so {settings.sequential_more} more ran; decided on all "
-        f"{total} at α/2 = {half.alpha:g}."))
+        f"conclusive ({p_text}), so {extra} more ran; decided on all {total} at "
+        f"α/2 = {half:g}."))

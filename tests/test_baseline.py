@@ -168,3 +168,66 @@ def test_a_baseline_that_was_never_pooled_is_one_refresh() -> None:
     # the same results again are recognised, whether the baseline was pooled or not
     _, why = promote(plain, plain)
     assert "already in the baseline: unchanged" in why
+
+
+# ----- what the baseline was made from ------------------------------------------------------
+
+def _res(*, commit: str | None = "0" * 40, created_at: str = "2026-11-30T00:00:00Z",
+         rng: np.random.Generator) -> Results:
+    r = synthetic_results(RATES, 3, rng, created_at=created_at)
+    return r.model_copy(update={"commit": commit})
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+           "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+           "PATH": __import__("os").environ["PATH"], "HOME": str(cwd)}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_simulator_run_is_promoted_with_a_warning(tmp_path: Path) -> None:
+    sim = _res(rng=np.random.default_rng(1)).model_copy(
+        update={"model": "claude-sonnet-5-5 (simulator)"})
+    write_results(tmp_path / "r.json", sim)
+    message = promote_file(tmp_path / "r.json", tmp_path / "b.json")
+    assert "these are the simulator's runs" in message
+    assert "a run through the API is inconclusive against it" in message
+    real = _res(rng=np.random.default_rng(2))
+    write_results(tmp_path / "real.json", real)
+    assert "simulator" not in promote_file(tmp_path / "real.json", tmp_path / "b2.json")
+
+
+def test_a_baseline_from_a_dirty_checkout_is_marked_and_a_clean_refresh_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "agent.md").write_text("v1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    head = _git(repo, "rev-parse", "HEAD")
+    clean = _res(commit=head, rng=np.random.default_rng(1))
+    write_results(repo / "results.json", clean)
+    message = promote_file(repo / "results.json", repo / "baseline.json")
+    assert "uncommitted" not in message  # the results and the baseline themselves don't count
+    assert "uncommitted" not in json.loads((repo / "baseline.json").read_text())
+    (repo / "agent.md").write_text("v2, not committed\n")
+    dirty = _res(commit=head, created_at="2026-12-01T00:00:00Z", rng=np.random.default_rng(2))
+    write_results(repo / "results.json", dirty)
+    message = promote_file(repo / "results.json", repo / "baseline.json")
+    assert "marked as made from a working tree with uncommitted changes" in message
+    assert "agent.md" in message
+    marks = json.loads((repo / "baseline.json").read_text())["uncommitted"]
+    assert [m["created_at"] for m in marks] == ["2026-12-01T00:00:00Z"]
+
+
+def test_a_repository_without_a_commit_is_uncommitted(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    write_results(repo / "results.json", _res(commit=None, rng=np.random.default_rng(1)))
+    assert "no commit" in promote_file(repo / "results.json", repo / "baseline.json")

@@ -52,7 +52,7 @@ def write_skills_suite(root: Path) -> None:
         '[agent]\nkind = "builtin"\nmodel = "claude-haiku-5-5"\nmax_turns = 12\n'
         'skills = "skills"\n\n'
         f'[suite]\ntasks = "tasks"\nreplications = {REPLICATIONS}\njobs = 4\n\n'
-        '[gate]\nbaseline = "baseline.json"\npower_simulations = 0\n\n'
+        '[gate]\nbaseline = "baseline.json"\npower_simulations = 0\nsequential = false\n\n'
         '[ci]\nbaseline_refresh = "commit"\n')
     (root / ".gitignore").write_text("results*.json\n*.transcripts/\n*.journal.jsonl\n"
                                      "gate-report.md\n")

@@ -49,7 +49,8 @@ def _suite(root: Path, max_turns: int = MAX_TURNS) -> None:
         f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\nmax_turns = {max_turns}\n'
         'system_prompt = "agent/system.md"\n\n'
         '[suite]\ntasks = "tasks"\nreplications = 3\njobs = 3\n\n'
-        '[gate]\nbaseline = "baseline.json"\n\n[ci]\nbaseline_refresh = "branch"\n')
+        '[gate]\nbaseline = "baseline.json"\nsequential = false\n\n'
+        '[ci]\nbaseline_refresh = "branch"\n')
     (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
 
 

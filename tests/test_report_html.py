@@ -121,7 +121,9 @@ def _write(pair: dict[str, Path], *extra: str | Path) -> str:
     code, out, err = _report(pair["pr"], "--baseline", pair["base"], "--html", pair["out"],
                              "--config", pair["config"], *extra)
     assert code == 0, out + err
-    assert "report written (regression" in out or "report written (pass" in out, out
+    # 3 v 3 runs of two tasks: the metric tests could not block, so the verdict may be
+    # inconclusive (docs/statistics.md, "Resolution"); what matters here is the page
+    assert any(f"report written ({v}" in out for v in ("regression", "pass", "inconclusive")), out
     return pair["out"].read_text()
 
 

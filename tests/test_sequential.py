@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -79,3 +80,19 @@ def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: P
     schedule = out.results.schedule
     assert schedule is not None and schedule.sequential == [2, 3]
     assert schedule.replications == 5 and schedule.jobs == 2
+
+
+@pytest.mark.slow
+def test_a_small_suite_looks_again_until_it_can_decide(tmp_path: Path) -> None:
+    """One task against a 6-run baseline: 2 runs could not block anything (the first look is
+    blind), so the second look adds as many as it takes (5: 7 v 6), and the collapse blocks."""
+    cfg = load_config(REPO / "gate.toml")
+    one = EASY[:1]
+    base = run_suite(RunRequest(config=cfg, output=tmp_path / "b.json", task_ids=one,
+                                replications=6, jobs=2, sim=True, seed=11, transcripts=False))
+    req = _request(tmp_path, max_turns=1)
+    out = run_sequential(dataclasses.replace(req, task_ids=one), base, GateSettings())
+    assert out.looks == 2 and "5 more ran" in out.note
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2, 5]
+    assert out.comparison.verdict == "regression" and out.comparison.exit_code == 1

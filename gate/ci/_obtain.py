@@ -68,7 +68,8 @@ def obtain(ctx: Context, event: Event, plan: Plan, merged: Results | None) -> Ob
 
             # the looks are recorded in the results file: the judge applies α/2 from there
             results = run_sequential(ctx.run_request(req), plan.baseline,
-                                     plan.basis.config.gate, ctx.land).results
+                                     plan.basis.config.gate, ctx.land,
+                                     ctx.opts.on_start).results
         else:
             results = run_fresh(ctx, req)
         check_budget(results)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gate.init import init_repository
+from gate.init import DEFAULT_ACTION, init_repository
 
 
 @click.command("init")
@@ -14,11 +14,23 @@ from gate.init import init_repository
 @click.option("--branch", metavar="NAME",
               help="Branch the baseline refresh runs on (default: origin's default branch, "
                    "else the current one, else main).")
-def init_cmd(directory: Path, branch: str | None) -> None:
+@click.option("--action", metavar="OWNER/REPO@REF", default=DEFAULT_ACTION, show_default=True,
+              help="What the workflows' `uses:` names: where you keep this action, best "
+                   "pinned at a commit SHA.")
+def init_cmd(directory: Path, branch: str | None, action: str) -> None:
     """Adopt the gate in an existing repository: a commented gate.toml, one example task and
-    the PR + main workflows. Never overwrites a file: exit 2 naming the first that exists."""
-    result = init_repository(directory, branch=branch)
+    the PR + main workflows.
+
+    Also the agent's system prompt (agent/system.md), .github/dependabot.yml keeping the
+    workflows' SHA-pinned actions current, and the results' .gitignore lines. Never overwrites
+    a file: exit 2 naming the first that exists (an existing .gitignore gets the lines
+    appended, an existing dependabot.yml is kept)."""
+    result = init_repository(directory, branch=branch, action=action)
     for path in result.written:
         click.echo(f"wrote {path.relative_to(result.root)}")
+    for path in result.appended:
+        click.echo(f"appended to {path.relative_to(result.root)}")
+    for path in result.kept:
+        click.echo(f"kept {path.relative_to(result.root)} (exists)")
     click.echo("")
     click.echo(result.next_steps(), nl=False)

@@ -33,13 +33,16 @@ from gate.compare._model import (
     MetricResult,
     PassRateTest,
     Power,
+    Resolution,
     ScheduleCheck,
     SkillConditionRow,
     SkillEffect,
     SuiteChanges,
     TaskChange,
+    TestReach,
     Verdict,
 )
+from gate.compare._resolution import resolution_with_runs
 from gate.compare._stats import wilson
 
 __all__ = [
@@ -58,12 +61,14 @@ __all__ = [
     "MetricResult",
     "PassRateTest",
     "Power",
+    "Resolution",
     "ScheduleCheck",
     "SkillConditionRow",
     "SkillEffect",
     "SuiteChanges",
     "TaskChange",
     "TaskInterval",
+    "TestReach",
     "Verdict",
     "apply_drift_guard",
     "arm_stats",
@@ -74,5 +79,6 @@ __all__ = [
     "intervals",
     "judge",
     "plain_runs",
+    "resolution_with_runs",
     "wilson",
 ]

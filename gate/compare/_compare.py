@@ -13,7 +13,7 @@ from statistics import median
 
 import numpy as np
 
-from gate.compare import _stats
+from gate.compare import _resolution, _stats
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -24,6 +24,7 @@ from gate.compare._model import (
     MetricResult,
     PassRateTest,
     Power,
+    Resolution,
     ScheduleCheck,
     SuiteChanges,
     TaskChange,
@@ -425,7 +426,8 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     incomplete = [f"the {who} {note}" for who, arm in (("baseline", baseline),
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
-    verdict, reasons = _decide(metrics, incomplete, inconclusive)
+    resolution = _design_resolution(tasks, compared, metrics, settings)
+    verdict, reasons = _blind_verdict(*_decide(metrics, incomplete, inconclusive), resolution)
     suite = SuiteChanges(
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
@@ -439,7 +441,35 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
+        resolution=resolution,
     )
+
+
+def _design_resolution(tasks: list[TaskChange], compared: list[str],
+                       metrics: list[MetricResult], settings: GateSettings
+                       ) -> Resolution | None:
+    """What the design could have detected (gate/compare/_resolution.py); None when no task
+    was compared."""
+    if not compared:
+        return None
+    by_id = {t.task: t for t in tasks}
+    b_arr = np.array([by_id[t].baseline_passed for t in compared], dtype=np.int64)
+    nb_arr = np.array([by_id[t].baseline_runs for t in compared], dtype=np.int64)
+    nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
+    return _resolution.resolution(
+        b_arr, nb_arr, nc_arr, metrics, alpha=settings.alpha,
+        metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations,
+        cache_hit_margin=settings.cache_hit_margin)
+
+
+def _blind_verdict(verdict: Verdict, reasons: list[str],
+                   resolution: Resolution | None) -> tuple[Verdict, list[str]]:
+    """A comparison that could not have blocked even a collapse is never a pass: what would
+    have been one is inconclusive, saying why and what would fix it. A regression stands (it
+    is evidence); an inconclusive verdict gains the reason."""
+    if resolution is None or resolution.detectable or verdict == "regression":
+        return verdict, reasons
+    return "inconclusive", [*reasons, resolution.statement]
 
 
 def _p(p: float | None) -> str:

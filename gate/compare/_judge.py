@@ -51,7 +51,9 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     family = settings.model_copy(update={"alpha": settings.alpha / 2}) if shared else settings
     b_plain, p_plain = plain_runs(base), plain_runs(pr)
     if looks:
-        half = family.model_copy(update={"alpha": family.alpha / 2})
+        # every test the looks repeat shares its level between them: pass rate and the metrics
+        half = family.model_copy(update={"alpha": family.alpha / 2,
+                                         "metric_alpha": family.metric_alpha / 2})
         comparison = compare(b_plain, p_plain, half)
         notes.append(sequential_note(comparison, looks, family))
     else:
@@ -65,11 +67,64 @@ def judge(base: Results, pr: Results, settings: GateSettings,
                           ci_level=settings.ci_level)
     if shared:
         notes.append(alpha_note(settings, sequential=bool(looks)))
+    if (dirty := uncommitted_note(base)) is not None:
+        notes.append(dirty)
     if notes:
         comparison = comparison.model_copy(update={"notes": [*comparison.notes, *notes]})
     interrupted = base.interrupted is not None or pr.interrupted is not None
-    return (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
-            if effect is not None else comparison)
+    judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
+              if effect is not None else comparison)
+    return with_yardstick_check(judged, base, pr)
+
+
+SIMULATOR_LABEL = "(simulator)"
+
+
+def simulated(results: Results) -> bool:
+    """Whether the file's runs were answered by the built-in simulator (``gate run --sim``
+    labels its model so), not by a model through the API."""
+    return results.model.endswith(SIMULATOR_LABEL)
+
+
+def yardstick_problem(base: Results, pr: Results) -> str | None:
+    """Why ``base`` cannot judge ``pr`` at all, or None: a simulated yardstick never judges a
+    real run (nor a real one a simulated run). Their pass rates, turns and costs are those of
+    different producers; any difference is the simulator's, not the agent's."""
+    if simulated(base) == simulated(pr):
+        return None
+    if simulated(base):
+        return (f"the baseline was measured on the simulator ({base.model}) and this run "
+                f"through the API ({pr.model}): a simulated yardstick never judges a real run. "
+                "Make the baseline from a real run (`gate run` with ANTHROPIC_API_KEY, then "
+                "`gate baseline results.json`), or judge a `gate run --sim` run against it")
+    return (f"this run is the simulator's ({pr.model}) and the baseline was measured through "
+            f"the API ({base.model}): a simulated run is never judged against a real "
+            "baseline. Run without --sim (with ANTHROPIC_API_KEY), or compare with a baseline "
+            "made on the simulator")
+
+
+def with_yardstick_check(c: Comparison, base: Results, pr: Results) -> Comparison:
+    """``c``, inconclusive (exit 3) when the yardstick cannot judge the run at all: what was
+    measured is still shown, and what a regression would have been is kept as "would block"."""
+    problem = yardstick_problem(base, pr)
+    if problem is None:
+        return c
+    kept = [r for r in c.reasons if c.verdict == "inconclusive"]
+    kept += [f"would block: {r}" for r in c.reasons if c.verdict == "regression"]
+    reasons = [problem, *kept]
+    return c.model_copy(update={"verdict": "inconclusive", "exit_code": 3, "reasons": reasons,
+                                "headline": "Inconclusive: " + "; ".join(reasons)})
+
+
+def uncommitted_note(base: Results) -> str | None:
+    """A line for every report when the baseline holds runs made from a working tree with
+    uncommitted changes (``gate baseline`` marks them): its commit is not what it measured."""
+    marks = (base.model_extra or {}).get("uncommitted")
+    if not marks:
+        return None
+    n = len(marks) if isinstance(marks, list) else 1
+    return (f"The baseline holds {n} refresh{'es' if n != 1 else ''} made from a working tree "
+            "with uncommitted changes: the commit it names is not the agent it measured.")
 
 
 def alpha_note(settings: GateSettings, *, sequential: bool) -> str:
@@ -115,10 +170,13 @@ def decisive_p(c: Comparison) -> float | None:
 def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings) -> str:
     """What the sequential design decided, from the looks the results file records."""
     half = settings.alpha / 2
+    metric = settings.metric_alpha / 2
     if len(looks) == 1:
         p = decisive_p(c)
         p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
         return (f"Sequential run: {looks[0]} runs per task were enough ({p_text}; block at "
-                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}).")
+                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; turns, cost and "
+                f"cache hits at metric_alpha/2 = {metric:g} per look).")
     return (f"Sequential run: the first {looks[0]} runs per task were not conclusive, so "
-            f"{sum(looks[1:])} more ran; decided on all {sum(looks)} at α/2 = {half:g}.")
+            f"{sum(looks[1:])} more ran; decided on all {sum(looks)} at α/2 = {half:g} "
+            f"(turns, cost and cache hits at metric_alpha/2 = {metric:g}).")

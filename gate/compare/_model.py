@@ -159,6 +159,33 @@ class Power(_Frozen):
     statement: str
 
 
+class TestReach(_Frozen):
+    """What one gating test could have detected with these runs, whatever the data: the
+    smallest p-value it can reach against its threshold (docs/statistics.md, "Resolution")."""
+
+    metric: MetricName
+    min_p: float | None  # None: the test does not apply (see ``note``)
+    threshold: float | None
+    reachable: bool  # min_p ≤ threshold: an extreme enough change would block
+    effect: str  # the extreme change the figure is for ("every run failing", "a doubling")
+    note: str | None = None
+
+
+class Resolution(_Frozen):
+    """What the comparison could have detected. ``detectable`` is False when a gating test
+    could not have blocked even the most extreme change (a collapse of every task, cost ×2 on
+    every run, a cache broken on every request): such a comparison is never a pass."""
+
+    detectable: bool
+    statement: str  # one line for every report
+    tests: list[TestReach]
+    blind: list[MetricName] = []  # gating tests that could not have blocked
+    # what would make every blind test able to block: runs per task in both arms, or tasks
+    runs_per_task: int | None = None
+    tasks: int | None = None
+    fix: str | None = None
+
+
 class SkillConditionRow(_Frozen):
     """One skill condition in both arms, over the tasks where it ran next to ``control``: its
     pass rate, its effect against ``control`` (each arm) and the change of that effect."""
@@ -242,6 +269,9 @@ class Comparison(_Frozen):
     # the skill-effect check, when both arms ran the target and control conditions
     # (:func:`gate.compare.judge`; docs/statistics.md §9)
     skill_effect: SkillEffect | None = None
+    # what the comparison could have detected (None: no comparable task); a comparison that
+    # could not have blocked even a collapse is inconclusive, never a pass
+    resolution: Resolution | None = None
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

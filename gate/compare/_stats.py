@@ -19,9 +19,10 @@ task), for a suite-level aggregate and a task-equal-weight statistic.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -481,11 +482,20 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
     n = len(tasks)
     overall = np.concatenate([np.concatenate([t.baseline, t.candidate]) for t in tasks])
     delta = np.maximum(1e-12, 0.01 * overall.mean(axis=0))
-    rows = permutations + 1
-    sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
-    log_ratio = np.zeros((rows, 2))  # turns, cost
-    hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
-    for part in _relabelled_sums(tasks, seed, permutations, delta):
+    # a small design is enumerated whole: every relabelling once, the p-value exact (a random
+    # sample of a few hundred labellings would only blur it, and could miss the one extreme)
+    exact = labellings([(len(t.baseline), len(t.candidate)) for t in tasks]) <= permutations + 1
+    parts: Iterable[_Sums] = ([exact_relabelled_sums(tasks, delta)] if exact else
+                              _relabelled_sums(tasks, seed, permutations, delta))
+    pvalue = _exact_pvalue if exact else _pvalue
+    rows = -1
+    sum_b = sum_c = log_ratio = hit_diff = hit_n = np.zeros(0)
+    for part in parts:
+        if rows < 0:
+            rows = part.base.shape[0]
+            sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
+            log_ratio = np.zeros((rows, 2))  # turns, cost
+            hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
         sum_b += part.base
         sum_c += part.cand
         log_ratio += part.log_ratio
@@ -500,7 +510,7 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
         out[name] = PermResult(
             baseline=float(sb[0] / n), candidate=float(sc[0] / n),
             aggregate=float(agg[0]), equal_weight=float(eq[0]),
-            p_aggregate=_pvalue(agg, True), p_equal_weight=_pvalue(eq, True))
+            p_aggregate=pvalue(agg, True), p_equal_weight=pvalue(eq, True))
     if sum_b[0, PROMPT] > 0 and sum_c[0, PROMPT] > 0:
         rate_b = sum_b[:, CACHE_READ] / np.maximum(sum_b[:, PROMPT], 1e-300)
         rate_c = sum_c[:, CACHE_READ] / np.maximum(sum_c[:, PROMPT], 1e-300)
@@ -509,7 +519,7 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
         out["cache_hit_rate"] = PermResult(
             baseline=float(rate_b[0]), candidate=float(rate_c[0]),
             aggregate=float(agg[0]), equal_weight=float(eq[0]),
-            p_aggregate=_pvalue(agg, False), p_equal_weight=_pvalue(eq, False))
+            p_aggregate=pvalue(agg, False), p_equal_weight=pvalue(eq, False))
     return out
 
 
@@ -520,3 +530,90 @@ def _pvalue(stat: FloatArray, harmful_up: bool) -> float:
     hits = np.count_nonzero(rest >= obs - tol) if harmful_up else np.count_nonzero(
         rest <= obs + tol)
     return float((1 + hits) / (len(rest) + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Small designs: exact enumeration, and what each test can reach at all
+# --------------------------------------------------------------------------------------------
+
+
+def labellings(shapes: Sequence[tuple[int, int]], cap: int = 10**12) -> int:
+    """How many distinct within-task relabellings a design has: Π_i C(n_i^B + n_i^C, n_i^C)
+    over its (n_i^B, n_i^C), capped at ``cap`` (only "more than so many" matters)."""
+    total = 1
+    for nb, nc in shapes:
+        total *= math.comb(nb + nc, nc)
+        if total > cap:
+            return cap + 1
+    return total
+
+
+def min_permutation_p(shapes: Sequence[tuple[int, int]], permutations: int) -> float:
+    """The smallest p-value the permutation test can give on this design, whatever the data.
+
+    Enumerated exactly (at most ``permutations + 1`` labellings): 1/L, the observed labelling
+    being the single most extreme one. Sampled: (1 + R/L) / (R + 1), the expected count of the
+    observed labelling among R random ones, counted with it: never below 1/(R + 1)."""
+    total = labellings(shapes)
+    if total <= permutations + 1:
+        return 1.0 / total
+    return (1.0 + permutations / total) / (permutations + 1)
+
+
+def exact_relabelled_sums(tasks: Sequence[TaskSamples], delta: FloatArray) -> _Sums:
+    """:class:`_Sums` of the observed labels (row 0) and then of *every* relabelling within
+    each task (L rows, the observed one among them), for :func:`permutation_tests` on a design
+    small enough to enumerate (:func:`labellings`)."""
+    per_task: list[tuple[FloatArray, FloatArray]] = []
+    observed: list[int] = []
+    for t in tasks:
+        nb, nc = len(t.baseline), len(t.candidate)
+        vals = np.concatenate([t.baseline, t.candidate])
+        combos = np.array(list(itertools.combinations(range(nb + nc), nc)), dtype=np.int64)
+        total = vals.sum(axis=0)
+        picked = np.zeros((len(combos), vals.shape[1]))
+        for j in range(nc):  # ascending index order, as the sampled path sums them
+            picked += vals[combos[:, j]]
+        per_task.append(((total - picked) / nb, picked / nc))
+        observed.append(len(combos) - 1)  # the last combination: the candidate's own runs
+    shape = tuple(len(b) for b, _ in per_task)
+    grid = np.unravel_index(np.arange(int(np.prod(shape))), shape)
+    first = int(np.ravel_multi_index(tuple(observed), shape))
+    order = np.concatenate([[first], np.arange(len(grid[0]))])
+    base, cand = np.zeros((len(order), 4)), np.zeros((len(order), 4))
+    log_ratio, hit_diff, hit_n = np.zeros((len(order), 2)), np.zeros(len(order)), np.zeros(
+        len(order))
+    for (b, c), idx in zip(per_task, grid, strict=True):
+        bi, ci = b[idx[order]], c[idx[order]]
+        base += bi
+        cand += ci
+        log_ratio += np.stack([np.log((ci[:, col] + delta[col]) / (bi[:, col] + delta[col]))
+                               for col in (TURNS, COST)], axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = ci[:, CACHE_READ] / ci[:, PROMPT] - bi[:, CACHE_READ] / bi[:, PROMPT]
+        ok = np.isfinite(diff)
+        hit_diff += np.where(ok, diff, 0.0)
+        hit_n += ok
+    return _Sums(base=base, cand=cand, log_ratio=log_ratio, hit_diff=hit_diff, hit_n=hit_n)
+
+
+def _exact_pvalue(stat: FloatArray, harmful_up: bool) -> float:
+    """The exact permutation p-value: the share of all labellings (row 0 is the observed one,
+    rows 1.. all of them, itself included) at least as extreme as the observed."""
+    obs = stat[0]
+    rest = stat[1:]
+    tol = _REL_TOL * max(1.0, abs(float(obs)))
+    hits = np.count_nonzero(rest >= obs - tol) if harmful_up else np.count_nonzero(
+        rest <= obs + tol)
+    return float(hits / len(rest))
+
+
+def collapse_p(b: IntArray, n_b: IntArray, n_c: IntArray, deep: bool) -> float:
+    """The deciding pass-rate p-value if every candidate run of every task failed: the
+    smallest the test can reach against this baseline with these runs (0 passes is the most
+    extreme outcome for both the sum and the max test)."""
+    zero = np.zeros((1, len(b)), dtype=np.int64)
+    p_sum = float(sum_test(b, n_b, zero, n_c)[0])
+    if not deep:
+        return p_sum
+    return min(p_sum, float(max_test(b, n_b, zero, n_c)[0][0]))

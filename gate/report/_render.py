@@ -283,6 +283,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "notes": [_note(n) for n in [*c.notes, *notes][:MAX_NOTES]],
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,
+        "resolution": (md(c.resolution.statement, 600)  # blind: the headline says it
+                       if c.resolution and c.resolution.detectable else None),
         "not_comparable": md(reason, 500) if (reason := _schedule_reason(c)) else None,
         "overhead": Markup(o) if (o := _overhead(c)) else None,
         "reasons": [md(r, 300) for r in c.reasons] if c.verdict == "inconclusive" else [],

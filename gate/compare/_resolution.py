@@ -1,0 +1,187 @@
+"""What a comparison could have detected: a gate that cannot say no never says yes.
+
+Every test of the verdict is exact or a permutation test, so with few runs it has a floor: the
+pass-rate test against a 3-run baseline with 3 runs of one task cannot go below p = 1/20 = 0.05
+however badly the task fails, and a permutation test on that design has 20 labellings, so its
+p-value is never below 0.05 either. Thresholds are 0.01 and 0.0015: such a comparison could not
+block a task that collapses from 3/3 to 0/3, a seven-fold cost or a cache broken on every
+request. Calling that "no regression" would be a silent pass.
+
+:func:`resolution` works out, from the design alone (the runs each arm has per task, the
+baseline's pass counts; never the candidate's outcomes), the smallest p-value each gating test
+can reach and whether it is at or below its threshold. When one cannot, the comparison is
+*blind* to it: a verdict that would have been a pass is inconclusive (exit 3), and the report
+says which test, its floor, and how many runs per task (or tasks) would lift it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gate.compare import _stats
+from gate.compare._model import Comparison, MetricName, MetricResult, Resolution, TestReach
+
+#: the most runs per task a suggested fix goes up to (beyond, add tasks)
+MAX_SUGGESTED_RUNS = 50
+_EFFECT: dict[MetricName, str] = {
+    "pass_rate": "every run of every task failing",
+    "turns": "turns up on every run",
+    "cost": "cost up on every run (a doubling, say)",
+    "cache_hit_rate": "the cache broken on every request",
+}
+_LABEL: dict[MetricName, str] = {
+    "pass_rate": "pass rate", "turns": "turns", "cost": "cost", "cache_hit_rate": "cache-hit rate"}
+
+
+def _pass_reach(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, alpha: float) -> tuple[float,
+                                                                                      float]:
+    deep = _stats.is_deep(nb)
+    return _stats.collapse_p(b, nb, nc, deep), alpha / 2 if deep else alpha
+
+
+def _p(x: float) -> str:
+    return f"{x:.2g}"
+
+
+def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[MetricResult],
+               *, alpha: float, metric_threshold: float, permutations: int,
+               cache_hit_margin: float) -> Resolution:
+    """What the compared tasks' design lets each gating metric detect (module docstring).
+
+    ``b``, ``nb``, ``nc``: per compared task, the baseline's passes and valid runs and the
+    candidate's valid runs. A metric that is not gating, not comparable or not measured (n/a)
+    has no say; the cache-hit test has none when the baseline caches less than its margin (a
+    drop that large is impossible: nothing to break, e.g. a prompt below the model's minimum
+    cacheable length)."""
+    by_name = {m.name: m for m in metrics}
+    shapes = [(int(x), int(y)) for x, y in zip(nb.tolist(), nc.tolist(), strict=True)]
+    tests: list[TestReach] = []
+    pr = by_name.get("pass_rate")
+    if pr is not None and pr.gating and len(b):
+        if int(b.sum()) == 0:
+            tests.append(TestReach(metric="pass_rate", min_p=None, threshold=None,
+                                   reachable=True, effect=_EFFECT["pass_rate"],
+                                   note="the baseline passes no run: nothing to lose"))
+        else:
+            p, thr = _pass_reach(b, nb, nc, alpha)
+            tests.append(TestReach(metric="pass_rate", min_p=p, threshold=thr,
+                                   reachable=p <= thr * (1 + 1e-9), effect=_EFFECT["pass_rate"]))
+    floor = _stats.min_permutation_p(shapes, permutations) if shapes else 1.0
+    for name in ("turns", "cost", "cache_hit_rate"):
+        m = by_name.get(name)
+        if m is None or not m.gating or not m.comparable or m.verdict == "n/a":
+            continue
+        if name == "cache_hit_rate" and m.baseline is not None and m.baseline < cache_hit_margin:
+            tests.append(TestReach(
+                metric=name, min_p=None, threshold=None, reachable=True, effect=_EFFECT[name],
+                note=(f"the baseline's cache-hit rate is {m.baseline * 100:.1f} %, less "
+                      f"than the {cache_hit_margin * 100:g} points a regression must lose: "
+                      "nothing to break (a prompt below the model's minimum cacheable length "
+                      "caches nothing)")))
+            continue
+        tests.append(TestReach(metric=name, min_p=floor, threshold=metric_threshold,
+                               reachable=floor <= metric_threshold * (1 + 1e-9),
+                               effect=_EFFECT[name]))
+    blind = [t.metric for t in tests if not t.reachable]
+    runs, tasks = _fix(b, nb, nc, blind, alpha=alpha, metric_threshold=metric_threshold,
+                       permutations=permutations) if blind else (None, None)
+    return Resolution(detectable=not blind, statement=_statement(tests, blind, shapes, runs,
+                                                                 tasks),
+                      tests=tests, blind=blind, runs_per_task=runs, tasks=tasks,
+                      fix=_fix_text(runs, tasks, shapes) if blind else None)
+
+
+def _reaches(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricName], *,
+             alpha: float, metric_threshold: float, permutations: int) -> bool:
+    shapes = [(int(x), int(y)) for x, y in zip(nb.tolist(), nc.tolist(), strict=True)]
+    if "pass_rate" in blind:
+        p, thr = _pass_reach(b, nb, nc, alpha)
+        if p > thr * (1 + 1e-9):
+            return False
+    if any(m != "pass_rate" for m in blind):
+        return _stats.min_permutation_p(shapes, permutations) <= metric_threshold * (1 + 1e-9)
+    return True
+
+
+def _fix(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricName], *,
+         alpha: float, metric_threshold: float, permutations: int
+         ) -> tuple[int | None, int | None]:
+    """The fewest runs per task (the same in both arms, the baseline's pass rates kept), and
+    the fewest tasks (at today's runs per task, tasks like today's), that reach every blind
+    test's threshold; None where no such number up to the limits exists."""
+    rates = b / np.maximum(nb, 1)
+    def reaches(b_: np.ndarray, nb_: np.ndarray, nc_: np.ndarray) -> bool:
+        return _reaches(b_, nb_, nc_, blind, alpha=alpha, metric_threshold=metric_threshold,
+                        permutations=permutations)
+
+    runs = None
+    for k in range(1, MAX_SUGGESTED_RUNS + 1):
+        kk = np.full(len(b), k, dtype=np.int64)
+        if reaches(np.rint(rates * k).astype(np.int64), kk, kk):
+            runs = k
+            break
+    tasks = None
+    for n in range(len(b) + 1, 20 * max(1, len(b)) + 1):
+        idx = np.arange(n) % len(b)
+        if reaches(b[idx], nb[idx], nc[idx]):
+            tasks = n
+            break
+    return runs, tasks
+
+
+def _fix_text(runs: int | None, tasks: int | None, shapes: Sequence[tuple[int, int]]) -> str:
+    ways = []
+    if runs is not None:
+        ways.append(f"≥ {runs} runs per task in both arms ([suite] replications = {runs} and a "
+                    "baseline as deep; each refresh of main pools more)")
+    if tasks is not None:
+        ways.append(f"≥ {tasks} tasks like these")
+    if not ways:
+        return "add tasks and runs per task"
+    return " or ".join(ways)
+
+
+def _design(shapes: Sequence[tuple[int, int]]) -> str:
+    n = len(shapes)
+    k = float(np.median([c for _, c in shapes])) if shapes else 0.0
+    d = float(np.median([b for b, _ in shapes])) if shapes else 0.0
+    return (f"{k:g} run{'s' if k != 1 else ''} per task against a {d:g}-run baseline on "
+            f"{n} task{'s' if n != 1 else ''}")
+
+
+def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],
+               shapes: Sequence[tuple[int, int]], runs: int | None, tasks: int | None) -> str:
+    groups: dict[tuple[float, float], list[TestReach]] = {}
+    for t in tests:
+        if (t.metric in blind or not blind) and t.min_p is not None and t.threshold is not None:
+            groups.setdefault((t.min_p, t.threshold), []).append(t)
+    parts = [f"{', '.join(_LABEL[t.metric] for t in ts)} p ≥ {_p(mp)} (blocks at ≤ {thr:g})"
+             for (mp, thr), ts in groups.items()]
+    if not blind:
+        notes = "".join(f" {_LABEL[t.metric][:1].upper()}{_LABEL[t.metric][1:]}: {t.note}."
+                        for t in tests if t.note)
+        return (f"Resolution: with {_design(shapes)}, every gating test could have blocked"
+                + (f": the smallest reachable {'; '.join(parts)}." if parts else ".") + notes)
+    return (f"this comparison could not have detected a regression: with {_design(shapes)}, "
+            f"even the most extreme outcome (every run failing, cost doubled, the cache "
+            f"broken) gives {'; '.join(parts)}. It needs {_fix_text(runs, tasks, shapes)}")
+
+
+def resolution_with_runs(c: Comparison, candidate_runs: int) -> Resolution | None:
+    """What ``c``'s compared tasks could detect if the candidate had ``candidate_runs`` valid
+    runs of each, at the thresholds ``c`` was judged with (its settings) and against the same
+    baseline: a design question (the sequential looks size their second look with it), never
+    one of the candidate's outcomes."""
+    tasks = [t for t in c.tasks if t.status == "compared"]
+    if not tasks:
+        return None
+    b = np.array([t.baseline_passed for t in tasks], dtype=np.int64)
+    nb = np.array([t.baseline_runs for t in tasks], dtype=np.int64)
+    nc = np.full(len(tasks), candidate_runs, dtype=np.int64)
+    s = c.settings
+    return resolution(b, nb, nc, c.metrics, alpha=float(s["alpha"]),  # type: ignore[arg-type]
+                      metric_threshold=float(s["metric_alpha"]) / 2,  # type: ignore[arg-type]
+                      permutations=int(s["permutations"]),  # type: ignore[call-overload]
+                      cache_hit_margin=float(s["cache_hit_margin"]))  # type: ignore[arg-type]
