@@ -274,6 +274,9 @@ def test_regressed_pr_exits_1_with_one_comment_updated_in_place(project: Project
     assert first.outputs["comment_url"] == comment["html_url"]
     assert first.outputs["comment_id"] == str(comment["id"])
     assert first.outputs["pass_rate"] == "0" and first.outputs["baseline_pass_rate"] == "1"
+    # what the comparison could have detected, as outputs (action.yml declares both)
+    assert first.outputs["detectable"] in ("true", "false")
+    assert first.outputs["resolution"] and first.outputs["resolution"] in first.summary
     assert Path(first.outputs["results_path"]).is_file()
     assert Path(first.outputs["report_path"]).read_text().strip() in comment["body"]
     assert "::error title=agent-gate%3A regression::" in first.stdout

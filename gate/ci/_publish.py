@@ -119,6 +119,7 @@ class Publisher:
             "verdict": verdict, "exit_code": j.exit_code, "headline": headline,
             "accepted": str(j.accepted).lower(),
             "baseline_pass_rate": num(j.baseline.summary.pass_rate),
+            **resolution_outputs(j.comparison),
             **ctx.outputs_for(j.results, output),
             "report_path": str(ctx.opts.report_path.resolve()),
             **extra,
@@ -304,3 +305,12 @@ class Publisher:
                             "pr_number": pr.number, "reason": reason, "comment_url": "",
                             "report_path": str(ctx.opts.report_path.resolve())})
         return 0
+
+
+def resolution_outputs(comparison: Comparison) -> dict[str, str]:
+    """What the comparison could have detected, as outputs: ``detectable`` true/false (empty
+    when no task was compared) and ``resolution``, the plain sentence of the headline's."""
+    res = comparison.resolution
+    if res is None:
+        return {"detectable": "", "resolution": ""}
+    return {"detectable": str(res.detectable).lower(), "resolution": res.statement}

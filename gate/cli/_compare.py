@@ -130,8 +130,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     """Compare RESULTS with BASELINE and give the verdict.
 
     Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
-    3 when the comparison is inconclusive (too few comparable tasks, too many infra errors) or
-    there is no BASELINE file to compare with.
+    3 when the comparison is inconclusive (too few comparable tasks, too many infra errors, a
+    design too small to have detected even a collapse, a simulator baseline judging runs
+    through the API or the reverse) or there is no BASELINE file to compare with.
     Noise is not a regression: pass rates are judged by an exact stratified test, turns, cost
     and cache hits by a permutation test plus a practical margin (docs/statistics.md).
 
