@@ -123,6 +123,7 @@ class Task:
     format_name: str = "gate"
     steps: tuple[TaskStep, ...] = ()
     skills_root: Path | None = None
+    step: int | None = None  # the step this task stands for (Task.for_step)
 
     @property
     def layout(self) -> str:
@@ -153,7 +154,8 @@ class Task:
 
     @property
     def solution_script(self) -> Path | None:
-        p = self.path / "solution" / "solve.sh"
+        base = self.path if self.step is None else self.path / "steps" / self.steps[self.step].name
+        p = base / "solution" / "solve.sh"
         return p if p.is_file() else None
 
     @property
@@ -200,7 +202,7 @@ class Task:
         meta = self.meta.model_copy(update={
             "task_timeout": step.task_timeout or self.meta.task_timeout,
             "verify_timeout": step.verify_timeout or self.meta.verify_timeout})
-        return dataclasses.replace(self, prompt=step.prompt, meta=meta)
+        return dataclasses.replace(self, prompt=step.prompt, meta=meta, step=index)
 
     def verify_timeout(self, default: float = DEFAULT_VERIFY_TIMEOUT) -> float:
         return self.meta.verify_timeout or default
