@@ -156,6 +156,29 @@ def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: P
     assert [s.name for s in skills_for(task, "full", []) or []] == ["csv-tips"]
 
 
+def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
+    from gate.report._html import render_html
+    from gate.results import AgentInfo, RunUsage, SuiteInfo, TaskInfo, new_results
+    from gate.traces import Trace
+
+    def results(status: str) -> Any:
+        run = RunResult(task="t", replication=0, status=status, turns=1,  # type: ignore[arg-type]
+                        reason=None, notes=None,
+                        usage=RunUsage(input_tokens=1, output_tokens=1,
+                                       cache_creation_input_tokens=0,
+                                       cache_read_input_tokens=0),
+                        cost_usd=0.0, duration_s=1.0, task_digest="d")
+        return new_results(model="m", agent=AgentInfo(kind="builtin", fingerprint="f"),
+                           suite=SuiteInfo(digest="s", tasks={"t": TaskInfo(digest="d")}),
+                           commit="c", runs=[run])
+
+    trace = Trace(task="t", status="failed", verify="ok",
+                  verifier_files={"ctrf.json": '{"failed": "<b>test_x</b>"}'})
+    page = render_html(results("failed"), baseline=results("failed"), baseline_traces=[trace])
+    assert "verifier file · ctrf.json" in page
+    assert "&lt;b&gt;test_x&lt;/b&gt;" in page and "<b>test_x" not in page
+
+
 # ----- in containers --------------------------------------------------------------------------
 
 @pytest.mark.docker
@@ -222,6 +245,12 @@ def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -
     trace = trace_from_events(events, result)
     assert "ctrf.json" in trace.verifier_files
     assert "a diagnostic on stderr" in trace.verifier_files["test-stdout.txt"]
+    # the HTML report shows them: in the full transcript and in a baseline run's trace
+    from gate.report._html import _event, _trace_view
+
+    shown = dict(_event(verify).blocks)
+    assert "a diagnostic on stderr" in shown["files"]
+    assert _trace_view(trace).verifier_files == trace.verifier_files
 
 
 @pytest.mark.docker
