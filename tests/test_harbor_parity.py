@@ -340,3 +340,33 @@ def test_a_multi_step_task_runs_its_steps_in_one_container(tmp_path: Path) -> No
     assert result.status == "failed"
     assert (result.reason or "").startswith("step 'one': reward=0 below min_reward 1")
     assert [e["step"] for e in events if e["type"] == "verify"] == ["one"]
+
+
+def test_a_gate_task_needing_setuid_in_the_strict_sandbox_is_refused_by_name(
+        tmp_path: Path) -> None:
+    from gate.sandbox._docker import privileged_need
+
+    for line, refused in (("RUN chmod u+s /usr/local/bin/helper", True),
+                          ("RUN chmod 4755 /usr/local/bin/helper", True),
+                          ("RUN apt-get install -y sudo", True),
+                          ("RUN chmod 755 /usr/local/bin/helper", False),
+                          ("RUN chmod +x /usr/local/bin/helper", False)):
+        dockerfile = tmp_path / "environment" / "Dockerfile"
+        dockerfile.parent.mkdir(exist_ok=True)
+        dockerfile.write_text(f"FROM {IMAGE}\n{line}\n")
+        why = privileged_need(dockerfile)
+        assert (why is not None) == refused, line
+        if why:
+            assert why.startswith("environment/Dockerfile line 2 sets up a setuid program")
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
+        make_task: Any) -> None:
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    path = make_task("suid", extra={"environment/Dockerfile": SETUID_DOCKERFILE})
+    with DockerSandboxProvider() as provider:
+        why = provider.refusal(load_task(path))
+    assert why is not None and "line 4 sets up a setuid program" in why

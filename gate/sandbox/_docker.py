@@ -10,7 +10,11 @@ scripts only, never for the agent's commands.
 Every container: no network (unless the task opts in), a non-root user, all capabilities
 dropped, no-new-privileges, a read-only root with a tmpfs ``/tmp``, memory / pids / CPU limits,
 an init process, and the gate's labels (so a crashed gate's leftovers are removed by the next
-start). Its environment is built from nothing: no variable of the gate's reaches it.
+start). Its environment is built from nothing: no variable of the gate's reaches it. A task
+whose Dockerfile sets up a setuid program or sudo, which these containers would silently
+break, is refused by name (:func:`privileged_need`). A task format whose tasks live in their
+image (Harbor's) gets the long-lived container instead (``_harbor``: the engine's default
+security settings, as Harbor's own docker environment).
 
 Images: a task's ``[environment] image``, else one built from its Dockerfile (tagged by a
 digest of the build context, so it is built once and reused across runs and jobs), else the
@@ -37,6 +41,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
+from gate._files import printable
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -74,6 +79,10 @@ POLL_S = 0.5  # how often a running command checks for a cancel
 NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
 BUILD_LINES = 15  # lines of a failed build's output in its error
 BUILD_CHARS = 2000
+# a Dockerfile line that relies on privileges a container here cannot gain: a setuid/setgid
+# bit (chmod u+s, g+s, 4755 ...) or sudo
+_PRIVILEGED = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwxXt]*s|0?[2-7][0-7]{3})\b|"
+                         r"\bsudo\b")
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
 
 
@@ -297,6 +306,24 @@ class _HostRelay:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def privileged_need(dockerfile: Path) -> str | None:
+    """Why a task's commands would need privileges the per-command containers never grant
+    (no-new-privileges, a non-root user, no capabilities): a setuid/setgid program or sudo
+    would silently behave otherwise than under a plain ``docker run``, so the task is refused
+    by name instead (the long-lived container, Harbor's, keeps the engine's defaults)."""
+    try:
+        lines = dockerfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for n, line in enumerate(lines, 1):
+        if _PRIVILEGED.search(line):
+            return (f"{dockerfile.parent.name}/{dockerfile.name} line {n} sets up a setuid "
+                    f"program or sudo ({printable(line.strip()[:80])!r}), which the docker "
+                    "sandbox's unprivileged commands (no-new-privileges, no capabilities, a "
+                    "non-root user) would silently break")
+    return None
+
+
 class DockerSandboxProvider(SandboxProvider):
     name = "docker"
     runs_containers = True
@@ -352,6 +379,9 @@ class DockerSandboxProvider(SandboxProvider):
 
     def refusal(self, task: Task) -> str | None:
         if task.harbor is not None and (why := task.harbor.refusal()):
+            return why
+        if task.dockerfile is not None and task_format(task).lifecycle == "per_command" and (
+                why := privileged_need(task.dockerfile)):
             return why
         try:
             if task.dockerfile is not None and task.image is None:

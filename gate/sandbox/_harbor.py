@@ -1,7 +1,8 @@
 """The long-lived container life cycle on Docker: one container per run (a :class:`RunContainer`).
 
-A task whose state is its image's filesystem (Harbor's) gets one container of its image, kept
-alive by a small ``sh`` loop as PID 1 (it also reaps orphans); every command of the run is a
+A task whose state is its image's filesystem (Harbor's) gets one container of its image, its
+``ENTRYPOINT`` kept and its command a small ``sh`` loop that keeps it alive (Harbor's compose
+file replaces the command only, with ``sleep infinity``); every command of the run is a
 ``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
 format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
 through the :class:`RunContainer` steps: :meth:`end_phase` restarts the container (every
@@ -150,7 +151,7 @@ class DockerRunContainer(RunContainer):
 
         try:
             container = client.containers.create(
-                self.image, entrypoint=["sh", "-c", KEEPALIVE], command=[], detach=True,
+                self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
                 network_mode="bridge",
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
