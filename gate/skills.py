@@ -181,13 +181,19 @@ def load_skills(root: Path) -> list[Skill]:
 
 def own_skills(task: Task) -> list[Skill]:
     """The skills ``task`` ships itself (a Harbor / SkillsBench task's ``environment/skills/``,
-    :attr:`~gate.tasks.Task.skills_root`); none for a task without."""
-    if task.skills_root is None:
+    :attr:`~gate.tasks.Task.skills_root`): each folder there with a ``SKILL.md`` that loads as
+    a skill. One that does not (no front matter, a name outside the Agent Skills rules) stays
+    in the image as the task ships it, unswitched."""
+    if task.skills_root is None or not task.skills_root.is_dir():
         return []
-    try:
-        return load_skills(task.skills_root)
-    except BadInput as exc:
-        raise BadInput(f"{task.id}: environment/skills: {exc}") from None
+    found: list[Skill] = []
+    for d in sorted(task.skills_root.iterdir()):
+        if d.is_dir() and not d.is_symlink() and (d / SKILL_FILE).is_file():
+            try:
+                found.append(load_skill(d))
+            except BadInput:
+                continue
+    return found
 
 
 def run_skills(task: Task, chosen: Sequence[Skill], condition: str | None) -> list[Skill]:

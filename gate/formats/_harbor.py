@@ -266,8 +266,10 @@ class HarborFormat(TaskFormat):
         box.end_phase()  # nothing the agent started runs from here on
         box.set_network(h.network("verifier", hstep))
         box.reset_dir(VERIFIER_LOGS)
-        box.upload_dir(task.path / "tests", TESTS_DIR) if (task.path / "tests").is_dir() \
-            else box.reset_dir(TESTS_DIR)
+        if (task.path / "tests").is_dir():  # the task's tests, then the step's over them
+            box.upload_dir(task.path / "tests", TESTS_DIR)
+        else:
+            box.reset_dir(TESTS_DIR)
         if hstep is not None and (steps_tests := task.path / "steps" / hstep.name / "tests"
                                   ).is_dir():
             box.upload_dir(steps_tests, TESTS_DIR, clear=False)
