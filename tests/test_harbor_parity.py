@@ -182,6 +182,7 @@ def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
 # ----- in containers --------------------------------------------------------------------------
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_command_agent_reads_its_prompt_and_writes_its_final_inside_the_container(
         tmp_path: Path) -> None:
@@ -199,6 +200,7 @@ SETUID_DOCKERFILE = BASE + ("RUN cp /usr/bin/id /usr/local/bin/root-id && chmod 
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_setuid_helper_works_as_under_a_plain_docker_run(tmp_path: Path) -> None:
     path = harbor(tmp_path, "setuid", dockerfile=SETUID_DOCKERFILE,
@@ -214,6 +216,7 @@ MEMORY = "cat /sys/fs/cgroup/memory.max 2>/dev/null || " \
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_legacy_memory_key_is_the_containers_limit(tmp_path: Path) -> None:
     path = harbor(tmp_path, "mem", toml='[environment]\nmemory = "3G"\n',
@@ -231,6 +234,7 @@ echo '{"correctness": 1, "style": 0.5}' > /logs/verifier/reward.json
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -> None:
     result, events = run(harbor(tmp_path, "named", test=NAMED))
@@ -254,6 +258,7 @@ def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
     import docker
@@ -282,6 +287,7 @@ def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_failed_build_shows_the_builds_own_error(tmp_path: Path) -> None:
     broken = BASE + "RUN sh -c 'echo \"cause-$((40+2)) is why\" >&2; exit 3'\n"
@@ -297,6 +303,7 @@ LIST_SKILLS = ("#!/bin/bash\necho baked: $(ls /root/.claude/skills)\n"
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_conditions_switch_the_skills_a_task_ships(tmp_path: Path) -> None:
     path = harbor(tmp_path, "skilled", dockerfile=SKILLS_DOCKERFILE, solve=LIST_SKILLS, files={
@@ -318,6 +325,7 @@ HONEST_ZERO = "#!/bin/bash\nsleep 1\necho 0 > /logs/verifier/reward.txt\nsleep 1
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_process_of_the_agent_cannot_rewrite_the_reward(tmp_path: Path) -> None:
     path = harbor(tmp_path, "planted", test=HONEST_ZERO)
@@ -327,6 +335,7 @@ def test_a_process_of_the_agent_cannot_rewrite_the_reward(tmp_path: Path) -> Non
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_multi_step_task_runs_its_steps_in_one_container(tmp_path: Path) -> None:
     result, events = run(multi_step(tmp_path, "steps"))
@@ -361,6 +370,7 @@ def test_a_gate_task_needing_setuid_in_the_strict_sandbox_is_refused_by_name(
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
         make_task: Any) -> None:
