@@ -195,6 +195,18 @@ def test_a_command_agent_reads_its_prompt_and_writes_its_final_inside_the_contai
     assert [e["message"] for e in events if e["type"] == "final"] == ["my final words"]
 
 
+# Harbor runs a phase whose user is unset as the image's USER (root here), the verifier too
+ROOT_VERIFIER = '[ "$(id -u)" = 0 ] || echo 0 > /logs/verifier/reward.txt\n'
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_the_environments_variables_reach_the_agents_commands(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "env", toml='[environment]\nenv = { GREETING = "hello" }\n',
+                  test=REWARD_FROM_FILE.format(want="hello"))
+    result, _ = run(path, command_agent('echo "$GREETING" > /app/out.txt'))
+    assert result.status == "passed", result.reason
+
+
 SETUID_DOCKERFILE = BASE + ("RUN cp /usr/bin/id /usr/local/bin/root-id && chmod u+s "
                             "/usr/local/bin/root-id && useradd -m player\n")
 
@@ -202,11 +214,11 @@ SETUID_DOCKERFILE = BASE + ("RUN cp /usr/bin/id /usr/local/bin/root-id && chmod 
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("engine")
-def test_a_setuid_helper_works_as_under_a_plain_docker_run(tmp_path: Path) -> None:
+def test_setuid_users_and_variables_work_as_under_harbor(tmp_path: Path) -> None:
     path = harbor(tmp_path, "setuid", dockerfile=SETUID_DOCKERFILE,
-                  toml='[agent]\nuser = "player"\n',
-                  solve="#!/bin/bash\nroot-id -u > /app/out.txt\n",
-                  test=REWARD_FROM_FILE.format(want="0"))
+                  toml='[agent]\nuser = "player"\n[environment]\nenv = { GREETING = "hello" }\n',
+                  solve='#!/bin/bash\necho "$(root-id -u) $(id -un) $GREETING" > /app/out.txt\n',
+                  test=REWARD_FROM_FILE.format(want="0 player hello") + ROOT_VERIFIER)
     result, _ = run(path)
     assert result.status == "passed", result.reason
 

@@ -83,6 +83,12 @@ def _tail(text: str) -> str:
     return lines[-1][:200] if lines else "(no output)"
 
 
+def _user(user: str | int | None) -> str:
+    """A phase's user for the container: ``""`` is the image's ``USER`` (Harbor's default for
+    every phase whose user is unset, the verifier's included)."""
+    return "" if user is None else str(user)
+
+
 def _reader(path: Path) -> Callable[[], str]:
     return lambda: read_text(path, PROMPT_LIMIT, "instruction.md")
 
@@ -185,7 +191,7 @@ class HarborFormat(TaskFormat):
         cfg, h = task.harbor.config, task.harbor
         user = h.user("agent", self._step(task, 0))
         return ContainerSpec(
-            workdir=cfg.environment.workdir, user=None if user is None else str(user),
+            workdir=cfg.environment.workdir, user=_user(user), env=dict(cfg.environment.env),
             network=h.network("agent", self._step(task, 0)), cpus=cfg.environment.cpus,
             memory_mb=cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
             baked_skills=tuple(baked_skill_dirs(task)))
@@ -216,7 +222,7 @@ class HarborFormat(TaskFormat):
             if (workdir / "setup.sh").is_file():
                 user = task.harbor.user("agent", step)
                 res = box.run_as(["bash", f"{box.workdir.rstrip('/')}/setup.sh"],
-                                 user=None if user is None else str(user),
+                                 user=_user(user),
                                  env=box.command_env(), timeout=task.task_timeout())
                 if res.returncode != 0 or res.timed_out:
                     raise SandboxError(f"step {step.name!r}: setup.sh failed "
@@ -249,7 +255,7 @@ class HarborFormat(TaskFormat):
         env = box.command_env({**task.harbor.env("solution"), "TASK_DIR": SOLUTION_DIR})
         user = task.harbor.user("agent", step)
         return box.run_as(["bash", f"{SOLUTION_DIR}/solve.sh"],
-                          user=None if user is None else str(user), env=env, timeout=timeout)
+                          user=_user(user), env=env, timeout=timeout)
 
     # ----- the verifier -------------------------------------------------------------------
 
@@ -277,7 +283,7 @@ class HarborFormat(TaskFormat):
         env = box.command_env({**h.env("verifier", hstep), "TASK_DIR": TESTS_DIR})
         box.run_as(["chmod", "+x", f"{TESTS_DIR}/test.sh"], user="0", env={}, timeout=30)
         run = box.run_as(["bash", "-c", f"({TESTS_DIR}/test.sh) > {TEST_STDOUT} 2>&1"],
-                         user=None if user is None else str(user), env=env, timeout=timeout)
+                         user=_user(user), env=env, timeout=timeout)
         files = self._verifier_files(box)
         out = files.get("test-stdout.txt", "")
         res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,

@@ -4,7 +4,7 @@ import abc
 import shlex
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -66,8 +66,9 @@ class Verification:
 @dataclass(frozen=True)
 class ContainerSpec:
     """What a task in a long-lived container (:class:`RunContainer`) needs, as its format says:
-    the agent's working directory (``None``: the image's ``WORKDIR``) and user, its network,
-    limits, and where the runner's ``.runner/`` files live (``None``: in the workdir)."""
+    the agent's working directory (``None``: the image's ``WORKDIR``) and user (``None`` or
+    ``""``: the image's ``USER``), its network, limits, the container's variables, and where
+    the runner's ``.runner/`` files live (``None``: in the workdir)."""
 
     workdir: str | None = None
     user: str | None = None
@@ -76,6 +77,7 @@ class ContainerSpec:
     memory_mb: int = 2048
     runner_dir: str | None = None
     baked_skills: tuple[str, ...] = ()  # folders in the image holding the task's own skills
+    env: dict[str, str] = field(default_factory=dict)  # the container's variables (literal)
 
 
 class Sandbox(abc.ABC):

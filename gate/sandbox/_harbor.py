@@ -153,7 +153,7 @@ class DockerRunContainer(RunContainer):
             container = client.containers.create(
                 self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
-                network_mode="bridge",
+                environment=spec.env, network_mode="bridge",
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                 pids_limit=PIDS, nano_cpus=int(min(spec.cpus, ncpu) * 1e9),
