@@ -392,3 +392,22 @@ def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
     with DockerSandboxProvider() as provider:
         why = provider.refusal(load_task(path))
     assert why is not None and "line 4 sets up a setuid program" in why
+
+
+SERVER = ("#!/bin/bash\nsetsid nohup bash -c 'exec -a my-little-server sleep 600' >/dev/null 2>&1 "
+          "< /dev/null &\necho ok > /app/out.txt\n")
+NEEDS_SERVER = """#!/bin/bash
+if grep -qa my-little-server /proc/[0-9]*/cmdline 2>/dev/null; then r=1; else r=0; fi
+echo $r > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_service_the_agent_left_running_is_stopped_and_named(tmp_path: Path) -> None:
+    result, _ = run(harbor(tmp_path, "server", solve=SERVER, test=NEEDS_SERVER))
+    assert result.status == "failed"
+    assert "the agent phase left 1 process running, stopped before the verifier" in (
+        result.reason or ""), result.reason
+    assert "my-little-server" in (result.reason or "")

@@ -31,7 +31,8 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   verifier's files; then ``/logs/verifier`` is emptied. Harbor's shared mode leaves agent
   processes running; its separate verifier sandbox (``news/separate-verifier-sandboxes.mdx``)
   gives the boundary the gate always keeps. A task whose verifier needs a service the agent
-  left running therefore fails here; start it in ``test.sh``.
+  left running therefore fails here, and its reason names what was stopped (start such a
+  service in ``test.sh``).
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
@@ -269,6 +270,7 @@ class HarborFormat(TaskFormat):
         assert h is not None
         index = box.step if step is None else step
         hstep = self._step(task, index)
+        left = box.processes()  # what the agent phase leaves running, said if the run fails
         box.end_phase()  # nothing the agent started runs from here on
         box.set_network(h.network("verifier", hstep))
         box.reset_dir(VERIFIER_LOGS)
@@ -290,7 +292,13 @@ class HarborFormat(TaskFormat):
                          run.duration_s)
         rewards, why = self._rewards(box)
         verdict = judge(rewards, why, res)
-        verdict = Verification(res, verdict.passed, verdict.reason, verdict.score, files or None)
+        reason = verdict.reason
+        if reason is not None and left:
+            reason += (f"; the agent phase left {len(left)} process"
+                       f"{'es' if len(left) > 1 else ''} running, stopped before the verifier "
+                       f"(the gate's phase boundary: a service the verifier needs is started "
+                       f"by test.sh): {'; '.join(left[:3])}")
+        verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
         if not task.steps:
             return verdict
         return self._step_verdict(box, index, verdict)

@@ -362,6 +362,11 @@ class RunContainer(Sandbox):
         phase started runs when the verifier starts."""
 
     @abc.abstractmethod
+    def processes(self) -> list[str]:
+        """The command lines of the processes running in the container that it did not start
+        with (those the run started), the gate's own left out."""
+
+    @abc.abstractmethod
     def set_network(self, mode: str) -> None:
         """``public`` or ``no-network`` from now on."""
 

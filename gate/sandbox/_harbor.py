@@ -68,6 +68,7 @@ PIDS = 4096
 POLL_S = 0.25
 RESTART_S = 2  # seconds the engine waits after SIGTERM before SIGKILL on a restart
 EXEC_TAG = "GATE_EXEC"
+PS_MARK = "gate-process-listing"
 METER_DIR = "/run/gate-meter"
 RELAY_PORT = 8765
 NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
@@ -126,6 +127,7 @@ class DockerRunContainer(RunContainer):
         self._container_id: str | None = None
         self._network: str | None = None
         self._ids: dict[str, tuple[int, int]] = {}
+        self._at_start: set[str] = set()  # command lines running once the container started
         # a short private directory (a socket path has at most 108 bytes), mounted read-only:
         # relay.py, and the socket to this run's meter once a command agent asks for it
         self._meter_dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))
@@ -172,6 +174,7 @@ class DockerRunContainer(RunContainer):
         self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
         if spec.runner_dir:
             self.reset_dir(spec.runner_dir)
+        self._at_start = set(self._cmdlines())
 
     def _teardown(self) -> None:
         if self._container_id is not None:
@@ -194,6 +197,24 @@ class DockerRunContainer(RunContainer):
             self.provider.client().api.restart(self._cid, timeout=RESTART_S)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise SandboxError(f"cannot restart the container: {_first_line(exc)}") from exc
+
+    def processes(self) -> list[str]:
+        self.check_open()
+        return [c for c in self._cmdlines() if c not in self._at_start]
+
+    def _cmdlines(self) -> list[str]:
+        """Every process's command line but PID 1's, this listing's own and the gate's
+        (the meter relay, the keep-alive loop's sleep)."""
+        script = ("for p in /proc/[0-9]*; do n=${p#/proc/}; [ \"$n\" = 1 ] && continue; "
+                  "tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done")
+        res = self._run(["sh", "-c", f": {PS_MARK}; {script}"], user="0", env={}, timeout=30)
+        out = []
+        for line in res.stdout.splitlines():
+            line = line.strip()
+            if line and PS_MARK not in line and "relay.py" not in line and line not in (
+                    "sleep 3600", "tr \\000"):
+                out.append(line[:200])
+        return sorted(set(out))
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"
