@@ -1,3 +1,7 @@
+"""The sandbox contract: :class:`Sandbox` (a run's workspace and its commands), its
+:class:`SandboxProvider`, the long-lived container life cycle :class:`RunContainer` (a mode a
+container backend offers to formats whose tasks live in their image), the backend registry."""
+
 from __future__ import annotations
 
 import abc
@@ -89,7 +93,9 @@ class Sandbox(abc.ABC):
 
     The public methods are templates: they refuse once the run is cancelled or the sandbox
     closed, build the command's clean environment (:meth:`command_env`), and tear down once;
-    a backend implements only the ``_``-prefixed steps, so it cannot forget any of that.
+    a backend implements only the ``_``-prefixed steps, so it cannot forget any of that. How
+    the task's own scripts run and how a run is verified is the task's format's
+    (:mod:`gate.formats`): :meth:`run_script` and :meth:`verify` hand over to it.
     """
 
     workdir: str
