@@ -153,6 +153,13 @@ def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: P
     assert task.skills_root is not None
     assert [s.name for s in run_skills(task, [], None)] == ["csv-tips"]  # told to the agent
     assert skills_for(task, "control", []) == []
+    from gate.formats._harbor import baked_skill_dirs
+
+    (path / "environment" / "Dockerfile").write_text(
+        BASE + "COPY skills /root/.claude/skills\nCOPY --chown=0:0 skills/ /root/.codex/skills/\n"
+        'COPY ["skills", "/root/.agents/skills"]\nCOPY tools /opt/tools\n')
+    assert baked_skill_dirs(task) == ["/root/.agents/skills", "/root/.claude/skills",
+                                      "/root/.codex/skills"]
     assert [s.name for s in skills_for(task, "full", []) or []] == ["csv-tips"]
 
 

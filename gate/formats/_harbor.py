@@ -122,11 +122,22 @@ def baked_skill_dirs(task: Task) -> list[str]:
     if dockerfile.is_file():
         for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
             m = _COPY.match(line)
-            words = shlex.split(m.group(1), posix=True) if m and "[" not in m.group(1) else []
+            words = _copy_words(m.group(1)) if m else []
             if len(words) >= 2 and any(w.rstrip("/") in {"skills", "./skills"}
                                        for w in words[:-1]) and words[-1].startswith("/"):
                 dirs.append(words[-1].rstrip("/") or "/")
     return sorted(set(dirs))
+
+
+def _copy_words(args: str) -> list[str]:
+    """A ``COPY`` / ``ADD`` line's sources and destination (shell or JSON form)."""
+    try:
+        if args.lstrip().startswith("["):
+            words = json.loads(args)
+            return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+        return shlex.split(args, posix=True)
+    except ValueError:
+        return []
 
 
 class HarborFormat(TaskFormat):
