@@ -160,6 +160,15 @@ def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: P
         'COPY ["skills", "/root/.agents/skills"]\nCOPY tools /opt/tools\n')
     assert baked_skill_dirs(task) == ["/root/.agents/skills", "/root/.claude/skills",
                                       "/root/.codex/skills"]
+    # skills copied to [environment] skills_dir from another folder of the build context
+    other = harbor(tmp_path, "skills-dir", toml='[environment]\nskills_dir = "/opt/skills"\n',
+                   dockerfile=BASE + "COPY my-skills/ /opt/skills/\n", files={
+                       "environment/my-skills/csv-tips/SKILL.md": "---\nname: csv-tips\n"
+                       "description: Tips for CSV files.\n---\nUse csv.\n"})
+    task = load_task(other)
+    assert task.skills_root == (other / "environment" / "my-skills").resolve()
+    assert [s.name for s in run_skills(task, [], None)] == ["csv-tips"]
+    assert baked_skill_dirs(task) == ["/opt/skills"]
     assert [s.name for s in skills_for(task, "full", []) or []] == ["csv-tips"]
 
 

@@ -37,9 +37,11 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
   SkillsBench ships ``environment/skills/<name>/SKILL.md`` and its Dockerfile copies them to
-  the agents' skill folders): the task's own skills are skills like any other for the gate's
-  conditions; a run without them has them removed from ``skills_dir`` and from every place the
-  Dockerfile copies ``skills`` to.
+  the agents' skill folders): the task's own skills (``environment/skills/``, else the folder
+  the Dockerfile copies to ``skills_dir``) are skills like any other for the gate's conditions;
+  a run without one has it removed from ``skills_dir`` and from every place the Dockerfile
+  copies that folder to. Skills that exist only inside the image (not from the build context)
+  stay as the image has them.
 """
 
 from __future__ import annotations
@@ -111,21 +113,53 @@ def _step_prompts(name: str, path: Path, harbor: HarborTask) -> tuple[TaskStep, 
     return tuple(out)
 
 
+def _copies(path: Path) -> list[tuple[list[str], str]]:
+    """The Dockerfile's ``COPY`` / ``ADD`` lines: (sources, destination)."""
+    dockerfile = path / "environment" / "Dockerfile"
+    if not dockerfile.is_file():
+        return []
+    out: list[tuple[list[str], str]] = []
+    for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = _COPY.match(line)
+        words = _copy_words(m.group(1)) if m else []
+        if len(words) >= 2:
+            out.append(([w.rstrip("/").removeprefix("./") for w in words[:-1]],
+                        words[-1].rstrip("/") or "/"))
+    return out
+
+
+def _is_skills(folder: Path) -> bool:
+    return folder.is_dir() and any((d / "SKILL.md").is_file()
+                                   for d in folder.iterdir() if d.is_dir())
+
+
+def skills_source(path: Path, skills_dir: str | None) -> Path | None:
+    """The folder of skills the task ships: ``environment/skills/`` (SkillsBench), else the
+    build-context folder the Dockerfile copies to ``[environment] skills_dir``."""
+    if _is_skills(path / "environment" / "skills"):
+        return (path / "environment" / "skills").resolve()
+    if skills_dir:
+        for sources, dest in _copies(path):
+            for src in sources:
+                folder = path / "environment" / src
+                if dest == skills_dir.rstrip("/") and ".." not in Path(src).parts and \
+                        _is_skills(folder):
+                    return folder.resolve()
+    return None
+
+
 def baked_skill_dirs(task: Task) -> list[str]:
     """Where the image holds the task's own skills: ``[environment] skills_dir`` and every
-    destination the Dockerfile copies its ``skills`` folder to (SkillsBench's way)."""
+    absolute destination the Dockerfile copies the skills' folder to (SkillsBench copies
+    ``skills`` to each agent's skill folder)."""
     assert task.harbor is not None
     dirs: list[str] = []
     if task.harbor.config.environment.skills_dir:
-        dirs.append(task.harbor.config.environment.skills_dir)
-    dockerfile = task.path / "environment" / "Dockerfile"
-    if dockerfile.is_file():
-        for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
-            m = _COPY.match(line)
-            words = _copy_words(m.group(1)) if m else []
-            if len(words) >= 2 and any(w.rstrip("/") in {"skills", "./skills"}
-                                       for w in words[:-1]) and words[-1].startswith("/"):
-                dirs.append(words[-1].rstrip("/") or "/")
+        dirs.append(task.harbor.config.environment.skills_dir.rstrip("/") or "/")
+    if task.skills_root is not None:
+        name = task.skills_root.relative_to(task.path / "environment").as_posix()
+        dirs += [dest for sources, dest in _copies(task.path)
+                 if name in sources and dest.startswith("/")]
     return sorted(set(dirs))
 
 
@@ -187,9 +221,7 @@ class HarborFormat(TaskFormat):
             environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
                                         memory_mb=env.memory_mb),
         )
-        skills = path / "environment" / "skills"
-        own_skills = skills.resolve() if skills.is_dir() and any(
-            (d / "SKILL.md").is_file() for d in skills.iterdir() if d.is_dir()) else None
+        own_skills = skills_source(path, env.skills_dir)
         return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
                     meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
                     format_name=self.name, steps=steps, skills_root=own_skills)
