@@ -112,21 +112,24 @@ name = "one"
 min_reward = 1.0
 [[steps]]
 name = "two"
+[steps.agent]
+user = "player"
 [steps.verifier]
 timeout_sec = 30.0
 """
 
 
 def multi_step(root: Path, name: str, *, toml: str = MULTI_TOML,
-               first: str = "echo one > /app/out.txt") -> Path:
-    return harbor(root, name, toml=toml, instruction=None, solve=None, test=None, files={
+               first: str = "echo one > /app/out.txt; chmod 666 /app/out.txt") -> Path:
+    return harbor(root, name, toml=toml, instruction=None, solve=None, test=None,
+                  dockerfile=BASE + "RUN useradd -m player\n", files={
         "steps/one/instruction.md": "Write one into /app/out.txt.\n",
         "steps/one/solution/solve.sh": f"#!/bin/bash\n{first}\n",
         "steps/one/tests/test.sh": REWARD_FROM_FILE.format(want="one"),
         "steps/two/instruction.md": "Now write two into /app/out.txt.\n",
         "steps/two/workdir/setup.sh": "#!/bin/bash\necho prepared > /app/prepared.txt\n",
         "steps/two/solution/solve.sh": "#!/bin/bash\ntest -f /app/prepared.txt && "
-                                       "echo two > /app/out.txt\n",
+                                       '[ "$(id -un)" = player ] && echo two > /app/out.txt\n',
         "tests/test.sh": REWARD_FROM_FILE.format(want="two"),  # the shared fallback
     })
 
@@ -427,3 +430,16 @@ def test_a_service_the_agent_left_running_is_stopped_and_named(tmp_path: Path) -
     assert "the agent phase left 1 process running, stopped before the verifier" in (
         result.reason or ""), result.reason
     assert "my-little-server" in (result.reason or "")
+
+
+STEP_AGENT = ('if grep -q "Write one" "$GATE_PROMPT_FILE"; then echo one > /app/out.txt; '
+              'chmod 666 /app/out.txt; elif [ "$(id -un)" = player ]; then '
+              'echo two > /app/out.txt; fi')
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_an_agent_gets_each_steps_prompt_as_each_steps_user(tmp_path: Path) -> None:
+    result, _ = run(multi_step(tmp_path, "steps"), command_agent(STEP_AGENT))
+    assert result.status == "passed", result.reason

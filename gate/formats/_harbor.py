@@ -46,6 +46,7 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -258,6 +259,7 @@ class HarborFormat(TaskFormat):
         assert task.harbor is not None
         step = task.harbor.steps[index]
         box.step = index
+        box.spec = dataclasses.replace(box.spec, user=_user(task.harbor.user("agent", step)))
         box.set_network(task.harbor.network("agent", step))
         box.reset_dir(AGENT_LOGS)
         workdir = task.path / "steps" / step.name / "workdir"
