@@ -443,3 +443,47 @@ STEP_AGENT = ('if grep -q "Write one" "$GATE_PROMPT_FILE"; then echo one > /app/
 def test_an_agent_gets_each_steps_prompt_as_each_steps_user(tmp_path: Path) -> None:
     result, _ = run(multi_step(tmp_path, "steps"), command_agent(STEP_AGENT))
     assert result.status == "passed", result.reason
+
+
+def test_the_phase_boundary_keeps_services_and_stops_the_rest() -> None:
+    from gate.sandbox._procs import MARK, leftovers, parse
+
+    listing = "\n".join([
+        "P 1 0 , sh -c keep-alive",
+        "P 5 1 , entrypoint-daemon",  # the container started with it
+        "P 7 1 , sleep 3600",  # the keep-alive loop's own
+        "P 20 0 , nginx: master process",
+        "P 21 20 900, nginx: worker process",  # listens: kept, its parent too
+        "P 30 0 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
+        "P 31 30 , sleep 0.05",
+        "P 40 0 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's relay: never kept
+        f"P 50 0 , sh -c : {MARK}; ...",
+        "P 51 50 , sed -n s/x/y/p",
+        "L 900", "L 901", "garbage line",
+    ])
+    procs, listening = parse(listing)
+    kill, keep = leftovers(procs, listening, {1, 5}, ("/run/gate-meter/relay.py",))
+    assert [p.pid for p in kill] == [30, 31, 40]
+    assert [p.pid for p in keep] == [20, 21]
+
+
+SERVE = ("#!/bin/bash\nmkdir -p /srv/www && echo served > /srv/www/index.txt\n"
+         "cd /srv/www && setsid nohup python3 -m http.server 8765 >/dev/null 2>&1 "
+         "< /dev/null &\nsleep 1\n")
+FETCH = """#!/bin/bash
+python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8765/index.txt", \
+timeout=5).read().decode().strip())' > /tmp/got.txt 2>&1
+if [ "$(cat /tmp/got.txt)" = served ]; then echo 1; else cat /tmp/got.txt; echo 0; fi \
+    > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_service_the_agent_started_serves_the_verifier_as_under_harbor(
+        tmp_path: Path) -> None:
+    result, events = run(harbor(tmp_path, "service", solve=SERVE, test=FETCH))
+    assert result.status == "passed", result.reason
+    (verify,) = [e for e in events if e["type"] == "verify"]
+    assert "http.server 8765" in verify["files"]["(services kept running from the agent phase)"]

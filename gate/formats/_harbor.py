@@ -26,13 +26,15 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   (as ``metrics/base.py:aggregate_reward_dicts`` reads a single key); with several named
   rewards and no ``reward``, when every one is >= 1 (as a per-key ``min_reward`` table gates
   each key). The rewards are the run's score; a fractional reward is a fail with its value.
-- **Phase boundary**: the agent phase ends with every process in the container stopped (the
-  container restarted; its filesystem stays), so nothing the agent started can touch the
-  verifier's files; then ``/logs/verifier`` is emptied. Harbor's shared mode leaves agent
-  processes running; its separate verifier sandbox (``news/separate-verifier-sandboxes.mdx``)
-  gives the boundary the gate always keeps. A task whose verifier needs a service the agent
-  left running therefore fails here, and its reason names what was stopped (start such a
-  service in ``test.sh``).
+- **Phase boundary**: Harbor's default (shared) mode leaves everything the agent started
+  running into the verifier (``trial/trial.py:_run_shared_verifier``; only its separate
+  verifier sandbox, ``news/separate-verifier-sandboxes.mdx``, cuts it), and Terminal-Bench 2
+  relies on it for services (a solution starts nginx or a package index, the tests talk to
+  it). The gate keeps those and nothing else: when the agent phase ends, every process it left
+  running is killed except one listening on a TCP port (and its parents;
+  :mod:`gate.sandbox._procs`), so a planted loop cannot rewrite the verifier's files after
+  ``/logs/verifier`` is emptied. The services kept are listed with the verifier's files; when
+  the run fails, its reason names what was stopped.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
@@ -315,8 +317,7 @@ class HarborFormat(TaskFormat):
         assert h is not None
         index = box.step if step is None else step
         hstep = self._step(task, index)
-        left = box.processes()  # what the agent phase leaves running, said if the run fails
-        box.end_phase()  # nothing the agent started runs from here on
+        left, services = box.end_phase()  # nothing the agent started runs now but services
         box.set_network(h.network("verifier", hstep))
         box.reset_dir(VERIFIER_LOGS)
         if (task.path / "tests").is_dir():  # the task's tests, then the step's over them
@@ -341,8 +342,11 @@ class HarborFormat(TaskFormat):
         if reason is not None and left:
             reason += (f"; the agent phase left {len(left)} process"
                        f"{'es' if len(left) > 1 else ''} running, stopped before the verifier "
-                       f"(the gate's phase boundary: a service the verifier needs is started "
-                       f"by test.sh): {'; '.join(left[:3])}")
+                       f"(the gate's phase boundary keeps only services, processes listening "
+                       f"on a port): {'; '.join(left[:3])}")
+        if services:
+            files = {**files, "(services kept running from the agent phase)": "\n".join(
+                services)}
         verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
         if not task.steps:
             return verdict

@@ -363,14 +363,11 @@ class RunContainer(Sandbox):
     step_rewards: list[tuple[str, dict[str, float] | None]]  # each verified step's rewards
 
     @abc.abstractmethod
-    def end_phase(self) -> None:
-        """Stop every process in the container (the filesystem stays): nothing the agent
-        phase started runs when the verifier starts."""
-
-    @abc.abstractmethod
-    def processes(self) -> list[str]:
-        """The command lines of the processes running in the container that it did not start
-        with (those the run started), the gate's own left out."""
+    def end_phase(self) -> tuple[list[str], list[str]]:
+        """End the agent phase: kill every process it left running but a service (one
+        listening on a TCP port, with its parents), so nothing else the agent started runs
+        when the verifier starts. Returns the command lines of what was stopped and of the
+        services kept."""
 
     @abc.abstractmethod
     def set_network(self, mode: str) -> None:
