@@ -9,6 +9,7 @@ against a real Docker engine (``docker``; they skip without one, as tests/test_d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -487,3 +488,48 @@ def test_a_service_the_agent_started_serves_the_verifier_as_under_harbor(
     assert result.status == "passed", result.reason
     (verify,) = [e for e in events if e["type"] == "verify"]
     assert "http.server 8765" in verify["files"]["(services kept running from the agent phase)"]
+
+
+def test_keys_at_harbors_defaults_ask_nothing_and_compose_tasks_are_refused(
+        tmp_path: Path) -> None:
+    from gate.formats import get_format
+
+    task = load_task(harbor(tmp_path, "defaults", toml=(
+        '[environment]\nstorage = "10G"\nmcp_servers = []\n[verifier]\n'
+        'environment_mode = "separate"\n')))
+    assert task.unhonoured == ["verifier.environment_mode"]  # storage 10G is Harbor's default
+    assert load_task(harbor(tmp_path, "more", toml='[environment]\nstorage = "20G"\n')
+                     ).unhonoured == ["environment.storage"]
+    compose = harbor(tmp_path, "compose", files={
+        "environment/docker-compose.yaml": "services:\n  main:\n    build: .\n"})
+    why = get_format("harbor").refusal(load_task(compose))
+    assert why is not None and why.startswith("environment/docker-compose.yaml: a multi-container")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_rebuilt_base_image_rebuilds_the_tasks_image(tmp_path: Path) -> None:
+    import docker
+
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    client = docker.from_env()
+    base = f"agent-gate-test-base:{int(time.time() * 1000)}"
+    try:
+        (tmp_path / "b1").mkdir()
+        (tmp_path / "b1" / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo one > /base\n")
+        client.images.build(path=str(tmp_path / "b1"), tag=base)
+        task = load_task(harbor(tmp_path, "on-base", dockerfile=f"FROM {base}\n"))
+        with DockerSandboxProvider() as provider:
+            first = provider.image_for(task)
+            (tmp_path / "b1" / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo two > /base\n")
+            client.images.build(path=str(tmp_path / "b1"), tag=base)
+            second = provider.image_for(task)
+        assert first != second
+        assert client.containers.run(second, ["cat", "/base"], remove=True) == b"two\n"
+    finally:
+        for image in {base}:
+            with contextlib.suppress(docker.errors.DockerException):
+                client.images.remove(image, force=True)
+        client.close()

@@ -35,6 +35,8 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   :mod:`gate.sandbox._procs`), so a planted loop cannot rewrite the verifier's files after
   ``/logs/verifier`` is emptied. The services kept are listed with the verifier's files; when
   the run fails, its reason names what was stopped.
+- **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
+  docker.py``) are refused by name: their services would never start here.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
@@ -77,6 +79,9 @@ from gate.tasks import Task, TaskEnvironment, TaskMeta, TaskStep, digest_dir, re
 if TYPE_CHECKING:
     from gate.sandbox import ContainerSpec, ExecResult, RunContainer, Sandbox, Verification
 
+#: a multi-container task's services (Harbor reads ``environment/docker-compose.yaml``,
+#: ``environments/docker/docker.py``)
+COMPOSE_FILES = ("docker-compose.yaml",)
 REWARD_LIMIT = 100_000  # bytes of a reward file
 FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
 FILES_KEPT = 20  # files kept of /logs/verifier
@@ -228,6 +233,14 @@ class HarborFormat(TaskFormat):
         return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
                     meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
                     format_name=self.name, steps=steps, skills_root=own_skills)
+
+    def refusal(self, task: Task) -> str | None:
+        assert task.harbor is not None
+        for name in COMPOSE_FILES:
+            if (task.path / "environment" / name).is_file():
+                return (f"environment/{name}: a multi-container Harbor task (its services "
+                        "would never start here; the gate runs the main image alone)")
+        return task.harbor.refusal()
 
     # ----- the container ------------------------------------------------------------------
 
