@@ -172,10 +172,12 @@ def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None
 
 def _set_up(run: _Run, sandbox: Sandbox) -> list[Skill]:
     """The run's skills installed, then ``setup.sh``; a setup that fails is infra."""
+    from gate.skills import run_skills
+
     task, record = run.task, run.record
-    skills = run.opts.skills_of(task)
-    if skills:  # before setup and the agent; only what this run's condition has
-        sandbox.install_skills(skills)
+    skills = run_skills(task, run.opts.skills_of(task), run.opts.condition)
+    if skills or task.skills_root is not None:  # before setup and the agent; only what
+        sandbox.install_skills(skills)            # this run's condition has
         record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
     if task.setup_script:
         res = sandbox.run_script("setup.sh", timeout=task.task_timeout(run.opts.task_timeout))
@@ -187,12 +189,14 @@ def _set_up(run: _Run, sandbox: Sandbox) -> list[Skill]:
     return skills
 
 
-def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill]) -> AgentOutcome:
-    """The agent on the workspace; its crash, a cap or a failing model API is told apart."""
+def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill],
+         step: Task) -> AgentOutcome:
+    """The agent on the workspace (``step``: the task, or one step of a multi-step task); its
+    crash, a cap or a failing model API is told apart."""
     meter_run = run.meter_run
     ctx = RunContext(
-        task=run.task, replication=run.replication, run_name=run.name,
-        timeout=run.task.task_timeout(run.opts.task_timeout), max_turns=run.max_turns,
+        task=step, replication=run.replication, run_name=run.name,
+        timeout=step.task_timeout(run.opts.task_timeout), max_turns=run.max_turns,
         base_url=meter_run.base_url if meter_run else None,
         api_key=meter_run.token if meter_run else None,
         record=run.record, skills=tuple(skills),
@@ -217,23 +221,26 @@ def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill]) -> Agen
     return outcome
 
 
-def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome) -> None:
-    """``.runner/final.txt``, then ``verify.sh``: it decides, even when the agent did not
-    finish cleanly."""
+def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome, step: Task,
+            index: int | None) -> bool:
+    """``.runner/final.txt``, then the verifier: it decides, even when the agent did not
+    finish cleanly. ``index``: the step of a multi-step task. True when the next step runs."""
     if outcome.infra_error:
         run.status, run.reason = "error", outcome.infra_error
-        return
+        return False
     if (broke := _write_final(sandbox, outcome.final_message)) is not None:
         run.status, run.reason = "failed", broke
-        return
-    verdict = sandbox.verify(timeout=run.task.verify_timeout(run.opts.verify_timeout))
+        return False
+    verdict = sandbox.verify(timeout=step.verify_timeout(run.opts.verify_timeout), step=index)
     res = verdict.result
     run.record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
                 "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT),
-                **({"score": verdict.score} if verdict.score is not None else {})})
+                **({"step": run.task.steps[index].name} if index is not None else {}),
+                **({"score": verdict.score} if verdict.score is not None else {}),
+                **({"files": verdict.files} if verdict.files else {})})
     run.notes, score = _read_runner_files(sandbox)
     run.score = verdict.score if verdict.score is not None else score
-    if res.timed_out:
+    if res.timed_out and verdict.final:
         run.status, run.reason = "failed", "timeout"
     elif verdict.passed:
         run.status, run.reason = "passed", None
@@ -241,6 +248,7 @@ def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome) -> None:
         run.status = "failed"
         run.reason = outcome.failure or verdict.reason or (
             f"verify exited {res.returncode}: {_tail(res.output)}")
+    return not verdict.final
 
 
 def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
@@ -305,7 +313,11 @@ def run_one(
     try:
         sandbox = provider.create(task, run.name)
         skills = _set_up(run, sandbox)
-        _verify(run, sandbox, _act(run, sandbox, agent, skills))
+        for index in range(len(task.steps) or 1):  # a multi-step task: its steps in turn
+            step = task.for_step(index) if task.steps else task
+            if not _verify(run, sandbox, _act(run, sandbox, agent, skills, step), step,
+                           index if task.steps else None):
+                break
     except (SandboxError, OSError) as exc:
         run.status, run.reason = "error", f"infra: {exc}"
     finally:

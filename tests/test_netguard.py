@@ -145,3 +145,40 @@ def test_without_the_privilege_to_guard_a_command_with_network_is_refused(
     guard = NetGuard(tmp_path, "/run/gate-io")
     with pytest.raises(SandboxError, match="would reach this host's own services"):
         guard.hold(["bash", "-c", "true"])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_harbor_phase_with_network_does_not_reach_the_hosts_services(
+        listener: Listener, tmp_path: Path) -> None:
+    """Harbor's agent phase is ``public`` by default: its container is on the bridge, and the
+    guard set once at its start keeps it off the host's services (a listener this test starts
+    on 0.0.0.0, probed through this machine's own bridge address)."""
+    bridge = _bridge_address()
+    assert bridge, "no address of this machine on Docker's bridge"
+    task = tmp_path / "suite" / "net"
+    files = {
+        "instruction.md": "Write hi into /app/hello.txt.\n",
+        "task.toml": 'version = "1.0"\n[agent]\ntimeout_sec = 120\n'
+                     '[verifier]\ntimeout_sec = 60\n',
+        "environment/Dockerfile": f"FROM {IMAGE}\nWORKDIR /app\n",
+        "solution/solve.sh": f"#!/bin/bash\npython3 - {bridge} {listener.port} <<'EOF'\n"
+                             f"{PROBE}\nEOF\necho hi > /app/hello.txt\n",
+        "tests/test.sh": "#!/bin/bash\nmkdir -p /logs/verifier\n"
+                         "if grep -qx hi /app/hello.txt; then echo 1; else echo 0; fi "
+                         "> /logs/verifier/reward.txt\n",
+    }
+    for rel, body in files.items():
+        (task / rel).parent.mkdir(parents=True, exist_ok=True)
+        (task / rel).write_text(body)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[suite]\ntasks = "{task.parent}"\nsandbox = "docker"\n')
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "gate", "run", "--config", str(cfg), "--agent",
+                        "oracle", "-k", "1", "-o", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    said = (tmp_path / "r.transcripts" / "net-r0.jsonl").read_text()
+    assert p.returncode == 0, p.stderr + said
+    assert "default-route" in said and "no-default-route" not in said  # it had a network
+    assert listener.accepted == 0, said
+    assert "reached-host" not in said and "blocked" in said
