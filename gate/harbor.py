@@ -1,9 +1,20 @@
-"""Harbor-format tasks (Harbor / Terminal-Bench, SkillsBench), loaded unchanged.
+"""Harbor's ``task.toml`` schema (Harbor / Terminal-Bench, SkillsBench), read unchanged.
 
-A Harbor task directory holds ``instruction.md`` (the prompt), ``task.toml``,
-``environment/Dockerfile``, ``solution/solve.sh`` (the oracle) and ``tests/test.sh`` (the
-verifier), which writes its reward to ``/logs/verifier/reward.txt`` (a number) or
-``reward.json`` (``{"reward": x, ...}``). The task passes when its reward is 1.
+The task format itself (layout, scripts, verifier, rewards, steps) is
+:mod:`gate.formats._harbor`; this module is the schema of its ``task.toml``, checked against
+Harbor's own ``src/harbor/models/task/config.py`` (harbor-framework/harbor, read through a
+public mirror at 7d91dbfa) and its docs (``docs/content/docs/tasks/index.mdx``,
+``tasks/multi-step.mdx``):
+
+- legacy resource keys: ``memory = "4G"`` / ``storage = "10G"`` become ``memory_mb`` /
+  ``storage_mb`` as Harbor's ``_migrate_legacy_resource_fields`` converts them (``G`` x1024,
+  ``M``, ``K`` /1024; anything else is an error; a conflicting ``memory_mb`` is an error);
+  ``version`` is the old name of ``schema_version``;
+- ``[[steps]]`` (``name``, ``[steps.agent]`` / ``[steps.verifier]`` overrides, ``min_reward``
+  as a number or per key) and ``multi_step_reward_strategy`` (``mean``, Harbor's default, or
+  ``final``);
+- ``[environment] skills_dir`` (skills inside the image) and ``workdir`` (overrides the image's
+  ``WORKDIR``).
 
 Harbor's ``task.toml`` keeps Harbor's semantics: timeouts (``[agent]`` / ``[verifier]``
 ``timeout_sec``), resources (``[environment]`` ``cpus``, ``memory_mb``, ``storage_mb``,
@@ -60,6 +71,18 @@ class _Phase(_Section):
         return self
 
 
+def size_to_mb(size: str) -> int:
+    """Harbor's ``EnvironmentConfig._parse_size_to_mb``: ``"4G"`` → 4096, ``"512M"`` → 512."""
+    text = size.strip().upper()
+    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}.get(text[-1:])
+    try:
+        if scale is None:
+            raise ValueError
+        return int(float(text[:-1]) * scale)
+    except ValueError:
+        raise ValueError(f"invalid size {size!r} (expected e.g. '4G', '512M')") from None
+
+
 class HarborEnvironment(_Section):
     build_timeout_sec: float = Field(default=DEFAULT_BUILD_TIMEOUT, gt=0)
     docker_image: str | None = Field(default=None, min_length=1, max_length=256)
@@ -71,6 +94,28 @@ class HarborEnvironment(_Section):
     network_mode: NetworkMode | None = None
     allowed_hosts: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    skills_dir: str | None = Field(default=None, min_length=1, max_length=4096)
+    workdir: str | None = Field(default=None, pattern=r"^/", max_length=4096)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_sizes(cls, data: Any) -> Any:
+        """``memory`` / ``storage`` (TB2, SkillsBench) as Harbor converts them."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for legacy, key in (("memory", "memory_mb"), ("storage", "storage_mb")):
+            if legacy not in data:
+                continue
+            value = data.pop(legacy)
+            if not isinstance(value, str):
+                raise ValueError(f"{legacy}: must be a size like '4G' (or use {key})")
+            mb = size_to_mb(value)
+            if key in data and data[key] != mb:
+                raise ValueError(f"{legacy} = {value!r} ({mb} MB) conflicts with "
+                                 f"{key} = {data[key]!r}")
+            data.setdefault(key, mb)
+        return data
 
     @model_validator(mode="after")
     def _allowlist(self) -> HarborEnvironment:
@@ -86,6 +131,15 @@ class HarborEnvironment(_Section):
         return "public" if self.allow_internet else "no-network"
 
 
+class HarborStep(_Section):
+    """One ``[[steps]]`` entry (Harbor's ``StepConfig``): unset values fall back to the task's."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+    agent: _Phase = Field(default_factory=_Phase)
+    verifier: _Phase = Field(default_factory=_Phase)
+    min_reward: float | dict[str, float] | None = None
+
+
 class HarborConfig(_Section):
     version: str | None = None
     schema_version: str | None = None
@@ -96,18 +150,30 @@ class HarborConfig(_Section):
     solution: _Phase = Field(default_factory=_Phase)
     task: dict[str, Any] = Field(default_factory=dict)
     source: str | None = None
+    steps: list[HarborStep] | None = None
+    multi_step_reward_strategy: Literal["mean", "final"] | None = None
+
+    @model_validator(mode="after")
+    def _unique_steps(self) -> HarborConfig:
+        names = [s.name for s in self.steps or ()]
+        if len(set(names)) != len(names):
+            raise ValueError("steps: two steps have the same name")
+        return self
 
 
 #: Harbor keys the gate reads but does not act on (information only).
-_INFORMATIONAL = {"version", "schema_version", "metadata", "task", "source"}
+_INFORMATIONAL = {"version", "schema_version", "metadata", "task", "source",
+                  "multi_step_reward_strategy"}
 #: Keys of a phase that the gate honours, per section.
 _HONOURED = {
     "agent": {"timeout_sec", "user", "network_mode", "allowed_hosts"},
     "verifier": {"timeout_sec", "user", "network_mode", "allowed_hosts", "env"},
     "solution": {"env"},
-    "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "gpus",
-                    "allow_internet", "network_mode", "allowed_hosts", "env"},
+    "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "memory", "gpus",
+                    "allow_internet", "network_mode", "allowed_hosts", "env", "skills_dir",
+                    "workdir"},
 }
+_STEP_HONOURED = {"name", "agent", "verifier", "min_reward"}
 
 
 class HarborTask:
@@ -125,6 +191,12 @@ class HarborTask:
     def verifier_network(self) -> NetworkMode:
         return self.config.verifier.network_mode or self.config.environment.baseline()
 
+    def network(self, phase: Literal["agent", "verifier"],
+                step: HarborStep | None = None) -> NetworkMode:
+        """The phase's network: the step's, else the task's phase, else the baseline."""
+        own = getattr(step, phase).network_mode if step is not None else None
+        return own or (self.agent_network if phase == "agent" else self.verifier_network)
+
     @property
     def difficulty(self) -> str | None:
         d = self.config.metadata.get("difficulty")
@@ -135,29 +207,54 @@ class HarborTask:
         cfg = self.config
         if cfg.environment.gpus > 0:
             return f"task.toml: [environment] gpus = {cfg.environment.gpus}: no GPU here"
-        for phase, mode in (("agent", self.agent_network), ("verifier", self.verifier_network)):
+        modes = [("agent", self.agent_network), ("verifier", self.verifier_network)]
+        modes += [(f"step {s.name!r} {p}", self.network(p, s)) for s in self.steps
+                  for p in ("agent", "verifier")]
+        for phase, mode in modes:
             if mode == "allowlist":
                 return (f"task.toml: the {phase} phase's network_mode is 'allowlist', which the "
                         "docker sandbox cannot enforce yet (it never widens it to public)")
+        steps = [(f"steps.{s.name}.verifier", s.verifier.env) for s in self.steps]
         for section, env in (("environment", cfg.environment.env),
-                             ("verifier", cfg.verifier.env), ("solution", cfg.solution.env)):
+                             ("verifier", cfg.verifier.env), ("solution", cfg.solution.env),
+                             *steps):
             for key, value in env.items():
                 if "${" in value:
                     return (f"task.toml: [{section}] env {printable(key)}: host variables "
                             "(${...}) are never passed into a sandbox")
         return None
 
-    def env(self, phase: Literal["agent", "verifier", "solution"]) -> dict[str, str]:
-        """The task's literal variables for a phase: ``[environment].env`` then the phase's."""
+    def env(self, phase: Literal["agent", "verifier", "solution"],
+            step: HarborStep | None = None) -> dict[str, str]:
+        """The task's literal variables for a phase: ``[environment].env`` then the phase's
+        (then the step's verifier env, as Harbor merges ``[steps.verifier] env``)."""
         own = {"agent": {}, "verifier": self.config.verifier.env,
                "solution": self.config.solution.env}[phase]
-        return {**self.config.environment.env, **own}
+        extra = step.verifier.env if step is not None and phase == "verifier" else {}
+        return {**self.config.environment.env, **own, **extra}
+
+    @property
+    def steps(self) -> list[HarborStep]:
+        """The ``[[steps]]`` of a multi-step task (empty: a single-step task)."""
+        return list(self.config.steps or ())
+
+    def user(self, phase: Literal["agent", "verifier"],
+             step: HarborStep | None = None) -> str | int | None:
+        """The phase's user: the step's, else the task's (``None``: the image's ``USER``)."""
+        own = getattr(step, phase).user if step is not None else None
+        return own if own is not None else getattr(self.config, phase).user
+
+    def timeout(self, phase: Literal["agent", "verifier"],
+                step: HarborStep | None = None) -> float | None:
+        """The phase's timeout: the step's, else the task's (Harbor's fallback)."""
+        own = getattr(step, phase).timeout_sec if step is not None else None
+        return own if own is not None else getattr(self.config, phase).timeout_sec
 
 
 def _unhonoured(raw: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in raw.items():
-        if key in _INFORMATIONAL:
+        if key in _INFORMATIONAL or key == "steps":
             continue
         honoured = _HONOURED.get(key)
         if honoured is None:
@@ -165,7 +262,14 @@ def _unhonoured(raw: dict[str, Any]) -> list[str]:
             continue
         if isinstance(value, dict):
             out.extend(f"{key}.{sub}" for sub in value if sub not in honoured)
-    return sorted(printable(k) for k in out)
+    for step in raw.get("steps") or ():
+        if isinstance(step, dict):
+            out.extend(f"steps.{sub}" for sub in step if sub not in _STEP_HONOURED)
+            for phase in ("agent", "verifier"):
+                sub = step.get(phase)
+                if isinstance(sub, dict):
+                    out.extend(f"steps.{phase}.{k}" for k in sub if k not in _HONOURED[phase])
+    return sorted({printable(k) for k in out})
 
 
 def parse_harbor_toml(data: dict[str, Any], where: str) -> HarborTask:

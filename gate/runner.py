@@ -166,9 +166,11 @@ def run_one(
     sandbox: Sandbox | None = None
     try:
         sandbox = provider.create(task, run_name)
-        skills = opts.skills_of(task)
-        if skills:  # before setup and the agent; only what this run's condition has
-            sandbox.install_skills(skills)
+        from gate.skills import run_skills
+
+        skills = run_skills(task, opts.skills_of(task), opts.condition)
+        if skills or task.skills_root is not None:  # before setup and the agent; only what
+            sandbox.install_skills(skills)            # this run's condition has
             record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
         if task.setup_script:
             res = sandbox.run_script("setup.sh", timeout=task.task_timeout(opts.task_timeout))
@@ -177,44 +179,51 @@ def run_one(
             if res.returncode != 0 or res.timed_out:
                 why = "timeout" if res.timed_out else f"exit {res.returncode}"
                 raise SandboxError(f"setup.sh failed ({why}): {_tail(res.output)}")
-        ctx = RunContext(
-            task=task, replication=replication, run_name=run_name,
-            timeout=task.task_timeout(opts.task_timeout),
-            max_turns=max_turns,
-            base_url=meter_run.base_url if meter_run else None,
-            api_key=meter_run.token if meter_run else None,
-            record=record,
-            skills=tuple(skills),
-        )
-        try:
-            outcome = agent.run(sandbox, ctx)
-        except SandboxError:
-            raise
-        except Exception as exc:  # an agent crash is the harness's problem, not the task's
-            outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
-        if outcome.infra_error and meter_run is not None and meter_run.capped:
-            # the agent stopped on the meter's refusal past a cap (the builtin agent reports
-            # any API error it cannot retry as infra): the run was stopped, it did not break
-            outcome.infra_error = None
-            outcome.failure = f"stopped by the meter: {meter_run.capped}"
-        if outcome.infra_error is None and outcome.failure and meter_run is not None:
-            # an agent that gave up because the model API kept failing is infra, not a fail
-            outcome.infra_error = meter_run.api_failure()
-        record({"type": "final", "message": clip(outcome.final_message, TRANSCRIPT_OUTPUT_LIMIT),
-                "failure": outcome.failure, "infra_error": outcome.infra_error})
-        if outcome.infra_error:
-            status, reason = "error", outcome.infra_error
-        elif (broke := _write_final(sandbox, outcome.final_message)) is not None:
-            status, reason = "failed", broke
-        else:
-            verdict = sandbox.verify(timeout=task.verify_timeout(opts.verify_timeout))
+        for index in range(len(task.steps) or 1):  # a multi-step task: its steps in turn
+            step = task.for_step(index) if task.steps else task
+            ctx = RunContext(
+                task=step, replication=replication, run_name=run_name,
+                timeout=step.task_timeout(opts.task_timeout),
+                max_turns=max_turns,
+                base_url=meter_run.base_url if meter_run else None,
+                api_key=meter_run.token if meter_run else None,
+                record=record,
+                skills=tuple(skills),
+            )
+            try:
+                outcome = agent.run(sandbox, ctx)
+            except SandboxError:
+                raise
+            except Exception as exc:  # an agent crash is the harness's problem, not the task's
+                outcome = AgentOutcome(infra_error=f"agent crashed: {type(exc).__name__}: {exc}")
+            if outcome.infra_error and meter_run is not None and meter_run.capped:
+                # the agent stopped on the meter's refusal past a cap (the builtin agent reports
+                # any API error it cannot retry as infra): the run was stopped, it did not break
+                outcome.infra_error = None
+                outcome.failure = f"stopped by the meter: {meter_run.capped}"
+            if outcome.infra_error is None and outcome.failure and meter_run is not None:
+                # an agent that gave up because the model API kept failing is infra, not a fail
+                outcome.infra_error = meter_run.api_failure()
+            record({"type": "final", "message": clip(outcome.final_message,
+                                                     TRANSCRIPT_OUTPUT_LIMIT),
+                    "failure": outcome.failure, "infra_error": outcome.infra_error})
+            if outcome.infra_error:
+                status, reason = "error", outcome.infra_error
+                break
+            if (broke := _write_final(sandbox, outcome.final_message)) is not None:
+                status, reason = "failed", broke
+                break
+            verdict = sandbox.verify(timeout=step.verify_timeout(opts.verify_timeout),
+                                     step=index if task.steps else None)
             res = verdict.result
             record({"type": "verify", "returncode": res.returncode, "timed_out": res.timed_out,
                     "output": clip(res.output, TRANSCRIPT_OUTPUT_LIMIT),
-                    **({"score": verdict.score} if verdict.score is not None else {})})
+                    **({"step": task.steps[index].name} if task.steps else {}),
+                    **({"score": verdict.score} if verdict.score is not None else {}),
+                    **({"files": verdict.files} if verdict.files else {})})
             notes, score = _read_runner_files(sandbox)
             score = verdict.score if verdict.score is not None else score
-            if res.timed_out:
+            if res.timed_out and verdict.final:
                 status, reason = "failed", "timeout"
             elif verdict.passed:
                 # verify decides, even when the agent did not finish cleanly
@@ -223,6 +232,8 @@ def run_one(
                 status = "failed"
                 reason = outcome.failure or verdict.reason or (
                     f"verify exited {res.returncode}: {_tail(res.output)}")
+            if verdict.final:
+                break
     except (SandboxError, OSError) as exc:
         status, reason = "error", f"infra: {exc}"
     finally:

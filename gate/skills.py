@@ -6,6 +6,11 @@ any files it ships (scripts, references). Skills are part of the agent under tes
 the skills of its *condition* into the workspace at ``.claude/skills/<name>/`` (where Claude
 Code looks for project skills) and nowhere else.
 
+A task may ship skills itself (a Harbor / SkillsBench task's ``environment/skills/``,
+which its Dockerfile copies into the image): they are skills like any other here, offered to
+the agent in a run without conditions and switched by the conditions (a run whose condition
+leaves them out has them removed from the image's skill folders).
+
 Conditions say which skills a run gets. The standard set comes from each task's
 ``metadata.json`` (the effectiveness-benchmark layout: ``target_skill``, ``irrelevant_skill``):
 
@@ -174,6 +179,34 @@ def load_skills(root: Path) -> list[Skill]:
     return skills
 
 
+def own_skills(task: Task) -> list[Skill]:
+    """The skills ``task`` ships itself (a Harbor / SkillsBench task's ``environment/skills/``,
+    :attr:`~gate.tasks.Task.skills_root`): each folder there with a ``SKILL.md`` that loads as
+    a skill. One that does not (no front matter, a name outside the Agent Skills rules) stays
+    in the image as the task ships it, unswitched."""
+    if task.skills_root is None or not task.skills_root.is_dir():
+        return []
+    found: list[Skill] = []
+    for d in sorted(task.skills_root.iterdir()):
+        if d.is_dir() and not d.is_symlink() and (d / SKILL_FILE).is_file():
+            try:
+                found.append(load_skill(d))
+            except BadInput:
+                continue
+    return found
+
+
+def run_skills(task: Task, chosen: Sequence[Skill], condition: str | None) -> list[Skill]:
+    """The skills a run of ``task`` has: under a condition exactly ``chosen`` (the condition
+    decides, the task's own skills included, :func:`skills_for`); without one, ``chosen`` and
+    the task's own skills, as the task would run elsewhere (``chosen`` wins a name clash)."""
+    if condition is not None:
+        return list(chosen)
+    names = {s.name for s in chosen}
+    return sorted([*chosen, *(s for s in own_skills(task) if s.name not in names)],
+                  key=lambda s: s.name)
+
+
 def config_skills(cfg: GateConfig) -> list[Skill]:
     """The skills of ``[agent].skills`` (none when it is not set)."""
     if not cfg.agent.skills:
@@ -252,7 +285,11 @@ def standard_conditions(task: Task, skills: Sequence[Skill]) -> list[str]:
 def skills_for(task: Task, condition: str, all_skills: Sequence[Skill],
                overlays: Mapping[str, ConditionConfig] | None = None) -> list[Skill] | None:
     """The skills a run of ``task`` under ``condition`` gets; ``None``: the condition does
-    not apply to this task. ``overlays`` are the named conditions of ``gate.toml``."""
+    not apply to this task. ``overlays`` are the named conditions of ``gate.toml``. The
+    skills the task ships itself (:func:`own_skills`) count with ``all_skills`` (a
+    configured skill of the same name wins)."""
+    configured = {s.name for s in all_skills}
+    all_skills = [*all_skills, *(s for s in own_skills(task) if s.name not in configured)]
     by_name = {s.name: s for s in all_skills}
     if overlays and condition in overlays:
         picked = []

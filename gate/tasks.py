@@ -1,6 +1,6 @@
 """Task suites: load a directory of tasks in any of three layouts, validate metadata, digest.
 
-Three layouts load without conversion:
+Three layouts load without conversion, each through its format (:mod:`gate.formats`):
 - SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``
 - effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``
   + ``README.md``
@@ -18,27 +18,23 @@ another name is reported as a broken task under its escaped name.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gate._files import (
-    PROMPT_LIMIT,
-    TASK_META_LIMIT,
-    describe_validation_error,
-    printable,
-    read_json,
-    read_text,
-    read_toml,
-)
+from gate._files import printable
 from gate.errors import BadInput
-from gate.harbor import DEFAULT_VERIFIER_TIMEOUT, HarborTask, parse_harbor_toml
+from gate.harbor import HarborTask
+
+if TYPE_CHECKING:
+    from gate.formats import TaskFormat
 
 #: Task ids: letters, digits, ``.``, ``_``, ``+``, ``-``, starting with a letter or digit, at most
 #: 128 characters. A task id is a directory name, a log line, a comment row and part of file
@@ -99,8 +95,23 @@ class TaskMeta(BaseModel):
 
 
 @dataclass(frozen=True)
+class TaskStep:
+    """One step of a multi-step task: its name and the instruction the agent gets for it."""
+
+    name: str
+    prompt: str
+    task_timeout: float | None = None  # the step's agent timeout (None: the task's)
+    verify_timeout: float | None = None  # the step's verifier timeout (None: the task's)
+
+
+@dataclass(frozen=True)
 class Task:
-    """One loaded task. ``id`` is its directory name; ``digest`` covers every file in it."""
+    """One loaded task. ``id`` is its directory name; ``digest`` covers every file in it.
+
+    ``steps``: a multi-step task's steps, run in order in one sandbox (``prompt`` is then the
+    first step's); ``skills_root``: a folder of skills the task itself ships (Harbor /
+    SkillsBench ``environment/skills/``), which the gate's skill conditions switch like any
+    other skill."""
 
     id: str
     path: Path
@@ -109,11 +120,16 @@ class Task:
     meta: TaskMeta
     metadata: dict[str, Any] = field(default_factory=dict)
     harbor: HarborTask | None = field(default=None, compare=False)
+    format_name: str = "gate"
+    steps: tuple[TaskStep, ...] = ()
+    skills_root: Path | None = None
+    step: int | None = None  # the step this task stands for (Task.for_step)
 
     @property
     def layout(self) -> str:
-        """``harbor`` for a Harbor-format task, else ``gate`` (our two layouts)."""
-        return "harbor" if self.harbor is not None else "gate"
+        """The task's format: ``harbor`` for a Harbor-format task, ``gate`` for our two
+        layouts (:mod:`gate.formats`)."""
+        return "harbor" if self.harbor is not None else self.format_name
 
     @property
     def unhonoured(self) -> list[str]:
@@ -138,7 +154,8 @@ class Task:
 
     @property
     def solution_script(self) -> Path | None:
-        p = self.path / "solution" / "solve.sh"
+        base = self.path if self.step is None else self.path / "steps" / self.steps[self.step].name
+        p = base / "solution" / "solve.sh"
         return p if p.is_file() else None
 
     @property
@@ -178,6 +195,14 @@ class Task:
             return self.meta.difficulty
         d = self.metadata.get("difficulty")
         return d if isinstance(d, str) else None
+
+    def for_step(self, index: int) -> Task:
+        """The task as its step ``index`` shows it: that step's prompt and timeouts."""
+        step = self.steps[index]
+        meta = self.meta.model_copy(update={
+            "task_timeout": step.task_timeout or self.meta.task_timeout,
+            "verify_timeout": step.verify_timeout or self.meta.verify_timeout})
+        return dataclasses.replace(self, prompt=step.prompt, meta=meta, step=index)
 
     def verify_timeout(self, default: float = DEFAULT_VERIFY_TIMEOUT) -> float:
         return self.meta.verify_timeout or default
@@ -246,7 +271,7 @@ def digest_dir(root: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def _reading(name: str, path: Path, read: Callable[[], Any]) -> Any:
+def reading(name: str, path: Path, read: Callable[[], Any]) -> Any:
     """``read()``, its ``BadInput`` said as the task's problem (``<task>: <file>: why``)."""
     try:
         return read()
@@ -254,85 +279,23 @@ def _reading(name: str, path: Path, read: Callable[[], Any]) -> Any:
         raise BadInput(f"{name}: {str(exc).removeprefix(f'{path}: ')}") from None
 
 
-def _task_meta(name: str, path: Path) -> TaskMeta:
-    data = _reading(name, path, lambda: read_toml(path, TASK_META_LIMIT, "task.toml"))
-    unknown = sorted(set(data) - set(TaskMeta.model_fields))
-    if unknown:
-        raise BadInput(f"{name}: task.toml: unknown key {printable(unknown[0])!r} (known: "
-                       f"{', '.join(TaskMeta.model_fields)})")
-    try:
-        return TaskMeta.model_validate(data)
-    except ValidationError as exc:
-        raise BadInput(f"{name}: task.toml: {describe_validation_error(exc)}") from None
+def task_format(task: Task) -> TaskFormat:
+    """The format ``task`` was loaded by (:mod:`gate.formats`)."""
+    from gate.formats import get_format
 
-
-def _harbor_task(name: str, path: Path) -> Task:
-    """A Harbor-format task: ``instruction.md``, ``task.toml``, ``tests/test.sh`` ..."""
-    if not (path / "tests" / "test.sh").is_file():
-        raise BadInput(f"{name}: missing tests/test.sh (a Harbor task's verifier)")
-    prompt_path = path / "instruction.md"
-    prompt: str = _reading(name, prompt_path,
-                           lambda: read_text(prompt_path, PROMPT_LIMIT, "instruction.md"))
-    toml_path = path / "task.toml"
-    data: dict[str, Any] = {}
-    if toml_path.exists():
-        data = _reading(name, toml_path, lambda: read_toml(toml_path, TASK_META_LIMIT,
-                                                          "task.toml"))
-    harbor = parse_harbor_toml(data, f"{name}: task.toml")
-    cfg = harbor.config
-    env = cfg.environment
-    if env.docker_image is None and not (path / "environment" / "Dockerfile").is_file():
-        raise BadInput(f"{name}: a Harbor task needs environment/Dockerfile or "
-                       "[environment] docker_image in task.toml")
-    category = cfg.metadata.get("category")
-    tags = cfg.metadata.get("tags")
-    meta = TaskMeta(
-        difficulty=harbor.difficulty,
-        category=category if isinstance(category, str) else None,
-        tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
-        verify_timeout=cfg.verifier.timeout_sec or DEFAULT_VERIFIER_TIMEOUT,
-        task_timeout=cfg.agent.timeout_sec,
-        environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
-                                    memory_mb=env.memory_mb),
-    )
-    return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
-                meta=meta, metadata=dict(cfg.metadata), harbor=harbor)
+    return get_format(task.layout)
 
 
 def load_task(path: Path) -> Task:
-    """Load one task directory; raises ``BadInput`` with the reason when it is not a task
-    (``<escaped id>: <reason>``)."""
+    """Load one task directory in whichever format recognises it; raises ``BadInput`` with
+    the reason when it is not a task (``<escaped id>: <reason>``)."""
+    from gate.formats import detect_format
+
     name = printable(path.name)
     if not _TASK_ID.fullmatch(path.name):  # `$` alone would let a final newline through
         raise BadInput(f"{name}: not a valid task id (letters, digits, '.', '_', '+', '-'; "
                        "starting with a letter or digit; at most 128 characters)")
-    if (path / "instruction.md").is_file() and not (path / "task.md").exists():
-        return _harbor_task(name, path)
-    if not (path / "task.md").is_file():
-        raise BadInput(f"{name}: missing task.md")
-    if not (path / "verify.sh").is_file():
-        raise BadInput(f"{name}: missing verify.sh")
-    prompt_path = path / "task.md"
-    prompt: str = _reading(name, prompt_path,
-                           lambda: read_text(prompt_path, PROMPT_LIMIT, "task.md"))
-    toml_path = path / "task.toml"
-    meta = _task_meta(name, toml_path) if toml_path.exists() else TaskMeta()
-    if meta.environment and meta.environment.dockerfile and not (
-            path / meta.environment.dockerfile).is_file():
-        raise BadInput(f"{name}: task.toml: [environment] dockerfile: "
-                       f"{printable(meta.environment.dockerfile)} not found")
-    metadata: dict[str, Any] = {}
-    meta_json = path / "metadata.json"
-    if meta_json.exists():
-        loaded = _reading(name, meta_json,
-                          lambda: read_json(meta_json, TASK_META_LIMIT, "metadata.json"))
-        if not isinstance(loaded, dict):
-            raise BadInput(f"{name}: metadata.json must be a JSON object")
-        metadata = loaded
-    return Task(
-        id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path), meta=meta,
-        metadata=metadata,
-    )
+    return detect_format(path).load(path, name)
 
 
 def load_suite(root: str | Path, only: Iterable[str] | None = None) -> Suite:

@@ -12,7 +12,9 @@ already redacted when written; this is the second lock). Bounded, per run and pe
 
 - a tool call's input summary ≤ :data:`ARG_CHARS`, its result tail ≤ :data:`RESULT_CHARS`,
   ≤ :data:`CALLS_PER_TURN` calls per turn (the rest counted); the final message ≤
-  :data:`FINAL_CHARS`, verify's tail ≤ :data:`VERIFY_LINES` lines / :data:`VERIFY_CHARS`;
+  :data:`FINAL_CHARS`, verify's tail ≤ :data:`VERIFY_LINES` lines / :data:`VERIFY_CHARS`, the
+  tails of the files the verifier left (Harbor's ``/logs/verifier``) ≤ :data:`VERIFIER_FILES`
+  files of :data:`VERIFIER_FILE_CHARS`;
 - a run's trace ≤ :data:`TRACE_BYTES` of JSON: turns are dropped from the middle (the first
   and the last kept) and counted in ``omitted``;
 - the sidecar (``baseline.traces.jsonl`` next to ``baseline.json``): traces of the pooled
@@ -50,6 +52,8 @@ CALLS_PER_TURN = 8
 FINAL_CHARS = 300
 VERIFY_LINES = 5
 VERIFY_CHARS = 400
+VERIFIER_FILES = 4  # files the verifier left, kept per run (their tails)
+VERIFIER_FILE_CHARS = 600
 TEXT_CHARS = 200  # reason, notes, failure
 TRACE_BYTES = 8 * KiB
 PER_POOL = 10
@@ -110,6 +114,9 @@ class Trace(_Model):
     final: str = ""
     failure: str | None = None  # the agent's own account of why it stopped (max_turns, …)
     verify: str = ""  # the tail of verify's output
+    # the tails of the files the verifier left for people (Harbor's /logs/verifier:
+    # test-stdout.txt, ctrf.json ...), by name
+    verifier_files: dict[str, str] = {}
 
     @property
     def pool(self) -> tuple[str, str | None]:
@@ -210,6 +217,7 @@ def trace_from_events(events: Iterable[Mapping[str, Any]], run: RunResult, *,
     red = redact or Redactor.from_environ()
     turns: list[Turn] = []
     final, failure, verify = "", None, ""
+    vfiles: dict[str, str] = {}
     answered = 0
     for ev in events:
         kind = ev.get("type")
@@ -250,11 +258,16 @@ def trace_from_events(events: Iterable[Mapping[str, Any]], run: RunResult, *,
             out = str(ev.get("output") or "")
             lines = [ln for ln in out.strip().splitlines() if ln.strip()][-VERIFY_LINES:]
             verify = _tail(red("\n".join(lines)), VERIFY_CHARS)
+            files = ev.get("files")
+            kept = sorted(files.items())[:VERIFIER_FILES] if isinstance(files, Mapping) else []
+            vfiles = {_clip(red(str(name)), 80): _tail(red(str(text)), VERIFIER_FILE_CHARS)
+                      for name, text in kept}
     trace = Trace(task=run.task, replication=run.replication, condition=run.condition,
                   refresh=refresh or run.refresh, commit=run.commit, status=run.status,
                   reason=_clip(red(run.reason), TEXT_CHARS) if run.reason else None,
                   notes=_clip(red(run.notes), TEXT_CHARS) if run.notes else None,
-                  turns=turns, final=final, failure=failure, verify=verify)
+                  turns=turns, final=final, failure=failure, verify=verify,
+                  verifier_files=vfiles)
     return fit(trace)
 
 

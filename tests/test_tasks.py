@@ -72,3 +72,61 @@ def test_selecting_unknown_task_is_bad_input(make_task, suite_dir: Path) -> None
 def test_missing_suite_dir_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="not found"):
         load_suite(tmp_path / "absent")
+
+
+PLAIN_FORMAT = '''
+"""A format for the test: prompt.txt + check.sh, which passes when check.sh prints PASS."""
+from pathlib import Path
+
+from gate.formats import TaskFormat
+from gate.tasks import Task, TaskMeta, digest_dir
+
+
+class PlainFormat(TaskFormat):
+    name = "plain"
+
+    def detect(self, path: Path) -> bool:
+        return (path / "prompt.txt").is_file()
+
+    def load(self, path: Path, name: str) -> Task:
+        return Task(id=path.name, path=path.resolve(), prompt=(path / "prompt.txt").read_text(),
+                    digest=digest_dir(path), meta=TaskMeta(), format_name=self.name)
+
+    def run_script(self, sandbox, rel, *, timeout):
+        return sandbox.run_task_script(rel, timeout=timeout)
+
+    def verify(self, sandbox, *, timeout, step=None):
+        from gate.sandbox import Verification
+
+        res = sandbox.run_task_script("check.sh", timeout=timeout)
+        return Verification(res, passed="PASS" in res.stdout)
+
+
+FORMAT = PlainFormat()
+'''
+
+
+def test_a_new_task_format_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gate import formats
+    from gate.agents import AgentOutcome
+    from gate.runner import run_one
+
+    (tmp_path / "plain_format.py").write_text(PLAIN_FORMAT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(formats.FORMATS, "plain", "plain_format")
+    suite = tmp_path / "suite"
+    for name, word in (("good", "PASS"), ("bad", "nope")):
+        (suite / name).mkdir(parents=True)
+        (suite / name / "prompt.txt").write_text("say it\n")
+        (suite / name / "check.sh").write_text(f"echo {word}\n")
+    loaded = load_suite(suite)
+    assert [(t.id, t.layout) for t in loaded.tasks] == [("bad", "plain"), ("good", "plain")]
+
+    class Idle:
+        kind = "idle"
+
+        def run(self, sandbox: object, ctx: object) -> AgentOutcome:
+            return AgentOutcome(final_message="")
+
+    runs = {t.id: run_one(t, 0, Idle()).status for t in loaded.tasks}  # type: ignore[arg-type]
+    assert runs == {"good": "passed", "bad": "failed"}

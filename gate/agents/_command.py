@@ -56,11 +56,10 @@ class CommandAgent(Agent):
 
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
         sandbox.write_file(PROMPT_FILE, ctx.task.prompt)
-        workdir = sandbox.workdir.rstrip("/")
         env = {k: os.environ[k] for k in self.passthrough if k in os.environ}
-        env.update({
-            "GATE_PROMPT_FILE": f"{workdir}/{PROMPT_FILE}",
-            "GATE_FINAL_FILE": f"{workdir}/{FINAL_FILE}",
+        env.update({  # where the sandbox keeps them, as a command inside it sees the paths
+            "GATE_PROMPT_FILE": sandbox.path_of(PROMPT_FILE),
+            "GATE_FINAL_FILE": sandbox.path_of(FINAL_FILE),
             "GATE_TASK_ID": ctx.task.id,
             "GATE_REPLICATION": str(ctx.replication),
         })

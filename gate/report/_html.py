@@ -98,6 +98,7 @@ class TraceView:
     final: str
     verify: str
     refresh: str | None
+    verifier_files: dict[str, str] = field(default_factory=dict)  # name → its tail
 
 
 def _trace_view(trace: Trace) -> TraceView:
@@ -110,7 +111,8 @@ def _trace_view(trace: Trace) -> TraceView:
             f"turn {t.n}" + (f" · {t.stop}" if t.stop else "") + f" · {usage}",
             [(c.name, c.arg, c.result, c.error) for c in t.calls], t.more_calls,
             trace.omitted if trace.omitted and i == trace.omitted_at else 0))
-    return TraceView(turns, trace.failure, trace.final, trace.verify, trace.refresh)
+    return TraceView(turns, trace.failure, trace.final, trace.verify, trace.refresh,
+                     trace.verifier_files)
 
 
 TraceKey = tuple[str, str | None, str | None, int]
@@ -193,7 +195,7 @@ def _event(raw: Mapping[str, Any]) -> Event:
     if kind in ("setup", "verify", "oracle", "command"):
         rc = raw.get("returncode")
         title = f"{kind} · exit {rc}" + (" · timed out" if raw.get("timed_out") else "")
-        blocks = [(k, _text(raw[k])) for k in ("output", "stdout", "stderr", "score")
+        blocks = [(k, _text(raw[k])) for k in ("output", "stdout", "stderr", "score", "files")
                   if raw.get(k) not in (None, "")]
         return Event(kind, title, blocks, error=rc not in (0, None) or bool(raw.get("timed_out")))
     if kind == "final":

@@ -7,13 +7,16 @@ cancel check, the credential-free environment and the once-only teardown.
 
 - ``local``: real subprocesses in a fresh temporary directory, under a per-run subreaper.
 - ``docker``: every command in a fresh, locked-down container on the ``docker`` SDK
-  (imported only when used); a Harbor-format task in one container per run, with Harbor's
-  own semantics (``_harbor``).
+  (imported only when used); for a task format whose tasks live in their image (Harbor's),
+  the long-lived container life cycle instead (``RunContainer``: one container per run,
+  ``_harbor``), driven by the format (:mod:`gate.formats`), which owns the verifier.
 """
 
 from gate.sandbox._base import (
     READ_LIMIT,
+    ContainerSpec,
     ExecResult,
+    RunContainer,
     Sandbox,
     SandboxError,
     SandboxOptions,
@@ -39,9 +42,11 @@ register_backend("docker", _docker)
 
 __all__ = [
     "READ_LIMIT",
+    "ContainerSpec",
     "ExecResult",
     "LocalSandbox",
     "LocalSandboxProvider",
+    "RunContainer",
     "Sandbox",
     "SandboxError",
     "SandboxOptions",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import BadInput
 from gate.secrets import scrubbed_env
-from gate.tasks import Task
+from gate.tasks import Task, task_format
 
 if TYPE_CHECKING:
     from gate.skills import Skill
@@ -51,12 +51,31 @@ class ExecResult:
 @dataclass(frozen=True)
 class Verification:
     """What the task's verifier said: its run, whether the task passed, and (for a task whose
-    verifier reports one) why not and its score."""
+    verifier reports one) why not and its score. ``files``: what the verifier left for people
+    to read (Harbor's ``/logs/verifier``: ``test-stdout.txt``, ``ctrf.json`` ...), each
+    clipped, kept with the run's transcript."""
 
     result: ExecResult
     passed: bool
     reason: str | None = None  # None: the runner names the failure from the exit status
     score: dict[str, Any] | None = None
+    files: dict[str, str] | None = None
+    final: bool = True  # False: a step of a multi-step task, and more steps follow
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What a task in a long-lived container (:class:`RunContainer`) needs, as its format says:
+    the agent's working directory (``None``: the image's ``WORKDIR``) and user, its network,
+    limits, and where the runner's ``.runner/`` files live (``None``: in the workdir)."""
+
+    workdir: str | None = None
+    user: str | None = None
+    network: str = "no-network"  # public | no-network
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    runner_dir: str | None = None
+    baked_skills: tuple[str, ...] = ()  # folders in the image holding the task's own skills
 
 
 class Sandbox(abc.ABC):
@@ -73,8 +92,10 @@ class Sandbox(abc.ABC):
 
     workdir: str
     task_dir: str
+    task: Task  # set by SandboxProvider.create
     cancel: threading.Event | None = None
     _closed: bool = False
+    _started: bool = False  # its format's start() has run
 
     # ----- what a backend implements ------------------------------------------------------
 
@@ -109,15 +130,17 @@ class Sandbox(abc.ABC):
         """The environment a command inherits before scrubbing (none, in a container)."""
         return {}
 
-    def _run_script(self, rel: str, *, timeout: float) -> ExecResult:
-        """Run one of the task's own scripts; a task format with other paths overrides it."""
+    def run_task_script(self, rel: str, *, timeout: float) -> ExecResult:
+        """Run ``bash <task_dir>/<rel>`` with ``TASK_DIR`` set and the task directory visible
+        (the gate's layouts' way of running a task's own script)."""
+        self.check_open()
         return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
                           timeout=timeout, stdin=None, task_visible=True)
 
-    def _verify(self, *, timeout: float) -> Verification:
-        """Our layouts: ``verify.sh`` decides by its exit status."""
-        res = self._run_script("verify.sh", timeout=timeout)
-        return Verification(res, passed=res.returncode == 0 and not res.timed_out)
+    def path_of(self, rel: str) -> str:
+        """The absolute path, as a command inside the sandbox sees it, of ``rel`` (a path the
+        runner and the agents name relative to the workspace, e.g. ``.runner/prompt.md``)."""
+        return f"{self.workdir.rstrip('/')}/{rel}"
 
     # ----- the contract -------------------------------------------------------------------
 
@@ -153,14 +176,16 @@ class Sandbox(abc.ABC):
 
     def run_script(self, rel: str, *, timeout: float) -> ExecResult:
         """Run one of the task's own scripts (``setup.sh``, ``verify.sh``,
-        ``solution/solve.sh``) with ``TASK_DIR`` set and the task directory visible."""
+        ``solution/solve.sh``) the way its format runs them."""
         self.check_open()
-        return self._run_script(rel, timeout=timeout)
+        return task_format(self.task).run_script(self, rel, timeout=timeout)
 
-    def verify(self, *, timeout: float) -> Verification:
-        """Run the task's verifier once the agent is done, and say whether the task passed."""
+    def verify(self, *, timeout: float, step: int | None = None) -> Verification:
+        """Run the task's verifier once the agent is done, and say whether the task passed.
+        The verifier is its format's (:mod:`gate.formats`), not the sandbox's; ``step``: the
+        step of a multi-step task that just ended."""
         self.check_open()
-        return self._verify(timeout=timeout)
+        return task_format(self.task).verify(self, timeout=timeout, step=step)
 
     def read_file(self, path: str, *, max_bytes: int = READ_LIMIT, truncate: bool = False) -> str:
         """Read a regular file; relative paths are relative to ``workdir``.
@@ -258,6 +283,14 @@ class SandboxProvider(abc.ABC):
             raise SandboxError(why)
         sandbox = self._create(task, run_name)
         sandbox.cancel = self.cancel
+        sandbox.task = task
+        if not sandbox._started:  # once, though a routing provider hands the task on
+            sandbox._started = True
+            try:
+                task_format(task).start(sandbox)
+            except BaseException:
+                sandbox.close()
+                raise
         return sandbox
 
     @abc.abstractmethod
@@ -309,3 +342,38 @@ def script_env(sandbox: Sandbox) -> dict[str, str]:
 def task_script(sandbox: Sandbox, rel: str) -> str:
     """The command that runs one of the task's own scripts (path quoted for the shell)."""
     return f"bash {shlex.quote(f'{sandbox.task_dir}/{rel}')}"
+
+
+class RunContainer(Sandbox):
+    """The long-lived container life cycle: one container per run, every command a process in
+    it, its own filesystem the task's state. A container backend offers it for task formats
+    whose tasks live in their image (Harbor's); the format drives the phases through these
+    steps, so the backend knows nothing of the format."""
+
+    spec: ContainerSpec
+    step: int = 0  # the step of a multi-step task now running
+    step_rewards: list[tuple[str, dict[str, float] | None]]  # each verified step's rewards
+
+    @abc.abstractmethod
+    def end_phase(self) -> None:
+        """Stop every process in the container (the filesystem stays): nothing the agent
+        phase started runs when the verifier starts."""
+
+    @abc.abstractmethod
+    def set_network(self, mode: str) -> None:
+        """``public`` or ``no-network`` from now on."""
+
+    @abc.abstractmethod
+    def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
+        """Copy the host folder ``source`` to the absolute ``target`` (root-owned, modes
+        kept); ``clear``: empty ``target`` first."""
+
+    @abc.abstractmethod
+    def reset_dir(self, target: str) -> None:
+        """``target`` emptied (created if missing), writable by every user."""
+
+    @abc.abstractmethod
+    def run_as(self, argv: list[str], *, user: str | None, env: dict[str, str],
+               timeout: float) -> ExecResult:
+        """Run ``argv`` in the workdir as ``user`` (``None``: the agent's) with exactly
+        ``env``; on timeout or cancel, it and everything it started are killed."""

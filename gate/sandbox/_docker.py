@@ -10,7 +10,11 @@ scripts only, never for the agent's commands.
 Every container: no network (unless the task opts in), a non-root user, all capabilities
 dropped, no-new-privileges, a read-only root with a tmpfs ``/tmp``, memory / pids / CPU limits,
 an init process, and the gate's labels (so a crashed gate's leftovers are removed by the next
-start). Its environment is built from nothing: no variable of the gate's reaches it.
+start). Its environment is built from nothing: no variable of the gate's reaches it. A task
+whose Dockerfile sets up a setuid program or sudo, which these containers would silently
+break, is refused by name (:func:`privileged_need`). A task format whose tasks live in their
+image (Harbor's) gets the long-lived container instead (``_harbor``: the engine's default
+security settings, as Harbor's own docker environment).
 
 Images: a task's ``[environment] image``, else one built from its Dockerfile (tagged by a
 digest of the build context, so it is built once and reused across runs and jobs), else the
@@ -37,6 +41,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
+from gate._files import printable
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -54,7 +59,7 @@ from gate.sandbox._local import (
     write_inside,
 )
 from gate.sandbox._relay import serve
-from gate.tasks import Task, digest_dir
+from gate.tasks import Task, digest_dir, task_format
 
 LABEL = "agent-gate"  # every container and image of ours carries it
 OWNER_LABEL = "agent-gate.owner"  # "<host>:<pid>" of the gate that made the container
@@ -72,6 +77,12 @@ DEFAULT_PIDS = 512
 TMPFS = "rw,nosuid,nodev,size=512m"
 POLL_S = 0.5  # how often a running command checks for a cancel
 NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
+BUILD_LINES = 15  # lines of a failed build's output in its error
+BUILD_CHARS = 2000
+# a Dockerfile line that relies on privileges a container here cannot gain: a setuid/setgid
+# bit (chmod u+s, g+s, 4755 ...) or sudo
+_PRIVILEGED = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwxXt]*s|0?[2-7][0-7]{3})\b|"
+                         r"\bsudo\b")
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
 
 
@@ -295,6 +306,24 @@ class _HostRelay:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def privileged_need(dockerfile: Path) -> str | None:
+    """Why a task's commands would need privileges the per-command containers never grant
+    (no-new-privileges, a non-root user, no capabilities): a setuid/setgid program or sudo
+    would silently behave otherwise than under a plain ``docker run``, so the task is refused
+    by name instead (the long-lived container, Harbor's, keeps the engine's defaults)."""
+    try:
+        lines = dockerfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for n, line in enumerate(lines, 1):
+        if _PRIVILEGED.search(line):
+            return (f"{dockerfile.parent.name}/{dockerfile.name} line {n} sets up a setuid "
+                    f"program or sudo ({printable(line.strip()[:80])!r}), which the docker "
+                    "sandbox's unprivileged commands (no-new-privileges, no capabilities, a "
+                    "non-root user) would silently break")
+    return None
+
+
 class DockerSandboxProvider(SandboxProvider):
     name = "docker"
     runs_containers = True
@@ -350,6 +379,9 @@ class DockerSandboxProvider(SandboxProvider):
 
     def refusal(self, task: Task) -> str | None:
         if task.harbor is not None and (why := task.harbor.refusal()):
+            return why
+        if task.dockerfile is not None and task_format(task).lifecycle == "per_command" and (
+                why := privileged_need(task.dockerfile)):
             return why
         try:
             if task.dockerfile is not None and task.image is None:
@@ -421,33 +453,76 @@ class DockerSandboxProvider(SandboxProvider):
             return self._image_locks.setdefault(key, threading.Lock())
 
     def _build(self, task: Task, context: Path, tag: str) -> None:
+        """Build the task's image, within its ``build_timeout_sec`` (Harbor's: the whole
+        environment start, ``trial.py:_start_agent_environment``): past it the build's
+        connection is cut, which cancels the build in the engine. A failed build is reported
+        with the build's own error and the end of its output, not its last line alone."""
         assert task.dockerfile is not None
+        api = self.client().api
+        log: list[str] = []
+        error: list[str] = []
         try:
-            self.client().images.build(
-                path=str(context), dockerfile=task.dockerfile.name, tag=tag, rm=True,
-                forcerm=True, pull=self.pull, labels={LABEL: "1"},
-                **({"timeout": int(task.build_timeout)} if task.build_timeout else {}))
-        except docker.errors.BuildError as exc:
-            log = [str(x.get("stream") or x.get("error") or "").strip() for x in exc.build_log]
-            last = next((ln for ln in reversed(log) if ln), _first_line(exc))
-            raise SandboxError(f"cannot build the image of {task.id}: {last[:300]}") from exc
+            stream = api.build(path=str(context), dockerfile=task.dockerfile.name, tag=tag,
+                               rm=True, forcerm=True, pull=self.pull, labels={LABEL: "1"},
+                               decode=True)
         except (docker.errors.DockerException, OSError) as exc:
             raise SandboxError(f"cannot build the image of {task.id}: {_first_line(exc)}") \
                 from exc
+        # the SDK's streaming response (an argument of its generator): cut on a timeout
+        frame = getattr(stream, "gi_frame", None)
+        response = frame.f_locals.get("response") if frame is not None else None
+        done = threading.Event()
+        broken: list[BaseException] = []
+
+        def pump() -> None:
+            try:
+                for item in stream:
+                    if isinstance(item, dict):
+                        if item.get("error"):
+                            error.append(str(item["error"]).strip())
+                        elif item.get("stream"):
+                            log.extend(str(item["stream"]).splitlines())
+            except Exception as exc:  # the cut connection of a build past its timeout
+                broken.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=pump, name="gate-build", daemon=True).start()
+        deadline = time.monotonic() + (task.build_timeout or float("inf"))
+        while not done.wait(POLL_S):
+            if time.monotonic() < deadline and not (self.cancel and self.cancel.is_set()):
+                continue
+            if response is not None:
+                with contextlib.suppress(Exception):
+                    sock = api._get_raw_response_socket(response)
+                    getattr(sock, "_sock", sock).shutdown(socket.SHUT_RDWR)
+            done.wait(10)
+            if self.cancel and self.cancel.is_set():
+                raise SandboxError("cancelled")
+            raise SandboxError(f"the image build of {task.id} took longer than its "
+                               f"build_timeout_sec ({task.build_timeout:g} s): stopped")
+        if error or broken:
+            tail = [ln.strip() for ln in log if ln.strip()][-BUILD_LINES:]
+            why = error[-1] if error else _first_line(broken[0])
+            said = clip("\n".join([*tail, why] if tail else [why]), BUILD_CHARS)
+            raise SandboxError(f"cannot build the image of {task.id}: {why[:300]}\n"
+                               f"the build's output ends:\n{said}")
 
     def _create(self, task: Task, run_name: str) -> Sandbox:
         image = self.image_for(task)
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
-        if task.harbor is not None:
-            from gate.sandbox._harbor import HarborSandbox
+        fmt = task_format(task)
+        if fmt.lifecycle == "per_run":  # one long-lived container for the whole run
+            from gate.sandbox._harbor import DockerRunContainer
 
-            harbor = HarborSandbox(self, task, image, root)
+            box = DockerRunContainer(self, task, image, root, fmt.container_spec(task))
+            box.cancel = self.cancel
             try:
-                harbor.start()
+                box.start()
             except BaseException:
-                harbor.close()
+                box.close()
                 raise
-            return harbor
+            return box
         sandbox = DockerSandbox(self, task, image, root)
         if os.getuid() == 0:
             uid, gid = _user()

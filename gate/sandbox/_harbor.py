@@ -1,28 +1,27 @@
-"""Harbor-format tasks in the docker sandbox: one container per run, with Harbor's semantics.
+"""The long-lived container life cycle on Docker: one container per run (a :class:`RunContainer`).
 
-A Harbor task's state is the container's own filesystem (files baked into the image stay
-visible), so a run gets one container of the task's image, kept alive by a small ``sh`` loop as
-PID 1 (it also reaps orphans), and every command of the run is a ``docker exec`` in it:
+A task whose state is its image's filesystem (Harbor's) gets one container of its image, its
+``ENTRYPOINT`` kept and its command a small ``sh`` loop that keeps it alive (Harbor's compose
+file replaces the command only, with ``sleep infinity``); every command of the run is a
+``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
+format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
+through the :class:`RunContainer` steps: :meth:`end_phase` restarts the container (every
+process stops, the filesystem stays), :meth:`set_network` attaches it to the default bridge
+(``public``) or detaches it (``no-network``: loopback only), :meth:`upload_dir`,
+:meth:`reset_dir` and :meth:`run_as`.
 
-- the agent's commands (and the oracle's ``/solution/solve.sh``) run in the image's ``WORKDIR``
-  as the image's ``USER`` (or ``[agent].user``), under the agent phase's network policy;
-- the verifier: ``/tests`` and ``/logs/verifier`` are wiped and ``tests/`` uploaded only now
-  (never visible to the agent, and a reward the agent planted is gone), then ``bash
-  /tests/test.sh`` runs as the verifier's user under the verifier phase's network policy; the
-  reward it writes (``/logs/verifier/reward.txt`` or ``reward.json``) decides: the task passes
-  at 1, a fractional reward is recorded as the run's score.
-
-Network per phase: the container is created on the default bridge and detached from it for a
-``no-network`` phase (then it has loopback only); ``public`` attaches it. ``allowlist`` is
-refused (see :mod:`gate.harbor`). Limits: Harbor's ``cpus`` / ``memory_mb``, a pids limit,
-no-new-privileges, the capabilities a verifier installing packages as root needs and no more
-(``NET_RAW``, ``MKNOD``, ``SYS_CHROOT``, ``SETFCAP``, ``AUDIT_WRITE`` dropped), the gate's labels.
-The root filesystem stays writable: Harbor verifiers install their tools at verify time.
+Security settings are Harbor's own: its docker environment (``environments/docker/
+docker-compose-*.yaml`` in harbor-framework/harbor) starts the container with the engine's
+defaults, so here too the default capability set, no ``no-new-privileges`` (a setuid helper,
+``sudo``, works as under a plain ``docker run`` of the image), a writable root (verifiers
+install their tools at verify time). Limits: the task's ``cpus`` / ``memory_mb`` (as Harbor's
+resources file), and the gate's own pids limit (:data:`PIDS`, not Harbor's: a fork bomb must
+not take down a shared CI runner), the gate's labels, bounded logs.
 
 The runner's ``.runner/`` files (the final message, notes, a command agent's prompt) live in
-``/logs/agent/``, Harbor's agent log directory, so the task's ``WORKDIR`` holds only the task's
-files. A command that times out (or a cancelled run) is killed with every process it started,
-found by a per-command variable in ``/proc/*/environ``.
+the format's ``runner_dir`` (Harbor's ``/logs/agent``), so the working directory holds only
+the task's files. A command that times out (or a cancelled run) is killed with every process
+it started, found by a per-command variable in ``/proc/*/environ``.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ import contextlib
 import errno
 import io
 import itertools
-import json
 import os
 import posixpath
 import shlex
@@ -41,7 +39,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -50,22 +48,12 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from gate.harbor import (
-    AGENT_LOGS,
-    REWARD_JSON,
-    REWARD_TXT,
-    SOLUTION_DIR,
-    TESTS_DIR,
-    VERIFIER_LOGS,
-    HarborTask,
-    NetworkMode,
-)
 from gate.sandbox._base import (
     READ_LIMIT,
+    ContainerSpec,
     ExecResult,
-    Sandbox,
+    RunContainer,
     SandboxError,
-    Verification,
     clip,
 )
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
@@ -73,16 +61,17 @@ from gate.tasks import Task
 
 if TYPE_CHECKING:
     from gate.sandbox._docker import DockerSandboxProvider
+    from gate.skills import Skill
 
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
-DROPPED_CAPS = ["NET_RAW", "MKNOD", "SYS_CHROOT", "SETFCAP", "AUDIT_WRITE"]
-PIDS = 1024
-REWARD_LIMIT = 100_000  # bytes of a reward file
+PIDS = 4096
 POLL_S = 0.25
+RESTART_S = 2  # seconds the engine waits after SIGTERM before SIGKILL on a restart
 EXEC_TAG = "GATE_EXEC"
 METER_DIR = "/run/gate-meter"
 RELAY_PORT = 8765
 NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
+_IGNORED = {"__pycache__", ".DS_Store", ".git"}
 # Go's os.FileMode bits, as the engine reports a path's mode
 _DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
     1 << 19)
@@ -120,20 +109,22 @@ class _Chunks(io.RawIOBase):
         return n
 
 
-class HarborSandbox(Sandbox):
-    def __init__(self, provider: DockerSandboxProvider, task: Task, image: str,
-                 root: Path) -> None:
-        assert task.harbor is not None
+class DockerRunContainer(RunContainer):
+    """One long-lived container of ``image`` for a run of ``task``, as ``spec`` says."""
+
+    def __init__(self, provider: DockerSandboxProvider, task: Task, image: str, root: Path,
+                 spec: ContainerSpec) -> None:
         self.provider = provider
         self.task = task
-        self.harbor: HarborTask = task.harbor
         self.image = image
         self.root = root
-        self.workdir = "/"
-        self.task_dir = TESTS_DIR
+        self.spec = spec
+        self.workdir = spec.workdir or "/"
+        self.task_dir = "/"
+        self.step_rewards = []
         self._seq = itertools.count()
         self._container_id: str | None = None
-        self._network: NetworkMode | None = None
+        self._network: str | None = None
         self._ids: dict[str, tuple[int, int]] = {}
         # a short private directory (a socket path has at most 108 bytes), mounted read-only:
         # relay.py, and the socket to this run's meter once a command agent asks for it
@@ -148,25 +139,24 @@ class HarborSandbox(Sandbox):
 
     def start(self) -> None:
         client = self.provider.client()
-        env = self.harbor.config.environment
+        spec = self.spec
         try:
             config = client.api.inspect_image(self.image).get("Config") or {}
             ncpu = float(client.info().get("NCPU") or os.cpu_count() or 1)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot inspect image {self.image!r}: {_first_line(exc)}") \
                 from exc
-        self.workdir = config.get("WorkingDir") or "/"
+        self.workdir = spec.workdir or config.get("WorkingDir") or "/"
         from gate.sandbox._docker import LABEL, OWNER_LABEL
 
         try:
             container = client.containers.create(
-                self.image, entrypoint=["sh", "-c", KEEPALIVE], command=[], detach=True,
+                self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
-                network_mode="bridge", cap_drop=DROPPED_CAPS,
-                security_opt=["no-new-privileges"],
+                network_mode="bridge",
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
-                mem_limit=f"{env.memory_mb}m", memswap_limit=f"{env.memory_mb}m",
-                pids_limit=PIDS, nano_cpus=int(min(env.cpus, ncpu) * 1e9),
+                mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
+                pids_limit=PIDS, nano_cpus=int(min(spec.cpus, ncpu) * 1e9),
                 log_config=LogConfig(type=LogConfig.types.JSON,
                                      config={"max-size": "1m", "max-file": "1"}),
             )
@@ -174,13 +164,14 @@ class HarborSandbox(Sandbox):
             raise SandboxError(f"cannot create a container: {_first_line(exc)}") from exc
         self._container_id = container.id
         self._network = "public"
-        self._set_network(self.harbor.agent_network)
+        self.set_network(spec.network)
         try:
             container.start()
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot start the container: {_first_line(exc)}") from exc
-        self._root_sh(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} && "
-                      f"chmod 777 /logs {AGENT_LOGS} {VERIFIER_LOGS}")
+        self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
+        if spec.runner_dir:
+            self.reset_dir(spec.runner_dir)
 
     def _teardown(self) -> None:
         if self._container_id is not None:
@@ -193,10 +184,70 @@ class HarborSandbox(Sandbox):
         if not self.provider.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    # ----- the RunContainer steps ---------------------------------------------------------
+
+    def end_phase(self) -> None:
+        """Restart the container: every process in it stops (PID 1 exits on SIGTERM, the rest
+        are killed with it); the filesystem and the network stay."""
+        self.check_open()
+        try:
+            self.provider.client().api.restart(self._cid, timeout=RESTART_S)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise SandboxError(f"cannot restart the container: {_first_line(exc)}") from exc
+
+    def set_network(self, mode: str) -> None:
+        want = "public" if mode == "public" else "no-network"
+        if self._network == want:
+            return
+        try:
+            bridge = self.provider.client().networks.get("bridge")
+            if want == "public":
+                bridge.connect(self._cid)
+            else:
+                bridge.disconnect(self._cid, force=True)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot set the network to {want}: {_first_line(exc)}") \
+                from exc
+        self._network = want
+
+    def reset_dir(self, target: str) -> None:
+        q = shlex.quote(target)
+        self._root_sh(f"rm -rf {q} && mkdir -p {q} && chmod 777 {q}")
+
+    def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
+        q = shlex.quote(target)
+        self._root_sh(f"{f'rm -rf {q} && ' if clear else ''}mkdir -p {q}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for p in sorted(source.rglob("*")):
+                if any(part in _IGNORED for part in p.relative_to(source).parts):
+                    continue
+                info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
+                info.uid = info.gid = 0
+                info.uname = info.gname = "root"
+                if info.isreg():
+                    with p.open("rb") as fh:
+                        tf.addfile(info, fh)
+                elif info.isdir():
+                    tf.addfile(info)
+        try:
+            self.provider.client().api.put_archive(self._cid, target, buf.getvalue())
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot upload {source.name}/: {_first_line(exc)}") from exc
+
+    def run_as(self, argv: list[str], *, user: str | None, env: dict[str, str],
+               timeout: float) -> ExecResult:
+        self.check_open()
+        return self._run(argv, user=(self.spec.user or "") if user is None else user, env=env,
+                         timeout=timeout)
+
     # ----- the contract -------------------------------------------------------------------
 
     def base_env(self) -> dict[str, str]:
         return {"WORK_DIR": self.workdir}
+
+    def path_of(self, rel: str) -> str:
+        return self._abs(rel)
 
     def model_endpoint(self, base_url: str) -> str:
         """As in the docker sandbox: a relay on the container's loopback, through a Unix
@@ -213,9 +264,9 @@ class HarborSandbox(Sandbox):
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
               task_visible: bool) -> ExecResult:
         argv = ["bash", "-c", command]
-        user = self._user(self.harbor.config.agent.user)
+        user = self.spec.user or ""
         if stdin is not None:
-            path = f"{AGENT_LOGS}/.stdin-{next(self._seq)}"
+            path = f"{self.spec.runner_dir or '/tmp'}/.stdin-{next(self._seq)}"
             self._put(path, stdin.encode("utf-8"), user)
             argv = ["bash", "-c", f'exec bash -c "$1" < {path}', "bash", command]
         if self._relay is not None:  # a command agent: its relay to the meter first
@@ -225,71 +276,25 @@ class HarborSandbox(Sandbox):
                     'exec "$@"', "bash", *argv]
         return self._run(argv, user=user, env=env, timeout=timeout)
 
-    def _run_script(self, rel: str, *, timeout: float) -> ExecResult:
-        cfg = self.harbor.config
-        if rel == "solution/solve.sh":
-            self._upload_dir(self.task.path / "solution", SOLUTION_DIR)
-            env = self.command_env({**self.harbor.env("solution"), "TASK_DIR": SOLUTION_DIR})
-            return self._run(["bash", f"{SOLUTION_DIR}/solve.sh"],
-                             user=self._user(cfg.agent.user), env=env, timeout=timeout)
-        if rel == "verify.sh":
-            self._set_network(self.harbor.verifier_network)
-            self._root_sh(f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} && "
-                          f"chmod 777 {VERIFIER_LOGS}")
-            self._upload_dir(self.task.path / "tests", TESTS_DIR)
-            env = self.command_env({**self.harbor.env("verifier"), "TASK_DIR": TESTS_DIR})
-            return self._run(["bash", f"{TESTS_DIR}/test.sh"],
-                             user=self._user(cfg.verifier.user), env=env, timeout=timeout)
-        raise SandboxError(f"a Harbor-format task has no {rel}")
+    def install_skills(self, skills: Sequence[Skill]) -> None:
+        """The run's skills, and only those: the task's own skills the run does not get are
+        removed from where the image holds them (:attr:`ContainerSpec.baked_skills`)."""
+        from gate.skills import own_skills
 
-    def _verify(self, *, timeout: float) -> Verification:
-        res = self._run_script("verify.sh", timeout=timeout)
-        reward, score, why = self._reward()
-        if reward is None:
-            return Verification(res, False, reason=(
-                f"the verifier wrote no reward ({why}); test.sh exited {res.returncode}: "
-                f"{_tail(res.output)}"))
-        if reward == 1:
-            return Verification(res, True, score=score)
-        return Verification(res, False, reason=f"reward {reward:g} (the task passes at 1)",
-                            score=score)
-
-    def _reward(self) -> tuple[float | None, dict[str, Any] | None, str]:
-        """The verifier's reward: ``reward.txt`` (a number), else ``reward.json`` (its
-        ``reward``, or its only value)."""
-        try:
-            text = self._read_file(REWARD_TXT, max_bytes=REWARD_LIMIT, truncate=False)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            return None, None, f"{REWARD_TXT}: {exc.strerror or exc}"
-        else:
-            try:
-                value = float(text.strip())
-            except ValueError:
-                return None, None, f"{REWARD_TXT} holds no number"
-            return value, {"reward": value}, ""
-        try:
-            data = json.loads(self._read_file(REWARD_JSON, max_bytes=REWARD_LIMIT,
-                                              truncate=False))
-        except FileNotFoundError:
-            return None, None, f"no {REWARD_TXT} or {REWARD_JSON}"
-        except (OSError, ValueError, RecursionError) as exc:
-            return None, None, f"{REWARD_JSON}: {getattr(exc, 'strerror', None) or exc}"
-        if isinstance(data, dict):
-            numbers = {k: v for k, v in data.items()
-                       if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            if "reward" in numbers:
-                return float(numbers["reward"]), data, ""
-            if len(numbers) == 1:
-                return float(next(iter(numbers.values()))), data, ""
-        return None, None, f"{REWARD_JSON} has no 'reward' number"
+        self.check_open()
+        keep = {s.name for s in skills}
+        drop = [s.name for s in own_skills(self.task) if s.name not in keep]
+        paths = [posixpath.join(d, n) for d in self.spec.baked_skills for n in drop]
+        if paths:
+            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, paths))}")
+        super().install_skills(skills)
 
     def _abs(self, path: str) -> str:
         """Paths as the runner and the agent name them, to absolute paths in the container
-        (``.runner/x`` is Harbor's agent log directory)."""
-        if path == ".runner" or path.startswith(".runner/"):
-            return posixpath.normpath(AGENT_LOGS + path[len(".runner"):])
+        (``.runner/x`` is in the format's runner directory)."""
+        runner = self.spec.runner_dir
+        if runner and (path == ".runner" or path.startswith(".runner/")):
+            return posixpath.normpath(runner + path[len(".runner"):])
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
     def _read_file(self, path: str, *, max_bytes: int = READ_LIMIT,
@@ -320,7 +325,7 @@ class HarborSandbox(Sandbox):
 
     def _write_file(self, path: str, content: str) -> None:
         target = self._abs(path)
-        user = self._user(self.harbor.config.agent.user)
+        user = self.spec.user or ""
         parent = posixpath.dirname(target)
         res = self._run(["mkdir", "-p", parent], user=user, env=self.command_env(), timeout=30)
         if res.returncode != 0:
@@ -334,9 +339,6 @@ class HarborSandbox(Sandbox):
         if self._container_id is None:
             raise SandboxError("the container is not running")
         return self._container_id
-
-    def _user(self, user: str | int | None) -> str:
-        return "" if user is None else str(user)
 
     def _uid_gid(self, user: str) -> tuple[int, int]:
         if user not in self._ids:
@@ -365,30 +367,11 @@ class HarborSandbox(Sandbox):
         if not ok:
             raise OSError(errno.EIO, "the engine refused the file", target)
 
-    def _upload_dir(self, source: Path, target: str) -> None:
-        """``target`` replaced by a copy of ``source`` (root-owned, modes kept)."""
-        self._root_sh(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tf:
-            for p in sorted(source.rglob("*")):
-                info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
-                info.uid = info.gid = 0
-                info.uname = info.gname = "root"
-                if info.isreg():
-                    with p.open("rb") as fh:
-                        tf.addfile(info, fh)
-                else:
-                    tf.addfile(info)
-        try:
-            self.provider.client().api.put_archive(self._cid, target, buf.getvalue())
-        except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot upload {source.name}/: {_first_line(exc)}") from exc
-
     def _put_dir(self, source: Path, dest: str) -> None:
         """``dest`` (in the image's ``WORKDIR``) replaced by a copy of ``source``, owned by the
         agent's user (it may edit a skill's files as in any workspace)."""
         target = self._abs(dest)
-        uid, gid = self._uid_gid(self._user(self.harbor.config.agent.user))
+        uid, gid = self._uid_gid(self.spec.user or "")
         owned, parent = [target], posixpath.dirname(target)
         while parent.startswith(self.workdir.rstrip("/") + "/"):  # .claude/skills, .claude
             owned.append(parent)
@@ -398,8 +381,7 @@ class HarborSandbox(Sandbox):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tf:
             for p in sorted(source.rglob("*")):
-                if any(part in {"__pycache__", ".DS_Store", ".git"}
-                       for part in p.relative_to(source).parts):
+                if any(part in _IGNORED for part in p.relative_to(source).parts):
                     continue
                 info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
                 info.uid, info.gid = uid, gid
@@ -421,21 +403,6 @@ class HarborSandbox(Sandbox):
         res = self._run(["sh", "-c", script], user="0", env={}, timeout=60)
         if res.returncode != 0:
             raise SandboxError(f"container step failed: {_tail(res.output)}")
-
-    def _set_network(self, mode: NetworkMode) -> None:
-        want: NetworkMode = "public" if mode == "public" else "no-network"
-        if self._network == want:
-            return
-        try:
-            bridge = self.provider.client().networks.get("bridge")
-            if want == "public":
-                bridge.connect(self._cid)
-            else:
-                bridge.disconnect(self._cid, force=True)
-        except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot set the network to {want}: {_first_line(exc)}") \
-                from exc
-        self._network = want
 
     def _run(self, argv: list[str], *, user: str, env: dict[str, str],
              timeout: float) -> ExecResult:
@@ -501,3 +468,6 @@ class HarborSandbox(Sandbox):
             self.provider.client().api.exec_start(
                 self.provider.client().api.exec_create(self._cid, ["sh", "-c", script],
                                                        user=user)["Id"])
+
+
+HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it

@@ -1,0 +1,417 @@
+"""Harbor-format tasks (Harbor, Terminal-Bench 2, SkillsBench), loaded and run unchanged.
+
+Each rule below was checked against Harbor's own code and docs (harbor-framework/harbor, read
+through a public mirror at commit 7d91dbfa; file names are Harbor's):
+
+- **Layout** (``docs/content/docs/tasks/index.mdx``, ``models/task/paths.py``):
+  ``instruction.md``, ``task.toml`` (schema: :mod:`gate.harbor`), ``environment/Dockerfile``
+  (or ``[environment] docker_image``), ``tests/test.sh``, ``solution/solve.sh``.
+- **Multi-step** (``docs/.../tasks/multi-step.mdx``, ``trial/multi_step.py``): ``[[steps]]`` in
+  ``task.toml``, ``steps/<name>/instruction.md`` each; a step's ``workdir/`` is copied into the
+  working directory and its ``workdir/setup.sh`` run before its agent; its verifier gets the
+  task's ``tests/`` then the step's ``tests/`` over it (the step's ``test.sh`` wins); a step
+  whose rewards miss its ``min_reward`` (a number: the ``reward`` key; a table: every key
+  named, a missing key is -inf) ends the run; the run's rewards are the per-key mean over the
+  verified steps (missing keys 0) or, with ``multi_step_reward_strategy = "final"``, the last
+  step's.
+- **Verifier** (``verifier/verifier.py``, ``utils/scripts.py``): ``/tests`` uploaded only at
+  verify time, the script run as ``(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1``
+  after ``chmod +x``, as ``[verifier] user`` with ``[verifier] env``; rewards from
+  ``/logs/verifier/reward.json`` when it exists (its numeric, non-boolean values, by name),
+  else ``reward.txt`` (one number, the ``reward`` key); an empty or unreadable file is no
+  reward. Everything the verifier leaves in ``/logs/verifier`` (``test-stdout.txt``,
+  ``ctrf.json`` ...) is kept with the run (Harbor downloads the directory into the trial).
+- **Pass** (Harbor records rewards, it does not pass or fail a trial; the gate needs a verdict):
+  with a ``reward`` key the task passes at ``reward >= 1``; with one named reward, at that one
+  (as ``metrics/base.py:aggregate_reward_dicts`` reads a single key); with several named
+  rewards and no ``reward``, when every one is >= 1 (as a per-key ``min_reward`` table gates
+  each key). The rewards are the run's score; a fractional reward is a fail with its value.
+- **Phase boundary**: the agent phase ends with every process in the container stopped (the
+  container restarted; its filesystem stays), so nothing the agent started can touch the
+  verifier's files; then ``/logs/verifier`` is emptied. Harbor's shared mode leaves agent
+  processes running; its separate verifier sandbox (``news/separate-verifier-sandboxes.mdx``)
+  gives the boundary the gate always keeps. A task whose verifier needs a service the agent
+  left running therefore fails here; start it in ``test.sh``.
+- **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
+  ``network_mode`` (steps override), switched on the live container.
+- **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
+  SkillsBench ships ``environment/skills/<name>/SKILL.md`` and its Dockerfile copies them to
+  the agents' skill folders): the task's own skills are skills like any other for the gate's
+  conditions; a run without them has them removed from ``skills_dir`` and from every place the
+  Dockerfile copies ``skills`` to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate._files import PROMPT_LIMIT, TASK_META_LIMIT, read_text, read_toml
+from gate.errors import BadInput
+from gate.formats import TaskFormat
+from gate.harbor import (
+    AGENT_LOGS,
+    DEFAULT_VERIFIER_TIMEOUT,
+    REWARD_JSON,
+    REWARD_TXT,
+    SOLUTION_DIR,
+    TESTS_DIR,
+    VERIFIER_LOGS,
+    HarborStep,
+    HarborTask,
+    parse_harbor_toml,
+)
+from gate.tasks import Task, TaskEnvironment, TaskMeta, TaskStep, digest_dir, reading
+
+if TYPE_CHECKING:
+    from gate.sandbox import ContainerSpec, ExecResult, RunContainer, Sandbox, Verification
+
+REWARD_LIMIT = 100_000  # bytes of a reward file
+FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
+FILES_KEPT = 20  # files kept of /logs/verifier
+TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
+_COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", re.IGNORECASE)
+
+
+def _tail(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "(no output)"
+
+
+def _reader(path: Path) -> Callable[[], str]:
+    return lambda: read_text(path, PROMPT_LIMIT, "instruction.md")
+
+
+def _step_prompts(name: str, path: Path, harbor: HarborTask) -> tuple[TaskStep, ...]:
+    out: list[TaskStep] = []
+    for step in harbor.steps:
+        p = path / "steps" / step.name / "instruction.md"
+        if not p.is_file():
+            raise BadInput(f"{name}: steps/{step.name}/instruction.md is missing (every "
+                           "[[steps]] entry needs one)")
+        if not (path / "steps" / step.name / "tests" / "test.sh").is_file() and not (
+                path / "tests" / "test.sh").is_file():
+            raise BadInput(f"{name}: step {step.name!r} has no verifier (steps/{step.name}/"
+                           "tests/test.sh or tests/test.sh)")
+        prompt: str = reading(name, p, _reader(p))
+        out.append(TaskStep(step.name, prompt, task_timeout=harbor.timeout("agent", step),
+                            verify_timeout=harbor.timeout("verifier", step)))
+    return tuple(out)
+
+
+def baked_skill_dirs(task: Task) -> list[str]:
+    """Where the image holds the task's own skills: ``[environment] skills_dir`` and every
+    destination the Dockerfile copies its ``skills`` folder to (SkillsBench's way)."""
+    assert task.harbor is not None
+    dirs: list[str] = []
+    if task.harbor.config.environment.skills_dir:
+        dirs.append(task.harbor.config.environment.skills_dir)
+    dockerfile = task.path / "environment" / "Dockerfile"
+    if dockerfile.is_file():
+        for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = _COPY.match(line)
+            words = shlex.split(m.group(1), posix=True) if m and "[" not in m.group(1) else []
+            if len(words) >= 2 and any(w.rstrip("/") in {"skills", "./skills"}
+                                       for w in words[:-1]) and words[-1].startswith("/"):
+                dirs.append(words[-1].rstrip("/") or "/")
+    return sorted(set(dirs))
+
+
+class HarborFormat(TaskFormat):
+    name = "harbor"
+    lifecycle = "per_run"
+
+    def detect(self, path: Path) -> bool:
+        if (path / "task.md").exists():
+            return False
+        return (path / "instruction.md").is_file() or (
+            (path / "steps").is_dir() and (path / "task.toml").is_file())
+
+    # ----- loading ------------------------------------------------------------------------
+
+    def load(self, path: Path, name: str) -> Task:
+        toml_path = path / "task.toml"
+        data: dict[str, Any] = {}
+        if toml_path.exists():
+            data = reading(name, toml_path,
+                           lambda: read_toml(toml_path, TASK_META_LIMIT, "task.toml"))
+        harbor = parse_harbor_toml(data, f"{name}: task.toml")
+        cfg = harbor.config
+        if harbor.steps:
+            steps = _step_prompts(name, path, harbor)
+            prompt = steps[0].prompt
+        else:
+            if (path / "steps").is_dir() and not (path / "instruction.md").is_file():
+                raise BadInput(f"{name}: steps/ but no [[steps]] in task.toml (a multi-step "
+                               "task lists its steps there)")
+            if not (path / "tests" / "test.sh").is_file():
+                raise BadInput(f"{name}: missing tests/test.sh (a Harbor task's verifier)")
+            steps = ()
+            prompt_path = path / "instruction.md"
+            prompt = reading(name, prompt_path,
+                             lambda: read_text(prompt_path, PROMPT_LIMIT, "instruction.md"))
+        env = cfg.environment
+        if env.docker_image is None and not (path / "environment" / "Dockerfile").is_file():
+            raise BadInput(f"{name}: a Harbor task needs environment/Dockerfile or "
+                           "[environment] docker_image in task.toml")
+        category, tags = cfg.metadata.get("category"), cfg.metadata.get("tags")
+        meta = TaskMeta(
+            difficulty=harbor.difficulty,
+            category=category if isinstance(category, str) else None,
+            tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+            verify_timeout=cfg.verifier.timeout_sec or DEFAULT_VERIFIER_TIMEOUT,
+            task_timeout=cfg.agent.timeout_sec,
+            environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
+                                        memory_mb=env.memory_mb),
+        )
+        skills = path / "environment" / "skills"
+        own_skills = skills.resolve() if skills.is_dir() and any(
+            (d / "SKILL.md").is_file() for d in skills.iterdir() if d.is_dir()) else None
+        return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
+                    meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
+                    format_name=self.name, steps=steps, skills_root=own_skills)
+
+    # ----- the container ------------------------------------------------------------------
+
+    def container_spec(self, task: Task) -> ContainerSpec:
+        from gate.sandbox import ContainerSpec
+
+        assert task.harbor is not None
+        cfg, h = task.harbor.config, task.harbor
+        user = h.user("agent", self._step(task, 0))
+        return ContainerSpec(
+            workdir=cfg.environment.workdir, user=None if user is None else str(user),
+            network=h.network("agent", self._step(task, 0)), cpus=cfg.environment.cpus,
+            memory_mb=cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
+            baked_skills=tuple(baked_skill_dirs(task)))
+
+    @staticmethod
+    def _step(task: Task, index: int) -> HarborStep | None:
+        assert task.harbor is not None
+        steps = task.harbor.steps
+        return steps[index] if steps and index < len(steps) else None
+
+    def start(self, sandbox: Sandbox) -> None:
+        """Before the first step's agent: its ``workdir/`` and ``setup.sh``."""
+        if sandbox.task.steps:
+            self._prepare_step(self._container(sandbox), 0)
+
+    def _prepare_step(self, box: RunContainer, index: int) -> None:
+        from gate.sandbox import SandboxError
+
+        task = box.task
+        assert task.harbor is not None
+        step = task.harbor.steps[index]
+        box.step = index
+        box.set_network(task.harbor.network("agent", step))
+        box.reset_dir(AGENT_LOGS)
+        workdir = task.path / "steps" / step.name / "workdir"
+        if workdir.is_dir():
+            box.upload_dir(workdir, box.workdir, clear=False)
+            if (workdir / "setup.sh").is_file():
+                user = task.harbor.user("agent", step)
+                res = box.run_as(["bash", f"{box.workdir.rstrip('/')}/setup.sh"],
+                                 user=None if user is None else str(user),
+                                 env=box.command_env(), timeout=task.task_timeout())
+                if res.returncode != 0 or res.timed_out:
+                    raise SandboxError(f"step {step.name!r}: setup.sh failed "
+                                       f"(exit {res.returncode}): {_tail(res.output)}")
+
+    @staticmethod
+    def _container(sandbox: Sandbox) -> RunContainer:
+        from gate.sandbox import RunContainer, SandboxError
+
+        if not isinstance(sandbox, RunContainer):
+            raise SandboxError("a Harbor-format task needs the long-lived container sandbox")
+        return sandbox
+
+    # ----- scripts ------------------------------------------------------------------------
+
+    def run_script(self, sandbox: Sandbox, rel: str, *, timeout: float) -> ExecResult:
+        from gate.sandbox import SandboxError
+
+        box = self._container(sandbox)
+        task = box.task
+        assert task.harbor is not None
+        if rel != "solution/solve.sh":
+            raise SandboxError(f"a Harbor-format task has no {rel}")
+        step = self._step(task, box.step)
+        source = (task.path / "steps" / step.name / "solution" if step is not None
+                  else task.path / "solution")
+        if not (source / "solve.sh").is_file():
+            raise SandboxError(f"no {source.relative_to(task.path)}/solve.sh")
+        box.upload_dir(source, SOLUTION_DIR)
+        env = box.command_env({**task.harbor.env("solution"), "TASK_DIR": SOLUTION_DIR})
+        user = task.harbor.user("agent", step)
+        return box.run_as(["bash", f"{SOLUTION_DIR}/solve.sh"],
+                          user=None if user is None else str(user), env=env, timeout=timeout)
+
+    # ----- the verifier -------------------------------------------------------------------
+
+    def verify(self, sandbox: Sandbox, *, timeout: float,
+               step: int | None = None) -> Verification:
+        from gate.sandbox import ExecResult, Verification
+
+        box = self._container(sandbox)
+        task = box.task
+        h = task.harbor
+        assert h is not None
+        index = box.step if step is None else step
+        hstep = self._step(task, index)
+        box.end_phase()  # nothing the agent started runs from here on
+        box.set_network(h.network("verifier", hstep))
+        box.reset_dir(VERIFIER_LOGS)
+        if (task.path / "tests").is_dir():  # the task's tests, then the step's over them
+            box.upload_dir(task.path / "tests", TESTS_DIR)
+        else:
+            box.reset_dir(TESTS_DIR)
+        if hstep is not None and (steps_tests := task.path / "steps" / hstep.name / "tests"
+                                  ).is_dir():
+            box.upload_dir(steps_tests, TESTS_DIR, clear=False)
+        user = h.user("verifier", hstep)
+        env = box.command_env({**h.env("verifier", hstep), "TASK_DIR": TESTS_DIR})
+        box.run_as(["chmod", "+x", f"{TESTS_DIR}/test.sh"], user="0", env={}, timeout=30)
+        run = box.run_as(["bash", "-c", f"({TESTS_DIR}/test.sh) > {TEST_STDOUT} 2>&1"],
+                         user=None if user is None else str(user), env=env, timeout=timeout)
+        files = self._verifier_files(box)
+        out = files.get("test-stdout.txt", "")
+        res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
+                         run.duration_s)
+        rewards, why = self._rewards(box)
+        verdict = judge(rewards, why, res)
+        verdict = Verification(res, verdict.passed, verdict.reason, verdict.score, files or None)
+        if not task.steps:
+            return verdict
+        return self._step_verdict(box, index, verdict)
+
+    def _step_verdict(self, box: RunContainer, index: int,
+                      verdict: Verification) -> Verification:
+        """One step's verdict into the run's: recorded; the run's when it is the last step or
+        the step missed its ``min_reward``; else the next step is prepared."""
+        from gate.sandbox import Verification
+
+        task = box.task
+        assert task.harbor is not None
+        hstep = task.harbor.steps[index]
+        rewards = ({k: v for k, v in verdict.score.items() if isinstance(v, float)}
+                   if verdict.score is not None else None)
+        box.step_rewards.append((hstep.name, rewards))
+        missed = min_reward_failure(rewards, hstep.min_reward)
+        last = index + 1 >= len(task.harbor.steps)
+        if not last and missed is None:
+            self._prepare_step(box, index + 1)
+            return Verification(verdict.result, verdict.passed, verdict.reason, verdict.score,
+                                verdict.files, final=False)
+        strategy = task.harbor.config.multi_step_reward_strategy or "mean"
+        total = combine(box.step_rewards, strategy)
+        run = judge(total, "no step wrote a reward", verdict.result)
+        reason = run.reason
+        if missed is not None:
+            reason = f"step {hstep.name!r}: {missed}; " + (reason or "the run stopped there")
+        score = {**(run.score or {}), "steps": {n: r for n, r in box.step_rewards},
+                 "strategy": strategy}
+        return Verification(verdict.result, run.passed and missed is None, reason, score,
+                            verdict.files)
+
+    def _rewards(self, box: RunContainer) -> tuple[dict[str, float] | None, str]:
+        """Harbor's reading: ``reward.json`` when it exists, else ``reward.txt``."""
+        for path in (REWARD_JSON, REWARD_TXT):
+            try:
+                text = box.read_file(path, max_bytes=REWARD_LIMIT, truncate=False)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return None, f"{path}: {exc.strerror or exc}"
+            return parse_rewards(path, text)
+        return None, f"no {REWARD_TXT} or {REWARD_JSON}"
+
+    def _verifier_files(self, box: RunContainer) -> dict[str, str]:
+        """What the verifier left in ``/logs/verifier``, each file clipped."""
+        from gate.sandbox import clip
+
+        listing = box.run_as(["sh", "-c", f"cd {VERIFIER_LOGS} && find . -type f | sort"],
+                             user="0", env={}, timeout=30)
+        files: dict[str, str] = {}
+        for line in listing.stdout.splitlines()[:FILES_KEPT]:
+            rel = line.removeprefix("./")
+            if not rel or "\n" in rel:
+                continue
+            try:
+                text = box.read_file(f"{VERIFIER_LOGS}/{rel}", max_bytes=FILE_CHARS * 4,
+                                     truncate=True)
+            except OSError:
+                continue
+            files[rel] = clip(text, FILE_CHARS)
+        return files
+
+
+def parse_rewards(path: str, text: str) -> tuple[dict[str, float] | None, str]:
+    """Rewards from one reward file, as Harbor's verifier parses it."""
+    if not text.strip():
+        return None, f"{path} is empty"
+    if path == REWARD_TXT:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            return None, f"{path} holds no number"
+        return ({"reward": value}, "") if math.isfinite(value) else (None, f"{path}: not finite")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, f"{path} is not JSON"
+    if not isinstance(data, dict):
+        return None, f"{path} is not a JSON object"
+    rewards = {str(k): float(v) for k, v in data.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    return (rewards, "") if rewards else (None, f"{path} has no numeric reward")
+
+
+def judge(rewards: dict[str, float] | None, why: str, res: ExecResult) -> Verification:
+    """The gate's verdict from Harbor's rewards (the module docstring's *Pass*)."""
+    from gate.sandbox import Verification
+
+    if not rewards:
+        return Verification(res, False, reason=(
+            f"the verifier wrote no reward ({why}); test.sh exited {res.returncode}: "
+            f"{_tail(res.output)}"))
+    score: dict[str, Any] = dict(rewards)
+    short = {"reward": rewards["reward"]} if "reward" in rewards else rewards
+    below = {k: v for k, v in short.items() if v < 1}
+    if not below:
+        return Verification(res, True, score=score)
+    said = ", ".join(f"{k} {v:g}" for k, v in sorted(below.items()))
+    return Verification(res, False, reason=f"{said} (the task passes at 1)", score=score)
+
+
+def min_reward_failure(rewards: dict[str, float] | None,
+                       threshold: float | dict[str, float] | None) -> str | None:
+    """Harbor's ``MultiStepTrial._min_reward_failure``: why a step misses its threshold."""
+    if threshold is None:
+        return None
+    wanted = {"reward": threshold} if isinstance(threshold, (int, float)) else threshold
+    for key, floor in wanted.items():
+        actual = (rewards or {}).get(key, float("-inf"))
+        if actual < floor:
+            return f"{key}={actual:g} below min_reward {floor:g}"
+    return None
+
+
+def combine(per_step: list[tuple[str, dict[str, float] | None]],
+            strategy: str) -> dict[str, float] | None:
+    """Harbor's ``_select_multi_step_reward``: the final step's rewards, or the per-key mean
+    over the steps that have rewards (a key a step lacks counts 0)."""
+    if strategy == "final":
+        return per_step[-1][1] if per_step else None
+    valid = [r for _, r in per_step if r is not None]
+    keys = {k for r in valid for k in r}
+    if not keys:
+        return None
+    return {k: sum(r.get(k, 0.0) for r in valid) / len(valid) for k in sorted(keys)}
+
+
+FORMAT = HarborFormat()

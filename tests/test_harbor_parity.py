@@ -1,0 +1,372 @@
+"""Harbor parity: real Harbor tasks run under the gate as Harbor runs them.
+
+One test per way the gate used to part from Harbor (each was red before its fix): a command
+agent's prompt and final files, setuid, legacy resource keys, named rewards, the build
+timeout, the verifier's files, skills the task ships, multi-step tasks, a build's own error,
+and the agent/verifier phase boundary. The loading tests need nothing; the runs are in-process
+against a real Docker engine (``docker``; they skip without one, as tests/test_docker.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.agents import Agent, OracleAgent
+from gate.formats import detect_format
+from gate.results import RunResult
+from gate.runner import RunOptions, run_one
+from gate.skills import run_skills, skills_for
+from gate.tasks import load_suite, load_task
+from tests.test_docker import IMAGE, engine  # noqa: F401  (engine: a fixture)
+
+BASE = f"FROM {IMAGE}\nWORKDIR /app\nRUN chmod 777 /app\n"
+REWARD_FROM_FILE = """#!/bin/bash
+if [ "$(cat /app/out.txt 2>/dev/null)" = "{want}" ]; then r=1; else r=0; fi
+echo "$r" > /logs/verifier/reward.txt
+"""
+
+
+def harbor(root: Path, name: str, *, toml: str = "", dockerfile: str = BASE,
+           solve: str | None = "#!/bin/bash\necho ok > /app/out.txt\n",
+           test: str | None = REWARD_FROM_FILE.format(want="ok"),
+           files: dict[str, str] | None = None,
+           instruction: str | None = "Write ok into /app/out.txt.\n") -> Path:
+    d = root / name
+    every = {"instruction.md": instruction, "task.toml": toml,
+             "environment/Dockerfile": dockerfile, "solution/solve.sh": solve,
+             "tests/test.sh": test, **(files or {})}
+    for rel, body in every.items():
+        if body is not None:
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(body)
+    return d
+
+
+def run(path: Path, agent: Agent | None = None, tmp: Path | None = None,
+        **options: Any) -> tuple[RunResult, list[dict[str, Any]]]:
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    task = load_task(path)
+    transcripts = (tmp or path.parent) / "transcripts"
+    with DockerSandboxProvider() as provider:
+        result = run_one(task, 0, agent or OracleAgent(), provider=provider,
+                         options=RunOptions(transcripts_dir=transcripts, **options))
+    events = [json.loads(ln) for ln in Path(result.transcript or "").read_text().splitlines()] \
+        if result.transcript else []
+    return result, events
+
+
+def command_agent(command: str) -> Agent:
+    from gate.agents._command import CommandAgent
+
+    return CommandAgent(command)
+
+
+# ----- loading: no engine ---------------------------------------------------------------------
+
+def test_legacy_resource_keys_convert_as_harbor_converts_them(tmp_path: Path) -> None:
+    task = load_task(harbor(tmp_path, "legacy", toml='[environment]\nmemory = "4G"\n'
+                                                      'storage = "10G"\ncpus = 2\n'))
+    assert task.harbor is not None
+    env = task.harbor.config.environment
+    assert (env.memory_mb, env.storage_mb) == (4096, 10240)
+    assert task.meta.environment is not None and task.meta.environment.memory_mb == 4096
+    assert "environment.memory" not in task.unhonoured  # converted, not dropped
+    bad = harbor(tmp_path, "bad", toml='[environment]\nmemory = "4 gigs"\n')
+    with pytest.raises(Exception, match=r"bad: task\.toml: environment.*4 gigs"):
+        load_task(bad)
+
+
+def test_named_rewards_decide_as_harbor_reads_them() -> None:
+    from gate.formats._harbor import combine, judge, min_reward_failure, parse_rewards
+    from gate.sandbox import ExecResult
+
+    res = ExecResult(0, "", "")
+    named, _ = parse_rewards("/logs/verifier/reward.json",
+                             '{"correctness": 1, "style": 1.0, "note": "x", "ok": true}')
+    assert named == {"correctness": 1.0, "style": 1.0}  # numbers only, booleans are not
+    assert judge(named, "", res).passed
+    half = judge({"correctness": 1.0, "style": 0.5}, "", res)
+    assert not half.passed and half.reason == "style 0.5 (the task passes at 1)"
+    assert judge({"score": 1.0}, "", res).passed  # one named reward: that one
+    assert not judge({"reward": 0.0, "tests": 1.0}, "", res).passed  # `reward` decides
+    assert parse_rewards("/logs/verifier/reward.txt", "\n") == (
+        None, "/logs/verifier/reward.txt is empty")
+    assert combine([("a", {"reward": 1.0}), ("b", {"reward": 0.0, "x": 1.0})], "mean") == {
+        "reward": 0.5, "x": 0.5}
+    assert combine([("a", {"reward": 1.0}), ("b", None)], "final") is None
+    assert min_reward_failure({"reward": 0.5}, 1.0) == "reward=0.5 below min_reward 1"
+    assert min_reward_failure(None, {"style": 0.0}) is not None  # missing: -inf
+
+
+MULTI_TOML = """multi_step_reward_strategy = "mean"
+[agent]
+timeout_sec = 60.0
+[[steps]]
+name = "one"
+min_reward = 1.0
+[[steps]]
+name = "two"
+[steps.verifier]
+timeout_sec = 30.0
+"""
+
+
+def multi_step(root: Path, name: str, *, toml: str = MULTI_TOML,
+               first: str = "echo one > /app/out.txt") -> Path:
+    return harbor(root, name, toml=toml, instruction=None, solve=None, test=None, files={
+        "steps/one/instruction.md": "Write one into /app/out.txt.\n",
+        "steps/one/solution/solve.sh": f"#!/bin/bash\n{first}\n",
+        "steps/one/tests/test.sh": REWARD_FROM_FILE.format(want="one"),
+        "steps/two/instruction.md": "Now write two into /app/out.txt.\n",
+        "steps/two/workdir/setup.sh": "#!/bin/bash\necho prepared > /app/prepared.txt\n",
+        "steps/two/solution/solve.sh": "#!/bin/bash\ntest -f /app/prepared.txt && "
+                                       "echo two > /app/out.txt\n",
+        "tests/test.sh": REWARD_FROM_FILE.format(want="two"),  # the shared fallback
+    })
+
+
+def test_a_multi_step_task_loads_with_its_steps(tmp_path: Path) -> None:
+    multi_step(tmp_path, "steps")
+    suite = load_suite(tmp_path)
+    assert suite.problems == ()
+    (task,) = suite.tasks
+    assert detect_format(task.path).name == "harbor"
+    assert [s.name for s in task.steps] == ["one", "two"]
+    assert task.prompt == "Write one into /app/out.txt.\n"
+    two = task.for_step(1)
+    assert two.prompt.startswith("Now write two") and two.verify_timeout() == 30.0
+    (tmp_path / "steps" / "steps" / "two" / "instruction.md").unlink()
+    assert "steps/two/instruction.md is missing" in load_suite(tmp_path).problems[0].reason
+
+
+def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "skilled", files={
+        "environment/skills/csv-tips/SKILL.md": "---\nname: csv-tips\ndescription: Tips for "
+                                                "CSV files.\n---\nUse csv.\n"})
+    task = load_task(path)
+    assert task.skills_root is not None
+    assert [s.name for s in run_skills(task, [], None)] == ["csv-tips"]  # told to the agent
+    assert skills_for(task, "control", []) == []
+    assert [s.name for s in skills_for(task, "full", []) or []] == ["csv-tips"]
+
+
+def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
+    from gate.report._html import render_html
+    from gate.results import AgentInfo, RunUsage, SuiteInfo, TaskInfo, new_results
+    from gate.traces import Trace
+
+    def results(status: str) -> Any:
+        run = RunResult(task="t", replication=0, status=status, turns=1,  # type: ignore[arg-type]
+                        reason=None, notes=None,
+                        usage=RunUsage(input_tokens=1, output_tokens=1,
+                                       cache_creation_input_tokens=0,
+                                       cache_read_input_tokens=0),
+                        cost_usd=0.0, duration_s=1.0, task_digest="d")
+        return new_results(model="m", agent=AgentInfo(kind="builtin", fingerprint="f"),
+                           suite=SuiteInfo(digest="s", tasks={"t": TaskInfo(digest="d")}),
+                           commit="c", runs=[run])
+
+    trace = Trace(task="t", status="failed", verify="ok",
+                  verifier_files={"ctrf.json": '{"failed": "<b>test_x</b>"}'})
+    page = render_html(results("failed"), baseline=results("failed"), baseline_traces=[trace])
+    assert "verifier file · ctrf.json" in page
+    assert "&lt;b&gt;test_x&lt;/b&gt;" in page and "<b>test_x" not in page
+
+
+# ----- in containers --------------------------------------------------------------------------
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_command_agent_reads_its_prompt_and_writes_its_final_inside_the_container(
+        tmp_path: Path) -> None:
+    path = harbor(tmp_path, "prompted", test=REWARD_FROM_FILE.format(
+        want="Write ok into /app/out.txt."))
+    agent = command_agent('cat "$GATE_PROMPT_FILE" > /app/out.txt && '
+                          'echo "my final words" > "$GATE_FINAL_FILE"')
+    result, events = run(path, agent)
+    assert result.status == "passed", result.reason
+    assert [e["message"] for e in events if e["type"] == "final"] == ["my final words"]
+
+
+SETUID_DOCKERFILE = BASE + ("RUN cp /usr/bin/id /usr/local/bin/root-id && chmod u+s "
+                            "/usr/local/bin/root-id && useradd -m player\n")
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_setuid_helper_works_as_under_a_plain_docker_run(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "setuid", dockerfile=SETUID_DOCKERFILE,
+                  toml='[agent]\nuser = "player"\n',
+                  solve="#!/bin/bash\nroot-id -u > /app/out.txt\n",
+                  test=REWARD_FROM_FILE.format(want="0"))
+    result, _ = run(path)
+    assert result.status == "passed", result.reason
+
+
+MEMORY = "cat /sys/fs/cgroup/memory.max 2>/dev/null || " \
+         "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_legacy_memory_key_is_the_containers_limit(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "mem", toml='[environment]\nmemory = "3G"\n',
+                  solve=f"#!/bin/bash\n({MEMORY}) > /app/out.txt\n",
+                  test=REWARD_FROM_FILE.format(want=str(3 * 1024 ** 3)))
+    result, _ = run(path)
+    assert result.status == "passed", result.reason
+
+
+NAMED = """#!/bin/bash
+echo "checking the output" ; echo "a diagnostic on stderr" >&2
+echo '{"results": {"tests": 2, "passed": 1}}' > /logs/verifier/ctrf.json
+echo '{"correctness": 1, "style": 0.5}' > /logs/verifier/reward.json
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -> None:
+    result, events = run(harbor(tmp_path, "named", test=NAMED))
+    assert result.status == "failed" and result.reason == "style 0.5 (the task passes at 1)"
+    assert result.score == {"correctness": 1.0, "style": 0.5}
+    (verify,) = [e for e in events if e["type"] == "verify"]
+    assert "a diagnostic on stderr" in verify["files"]["test-stdout.txt"]
+    assert json.loads(verify["files"]["ctrf.json"]) == {"results": {"tests": 2, "passed": 1}}
+    assert "checking the output" in verify["output"]  # test-stdout.txt is verify's output
+    from gate.traces import trace_from_events
+
+    trace = trace_from_events(events, result)
+    assert "ctrf.json" in trace.verifier_files
+    assert "a diagnostic on stderr" in trace.verifier_files["test-stdout.txt"]
+    # the HTML report shows them: in the full transcript and in a baseline run's trace
+    from gate.report._html import _event, _trace_view
+
+    shown = dict(_event(verify).blocks)
+    assert "a diagnostic on stderr" in shown["files"]
+    assert _trace_view(trace).verifier_files == trace.verifier_files
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
+    import docker
+
+    marker = f"tick-{time.time()}"  # a build that talks all the time: no read ever times out
+    chatty = BASE + f"RUN for i in $(seq 60); do echo {marker} $i; sleep 1; done\n"
+    path = harbor(tmp_path, "slow-build", dockerfile=chatty,
+                  toml="[environment]\nbuild_timeout_sec = 4\n")
+    start = time.monotonic()
+    result, _ = run(path)
+    assert result.status == "error"
+    assert "build_timeout_sec (4 s)" in (result.reason or "")
+    assert time.monotonic() - start < 12
+    # and the engine stopped building (the step's container is gone)
+    client = docker.from_env()
+    try:
+        for _ in range(20):
+            running = [c for c in client.containers.list()
+                       if marker in " ".join(c.attrs["Config"].get("Cmd") or [])]
+            if not running:
+                break
+            time.sleep(0.5)
+        assert running == []
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_failed_build_shows_the_builds_own_error(tmp_path: Path) -> None:
+    broken = BASE + "RUN sh -c 'echo \"cause-$((40+2)) is why\" >&2; exit 3'\n"
+    result, _ = run(harbor(tmp_path, "broken-build", dockerfile=broken))
+    assert result.status == "error"
+    assert "cause-42 is why" in (result.reason or ""), result.reason
+    assert "returned a non-zero code: 3" in (result.reason or "")
+
+
+SKILLS_DOCKERFILE = BASE + "COPY skills /root/.claude/skills\n"
+LIST_SKILLS = ("#!/bin/bash\necho baked: $(ls /root/.claude/skills)\n"
+               "echo run: $(ls .claude/skills)\n")
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_conditions_switch_the_skills_a_task_ships(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "skilled", dockerfile=SKILLS_DOCKERFILE, solve=LIST_SKILLS, files={
+        "environment/skills/csv-tips/SKILL.md": "---\nname: csv-tips\ndescription: Tips for "
+                                                "CSV files.\n---\nUse csv.\n"})
+
+    def seen(**options: Any) -> str:
+        _, events = run(path, tmp=tmp_path / str(len(options)), **options)
+        return next(e["stdout"] for e in events if e["type"] == "oracle")
+
+    assert seen() == "baked: csv-tips\nrun: csv-tips\n"  # as the task runs elsewhere
+    assert seen(condition="control") == "baked:\nrun:\n"  # gone, from the image's folder too
+
+
+PLANTER = ("setsid nohup sh -c 'while :; do mkdir -p /logs/verifier; "
+           "echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done' "
+           ">/dev/null 2>&1 < /dev/null & echo started")
+HONEST_ZERO = "#!/bin/bash\nsleep 1\necho 0 > /logs/verifier/reward.txt\nsleep 1\n"
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_process_of_the_agent_cannot_rewrite_the_reward(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "planted", test=HONEST_ZERO)
+    result, _ = run(path, command_agent(PLANTER))
+    assert result.status == "failed", result
+    assert result.score == {"reward": 0.0}
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_a_multi_step_task_runs_its_steps_in_one_container(tmp_path: Path) -> None:
+    result, events = run(multi_step(tmp_path, "steps"))
+    assert result.status == "passed", result.reason
+    assert result.score is not None and result.score["steps"] == {
+        "one": {"reward": 1.0}, "two": {"reward": 1.0}}
+    assert [e["step"] for e in events if e["type"] == "verify"] == ["one", "two"]
+    # a step below its min_reward ends the run there, and the run fails
+    result, events = run(multi_step(tmp_path, "stops", first="echo wrong > /app/out.txt"),
+                         tmp=tmp_path / "stops-t")
+    assert result.status == "failed"
+    assert (result.reason or "").startswith("step 'one': reward=0 below min_reward 1")
+    assert [e["step"] for e in events if e["type"] == "verify"] == ["one"]
+
+
+def test_a_gate_task_needing_setuid_in_the_strict_sandbox_is_refused_by_name(
+        tmp_path: Path) -> None:
+    from gate.sandbox._docker import privileged_need
+
+    for line, refused in (("RUN chmod u+s /usr/local/bin/helper", True),
+                          ("RUN chmod 4755 /usr/local/bin/helper", True),
+                          ("RUN apt-get install -y sudo", True),
+                          ("RUN chmod 755 /usr/local/bin/helper", False),
+                          ("RUN chmod +x /usr/local/bin/helper", False)):
+        dockerfile = tmp_path / "environment" / "Dockerfile"
+        dockerfile.parent.mkdir(exist_ok=True)
+        dockerfile.write_text(f"FROM {IMAGE}\n{line}\n")
+        why = privileged_need(dockerfile)
+        assert (why is not None) == refused, line
+        if why:
+            assert why.startswith("environment/Dockerfile line 2 sets up a setuid program")
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
+        make_task: Any) -> None:
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    path = make_task("suid", extra={"environment/Dockerfile": SETUID_DOCKERFILE})
+    with DockerSandboxProvider() as provider:
+        why = provider.refusal(load_task(path))
+    assert why is not None and "line 4 sets up a setuid program" in why
