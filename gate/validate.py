@@ -61,6 +61,8 @@ def _value(task: Task, dotted: str) -> tuple[bool, Any]:
             node = extra[part]
         elif part in getattr(type(node), "model_fields", {}):
             node = getattr(node, part)
+        elif f"{part}_mb" in getattr(type(node), "model_fields", {}):  # legacy "10G", converted
+            node = getattr(node, f"{part}_mb")
         else:
             return False, None
     return True, node

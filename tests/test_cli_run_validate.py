@@ -197,3 +197,5 @@ def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path
     big = load_task(d2)
     assert notable_unhonoured(big) == [k for k in big.unhonoured]
     assert "environment.storage_mb" in big.unhonoured or not big.unhonoured
+    (d2 / "task.toml").write_text('[environment]\nstorage = "10G"\n')  # TB2's legacy key
+    assert notable_unhonoured(load_task(d2)) == []
