@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,28 @@ def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path
     assert "environment.storage_mb" in big.unhonoured or not big.unhonoured
     (d2 / "task.toml").write_text('[environment]\nstorage = "10G"\n')  # TB2's legacy key
     assert notable_unhonoured(load_task(d2)) == []
+
+
+@pytest.mark.docker
+def test_validate_shows_the_builders_own_error_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose image does not build: its row says so, and the builder's own lines
+    (here a step's output holding `[/tmp/out]`) follow the table, as text."""
+    from tests.test_docker import IMAGE, _engine_problem
+
+    if why := _engine_problem():
+        pytest.fail(why) if os.environ.get("GATE_REQUIRE_DOCKER") == "1" else pytest.skip(why)
+    d = tmp_path / "suite" / "no-build"
+    files = {"instruction.md": "Do it.\n", "tests/test.sh": "true\n",
+             "solution/solve.sh": "true\n",
+             "environment/Dockerfile": f"FROM {IMAGE}\n"
+                                       "RUN echo 'wrote [/tmp/out] partly' && exit 3\n"}
+    for rel, body in files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(body)
+    r = _validate(monkeypatch, tmp_path, tmp_path / "suite")
+    assert r.exit_code == 1, r.output
+    (row,) = [ln for ln in r.output.splitlines() if ln.startswith("no-build ")]
+    assert "BROKEN: untouched workspace:" in row and "cannot build the image of no-build" in row
+    below = r.output.split("no-build:\n", 1)[1]
+    assert "    wrote [/tmp/out] partly" in below
