@@ -1,6 +1,6 @@
 """Real suites run as Harbor runs them: the real sample in tests/fixtures/harbor_real.
 
-Ten public tasks (harbor-cookbook, SkillsBench, Terminal-Bench 2 as SkillsBench vendors it),
+Eleven public tasks (harbor-cookbook, SkillsBench, Terminal-Bench 2 as SkillsBench vendors it),
 unchanged but for their Dockerfile's ``FROM`` (the folder's README names each source, commit and
 licence). The sample loads completely; every task whose oracle passes under Harbor passes under
 ``gate run --agent oracle`` (:data:`ORACLE_FAILS_HERE`: the one that fails only because of its
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gate.sim import decide_outcome
+from gate.sim import EPISODE_STRIDE, decide_outcome
 from gate.tasks import load_suite
 from gate.validate import notable_unhonoured
 
@@ -50,7 +50,7 @@ GATE_DIFFERS = {
 #: one task per source, for a run that need not cover the whole sample
 PICKED = ["cookbook-skills", "skillsbench-3d-scan-calc", "tb2-openssl-selfsigned-cert"]
 #: tasks whose oracle passes here (a TB2 one will join when GATE_DIFFERS empties)
-SOLVABLE = ["cookbook-simple-task", "skillsbench-3d-scan-calc", "skillsbench-hvac-control"]
+SOLVABLE = ["cookbook-multi-step", "skillsbench-3d-scan-calc", "skillsbench-hvac-control"]
 #: a command agent that hands back what it was given: stdin must equal $GATE_PROMPT_FILE
 ECHO_AGENT = ('cat > /tmp/gate-stdin.txt && cmp "$GATE_PROMPT_FILE" /tmp/gate-stdin.txt && '
               'cp /tmp/gate-stdin.txt "$GATE_FINAL_FILE"')
@@ -101,15 +101,19 @@ def test_the_real_sample_loads_completely_unchanged_but_for_from() -> None:
         froms = re.findall(r"(?m)^FROM\s+(\S+)", (t.path / "environment" / "Dockerfile")
                            .read_text())
         assert froms and all(f.startswith(STANDIN) for f in froms), (t.id, froms)
-        assert t.prompt == (t.path / "instruction.md").read_text()
+        first = t.path / ("instruction.md" if not t.steps else f"steps/{t.steps[0].name}/"
+                          "instruction.md")
+        assert t.prompt == first.read_text()
     # what is noted as not honoured is what asks for more than a run here gives: not the
     # storage_mb = 10240 (Harbor's default) nearly every task sets
     noted = {t.id: notable_unhonoured(t) for t in suite.tasks if notable_unhonoured(t)}
-    assert noted == {"skillsbench-hvac-control": ["environment.storage"]}  # "5G"
+    assert noted == {"skillsbench-hvac-control": ["environment.storage"],  # "5G"
+                     "cookbook-multi-step": ["artifacts", "steps.artifacts", "steps.healthcheck"]}
 
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a cold first run builds the stand-ins and every task's image
 @pytest.mark.usefixtures("standins")
 def test_every_oracle_that_passes_under_harbor_passes_under_the_gate(tmp_path: Path) -> None:
     results, p = _gate(tmp_path, "--agent", "oracle")
@@ -127,6 +131,7 @@ def test_every_oracle_that_passes_under_harbor_passes_under_the_gate(tmp_path: P
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a cold first run builds the stand-ins and every task's image
 @pytest.mark.usefixtures("standins")
 def test_a_command_agent_reads_exactly_the_instruction_harbor_gives(tmp_path: Path) -> None:
     agent = f"[agent]\nkind = \"command\"\ncommand = '''{ECHO_AGENT}'''\n"
@@ -143,14 +148,18 @@ def test_a_command_agent_reads_exactly_the_instruction_harbor_gives(tmp_path: Pa
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a cold first run builds the stand-ins and every task's image
 @pytest.mark.usefixtures("standins")
 def test_the_simulator_solves_tasks_whose_oracle_passes(tmp_path: Path) -> None:
     """The simulated model replays each task's solve.sh as its oracle runs it (not in steps
     that lose a `cd` or a variable, not from a /solution the agent phase lacks)."""
     model = "claude-sonnet-5-5"
     suite = load_suite(SAMPLE, SOLVABLE)
+    # a seed under which every episode solves: one per step (the k-th conversation of
+    # replication 0 is episode k * EPISODE_STRIDE)
     seed = next(s for s in range(1000) if all(
-        decide_outcome(s, model, t.id, t.difficulty, 0) == "solve" for t in suite.tasks))
+        decide_outcome(s, model, t.id, t.difficulty, k * EPISODE_STRIDE) == "solve"
+        for t in suite.tasks for k in range(max(1, len(t.steps)))))
     agent = f"[agent]\nkind = \"builtin\"\nmodel = \"{model}\"\nmax_turns = 30\n"
     results, p = _gate(tmp_path, "--sim", "--seed", str(seed),
                        *[a for t in SOLVABLE for a in ("--task", t)], agent=agent)

@@ -9,15 +9,17 @@ image (skipped with the reason without one; failed under ``GATE_REQUIRE_DOCKER=1
 
 from __future__ import annotations
 
+import json
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from gate.config import load_config
 from gate.run import RunRequest, run_suite
-from gate.sim import decide_outcome, whole_solution
-from gate.tasks import load_task
+from gate.sim import Simulator, decide_outcome, whole_solution
+from gate.tasks import load_suite, load_task
 from tests.test_docker import IMAGE, engine  # noqa: F401  (engine: a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +111,35 @@ def test_sim_solves_a_harbor_task_whose_oracle_passes(tmp_path: Path) -> None:
                                jobs=1, sim=True, seed=seed))
     (run,) = res.runs
     assert run.status == "passed", run.reason
+
+
+def test_each_step_of_a_multi_step_task_is_known_with_its_own_solution(tmp_path: Path) -> None:
+    """Harbor's cookbook multi-step task (tests/fixtures/harbor_real): the simulator knows each
+    step's instruction as that step, and acts with that step's solve.sh."""
+    sample = REPO / "tests" / "fixtures" / "harbor_real"
+    (task,) = load_suite(sample, ["cookbook-multi-step"]).tasks
+    bash = [{"name": "bash", "input_schema": {"type": "object", "properties": {
+        "command": {"type": "string"}}}}]
+    with Simulator(tasks_dir=sample, ledger_path=tmp_path / "ledger.jsonl") as sim:
+        for step in task.steps:
+            commands: list[str] = []
+            messages: list[dict[str, object]] = [{"role": "user", "content": step.prompt}]
+            for _ in range(6):  # look, act, check, answer
+                body = json.dumps({"model": "claude-opus-5-5", "max_tokens": 4096,
+                                   "tools": bash, "messages": messages}).encode()
+                req = urllib.request.Request(f"{sim.base_url}/v1/messages", data=body,
+                                             headers={"content-type": "application/json",
+                                                      "x-api-key": "k"})
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    reply = json.loads(resp.read())
+                uses = [b for b in reply["content"] if b["type"] == "tool_use"]
+                if not uses:
+                    break
+                commands.append(uses[0]["input"]["command"])
+                messages += [{"role": "assistant", "content": reply["content"]},
+                             {"role": "user", "content": [{"type": "tool_result",
+                                                           "tool_use_id": uses[0]["id"],
+                                                           "content": "ok"}]}]
+            acted = [c for c in commands if "GATE_SIM_SOLVE" in c]
+            assert len(acted) == 1 and f"echo \"{step.name} done\"" in acted[0], (
+                step.name, commands)

@@ -29,7 +29,8 @@ sends the script's *content* as a heredoc in the tool call (and any other file o
 ``solution/``, packed), writes it to ``/solution`` (or a fresh directory when that is not
 writable) and runs it there with ``TASK_DIR`` and the task's ``[solution].env``, as the oracle
 does. Nothing of ``solution/`` reaches a real agent: only the simulated model's own commands
-carry it.
+carry it. A multi-step task is known by each step's instruction, and each step is solved with
+that step's ``solve.sh`` (:meth:`gate.tasks.Task.for_step`).
 
 Skills. A task's ``metadata.json`` may name its ``target_skill``. When the request's system
 prompt lists that skill (the path of its ``SKILL.md``, ``…/skills/<name>/SKILL.md``; or its
@@ -400,9 +401,12 @@ class SimModel:
 
     def __init__(self, tasks: list[Task], seed: int = 0) -> None:
         self.seed = seed
-        self._tasks = sorted(tasks, key=lambda t: -len(t.prompt))
-        self._prompts = {t.id: _squash(t.prompt) for t in tasks}
-        self._scripts: dict[str, TaskScript] = {}
+        # a multi-step task is known by each step's instruction, solved by that step's solution
+        known = [s for t in tasks for s in
+                 ([t.for_step(i) for i in range(len(t.steps))] if t.steps else [t])]
+        self._tasks = sorted(known, key=lambda t: -len(t.prompt))
+        self._prompts = {(t.id, t.step): _squash(t.prompt) for t in known}
+        self._scripts: dict[tuple[str, int | None], TaskScript] = {}
         self._episodes: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
@@ -413,18 +417,18 @@ class SimModel:
             return None
         text = _squash(_text_of(first.get("content")))
         for t in self._tasks:
-            prompt = self._prompts[t.id]
+            prompt = self._prompts[(t.id, t.step)]
             if prompt and prompt in text:
                 return t
         return None
 
     def script(self, task: Task) -> TaskScript:
         with self._lock:
-            known = self._scripts.get(task.id)
+            known = self._scripts.get((task.id, task.step))
         if known is None:  # built outside the lock: it runs `bash -n`, other tasks need not wait
             built = TaskScript.of(task)
             with self._lock:
-                known = self._scripts.setdefault(task.id, built)
+                known = self._scripts.setdefault((task.id, task.step), built)
         return known
 
     def _new_episode(self, task_id: str, model: str, run: str | None = None) -> int:
