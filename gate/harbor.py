@@ -22,12 +22,14 @@ Harbor's ``task.toml`` keeps Harbor's semantics: timeouts (``[agent]`` / ``[veri
 (``network_mode`` = public / no-network / allowlist with ``allowed_hosts`` in ``[environment]``,
 ``[agent]`` and ``[verifier]`` overrides; the older ``allow_internet``). Harbor's default is a
 public network. A key the gate does not honour is *listed* (:attr:`HarborTask.unhonoured`),
-never silently dropped; a value it cannot honour safely (GPUs, an allowlist it cannot enforce,
-host variables templated into the environment) makes the task refused, with the reason.
+never silently dropped (unless it is empty or at Harbor's own default: then it asks nothing);
+a value it cannot honour safely (GPUs, an allowlist it cannot enforce, host variables
+templated into the environment) makes the task refused, with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -251,6 +253,24 @@ class HarborTask:
         return own if own is not None else getattr(self.config, phase).timeout_sec
 
 
+#: Harbor's own defaults (``EnvironmentConfig``) of keys the gate does not act on: a key left
+#: at its default (or empty) asks nothing of the gate and is not listed
+_DEFAULTS: dict[str, Any] = {"environment.storage_mb": 10240, "environment.storage": 10240,
+                             "environment.gpu_types": None, "environment.mcp_servers": []}
+
+
+def _asks(key: str, value: Any) -> bool:
+    """Whether a key the gate does not honour asks something of it (not empty, not Harbor's
+    default; a legacy size compared in MB)."""
+    if value in (None, "", [], {}):
+        return False
+    if key in _DEFAULTS:
+        with contextlib.suppress(ValueError, AttributeError):
+            value = size_to_mb(value) if isinstance(value, str) else value
+        return bool(value != _DEFAULTS[key])
+    return True
+
+
 def _unhonoured(raw: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in raw.items():
@@ -258,17 +278,21 @@ def _unhonoured(raw: dict[str, Any]) -> list[str]:
             continue
         honoured = _HONOURED.get(key)
         if honoured is None:
-            out.append(key)
+            if _asks(key, value):
+                out.append(key)
             continue
         if isinstance(value, dict):
-            out.extend(f"{key}.{sub}" for sub in value if sub not in honoured)
+            out.extend(f"{key}.{sub}" for sub, v in value.items()
+                       if sub not in honoured and _asks(f"{key}.{sub}", v))
     for step in raw.get("steps") or ():
         if isinstance(step, dict):
-            out.extend(f"steps.{sub}" for sub in step if sub not in _STEP_HONOURED)
+            out.extend(f"steps.{sub}" for sub, v in step.items()
+                       if sub not in _STEP_HONOURED and _asks(sub, v))
             for phase in ("agent", "verifier"):
                 sub = step.get(phase)
                 if isinstance(sub, dict):
-                    out.extend(f"steps.{phase}.{k}" for k in sub if k not in _HONOURED[phase])
+                    out.extend(f"steps.{phase}.{k}" for k, v in sub.items()
+                               if k not in _HONOURED[phase] and _asks(k, v))
     return sorted({printable(k) for k in out})
 
 

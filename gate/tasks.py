@@ -1,12 +1,14 @@
-"""Task suites: load a directory of tasks in any of three layouts, validate metadata, digest.
+"""Task suites: the loaded task (:class:`Task`), suites of them, digests.
 
-Three layouts load without conversion, each through its format (:mod:`gate.formats`):
-- SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``
+Which directories are tasks, and how each is loaded, run and verified, is its *format*'s
+(:mod:`gate.formats`, one module per format); three layouts load without conversion:
+- SWE-lite: ``setup.sh`` + ``task.md`` + ``verify.sh``  (``gate.formats._gate``)
 - effectiveness benchmark: ``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``
-  + ``README.md``
-- Harbor (Terminal-Bench, SkillsBench): ``instruction.md`` + ``task.toml`` +
-  ``environment/Dockerfile`` + ``tests/test.sh`` (+ ``solution/solve.sh``), see
-  :mod:`gate.harbor`; it always runs in a container.
+  + ``README.md``  (``gate.formats._gate``)
+- Harbor (Terminal-Bench, SkillsBench): ``instruction.md`` (or ``[[steps]]`` with
+  ``steps/<name>/instruction.md``) + ``task.toml`` + ``environment/Dockerfile`` +
+  ``tests/test.sh`` (+ ``solution/solve.sh``)  (``gate.formats._harbor``, schema
+  :mod:`gate.harbor`); it always runs in a container.
 The first two may add ``task.toml`` and ``solution/solve.sh``; there ``task.toml`` is ours
 (:class:`TaskMeta`): a key the gate does not know is an error naming it, not ignored (a
 misspelt ``verify_timout`` would silently change nothing). A Harbor ``task.toml`` keeps

@@ -9,6 +9,7 @@ against a real Docker engine (``docker``; they skip without one, as tests/test_d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -112,21 +113,24 @@ name = "one"
 min_reward = 1.0
 [[steps]]
 name = "two"
+[steps.agent]
+user = "player"
 [steps.verifier]
 timeout_sec = 30.0
 """
 
 
 def multi_step(root: Path, name: str, *, toml: str = MULTI_TOML,
-               first: str = "echo one > /app/out.txt") -> Path:
-    return harbor(root, name, toml=toml, instruction=None, solve=None, test=None, files={
+               first: str = "echo one > /app/out.txt; chmod 666 /app/out.txt") -> Path:
+    return harbor(root, name, toml=toml, instruction=None, solve=None, test=None,
+                  dockerfile=BASE + "RUN useradd -m player\n", files={
         "steps/one/instruction.md": "Write one into /app/out.txt.\n",
         "steps/one/solution/solve.sh": f"#!/bin/bash\n{first}\n",
         "steps/one/tests/test.sh": REWARD_FROM_FILE.format(want="one"),
         "steps/two/instruction.md": "Now write two into /app/out.txt.\n",
         "steps/two/workdir/setup.sh": "#!/bin/bash\necho prepared > /app/prepared.txt\n",
         "steps/two/solution/solve.sh": "#!/bin/bash\ntest -f /app/prepared.txt && "
-                                       "echo two > /app/out.txt\n",
+                                       '[ "$(id -un)" = player ] && echo two > /app/out.txt\n',
         "tests/test.sh": REWARD_FROM_FILE.format(want="two"),  # the shared fallback
     })
 
@@ -153,6 +157,22 @@ def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: P
     assert task.skills_root is not None
     assert [s.name for s in run_skills(task, [], None)] == ["csv-tips"]  # told to the agent
     assert skills_for(task, "control", []) == []
+    from gate.formats._harbor import baked_skill_dirs
+
+    (path / "environment" / "Dockerfile").write_text(
+        BASE + "COPY skills /root/.claude/skills\nCOPY --chown=0:0 skills/ /root/.codex/skills/\n"
+        'COPY ["skills", "/root/.agents/skills"]\nCOPY tools /opt/tools\n')
+    assert baked_skill_dirs(task) == ["/root/.agents/skills", "/root/.claude/skills",
+                                      "/root/.codex/skills"]
+    # skills copied to [environment] skills_dir from another folder of the build context
+    other = harbor(tmp_path, "skills-dir", toml='[environment]\nskills_dir = "/opt/skills"\n',
+                   dockerfile=BASE + "COPY my-skills/ /opt/skills/\n", files={
+                       "environment/my-skills/csv-tips/SKILL.md": "---\nname: csv-tips\n"
+                       "description: Tips for CSV files.\n---\nUse csv.\n"})
+    task = load_task(other)
+    assert task.skills_root == (other / "environment" / "my-skills").resolve()
+    assert [s.name for s in run_skills(task, [], None)] == ["csv-tips"]
+    assert baked_skill_dirs(task) == ["/opt/skills"]
     assert [s.name for s in skills_for(task, "full", []) or []] == ["csv-tips"]
 
 
@@ -182,6 +202,7 @@ def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
 # ----- in containers --------------------------------------------------------------------------
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_command_agent_reads_its_prompt_and_writes_its_final_inside_the_container(
         tmp_path: Path) -> None:
@@ -194,17 +215,30 @@ def test_a_command_agent_reads_its_prompt_and_writes_its_final_inside_the_contai
     assert [e["message"] for e in events if e["type"] == "final"] == ["my final words"]
 
 
+# Harbor runs a phase whose user is unset as the image's USER (root here), the verifier too
+ROOT_VERIFIER = '[ "$(id -u)" = 0 ] || echo 0 > /logs/verifier/reward.txt\n'
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_the_environments_variables_reach_the_agents_commands(tmp_path: Path) -> None:
+    path = harbor(tmp_path, "env", toml='[environment]\nenv = { GREETING = "hello" }\n',
+                  test=REWARD_FROM_FILE.format(want="hello"))
+    result, _ = run(path, command_agent('echo "$GREETING" > /app/out.txt'))
+    assert result.status == "passed", result.reason
+
+
 SETUID_DOCKERFILE = BASE + ("RUN cp /usr/bin/id /usr/local/bin/root-id && chmod u+s "
                             "/usr/local/bin/root-id && useradd -m player\n")
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
-def test_a_setuid_helper_works_as_under_a_plain_docker_run(tmp_path: Path) -> None:
+def test_setuid_users_and_variables_work_as_under_harbor(tmp_path: Path) -> None:
     path = harbor(tmp_path, "setuid", dockerfile=SETUID_DOCKERFILE,
-                  toml='[agent]\nuser = "player"\n',
-                  solve="#!/bin/bash\nroot-id -u > /app/out.txt\n",
-                  test=REWARD_FROM_FILE.format(want="0"))
+                  toml='[agent]\nuser = "player"\n[environment]\nenv = { GREETING = "hello" }\n',
+                  solve='#!/bin/bash\necho "$(root-id -u) $(id -un) $GREETING" > /app/out.txt\n',
+                  test=REWARD_FROM_FILE.format(want="0 player hello") + ROOT_VERIFIER)
     result, _ = run(path)
     assert result.status == "passed", result.reason
 
@@ -214,6 +248,7 @@ MEMORY = "cat /sys/fs/cgroup/memory.max 2>/dev/null || " \
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_legacy_memory_key_is_the_containers_limit(tmp_path: Path) -> None:
     path = harbor(tmp_path, "mem", toml='[environment]\nmemory = "3G"\n',
@@ -231,6 +266,7 @@ echo '{"correctness": 1, "style": 0.5}' > /logs/verifier/reward.json
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -> None:
     result, events = run(harbor(tmp_path, "named", test=NAMED))
@@ -254,6 +290,7 @@ def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
     import docker
@@ -282,6 +319,7 @@ def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_failed_build_shows_the_builds_own_error(tmp_path: Path) -> None:
     broken = BASE + "RUN sh -c 'echo \"cause-$((40+2)) is why\" >&2; exit 3'\n"
@@ -297,6 +335,7 @@ LIST_SKILLS = ("#!/bin/bash\necho baked: $(ls /root/.claude/skills)\n"
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_conditions_switch_the_skills_a_task_ships(tmp_path: Path) -> None:
     path = harbor(tmp_path, "skilled", dockerfile=SKILLS_DOCKERFILE, solve=LIST_SKILLS, files={
@@ -318,6 +357,7 @@ HONEST_ZERO = "#!/bin/bash\nsleep 1\necho 0 > /logs/verifier/reward.txt\nsleep 1
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_process_of_the_agent_cannot_rewrite_the_reward(tmp_path: Path) -> None:
     path = harbor(tmp_path, "planted", test=HONEST_ZERO)
@@ -327,6 +367,7 @@ def test_a_process_of_the_agent_cannot_rewrite_the_reward(tmp_path: Path) -> Non
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_multi_step_task_runs_its_steps_in_one_container(tmp_path: Path) -> None:
     result, events = run(multi_step(tmp_path, "steps"))
@@ -361,6 +402,7 @@ def test_a_gate_task_needing_setuid_in_the_strict_sandbox_is_refused_by_name(
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
         make_task: Any) -> None:
@@ -370,3 +412,124 @@ def test_the_docker_sandbox_refuses_a_gate_task_with_a_setuid_helper(
     with DockerSandboxProvider() as provider:
         why = provider.refusal(load_task(path))
     assert why is not None and "line 4 sets up a setuid program" in why
+
+
+SERVER = ("#!/bin/bash\nsetsid nohup bash -c 'exec -a my-little-server sleep 600' >/dev/null 2>&1 "
+          "< /dev/null &\necho ok > /app/out.txt\n")
+NEEDS_SERVER = """#!/bin/bash
+if grep -qa my-little-server /proc/[0-9]*/cmdline 2>/dev/null; then r=1; else r=0; fi
+echo $r > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_service_the_agent_left_running_is_stopped_and_named(tmp_path: Path) -> None:
+    result, _ = run(harbor(tmp_path, "server", solve=SERVER, test=NEEDS_SERVER))
+    assert result.status == "failed"
+    assert "the agent phase left 1 process running, stopped before the verifier" in (
+        result.reason or ""), result.reason
+    assert "my-little-server" in (result.reason or "")
+
+
+STEP_AGENT = ('if grep -q "Write one" "$GATE_PROMPT_FILE"; then echo one > /app/out.txt; '
+              'chmod 666 /app/out.txt; elif [ "$(id -un)" = player ]; then '
+              'echo two > /app/out.txt; fi')
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_an_agent_gets_each_steps_prompt_as_each_steps_user(tmp_path: Path) -> None:
+    result, _ = run(multi_step(tmp_path, "steps"), command_agent(STEP_AGENT))
+    assert result.status == "passed", result.reason
+
+
+def test_the_phase_boundary_keeps_services_and_stops_the_rest() -> None:
+    from gate.sandbox._procs import MARK, leftovers, parse
+
+    listing = "\n".join([
+        "P 1 0 , sh -c keep-alive",
+        "P 5 1 , entrypoint-daemon",  # the container started with it
+        "P 7 1 , sleep 3600",  # the keep-alive loop's own
+        "P 20 0 , nginx: master process",
+        "P 21 20 900, nginx: worker process",  # listens: kept, its parent too
+        "P 30 0 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
+        "P 31 30 , sleep 0.05",
+        "P 40 0 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's relay: never kept
+        f"P 50 0 , sh -c : {MARK}; ...",
+        "P 51 50 , sed -n s/x/y/p",
+        "L 900", "L 901", "garbage line",
+    ])
+    procs, listening = parse(listing)
+    kill, keep = leftovers(procs, listening, {1, 5}, ("/run/gate-meter/relay.py",))
+    assert [p.pid for p in kill] == [30, 31, 40]
+    assert [p.pid for p in keep] == [20, 21]
+
+
+SERVE = ("#!/bin/bash\nmkdir -p /srv/www && echo served > /srv/www/index.txt\n"
+         "cd /srv/www && setsid nohup python3 -m http.server 8765 >/dev/null 2>&1 "
+         "< /dev/null &\nsleep 1\n")
+FETCH = """#!/bin/bash
+python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8765/index.txt", \
+timeout=5).read().decode().strip())' > /tmp/got.txt 2>&1
+if [ "$(cat /tmp/got.txt)" = served ]; then echo 1; else cat /tmp/got.txt; echo 0; fi \
+    > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_service_the_agent_started_serves_the_verifier_as_under_harbor(
+        tmp_path: Path) -> None:
+    result, events = run(harbor(tmp_path, "service", solve=SERVE, test=FETCH))
+    assert result.status == "passed", result.reason
+    (verify,) = [e for e in events if e["type"] == "verify"]
+    assert "http.server 8765" in verify["files"]["(services kept running from the agent phase)"]
+
+
+def test_keys_at_harbors_defaults_ask_nothing_and_compose_tasks_are_refused(
+        tmp_path: Path) -> None:
+    from gate.formats import get_format
+
+    task = load_task(harbor(tmp_path, "defaults", toml=(
+        '[environment]\nstorage = "10G"\nmcp_servers = []\n[verifier]\n'
+        'environment_mode = "separate"\n')))
+    assert task.unhonoured == ["verifier.environment_mode"]  # storage 10G is Harbor's default
+    assert load_task(harbor(tmp_path, "more", toml='[environment]\nstorage = "20G"\n')
+                     ).unhonoured == ["environment.storage"]
+    compose = harbor(tmp_path, "compose", files={
+        "environment/docker-compose.yaml": "services:\n  main:\n    build: .\n"})
+    why = get_format("harbor").refusal(load_task(compose))
+    assert why is not None and why.startswith("environment/docker-compose.yaml: a multi-container")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_rebuilt_base_image_rebuilds_the_tasks_image(tmp_path: Path) -> None:
+    import docker
+
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    client = docker.from_env()
+    base = f"agent-gate-test-base:{int(time.time() * 1000)}"
+    try:
+        (tmp_path / "b1").mkdir()
+        (tmp_path / "b1" / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo one > /base\n")
+        client.images.build(path=str(tmp_path / "b1"), tag=base)
+        task = load_task(harbor(tmp_path, "on-base", dockerfile=f"FROM {base}\n"))
+        with DockerSandboxProvider() as provider:
+            first = provider.image_for(task)
+            (tmp_path / "b1" / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo two > /base\n")
+            client.images.build(path=str(tmp_path / "b1"), tag=base)
+            second = provider.image_for(task)
+        assert first != second
+        assert client.containers.run(second, ["cat", "/base"], remove=True) == b"two\n"
+    finally:
+        for image in {base}:
+            with contextlib.suppress(docker.errors.DockerException):
+                client.images.remove(image, force=True)
+        client.close()

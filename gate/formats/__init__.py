@@ -57,6 +57,10 @@ class TaskFormat(abc.ABC):
         """The long-lived container a ``per_run`` task needs (its workdir, user, limits)."""
         raise NotImplementedError(f"the {self.name} format runs in any sandbox")
 
+    def refusal(self, task: Task) -> str | None:
+        """Why the gate cannot run ``task`` as its format means it (``None``: it can)."""
+        return None
+
     def start(self, sandbox: Sandbox) -> None:
         """Called once the sandbox of a run is ready, before setup and the agent."""
         return None

@@ -26,23 +26,31 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   (as ``metrics/base.py:aggregate_reward_dicts`` reads a single key); with several named
   rewards and no ``reward``, when every one is >= 1 (as a per-key ``min_reward`` table gates
   each key). The rewards are the run's score; a fractional reward is a fail with its value.
-- **Phase boundary**: the agent phase ends with every process in the container stopped (the
-  container restarted; its filesystem stays), so nothing the agent started can touch the
-  verifier's files; then ``/logs/verifier`` is emptied. Harbor's shared mode leaves agent
-  processes running; its separate verifier sandbox (``news/separate-verifier-sandboxes.mdx``)
-  gives the boundary the gate always keeps. A task whose verifier needs a service the agent
-  left running therefore fails here; start it in ``test.sh``.
+- **Phase boundary**: Harbor's default (shared) mode leaves everything the agent started
+  running into the verifier (``trial/trial.py:_run_shared_verifier``; only its separate
+  verifier sandbox, ``news/separate-verifier-sandboxes.mdx``, cuts it), and Terminal-Bench 2
+  relies on it for services (a solution starts nginx or a package index, the tests talk to
+  it). The gate keeps those and nothing else: when the agent phase ends, every process it left
+  running is killed except one listening on a TCP port (and its parents;
+  :mod:`gate.sandbox._procs`), so a planted loop cannot rewrite the verifier's files after
+  ``/logs/verifier`` is emptied. The services kept are listed with the verifier's files; when
+  the run fails, its reason names what was stopped.
+- **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
+  docker.py``) are refused by name: their services would never start here.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;
   SkillsBench ships ``environment/skills/<name>/SKILL.md`` and its Dockerfile copies them to
-  the agents' skill folders): the task's own skills are skills like any other for the gate's
-  conditions; a run without them has them removed from ``skills_dir`` and from every place the
-  Dockerfile copies ``skills`` to.
+  the agents' skill folders): the task's own skills (``environment/skills/``, else the folder
+  the Dockerfile copies to ``skills_dir``) are skills like any other for the gate's conditions;
+  a run without one has it removed from ``skills_dir`` and from every place the Dockerfile
+  copies that folder to. Skills that exist only inside the image (not from the build context)
+  stay as the image has them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -71,6 +79,9 @@ from gate.tasks import Task, TaskEnvironment, TaskMeta, TaskStep, digest_dir, re
 if TYPE_CHECKING:
     from gate.sandbox import ContainerSpec, ExecResult, RunContainer, Sandbox, Verification
 
+#: a multi-container task's services (Harbor reads ``environment/docker-compose.yaml``,
+#: ``environments/docker/docker.py``)
+COMPOSE_FILES = ("docker-compose.yaml",)
 REWARD_LIMIT = 100_000  # bytes of a reward file
 FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
 FILES_KEPT = 20  # files kept of /logs/verifier
@@ -81,6 +92,12 @@ _COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", re.IGNORECASE)
 def _tail(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "(no output)"
+
+
+def _user(user: str | int | None) -> str:
+    """A phase's user for the container: ``""`` is the image's ``USER`` (Harbor's default for
+    every phase whose user is unset, the verifier's included)."""
+    return "" if user is None else str(user)
 
 
 def _reader(path: Path) -> Callable[[], str]:
@@ -104,22 +121,65 @@ def _step_prompts(name: str, path: Path, harbor: HarborTask) -> tuple[TaskStep, 
     return tuple(out)
 
 
+def _copies(path: Path) -> list[tuple[list[str], str]]:
+    """The Dockerfile's ``COPY`` / ``ADD`` lines: (sources, destination)."""
+    dockerfile = path / "environment" / "Dockerfile"
+    if not dockerfile.is_file():
+        return []
+    out: list[tuple[list[str], str]] = []
+    for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = _COPY.match(line)
+        words = _copy_words(m.group(1)) if m else []
+        if len(words) >= 2:
+            out.append(([w.rstrip("/").removeprefix("./") for w in words[:-1]],
+                        words[-1].rstrip("/") or "/"))
+    return out
+
+
+def _is_skills(folder: Path) -> bool:
+    return folder.is_dir() and any((d / "SKILL.md").is_file()
+                                   for d in folder.iterdir() if d.is_dir())
+
+
+def skills_source(path: Path, skills_dir: str | None) -> Path | None:
+    """The folder of skills the task ships: ``environment/skills/`` (SkillsBench), else the
+    build-context folder the Dockerfile copies to ``[environment] skills_dir``."""
+    if _is_skills(path / "environment" / "skills"):
+        return (path / "environment" / "skills").resolve()
+    if skills_dir:
+        for sources, dest in _copies(path):
+            for src in sources:
+                folder = path / "environment" / src
+                if dest == skills_dir.rstrip("/") and ".." not in Path(src).parts and \
+                        _is_skills(folder):
+                    return folder.resolve()
+    return None
+
+
 def baked_skill_dirs(task: Task) -> list[str]:
     """Where the image holds the task's own skills: ``[environment] skills_dir`` and every
-    destination the Dockerfile copies its ``skills`` folder to (SkillsBench's way)."""
+    absolute destination the Dockerfile copies the skills' folder to (SkillsBench copies
+    ``skills`` to each agent's skill folder)."""
     assert task.harbor is not None
     dirs: list[str] = []
     if task.harbor.config.environment.skills_dir:
-        dirs.append(task.harbor.config.environment.skills_dir)
-    dockerfile = task.path / "environment" / "Dockerfile"
-    if dockerfile.is_file():
-        for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
-            m = _COPY.match(line)
-            words = shlex.split(m.group(1), posix=True) if m and "[" not in m.group(1) else []
-            if len(words) >= 2 and any(w.rstrip("/") in {"skills", "./skills"}
-                                       for w in words[:-1]) and words[-1].startswith("/"):
-                dirs.append(words[-1].rstrip("/") or "/")
+        dirs.append(task.harbor.config.environment.skills_dir.rstrip("/") or "/")
+    if task.skills_root is not None:
+        name = task.skills_root.relative_to(task.path / "environment").as_posix()
+        dirs += [dest for sources, dest in _copies(task.path)
+                 if name in sources and dest.startswith("/")]
     return sorted(set(dirs))
+
+
+def _copy_words(args: str) -> list[str]:
+    """A ``COPY`` / ``ADD`` line's sources and destination (shell or JSON form)."""
+    try:
+        if args.lstrip().startswith("["):
+            words = json.loads(args)
+            return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+        return shlex.split(args, posix=True)
+    except ValueError:
+        return []
 
 
 class HarborFormat(TaskFormat):
@@ -169,12 +229,18 @@ class HarborFormat(TaskFormat):
             environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
                                         memory_mb=env.memory_mb),
         )
-        skills = path / "environment" / "skills"
-        own_skills = skills.resolve() if skills.is_dir() and any(
-            (d / "SKILL.md").is_file() for d in skills.iterdir() if d.is_dir()) else None
+        own_skills = skills_source(path, env.skills_dir)
         return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
                     meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
                     format_name=self.name, steps=steps, skills_root=own_skills)
+
+    def refusal(self, task: Task) -> str | None:
+        assert task.harbor is not None
+        for name in COMPOSE_FILES:
+            if (task.path / "environment" / name).is_file():
+                return (f"environment/{name}: a multi-container Harbor task (its services "
+                        "would never start here; the gate runs the main image alone)")
+        return task.harbor.refusal()
 
     # ----- the container ------------------------------------------------------------------
 
@@ -185,7 +251,7 @@ class HarborFormat(TaskFormat):
         cfg, h = task.harbor.config, task.harbor
         user = h.user("agent", self._step(task, 0))
         return ContainerSpec(
-            workdir=cfg.environment.workdir, user=None if user is None else str(user),
+            workdir=cfg.environment.workdir, user=_user(user), env=dict(cfg.environment.env),
             network=h.network("agent", self._step(task, 0)), cpus=cfg.environment.cpus,
             memory_mb=cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
             baked_skills=tuple(baked_skill_dirs(task)))
@@ -208,6 +274,7 @@ class HarborFormat(TaskFormat):
         assert task.harbor is not None
         step = task.harbor.steps[index]
         box.step = index
+        box.spec = dataclasses.replace(box.spec, user=_user(task.harbor.user("agent", step)))
         box.set_network(task.harbor.network("agent", step))
         box.reset_dir(AGENT_LOGS)
         workdir = task.path / "steps" / step.name / "workdir"
@@ -216,7 +283,7 @@ class HarborFormat(TaskFormat):
             if (workdir / "setup.sh").is_file():
                 user = task.harbor.user("agent", step)
                 res = box.run_as(["bash", f"{box.workdir.rstrip('/')}/setup.sh"],
-                                 user=None if user is None else str(user),
+                                 user=_user(user),
                                  env=box.command_env(), timeout=task.task_timeout())
                 if res.returncode != 0 or res.timed_out:
                     raise SandboxError(f"step {step.name!r}: setup.sh failed "
@@ -249,7 +316,7 @@ class HarborFormat(TaskFormat):
         env = box.command_env({**task.harbor.env("solution"), "TASK_DIR": SOLUTION_DIR})
         user = task.harbor.user("agent", step)
         return box.run_as(["bash", f"{SOLUTION_DIR}/solve.sh"],
-                          user=None if user is None else str(user), env=env, timeout=timeout)
+                          user=_user(user), env=env, timeout=timeout)
 
     # ----- the verifier -------------------------------------------------------------------
 
@@ -263,7 +330,7 @@ class HarborFormat(TaskFormat):
         assert h is not None
         index = box.step if step is None else step
         hstep = self._step(task, index)
-        box.end_phase()  # nothing the agent started runs from here on
+        left, services = box.end_phase()  # nothing the agent started runs now but services
         box.set_network(h.network("verifier", hstep))
         box.reset_dir(VERIFIER_LOGS)
         if (task.path / "tests").is_dir():  # the task's tests, then the step's over them
@@ -277,14 +344,23 @@ class HarborFormat(TaskFormat):
         env = box.command_env({**h.env("verifier", hstep), "TASK_DIR": TESTS_DIR})
         box.run_as(["chmod", "+x", f"{TESTS_DIR}/test.sh"], user="0", env={}, timeout=30)
         run = box.run_as(["bash", "-c", f"({TESTS_DIR}/test.sh) > {TEST_STDOUT} 2>&1"],
-                         user=None if user is None else str(user), env=env, timeout=timeout)
+                         user=_user(user), env=env, timeout=timeout)
         files = self._verifier_files(box)
         out = files.get("test-stdout.txt", "")
         res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
                          run.duration_s)
         rewards, why = self._rewards(box)
         verdict = judge(rewards, why, res)
-        verdict = Verification(res, verdict.passed, verdict.reason, verdict.score, files or None)
+        reason = verdict.reason
+        if reason is not None and left:
+            reason += (f"; the agent phase left {len(left)} process"
+                       f"{'es' if len(left) > 1 else ''} running, stopped before the verifier "
+                       f"(the gate's phase boundary keeps only services, processes listening "
+                       f"on a port): {'; '.join(left[:3])}")
+        if services:
+            files = {**files, "(services kept running from the agent phase)": "\n".join(
+                services)}
+        verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
         if not task.steps:
             return verdict
         return self._step_verdict(box, index, verdict)

@@ -1,10 +1,14 @@
+"""The sandbox contract: :class:`Sandbox` (a run's workspace and its commands), its
+:class:`SandboxProvider`, the long-lived container life cycle :class:`RunContainer` (a mode a
+container backend offers to formats whose tasks live in their image), the backend registry."""
+
 from __future__ import annotations
 
 import abc
 import shlex
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -66,8 +70,9 @@ class Verification:
 @dataclass(frozen=True)
 class ContainerSpec:
     """What a task in a long-lived container (:class:`RunContainer`) needs, as its format says:
-    the agent's working directory (``None``: the image's ``WORKDIR``) and user, its network,
-    limits, and where the runner's ``.runner/`` files live (``None``: in the workdir)."""
+    the agent's working directory (``None``: the image's ``WORKDIR``) and user (``None`` or
+    ``""``: the image's ``USER``), its network, limits, the container's variables, and where
+    the runner's ``.runner/`` files live (``None``: in the workdir)."""
 
     workdir: str | None = None
     user: str | None = None
@@ -76,6 +81,7 @@ class ContainerSpec:
     memory_mb: int = 2048
     runner_dir: str | None = None
     baked_skills: tuple[str, ...] = ()  # folders in the image holding the task's own skills
+    env: dict[str, str] = field(default_factory=dict)  # the container's variables (literal)
 
 
 class Sandbox(abc.ABC):
@@ -87,7 +93,9 @@ class Sandbox(abc.ABC):
 
     The public methods are templates: they refuse once the run is cancelled or the sandbox
     closed, build the command's clean environment (:meth:`command_env`), and tear down once;
-    a backend implements only the ``_``-prefixed steps, so it cannot forget any of that.
+    a backend implements only the ``_``-prefixed steps, so it cannot forget any of that. How
+    the task's own scripts run and how a run is verified is the task's format's
+    (:mod:`gate.formats`): :meth:`run_script` and :meth:`verify` hand over to it.
     """
 
     workdir: str
@@ -355,9 +363,11 @@ class RunContainer(Sandbox):
     step_rewards: list[tuple[str, dict[str, float] | None]]  # each verified step's rewards
 
     @abc.abstractmethod
-    def end_phase(self) -> None:
-        """Stop every process in the container (the filesystem stays): nothing the agent
-        phase started runs when the verifier starts."""
+    def end_phase(self) -> tuple[list[str], list[str]]:
+        """End the agent phase: kill every process it left running but a service (one
+        listening on a TCP port, with its parents), so nothing else the agent started runs
+        when the verifier starts. Returns the command lines of what was stopped and of the
+        services kept."""
 
     @abc.abstractmethod
     def set_network(self, mode: str) -> None:

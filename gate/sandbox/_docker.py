@@ -25,6 +25,7 @@ by default only on GitHub's runners); otherwise it is a clear error, before any 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -378,7 +379,7 @@ class DockerSandboxProvider(SandboxProvider):
         return None
 
     def refusal(self, task: Task) -> str | None:
-        if task.harbor is not None and (why := task.harbor.refusal()):
+        if why := task_format(task).refusal(task):
             return why
         if task.dockerfile is not None and task_format(task).lifecycle == "per_command" and (
                 why := privileged_need(task.dockerfile)):
@@ -430,7 +431,7 @@ class DockerSandboxProvider(SandboxProvider):
         """The task's image, built or pulled if need be (once per image, whatever the jobs)."""
         if task.dockerfile is not None and task.image is None:
             context = task.dockerfile.parent
-            tag = f"agent-gate-task:{digest_dir(context).removeprefix('sha256:')[:20]}"
+            tag = f"agent-gate-task:{self._build_key(task.dockerfile, context)}"
             with self._image_lock(tag):
                 if not self._present(tag):
                     self._build(task, context, tag)
@@ -447,6 +448,17 @@ class DockerSandboxProvider(SandboxProvider):
                 except docker.errors.DockerException as exc:
                     raise SandboxError(f"cannot pull {image!r}: {_first_line(exc)}") from exc
         return image
+
+    def _build_key(self, dockerfile: Path, context: Path) -> str:
+        """The task image's tag: a digest of its build context and of the images it builds
+        FROM as the engine has them now, so a rebuilt base image rebuilds the task's."""
+        h = hashlib.sha256(digest_dir(context).encode())
+        for base in self._bases(dockerfile):
+            try:
+                h.update(f"\0{base}\0{self.client().images.get(base).id}".encode())
+            except docker.errors.DockerException:
+                h.update(f"\0{base}\0?".encode())  # to be pulled: its name is all there is
+        return h.hexdigest()[:20]
 
     def _image_lock(self, key: str) -> threading.Lock:
         with self._lock:

@@ -5,8 +5,8 @@ A task whose state is its image's filesystem (Harbor's) gets one container of it
 file replaces the command only, with ``sleep infinity``); every command of the run is a
 ``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
 format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
-through the :class:`RunContainer` steps: :meth:`end_phase` restarts the container (every
-process stops, the filesystem stays), :meth:`set_network` attaches it to the default bridge
+through the :class:`RunContainer` steps: :meth:`end_phase` kills what the agent phase left
+running but its services (:mod:`._procs`), :meth:`set_network` attaches it to the default bridge
 (``public``) or detaches it (``no-network``: loopback only), :meth:`upload_dir`,
 :meth:`reset_dir` and :meth:`run_as`.
 
@@ -57,6 +57,9 @@ from gate.sandbox._base import (
     clip,
 )
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
+from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
+from gate.sandbox._procs import Proc, leftovers
+from gate.sandbox._procs import parse as parse_procs
 from gate.tasks import Task
 
 if TYPE_CHECKING:
@@ -66,7 +69,7 @@ if TYPE_CHECKING:
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
 PIDS = 4096
 POLL_S = 0.25
-RESTART_S = 2  # seconds the engine waits after SIGTERM before SIGKILL on a restart
+PHASE_ROUNDS = 5  # rounds of killing what the agent phase left running
 EXEC_TAG = "GATE_EXEC"
 METER_DIR = "/run/gate-meter"
 RELAY_PORT = 8765
@@ -126,6 +129,7 @@ class DockerRunContainer(RunContainer):
         self._container_id: str | None = None
         self._network: str | None = None
         self._ids: dict[str, tuple[int, int]] = {}
+        self._at_start: set[int] = set()  # the pids running once the container started
         # a short private directory (a socket path has at most 108 bytes), mounted read-only:
         # relay.py, and the socket to this run's meter once a command agent asks for it
         self._meter_dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))
@@ -153,7 +157,7 @@ class DockerRunContainer(RunContainer):
             container = client.containers.create(
                 self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
-                network_mode="bridge",
+                environment=spec.env, network_mode="bridge",
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                 pids_limit=PIDS, nano_cpus=int(min(spec.cpus, ncpu) * 1e9),
@@ -172,6 +176,8 @@ class DockerRunContainer(RunContainer):
         self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
         if spec.runner_dir:
             self.reset_dir(spec.runner_dir)
+        self._at_start = set(parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0",
+                                                   env={}, timeout=30).stdout)[0])
 
     def _teardown(self) -> None:
         if self._container_id is not None:
@@ -186,14 +192,25 @@ class DockerRunContainer(RunContainer):
 
     # ----- the RunContainer steps ---------------------------------------------------------
 
-    def end_phase(self) -> None:
-        """Restart the container: every process in it stops (PID 1 exits on SIGTERM, the rest
-        are killed with it); the filesystem and the network stay."""
+    def end_phase(self) -> tuple[list[str], list[str]]:
+        """Kill what the agent phase left running but its services (:mod:`._procs`), in
+        rounds until nothing of it is left (a process may fork while it is killed)."""
         self.check_open()
-        try:
-            self.provider.client().api.restart(self._cid, timeout=RESTART_S)
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise SandboxError(f"cannot restart the container: {_first_line(exc)}") from exc
+        stopped: set[str] = set()
+        for _ in range(PHASE_ROUNDS):
+            kill, kept = self._leftovers()
+            if not kill:
+                return sorted(stopped), sorted({p.cmd[:200] for p in kept})
+            stopped |= {p.cmd[:200] for p in kill}
+            self._run(["sh", "-c", "kill -9 " + " ".join(str(p.pid) for p in kill)],
+                      user="0", env={}, timeout=30)
+        raise SandboxError("the agent phase's processes could not be stopped (they keep "
+                           "forking): the verifier does not start")
+
+    def _leftovers(self) -> tuple[list[Proc], list[Proc]]:
+        res = self._run(["sh", "-c", PROC_SCRIPT], user="0", env={}, timeout=30)
+        procs, listening = parse_procs(res.stdout)
+        return leftovers(procs, listening, self._at_start, (f"{METER_DIR}/relay.py",))
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"
