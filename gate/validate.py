@@ -3,81 +3,20 @@
 A task without a reference solution (``solution/solve.sh``; the effectiveness layout has none by
 design) cannot prove it is solvable, and is not called broken for that: its verify is checked
 for failing untouched only, and the check says so (:data:`NO_ORACLE`).
-
-The keys of a foreign ``task.toml`` the gate does not honour are listed after the checks, but
-only those that could matter (:func:`notable_unhonoured`): a key left empty, or set to the
-value Harbor itself defaults to (Harbor's ``EnvironmentConfig`` in
-``src/harbor/models/task/config.py``: ``storage_mb = 10240``, no ``gpu_types``, no
-``mcp_servers``), asks for nothing a run here lacks, and listing it on nearly every task hid
-the keys that do.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any
 
 from gate.agents import Agent, AgentOutcome, OracleAgent, RunContext
 from gate.runner import RunOptions, run_one
 from gate.sandbox import Sandbox, SandboxOptions, SandboxProvider, open_provider
-from gate.tasks import Suite, Task
+from gate.tasks import Suite
 
 FALSE_POSITIVE = "verify passes without any work — false positive"
 NOT_SOLVABLE = "task not solvable as written"
 NO_ORACLE = "no oracle: verify checked only for failing untouched"
-
-
-#: Harbor's defaults for keys the gate lists as not honoured (a value equal to one asks nothing)
-HARBOR_DEFAULTS: dict[str, Any] = {
-    "environment.storage_mb": 10240,
-    "environment.storage": 10240,  # the legacy size string, in MB ("10G")
-    "environment.gpu_types": None,
-    "environment.mcp_servers": [],
-    "environment.skills_dir": None,
-    "environment.healthcheck": None,
-}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMK])\s*$", re.IGNORECASE)
-
-
-def _size_mb(value: Any) -> Any:
-    """Harbor's legacy size strings (``"10G"``, ``"512M"``) in MB; anything else as it is."""
-    m = _SIZE.match(value) if isinstance(value, str) else None
-    if m is None:
-        return value
-    return int(float(m.group(1)) * {"G": 1024, "M": 1, "K": 1 / 1024}[m.group(2).upper()])
-
-
-def _value(task: Task, dotted: str) -> tuple[bool, Any]:
-    """The raw value of a listed key (``section.key`` or ``key``), if it can be found."""
-    node: Any = task.harbor.config if task.harbor is not None else None
-    for part in dotted.split("."):
-        if node is None:
-            return False, None
-        extra = getattr(node, "model_extra", None) or {}
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif part in extra:
-            node = extra[part]
-        elif part in getattr(type(node), "model_fields", {}):
-            node = getattr(node, part)
-        elif f"{part}_mb" in getattr(type(node), "model_fields", {}):  # legacy "10G", converted
-            node = getattr(node, f"{part}_mb")
-        else:
-            return False, None
-    return True, node
-
-
-def notable_unhonoured(task: Task) -> list[str]:
-    """The task's unhonoured keys worth a note: not empty, not at Harbor's own default."""
-    out = []
-    for key in task.unhonoured:
-        found, value = _value(task, key)
-        if found and (value in (None, "", [], {}) or (
-                key in HARBOR_DEFAULTS and _size_mb(value) == HARBOR_DEFAULTS[key])):
-            continue
-        out.append(key)
-    return out
 
 
 class IdleAgent(Agent):

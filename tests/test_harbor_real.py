@@ -4,7 +4,7 @@ Eleven public tasks (harbor-cookbook, SkillsBench, Terminal-Bench 2 as SkillsBen
 unchanged but for their Dockerfile's ``FROM`` (the folder's README names each source, commit and
 licence). The sample loads completely; every task whose oracle passes under Harbor passes under
 ``gate run --agent oracle`` (:data:`ORACLE_FAILS_HERE`: the one that fails only because of its
-stand-in image; :data:`GATE_DIFFERS`: those a Harbor difference of the gate still fails); a
+stand-in image; :data:`GATE_DIFFERS`: any a Harbor difference of the gate still fails); a
 command agent reads exactly the task's ``instruction.md`` (its stdin and ``$GATE_PROMPT_FILE``);
 and the simulator solves tasks whose oracle passes.
 
@@ -27,7 +27,6 @@ import pytest
 
 from gate.sim import EPISODE_STRIDE, decide_outcome
 from gate.tasks import load_suite
-from gate.validate import notable_unhonoured
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "fixtures" / "harbor_real"
@@ -39,18 +38,14 @@ ORACLE_FAILS_HERE = {
     # real image prints it: the stand-in's doing, not the gate's
     "tb2-openssl-selfsigned-cert": "reward 0 (the task passes at 1)",
 }
-#: tasks whose oracle passes under Harbor but not under the gate as it stands: their solution
-#: starts a server the verifier talks to, which Harbor's shared mode leaves running and the
-#: gate's phase boundary (a container restart) stops. A Harbor difference, reported in
-#: /work/wt/_notes/harbor-findings.md (1); delete an entry when the gate keeps the server up.
-GATE_DIFFERS = {
-    "tb2-nginx-request-logging": "reward 0 (the task passes at 1)",
-    "tb2-pypi-server": "reward 0 (the task passes at 1)",
-}
+#: tasks whose oracle passes under Harbor but not under the gate, and why (a Harbor difference
+#: of the gate's; none now: TB2's nginx-request-logging and pypi-server, whose solution starts
+#: a server the verifier talks to, failed while the phase boundary stopped every process)
+GATE_DIFFERS: dict[str, str] = {}
 #: one task per source, for a run that need not cover the whole sample
 PICKED = ["cookbook-skills", "skillsbench-3d-scan-calc", "tb2-openssl-selfsigned-cert"]
-#: tasks whose oracle passes here (a TB2 one will join when GATE_DIFFERS empties)
-SOLVABLE = ["cookbook-multi-step", "skillsbench-3d-scan-calc", "skillsbench-hvac-control"]
+#: tasks whose oracle passes here: multi-step, a `cd` in solve.sh, a server left running
+SOLVABLE = ["cookbook-multi-step", "skillsbench-hvac-control", "tb2-pypi-server"]
 #: a command agent that hands back what it was given: stdin must equal $GATE_PROMPT_FILE
 ECHO_AGENT = ('cat > /tmp/gate-stdin.txt && cmp "$GATE_PROMPT_FILE" /tmp/gate-stdin.txt && '
               'cp /tmp/gate-stdin.txt "$GATE_FINAL_FILE"')
@@ -106,7 +101,7 @@ def test_the_real_sample_loads_completely_unchanged_but_for_from() -> None:
         assert t.prompt == first.read_text()
     # what is noted as not honoured is what asks for more than a run here gives: not the
     # storage_mb = 10240 (Harbor's default) nearly every task sets
-    noted = {t.id: notable_unhonoured(t) for t in suite.tasks if notable_unhonoured(t)}
+    noted = {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}
     assert noted == {"skillsbench-hvac-control": ["environment.storage"],  # "5G"
                      "cookbook-multi-step": ["artifacts", "steps.artifacts", "steps.healthcheck"]}
 
