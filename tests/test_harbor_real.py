@@ -31,17 +31,22 @@ from gate.tasks import load_suite
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).parent / "fixtures" / "harbor_real"
 STANDIN = "gate-harbor-standin/"
-#: tasks whose oracle fails here, and why; each still has to fail (a change shows)
-ORACLE_FAILS_HERE = {
+#: tasks whose oracle does not pass here, and why: (status, start of the reason); each still has
+#: to end so (a change shows: delete the entry when the task passes)
+ORACLE_FAILS_HERE: dict[str, tuple[str, str]] = {
     # the stand-in for python:3.13-slim-bookworm is Debian trixie, whose OpenSSL 3.5 prints a
     # subject as `CN=...`; the solution's check script looks for `CN = ` as OpenSSL 3.0 in the
     # real image prints it: the stand-in's doing, not the gate's
-    "tb2-openssl-selfsigned-cert": "reward 0 (the task passes at 1)",
+    "tb2-openssl-selfsigned-cert": ("failed", "reward 0 (the task passes at 1)"),
 }
-#: tasks whose oracle passes under Harbor but not under the gate, and why (a Harbor difference
-#: of the gate's; none now: TB2's nginx-request-logging and pypi-server, whose solution starts
-#: a server the verifier talks to, failed while the phase boundary stopped every process)
-GATE_DIFFERS: dict[str, str] = {}
+#: tasks whose oracle passes under Harbor but not under the gate: a Harbor difference of the
+#: gate's, reported in /work/wt/_notes/harbor-findings.md. nginx's workers run as www-data, so
+#: root in the container (no CAP_SYS_PTRACE) cannot see their sockets; the phase boundary
+#: kills them as leftovers and the master forks new ones (finding 6)
+GATE_DIFFERS: dict[str, tuple[str, str]] = {
+    "tb2-nginx-request-logging": (
+        "error", "infra: the agent phase's processes could not be stopped (they keep forking)"),
+}
 #: one task per source, for a run that need not cover the whole sample
 PICKED = ["cookbook-skills", "skillsbench-3d-scan-calc", "tb2-openssl-selfsigned-cert"]
 #: tasks whose oracle passes here: multi-step, a `cd` in solve.sh, a server left running
@@ -117,7 +122,8 @@ def test_every_oracle_that_passes_under_harbor_passes_under_the_gate(tmp_path: P
     for task, run in sorted(runs.items()):
         known = ORACLE_FAILS_HERE.get(task) or GATE_DIFFERS.get(task)
         if known:
-            assert (run["status"], run["reason"]) == ("failed", known), (task, run["reason"])
+            assert run["status"] == known[0] and (run["reason"] or "").startswith(known[1]), (
+                task, run["status"], run["reason"])
         else:
             assert run["status"] == "passed", (task, run["reason"])
     # named rewards (reward.json without a `reward` key) are recorded as the run's score
