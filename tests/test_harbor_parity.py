@@ -450,22 +450,24 @@ def test_the_phase_boundary_keeps_services_and_stops_the_rest() -> None:
     from gate.sandbox._procs import MARK, leftovers, parse
 
     listing = "\n".join([
-        "P 1 0 , sh -c keep-alive",
-        "P 5 1 , entrypoint-daemon",  # the container started with it
-        "P 7 1 , sleep 3600",  # the keep-alive loop's own
-        "P 20 0 , nginx: master process",
-        "P 21 20 900, nginx: worker process",  # listens: kept, its parent too
-        "P 30 0 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
-        "P 31 30 , sleep 0.05",
-        "P 40 0 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's relay: never kept
-        f"P 50 0 , sh -c : {MARK}; ...",
-        "P 51 50 , sed -n s/x/y/p",
+        "P 1 0 S , sh -c keep-alive",
+        "P 5 1 S , entrypoint-daemon",  # the container started with it
+        "P 7 1 S , sleep 3600",  # the keep-alive loop's own
+        "P 20 19 S 900, nginx: master process",  # listens: kept, with what it started
+        "P 21 20 S , nginx: worker process",  # (its sockets unreadable: another user)
+        "P 19 0 S , sh -c service nginx start",  # the listener's parent: kept too
+        "P 22 20 Z , ",  # a zombie runs nothing
+        "P 30 0 S , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
+        "P 31 30 S , sleep 0.05",
+        "P 40 0 S 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's: never kept
+        f"P 50 0 R , sh -c : {MARK}; ...",
+        "P 51 50 R , sed -n s/x/y/p",
         "L 900", "L 901", "garbage line",
     ])
     procs, listening = parse(listing)
     kill, keep = leftovers(procs, listening, {1, 5}, ("/run/gate-meter/relay.py",))
     assert [p.pid for p in kill] == [30, 31, 40]
-    assert [p.pid for p in keep] == [20, 21]
+    assert [p.pid for p in keep] == [19, 20, 21]
 
 
 SERVE = ("#!/bin/bash\nmkdir -p /srv/www && echo served > /srv/www/index.txt\n"

@@ -39,14 +39,10 @@ ORACLE_FAILS_HERE: dict[str, tuple[str, str]] = {
     # real image prints it: the stand-in's doing, not the gate's
     "tb2-openssl-selfsigned-cert": ("failed", "reward 0 (the task passes at 1)"),
 }
-#: tasks whose oracle passes under Harbor but not under the gate: a Harbor difference of the
-#: gate's, reported in /work/wt/_notes/harbor-findings.md. nginx's workers run as www-data, so
-#: root in the container (no CAP_SYS_PTRACE) cannot see their sockets; the phase boundary
-#: kills them as leftovers and the master forks new ones (finding 6)
-GATE_DIFFERS: dict[str, tuple[str, str]] = {
-    "tb2-nginx-request-logging": (
-        "error", "infra: the agent phase's processes could not be stopped (they keep forking)"),
-}
+#: tasks whose oracle passes under Harbor but not under the gate, and why (a Harbor difference
+#: of the gate's; none now: TB2's nginx-request-logging and pypi-server, whose solutions start
+#: a server the verifier talks to, failed while the phase boundary stopped it)
+GATE_DIFFERS: dict[str, tuple[str, str]] = {}
 #: one task per source, for a run that need not cover the whole sample
 PICKED = ["cookbook-skills", "skillsbench-3d-scan-calc", "tb2-openssl-selfsigned-cert"]
 #: tasks whose oracle passes here: multi-step, a `cd` in solve.sh, a server left running
