@@ -1,4 +1,9 @@
-"""``gate validate``: a task is sound when verify FAILS untouched and PASSES after the oracle."""
+"""``gate validate``: a task is sound when verify FAILS untouched and PASSES after the oracle.
+
+A task without a reference solution (``solution/solve.sh``; the effectiveness layout has none by
+design) cannot prove it is solvable, and is not called broken for that: its verify is checked
+for failing untouched only, and the check says so (:data:`NO_ORACLE`).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from gate.tasks import Suite
 
 FALSE_POSITIVE = "verify passes without any work — false positive"
 NOT_SOLVABLE = "task not solvable as written"
+NO_ORACLE = "no oracle: verify checked only for failing untouched"
 
 
 class IdleAgent(Agent):
@@ -28,6 +34,7 @@ class TaskCheck:
     untouched: str  # "fails" (good), "passes", "error"
     oracle: str  # "passes" (good), "fails", "error", "missing"
     problem: str | None
+    note: str | None = None  # what was not checked (no oracle), on a sound task
 
     @property
     def sound(self) -> bool:
@@ -56,13 +63,13 @@ def validate_suite(
             problem = FALSE_POSITIVE
         elif idle.status == "error":
             problem = f"untouched workspace: {idle.reason}"
+        note: str | None = None
         if task.solution_script is None:
-            oracle = "missing"
-            problem = problem or f"{NOT_SOLVABLE}: no solution/solve.sh to prove it"
+            oracle, note = "missing", NO_ORACLE
         else:
             res = run_one(task, 0, OracleAgent(), provider=provider, options=options)
             oracle = {"passed": "passes", "failed": "fails"}.get(res.status, "error")
             if res.status != "passed":
                 problem = problem or f"{NOT_SOLVABLE}: {res.reason}"
-        checks.append(TaskCheck(task.id, untouched, oracle, problem))
+        checks.append(TaskCheck(task.id, untouched, oracle, problem, note))
     return sorted(checks, key=lambda c: c.task)

@@ -136,7 +136,8 @@ class Yardstick:
             c = found.get(t.task)
             if c is not None:
                 self.tasks[i] = TaskChange(t.task, t.change,
-                                           "sound with its oracle" if c.sound
+                                           (f"sound ({c.note})" if c.note else
+                                            "sound with its oracle") if c.sound
                                            else f"broken: {c.problem}", c.sound)
 
     def baseline_notes(self, baseline: Results, *, stale_after_days: float,

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -106,3 +108,104 @@ def test_unknown_config_key_named(tmp_path: Path) -> None:
     cfg.write_text(json.dumps({}).replace("{}", "[agent]\nmodle = 'x'\n"))
     p = gate("run", "--config", str(cfg), "--agent", "oracle")
     assert p.returncode == 2 and "agent.modle" in p.stderr
+
+
+def _validate(monkeypatch: pytest.MonkeyPatch, where: Path, suite: Path) -> Any:
+    monkeypatch.chdir(where)  # no gate.toml here: the defaults
+    return CliRunner().invoke(main, ["validate", "--tasks", str(suite)])
+
+
+def test_validate_prints_reasons_as_text_never_markup(
+        make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reason quoting `[suite].pull` or `[/tmp/out]` is printed as written: Rich markup
+    would drop the first and fail with a traceback on the second (a closing tag)."""
+    make_task("brackets", solve="echo 'set [suite].pull, see [/tmp/out] and [bold]x' >&2\n"
+                                "exit 1\n")
+    r = _validate(monkeypatch, tmp_path, suite_dir)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert r.exit_code == 1, r.output
+    (row,) = [ln for ln in r.output.splitlines() if ln.startswith("brackets")]
+    assert "BROKEN: task not solvable as written" in row
+    assert "set [suite].pull, see [/tmp/out] and [bold]x" in row
+    assert "0 sound, 1 broken" in r.output
+
+
+def test_validate_prints_a_long_reasons_further_lines_under_the_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A builder's own error lines (a reason of several lines): the first in the table, the
+    rest below it, indented, as text."""
+    from gate.cli._validate import print_checks
+    from gate.validate import TaskCheck
+
+    print_checks([TaskCheck("t", "error", "error", "cannot build: step 3/5\n"
+                            "E: Unable to locate package [nosuch]\nexit code: 100")])
+    out = capsys.readouterr().out
+    (row,) = [ln for ln in out.splitlines() if ln.startswith("t ")]
+    assert row.rstrip().endswith("BROKEN: cannot build: step 3/5")
+    assert "t:\n    E: Unable to locate package [nosuch]\n    exit code: 100\n" in out
+
+
+def test_a_task_without_an_oracle_is_checked_untouched_only_not_broken(
+        make_task, suite_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The effectiveness layout ships no reference solutions: such a suite can pass validate,
+    and says what was not checked. A false positive without an oracle is still broken."""
+    make_task("no-oracle", solve=None)
+    make_task("sound")
+    r = _validate(monkeypatch, tmp_path, suite_dir)
+    assert r.exit_code == 0, r.output
+    (row,) = [ln for ln in r.output.splitlines() if ln.startswith("no-oracle")]
+    assert row.split()[1:3] == ["fails", "missing"]
+    assert row.rstrip().endswith("ok (no oracle: verify checked only for failing untouched)")
+    assert "2 sound (1 without an oracle), 0 broken" in r.output
+    make_task("passes-anyway", solve=None, verify="exit 0\n")
+    r = _validate(monkeypatch, tmp_path, suite_dir)
+    assert r.exit_code == 1, r.output
+    assert "BROKEN: verify passes without any work" in r.output
+
+
+def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path: Path) -> None:
+    """A key left empty or at Harbor's default asks for nothing (nearly every real task sets
+    `storage_mb = 10240`, TB2 `storage = "10G"`); noting it on every task hid the keys that
+    matter. One rule (gate/harbor.py) for `gate validate`'s notes and `gate run`'s."""
+    from gate.tasks import load_task
+
+    def task(toml: str) -> Any:
+        d = tmp_path / f"t{len(list(tmp_path.iterdir()))}"
+        for rel, body in {"instruction.md": "Do it.\n", "environment/Dockerfile": "FROM x\n",
+                          "tests/test.sh": "true\n", "task.toml": toml}.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(body)
+        return load_task(d)
+
+    noted = task('artifacts = ["/app/out.txt"]\nempty_list = []\n[environment]\n'
+                 'storage_mb = 10240\nmcp_servers = []\nsomething_new = ""\n'
+                 '[environment.healthcheck]\ncommand = "test -f /app/ready"\n'
+                 '[verifier]\nbrand_new = {}\n').unhonoured
+    assert noted == ["artifacts", "environment.healthcheck"]
+    assert task("[environment]\nstorage_mb = 20480\n").unhonoured == ["environment.storage_mb"]
+    assert task('[environment]\nstorage = "10G"\n').unhonoured == []
+
+
+@pytest.mark.docker
+def test_validate_shows_the_builders_own_error_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose image does not build: its row says so, and the builder's own lines
+    (here a step's output holding `[/tmp/out]`) follow the table, as text."""
+    from tests.test_docker import IMAGE, _engine_problem
+
+    if why := _engine_problem():
+        pytest.fail(why) if os.environ.get("GATE_REQUIRE_DOCKER") == "1" else pytest.skip(why)
+    d = tmp_path / "suite" / "no-build"
+    files = {"instruction.md": "Do it.\n", "tests/test.sh": "true\n",
+             "solution/solve.sh": "true\n",
+             "environment/Dockerfile": f"FROM {IMAGE}\n"
+                                       "RUN echo 'wrote [/tmp/out] partly' && exit 3\n"}
+    for rel, body in files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(body)
+    r = _validate(monkeypatch, tmp_path, tmp_path / "suite")
+    assert r.exit_code == 1, r.output
+    (row,) = [ln for ln in r.output.splitlines() if ln.startswith("no-build ")]
+    assert "BROKEN: untouched workspace:" in row and "cannot build the image of no-build" in row
+    below = r.output.split("no-build:\n", 1)[1]
+    assert "    wrote [/tmp/out] partly" in below

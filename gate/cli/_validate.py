@@ -1,9 +1,16 @@
+"""``gate validate``'s output. Every message is text, never markup: a task's reason quotes
+files, paths and builder output (``[suite].pull``, ``[/tmp/out]``), which Rich would otherwise
+read as style tags, dropping them or failing on a closing tag it never opened. A reason of
+several lines (a builder's own error lines) keeps its first line in the table and prints the
+rest under it, indented."""
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from gate.cli._output import console, table
 from gate.config import load_config
@@ -11,7 +18,25 @@ from gate.errors import BadInput
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
 from gate.tasks import load_suite
-from gate.validate import validate_suite
+from gate.validate import TaskCheck, validate_suite
+
+
+def _result(check: TaskCheck) -> str:
+    if not check.sound:
+        return f"BROKEN: {(check.problem or '').splitlines()[0] if check.problem else ''}"
+    return f"ok ({check.note})" if check.note else "ok"
+
+
+def print_checks(checks: list[TaskCheck]) -> None:
+    """The table (cells escaped: text, not markup), then the further lines of long reasons."""
+    rows = [[escape(c.task), c.untouched, c.oracle, escape(_result(c))] for c in checks]
+    console().print(table(["task", "verify untouched", "verify after oracle", "result"], rows))
+    for c in checks:
+        more = (c.problem or "").splitlines()[1:]
+        if more:
+            click.echo(f"{c.task}:")
+            for line in more:
+                click.echo(f"    {line}")
 
 
 @click.command()
@@ -23,6 +48,7 @@ from gate.validate import validate_suite
 def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...]) -> None:
     """Check each task is sound: verify FAILS untouched and PASSES after the oracle.
 
+    A task without solution/solve.sh is checked for failing untouched only, and says so.
     Exit 1 if any task is broken, 0 if all are sound, 2 if the suite has no task at all.
     """
     from gate.github import in_actions
@@ -36,13 +62,13 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
     with suite_sandboxes(cfg.suite, registry=in_actions()) as provider:
         checks = validate_suite(suite, provider=provider, options=opts)
-    rows = [[c.task, c.untouched, c.oracle, "ok" if c.sound else f"BROKEN: {c.problem}"]
-            for c in checks]
-    console().print(table(["task", "verify untouched", "verify after oracle", "result"], rows))
+    print_checks(checks)
     for task in suite.tasks:
-        if task.unhonoured:
+        if keys := task.unhonoured:  # left out: keys empty or at Harbor's default
             click.echo(f"note: {task.id}: task.toml keys the gate does not honour: "
-                       f"{', '.join(task.unhonoured)}")
+                       f"{', '.join(keys)}")
     broken = [c for c in checks if not c.sound]
-    click.echo(f"{len(checks) - len(broken)} sound, {len(broken)} broken")
+    unproven = sum(1 for c in checks if c.sound and c.oracle == "missing")
+    tail = f" ({unproven} without an oracle)" if unproven else ""
+    click.echo(f"{len(checks) - len(broken)} sound{tail}, {len(broken)} broken")
     sys.exit(1 if broken else 0)

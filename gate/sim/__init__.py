@@ -18,12 +18,21 @@ from gate.sim._families import (
 )
 from gate.sim._faults import FAULT_KINDS, FaultConfig, Latency
 from gate.sim._ledger import key_id, ledger_totals, read_ledger
-from gate.sim._model import RUN_HEADER, TURNS, decide_outcome, shell_tool, split_solution
+from gate.sim._model import (
+    EPISODE_STRIDE,
+    RUN_HEADER,
+    TURNS,
+    decide_outcome,
+    shell_tool,
+    split_solution,
+    whole_solution,
+)
 from gate.sim._simulator import Simulator
 from gate.sim._tokens import BLOCK_OVERHEAD, block_tokens, text_tokens, tool_tokens
 
 __all__ = [
     "BLOCK_OVERHEAD",
+    "EPISODE_STRIDE",
     "FAULT_KINDS",
     "LOOKBACK",
     "MAX_BREAKPOINTS",
@@ -49,4 +58,5 @@ __all__ = [
     "split_solution",
     "text_tokens",
     "tool_tokens",
+    "whole_solution",
 ]

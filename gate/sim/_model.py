@@ -20,6 +20,18 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
 verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
 
+A Harbor task's oracle is ``bash /solution/solve.sh`` in one process (Harbor uploads
+``solution/`` to ``/solution`` for the oracle only; an agent never sees it), so its steps are
+not independent: a ``cd``, a variable or a function carries over, and the script may read its
+own siblings in ``/solution``. Its solving episode therefore acts once, with the whole script:
+the simulator, which runs in the gate and reads the task's files from the suite directory,
+sends the script's *content* as a heredoc in the tool call (and any other file of
+``solution/``, packed), writes it to ``/solution`` (or a fresh directory when that is not
+writable) and runs it there with ``TASK_DIR`` and the task's ``[solution].env``, as the oracle
+does. Nothing of ``solution/`` reaches a real agent: only the simulated model's own commands
+carry it. A multi-step task is known by each step's instruction, and each step is solved with
+that step's ``solve.sh`` (:meth:`gate.tasks.Task.for_step`).
+
 Skills. A task's ``metadata.json`` may name its ``target_skill``. When the request's system
 prompt lists that skill (the path of its ``SKILL.md``, ``…/skills/<name>/SKILL.md``; or its
 name in an ``<available_skills>`` list, then at ``.claude/skills/<name>/SKILL.md``), the model
@@ -35,11 +47,14 @@ target that does not work costs its read turn and helps nothing.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import random
 import re
 import shlex
 import subprocess
+import tarfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,6 +194,48 @@ def _group(steps: list[str], n: int) -> list[str]:
     return out
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _delimiter(text: str, stem: str) -> str:
+    """A heredoc delimiter that is no line of ``text``."""
+    lines = set(text.splitlines())
+    n = 0
+    while (word := f"{stem}_{n}" if n else stem) in lines:
+        n += 1
+    return word
+
+
+def whole_solution(task: Task) -> str | None:
+    """For a Harbor task with ``solution/solve.sh``: one shell command that runs the script as
+    Harbor's oracle does (in one process, from the solution directory, with ``TASK_DIR`` and
+    ``[solution].env``), carrying the script's content, not a path in the container."""
+    script = task.solution_script
+    if task.harbor is None or script is None:
+        return None
+    body = script.read_text(encoding="utf-8", errors="replace")
+    if not body.endswith("\n"):
+        body += "\n"
+    lines = ['d=/solution',
+             'mkdir -p "$d" 2>/dev/null && [ -w "$d" ] || d=$(mktemp -d)']
+    others = sorted(p for p in script.parent.rglob("*")
+                    if p.is_file() and p != script and "__pycache__" not in p.parts)
+    if others:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for p in others:
+                tf.add(p, arcname=p.relative_to(script.parent).as_posix(), recursive=False)
+        packed = base64.encodebytes(buf.getvalue()).decode("ascii")
+        end = _delimiter(packed, "GATE_SIM_FILES")
+        lines.append(f"base64 -d <<'{end}' | tar -xzf - -C \"$d\"\n{packed}{end}")
+    end = _delimiter(body, "GATE_SIM_SOLVE")
+    lines.append(f"cat > \"$d/solve.sh\" <<'{end}'\n{body}{end}")
+    env = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.harbor.env("solution").items()
+                  if _ENV_NAME.match(k))
+    lines.append(f'(export TASK_DIR="$d"; {env}bash "$d/solve.sh")')
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class TaskScript:
     """The moves the model knows for one task, derived from its files (computed once)."""
@@ -189,6 +246,7 @@ class TaskScript:
     steps: tuple[str, ...]
     check: str
     mentioned: tuple[str, ...]
+    whole: str | None = None  # a Harbor task's solve.sh as one command (see the docstring)
 
     @classmethod
     def of(cls, task: Task) -> TaskScript:
@@ -212,7 +270,8 @@ class TaskScript:
             check = "timeout 120 python3 -m unittest 2>&1 | tail -n 15"
         else:
             check = "ls -la"
-        return cls(task, tuple(looks), preamble, tuple(steps), check, mentioned)
+        return cls(task, tuple(looks), preamble, tuple(steps), check, mentioned,
+                   whole_solution(task))
 
     def command(self, step: str) -> str:
         return f"{self.preamble}\n{step}" if self.preamble else step
@@ -227,14 +286,14 @@ class TaskScript:
     def _plan(self, outcome: str, rng: random.Random, short: bool) -> list[Action]:
         diff = self.task.difficulty or "medium"
         total = TURNS.get(diff, TURNS["medium"])
-        acts = _group(list(self.steps), MAX_ACT_TURNS.get(diff, 2))
+        acts = [self.whole] if self.whole else [
+            self.command(a) for a in _group(list(self.steps), MAX_ACT_TURNS.get(diff, 2))]
         n_looks = 0 if short else max(1, total - 2 - len(acts))  # a working skill: no looks
         looks = [Action("look", _look_text(i), self.looks[i % len(self.looks)])
                  for i in range(n_looks)]
         check = Action("check", "Let me check that it works now.", self.check)
         if outcome == "solve":
-            return [*looks, *[Action("act", _act_text(i), self.command(a))
-                              for i, a in enumerate(acts)], check]
+            return [*looks, *[Action("act", _act_text(i), a) for i, a in enumerate(acts)], check]
         if outcome == "give_up":
             return looks[: max(1, rng.randint(1, max(1, len(looks))))]
         if outcome == "partial":
@@ -342,9 +401,12 @@ class SimModel:
 
     def __init__(self, tasks: list[Task], seed: int = 0) -> None:
         self.seed = seed
-        self._tasks = sorted(tasks, key=lambda t: -len(t.prompt))
-        self._prompts = {t.id: _squash(t.prompt) for t in tasks}
-        self._scripts: dict[str, TaskScript] = {}
+        # a multi-step task is known by each step's instruction, solved by that step's solution
+        known = [s for t in tasks for s in
+                 ([t.for_step(i) for i in range(len(t.steps))] if t.steps else [t])]
+        self._tasks = sorted(known, key=lambda t: -len(t.prompt))
+        self._prompts = {(t.id, t.step): _squash(t.prompt) for t in known}
+        self._scripts: dict[tuple[str, int | None], TaskScript] = {}
         self._episodes: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
@@ -355,18 +417,18 @@ class SimModel:
             return None
         text = _squash(_text_of(first.get("content")))
         for t in self._tasks:
-            prompt = self._prompts[t.id]
+            prompt = self._prompts[(t.id, t.step)]
             if prompt and prompt in text:
                 return t
         return None
 
     def script(self, task: Task) -> TaskScript:
         with self._lock:
-            known = self._scripts.get(task.id)
+            known = self._scripts.get((task.id, task.step))
         if known is None:  # built outside the lock: it runs `bash -n`, other tasks need not wait
             built = TaskScript.of(task)
             with self._lock:
-                known = self._scripts.setdefault(task.id, built)
+                known = self._scripts.setdefault((task.id, task.step), built)
         return known
 
     def _new_episode(self, task_id: str, model: str, run: str | None = None) -> int:
