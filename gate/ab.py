@@ -328,10 +328,9 @@ __all__ = ["BASE", "PR", "ABRun", "ab_plan", "base_arm_config", "base_output",
 
 def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
                    on_result: Callable[[RunResult], None] | None) -> ABRun:
-    """``gate run --ab REF``, with its output and its exit (3 on too many infra errors)."""
+    """``gate run --ab REF``, with its output (the caller applies the infra rule to both
+    arms: gate.ci's ``check_infra``)."""
     import click
-
-    from gate.session import infra_gate
 
     if base_ref and base_ref != ref:
         raise BadInput(f"--ab {ref} measures with {ref}'s tasks and settings: --base-ref "
@@ -345,6 +344,4 @@ def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
                    f"{s.errors} errors, cost {dollars(s.cost_usd)} → {path}")
     click.echo(f"{describe(pair, markdown=False)}; judge it with: gate compare "
                f"{pair.base_path} {pair.pr_path}")
-    for res in (pair.base, pair.pr):
-        infra_gate(res, req.config.gate.max_infra_rate)
     return pair

@@ -54,7 +54,6 @@ from gate.session import (
     Work,
     build_agent,
     execute,
-    infra_gate,
     item_key,
     open_upstream,
     resolve_names,
@@ -66,7 +65,7 @@ from gate.tasks import Suite, Task, load_suite
 
 # the session's names, where callers have always found them
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "Budget", "ConditionSetup", "RunRequest", "build_agent",
-           "infra_gate", "run_suite", "setup_conditions", "spend", "suite_info"]
+           "run_suite", "setup_conditions", "spend", "suite_info"]
 
 
 @dataclass

@@ -105,16 +105,6 @@ def open_upstream(*, sim: bool, suite: Suite, ledger: Path, seed: int | None,
     yield base, key, header, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
 
 
-def infra_gate(results: Results, max_rate: float) -> None:
-    """Too many infra errors make a run unmeasurable (exit 3), never a quiet pass."""
-    runs = len(results.runs)
-    errors = results.summary.errors
-    if runs and errors / runs > max_rate:
-        first = next((r.reason for r in results.runs if r.status == "error"), None)
-        raise Unmeasurable(f"{errors} of {runs} runs were infra errors (more than "
-                           f"{max_rate:.0%}); first: {first}")
-
-
 def item_key(item: Item) -> RunKey:
     """The key of the run a plan item makes."""
     return RunKey(item[0].id, item[2].options.condition if len(item) == 3 else None, item[1])
@@ -385,5 +375,5 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
 
 
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
-           "build_agent", "execute", "infra_gate", "item_key", "mark_interrupted",
+           "build_agent", "execute", "item_key", "mark_interrupted",
            "missing_runs", "open_upstream", "resolve_names", "spend", "suite_info"]

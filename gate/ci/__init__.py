@@ -8,6 +8,8 @@ outputs, the sticky and deferred comment, git with the token, the refresh's file
   judged; ``refresh_plan`` for main's refresh. No runs.
 - ``obtain`` (``_obtain``): the results, from a fresh run, sequential looks, a same-job A/B,
   stored results, one shard or the merged shards.
+- ``open_base``/``base_baseline`` (``_yardstick``): the base's yardstick and baseline, as every
+  judge of a PR opens them (``gate compare --base-ref`` too).
 - ``judge`` (``_judge``) with ``_policy``: the verdict, the exit code, accept, budget, infra.
 - ``Publisher`` (``_publish``), ``refresh`` (``_refresh``), ``post_uploaded_report``
   (``_comment``): what the job leaves behind.
@@ -22,20 +24,23 @@ if TYPE_CHECKING:
     from gate.ci._event import Event, find_event
     from gate.ci._options import CIOptions, CIOverrides
     from gate.ci._plan import measured_by
-    from gate.ci._policy import check_budget, check_refresh_infra, outcome
+    from gate.ci._policy import check_budget, check_infra, check_refresh_infra, outcome
     from gate.ci._run import run_ci
     from gate.ci._verdict import verdict
+    from gate.ci._yardstick import base_baseline, open_base
 
 #: each name's private module, loaded on first use (``gate compare`` needs the judge only)
 _WHERE = {
     "Event": "_event", "find_event": "_event", "verdict": "_verdict",
     "CIOptions": "_options", "CIOverrides": "_options", "measured_by": "_plan",
-    "check_budget": "_policy", "check_refresh_infra": "_policy", "outcome": "_policy",
-    "run_ci": "_run",
+    "check_budget": "_policy", "check_infra": "_policy", "check_refresh_infra": "_policy",
+    "outcome": "_policy",
+    "run_ci": "_run", "open_base": "_yardstick", "base_baseline": "_yardstick",
 }
 
-__all__ = ["CIOptions", "CIOverrides", "Event", "check_budget", "check_refresh_infra",
-           "find_event", "measured_by", "outcome", "run_ci", "verdict"]
+__all__ = ["CIOptions", "CIOverrides", "Event", "base_baseline", "check_budget", "check_infra",
+           "check_refresh_infra", "find_event", "measured_by", "open_base", "outcome", "run_ci",
+           "verdict"]
 assert sorted(__all__) == sorted(_WHERE)
 
 

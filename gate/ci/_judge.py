@@ -76,25 +76,11 @@ def _finish(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison) -> 
             "candidate": comparison.candidate.model_copy(update={"commit": pr.head_sha})})
     markdown = render_markdown(shown, run_url=ctx.env.run_url, notes=tuple(notes),
                                trend=trend, yardstick=ys.note(), mode=got.mode,
-                               evidence=_evidence(ctx, plan, got, comparison))
-    if policy.accepted:
-        markdown = accepted_title(markdown)
+                               evidence=_evidence(ctx, plan, got, comparison),
+                               accepted=policy.accepted)
     return Judgement(got.results, got.baseline, comparison, policy.exit_code, policy.accepted,
                      plan.edited, tuple(notes), ctx.redact(markdown),
                      ys.traces_text if not got.by_ab else None, got.base_arm)
-
-
-#: the report's title for a regression that a maintainer accepted: what the PR shows is not a
-#: blocking regression (the verdict, its numbers and the output ``verdict`` stay "regression")
-ACCEPTED_TITLE = "### ☑️ agent-gate: regression accepted"
-
-
-def accepted_title(markdown: str) -> str:
-    """``markdown`` (the report of a regression) titled as accepted: its first heading."""
-    head, sep, rest = markdown.partition("\n")
-    if head.startswith("### ") and "agent-gate:" in head:
-        return ACCEPTED_TITLE + sep + rest
-    return markdown
 
 
 def _evidence(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison

@@ -27,6 +27,7 @@ from gate.ci import _skills
 from gate.ci._context import Context
 from gate.ci._event import Event
 from gate.ci._skills import ConditionPlan
+from gate.ci._yardstick import base_baseline, open_base
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
 from gate.github import (
@@ -137,12 +138,10 @@ def measured_by(req: RunRequest, ref: str, *, root: Path | None = None, label: s
                 sources: Sources | None = None) -> Iterator[tuple[Yardstick, RunRequest]]:
     """``ref``'s yardstick, and ``req`` measured by it: ``ref``'s tasks, ``[suite]``,
     ``[gate]`` and ``[ci]``; only ``[agent]`` is ``req``'s. ``gate ci`` on a PR and
-    ``gate run --base-ref`` (the same answer locally) both measure this way."""
-    from gate.yardstick import open_yardstick
-
-    root = root if root is not None else _git.toplevel(req.config.root)
-    with open_yardstick(req.config, root=root, ref=ref, label=label,
-                        tasks_override=req.tasks_dir, sources=sources) as ys:
+    ``gate run --base-ref`` (the same answer locally) both measure this way; ``gate compare
+    --base-ref`` opens the same yardstick (``open_base``)."""
+    with open_base(req.config, ref, root=root, label=label, tasks_override=req.tasks_dir,
+                   sources=sources) as ys:
         yield ys, dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
 
 
@@ -206,14 +205,14 @@ def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:
             f"the default branch): the first one comes from the refresh on a push to "
             f"{code(ys.label)}"))
         return Plan(basis, pr, edited, tuple(notes), True, why, None, None)
-    if text is None:
+    baseline = base_baseline(ys)
+    if baseline is None:
         raise Unmeasurable(
             f"no {rel} on the base branch {ys.label}: the gate has nothing to compare "
             f"with. Refresh it on {ys.label} first (this action on a push to "
             f"{ys.label}, with baseline-refresh: commit or branch), or commit one made "
             "by `gate run` + `gate baseline`; or set [ci] judge = \"auto\" on "
             f"{ys.label} to judge PRs by a same-job A/B until then")
-    baseline = parse_results(text.encode(), f"{rel} on {ys.baseline_from}", "baseline")
     notes[:0] = ys.baseline_notes(baseline, stale_after_days=basis.settings.stale_after_days)
     # which skill conditions this PR adds: decided (git, task metadata) before any agent runs
     conditions = (_pr_conditions(ctx, basis, pr, baseline)

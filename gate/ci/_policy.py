@@ -1,16 +1,19 @@
-"""The gate's policy over a verdict, in one place: what exits with which code, what a budget
-stop means, how many infra errors a refresh tolerates, and when an accept label or
-``fail-on-regression = false`` turns a regression into a pass.
+"""The gate's policy over a run and its verdict, in one place: what exits with which code,
+what a budget stop means, how many infra errors a run or a refresh tolerates, and when an
+accept label or ``fail-on-regression = false`` turns a regression into a pass.
 
-The numbers come from ``gate.compare`` (the verdict, its infra check, its exit code); this
-module only decides what the job does with them. ``gate ci``, ``gate run --base-ref`` and
-``gate compare --base-ref`` read the same rules from here.
+The numbers come from ``gate.compare`` (the verdict, the infra rate and its limit, the exit
+code); this module only decides what the job does with them. ``gate ci``, ``gate run`` (with
+``--base-ref`` or ``--ab`` too) and ``gate compare --base-ref`` read the same rules from here:
+``check_budget`` is the one "stopped by the budget → exit 3", ``check_infra`` the one "too
+many infra errors → exit 3" of a run that has no second arm (tests/test_one_rule.py).
 
-Infra errors: the rule is compare's (docs/statistics.md): a judged run is inconclusive (exit
-3) when infra errors exceed ``max_infra_rate`` of either arm, or the candidate's infra rate is
-significantly higher (one-sided Fisher, p ≤ ``infra_alpha``). A refresh has no arm to compare
-with when it starts a baseline, so it applies the per-arm half, with compare's definition of
-the rate (errors over all of the arm's runs).
+Infra errors: the rule is compare's (docs/statistics.md, ``gate.compare.over_infra_limit``): a
+judged run is inconclusive (exit 3) when infra errors exceed ``max_infra_rate`` of either arm,
+or the candidate's infra rate is significantly higher (one-sided Fisher, p ≤ ``infra_alpha``).
+``gate run`` and a refresh have no arm to compare with, so they apply the per-arm half, with
+compare's definition of the rate (errors over all of the arm's runs). A refresh also pools
+nothing from a run that measured nothing (every run an infra error, or none).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate._files import printable
-from gate.compare import Comparison
+from gate.compare import Comparison, infra_count
 from gate.errors import Unmeasurable
 from gate.github import render_note
 from gate.results import Results
@@ -33,15 +36,21 @@ def spent(results: Results) -> float:
     return sum(spend(r) for r in results.runs)
 
 
-def check_budget(results: Results, what: str = "the suite's run") -> None:
-    """A run the budget stopped is a partial sample: not judged, never pooled (exit 3)."""
+#: what a suite's run that the budget stopped tells the reader (``gate ci``)
+BUDGET_THEN = ("a partial run is not judged and refreshes nothing; raise max-cost, or run "
+               "fewer replications or tasks")
+
+
+def check_budget(results: Results, what: str = "the suite's run",
+                 then: str = BUDGET_THEN) -> None:
+    """A run the budget stopped is a partial sample: not judged, never pooled (exit 3).
+    ``what`` names the run, ``then`` says what follows for whoever ran it."""
     stop = results.interrupted
     if stop is not None and stop.reason.startswith("budget"):
         n = len(stop.missing)
         raise Unmeasurable(f"{what} was stopped by the budget with {n} planned "
-                           f"run{'' if n == 1 else 's'} not started ({printable(stop.reason)}): a "
-                           "partial run is not judged and refreshes nothing; raise "
-                           "max-cost, or run fewer replications or tasks")
+                           f"run{'' if n == 1 else 's'} not started ({printable(stop.reason)}): "
+                           f"{then}")
 
 
 def budget_note(results: Results) -> str | None:
@@ -56,23 +65,27 @@ def budget_note(results: Results) -> str | None:
                        basis=budget.get("forecast_basis") or "")
 
 
-def infra_rate(results: Results) -> float | None:
-    """Compare's infra rate of one arm: error runs over all its runs (None: no run at all)."""
-    s = results.summary
-    runs = s.total + s.errors
-    return s.errors / runs if runs else None
+def check_infra(results: Results, max_rate: float, *, refresh: bool = False) -> None:
+    """Too many infra errors make a run with no second arm unmeasurable (exit 3), never a
+    quiet pass: compare's per-arm limit over compare's rate. A refresh (``refresh``) also
+    refuses a run that measured nothing, and says the baseline was not refreshed."""
+    count = infra_count(results)
+    if refresh and count.errors == count.runs:
+        raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
+                           "not refreshed")
+    if not count.over(max_rate):
+        return
+    if refresh:
+        raise Unmeasurable(f"{count.rate:.0%} of this refresh's runs were infra errors (limit "
+                           f"{max_rate:.0%}): the baseline was not refreshed")
+    first = next((r.reason for r in results.runs if r.status == "error"), None)
+    raise Unmeasurable(f"{count.errors} of {count.runs} runs were infra errors (more than "
+                       f"{max_rate:.0%}); first: {first}")
 
 
 def check_refresh_infra(results: Results, max_rate: float) -> None:
-    """A refresh pools only a measurable run: not one of infra errors only, nor one whose
-    infra rate is over the limit (exit 3, the baseline is not refreshed)."""
-    if results.summary.total == 0:
-        raise Unmeasurable("every run of this refresh was an infra error: the baseline was "
-                           "not refreshed")
-    rate = infra_rate(results) or 0.0
-    if rate > max_rate:
-        raise Unmeasurable(f"{rate:.0%} of this refresh's runs were infra errors (limit "
-                           f"{max_rate:.0%}): the baseline was not refreshed")
+    """A refresh pools only a measurable run (``check_infra`` with ``refresh``)."""
+    check_infra(results, max_rate, refresh=True)
 
 
 @dataclass(frozen=True)

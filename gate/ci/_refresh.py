@@ -17,7 +17,7 @@ from gate import _git
 from gate.ci._context import Context
 from gate.ci._obtain import run_fresh, with_conditions
 from gate.ci._plan import RefreshPlan, code, seed
-from gate.ci._policy import check_budget, check_refresh_infra
+from gate.ci._policy import check_budget, check_infra
 from gate.ci._publish import Publisher
 from gate.compare import Comparison
 from gate.errors import GateError, Unmeasurable
@@ -47,7 +47,7 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
         suite = run_fresh(ctx, plan.request)
         check_budget(suite)
         results = with_conditions(ctx, plan.request, suite, plan.conditions)
-    check_refresh_infra(results, cfg.gate.max_infra_rate)
+    check_infra(results, cfg.gate.max_infra_rate, refresh=True)
     publisher = Publisher(ctx, plan.settings)
     verdict, markdown, checked = self_check(ctx, plan.start.baseline_text, results)
     # the report of main's run, against the baseline it replaces (the self-check's), for

@@ -223,22 +223,22 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
 
 @contextlib.contextmanager
 def _yardstick(config_path: str | None, ref: str) -> Iterator[Yardstick]:
-    from gate._git import toplevel
-    from gate.yardstick import open_yardstick
+    """``ref``'s yardstick, opened as gate ci and ``gate run --base-ref`` open it."""
+    from gate.ci import open_base
 
-    cfg = command_config(config_path)
-    with open_yardstick(cfg, root=toplevel(cfg.root), ref=ref) as ys:
+    with open_base(command_config(config_path), ref) as ys:
         yield ys
 
 
 def _base_baseline(ys: Yardstick) -> Results:
-    if ys.baseline_text is None:
+    """The yardstick's baseline, read as gate ci reads it."""
+    from gate.ci import base_baseline
+
+    baseline = base_baseline(ys)
+    if baseline is None:
         raise Unmeasurable(f"no {ys.baseline_rel} on {ys.label}: nothing to compare with (a "
                            f"PR into {ys.label} would be unmeasurable too)")
-    from gate.results import parse_results
-
-    return parse_results(ys.baseline_text.encode(), f"{ys.baseline_rel} on {ys.label}",
-                         "baseline")
+    return baseline
 
 
 @click.command("baseline")

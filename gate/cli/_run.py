@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gate.cli._options import progress, run_options, run_request
-from gate.errors import Unmeasurable
 
 if TYPE_CHECKING:
     from gate.results import Results
@@ -57,7 +56,7 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
     --max-cost stopped the run early.
     """
     req = run_request(kw)
-    from gate.run import infra_gate, run_suite
+    from gate.run import run_suite
     from gate.shards import parse_shard
 
     req = dataclasses.replace(req, resume=resume, max_cost=max_cost,
@@ -74,9 +73,13 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
 
         shown_ab = progress()
         try:
-            run_ab_command(req, ab_ref, base_ref, shown_ab.on_result)
+            pair = run_ab_command(req, ab_ref, base_ref, shown_ab.on_result)
         finally:
             shown_ab.stop()
+        from gate.ci import check_infra  # the one rule, as gate ci applies it
+
+        for res in (pair.base, pair.pr):
+            check_infra(res, req.config.gate.max_infra_rate)
         return
     with contextlib.ExitStack() as stack:
         if base_ref:
@@ -115,13 +118,15 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
     for name, keys in ((results.model_extra or {}).get("unhonoured") or {}).items():
         click.echo(f"gate: note: task {name}: task.toml keys the gate does not honour: "
                    f"{', '.join(keys)}", err=True)
-    infra_gate(results, req.config.gate.max_infra_rate)
-    budget = (results.model_extra or {}).get("budget") or {}
-    if budget.get("stopped"):
-        missing = len(results.interrupted.missing) if results.interrupted else 0
-        raise Unmeasurable(f"{budget['stopped']}: {missing} planned run"
-                           f"{'s' if missing != 1 else ''} skipped; {req.output} holds the "
-                           "partial result (`gate run --resume` with a larger budget finishes it)")
+    from gate.ci import check_budget, check_infra  # the one rule, as gate ci applies it
+
+    check_infra(results, req.config.gate.max_infra_rate)
+    check_budget(results, "the run", RESUME_THEN.format(output=req.output))
+
+
+#: what a ``gate run`` that the budget stopped tells its user
+RESUME_THEN = ("{output} holds the partial result, its skipped runs listed (`gate run "
+               "--resume` with a larger budget finishes it)")
 
 
 def announce(results: Results, todo: int) -> None:

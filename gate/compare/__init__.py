@@ -15,6 +15,7 @@ from gate.compare._effects import (
     MetricEffect,
     effects,
 )
+from gate.compare._infra import InfraCount, infra_count, infra_rate, over_infra_limit
 from gate.compare._intervals import (
     ArmStats,
     Intervals,
@@ -56,6 +57,7 @@ __all__ = [
     "HistoryPoint",
     "InfoMetric",
     "InfraCheck",
+    "InfraCount",
     "Intervals",
     "MetricEffect",
     "MetricResult",
@@ -76,8 +78,11 @@ __all__ = [
     "compare",
     "drift_guard",
     "effects",
+    "infra_count",
+    "infra_rate",
     "intervals",
     "judge",
+    "over_infra_limit",
     "plain_runs",
     "resolution_with_runs",
     "wilson",

@@ -14,6 +14,7 @@ from statistics import median
 import numpy as np
 
 from gate.compare import _resolution, _stats
+from gate.compare._infra import infra_rate, over_infra_limit
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -137,7 +138,7 @@ def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
         commit=results.commit, created_at=results.created_at, model=results.model,
         kind=results.agent.kind, fingerprint=results.agent.fingerprint,
         gate_version=results.gate_version, tasks=len(results.suite.tasks), runs=len(runs),
-        errors=errors, infra_rate=errors / len(runs) if runs else 0.0,
+        errors=errors, infra_rate=infra_rate(errors, len(runs)),
         runs_per_task=float(median(depth)) if depth else 0.0,
         schedule=results.schedule.model_dump(mode="json") if results.schedule else None,
         metering=results.metering, overhead_usd=overhead,
@@ -376,7 +377,7 @@ def _inconclusive(b_info: ArmInfo, c_info: ArmInfo, compared: list[str], n_basel
             f"only {len(compared)} of {n_baseline} baseline tasks are comparable "
             f"(need {settings.min_comparable:.0%})")
     for who, info in (("baseline", b_info), ("candidate", c_info)):
-        if info.infra_rate > settings.max_infra_rate:
+        if over_infra_limit(info.infra_rate, settings.max_infra_rate):
             inconclusive.append(f"infra errors in {info.errors} of {info.runs} {who} runs "
                                 f"({info.infra_rate:.0%} > {settings.max_infra_rate:.0%})")
     if p_infra <= settings.infra_alpha and c_info.infra_rate > b_info.infra_rate:

@@ -341,10 +341,11 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
                     notes: Sequence[str] = (),
                     trend: Sequence[Mapping[str, Any]] | None = None,
                     yardstick: Markup | None = None, mode: Markup | None = None,
-                    evidence: Markup | None = None) -> str:
+                    evidence: Markup | None = None, accepted: bool = False) -> str:
     """The PR comment body (no hidden marker: the GitHub layer adds its own). ``mode``: the
     line saying what judged it, when not the stored baseline (a same-job A/B). ``evidence``:
-    what the runs did (gate/evidence.py, already escaped and bounded).
+    what the runs did (gate/evidence.py, already escaped and bounded). ``accepted``: a
+    regression a maintainer accepted, titled as such (the verdict and its numbers stay).
 
     Always under :data:`BUDGET` characters: when the per-task table would not fit, it shows
     the most important rows (newly failing first, by p-value) and says how many it left out.
@@ -354,7 +355,8 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
     def render(max_tasks: int | None) -> str:
         return template.render(**_context(comparison, run_url=run_url, notes=notes,
                                           trend=trend, max_tasks=max_tasks),
-                               yardstick=yardstick, mode=mode, evidence=evidence)
+                               yardstick=yardstick, mode=mode, evidence=evidence,
+                               accepted=accepted and comparison.verdict == "regression")
 
     body = render(None)
     if len(body) <= BUDGET:
@@ -371,9 +373,11 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
 
 def render_summary(comparison: Comparison, *, run_url: str | None = None,
                    notes: Sequence[str] = (),
-                   trend: Sequence[Mapping[str, Any]] | None = None) -> str:
+                   trend: Sequence[Mapping[str, Any]] | None = None,
+                   accepted: bool = False) -> str:
     """The step summary: the same content as the comment, so the two never disagree."""
-    return render_markdown(comparison, run_url=run_url, notes=notes, trend=trend)
+    return render_markdown(comparison, run_url=run_url, notes=notes, trend=trend,
+                           accepted=accepted)
 
 
 def render_text(comparison: Comparison) -> str:

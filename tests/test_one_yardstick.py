@@ -1,0 +1,96 @@
+"""``gate compare --base-ref`` and ``gate ci`` judge a pull request the same way by structure:
+both open the base's yardstick and read its baseline with gate.ci's ``open_base`` /
+``base_baseline`` (``gate run --base-ref`` too, through ``measured_by``), and both call
+gate.ci's ``verdict``. Checked in-process on the same pair: the CLI's verdict, headline and
+exit against the ci judge stage's (plan → judge, results re-judged from a file).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gate.ci._context import Context
+from gate.ci._event import Event
+from gate.ci._judge import judge
+from gate.ci._obtain import Obtained
+from gate.ci._options import CIOptions
+from gate.ci._plan import Basis, make_plan, measured_by
+from gate.cli import main
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.config import load_config
+from gate.github import CIEnvironment
+from gate.results import load_results, write_results
+from gate.run import RunRequest
+from tests.sim_helpers import tiny_suite
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """main holds gate.toml (strict settings the checkout does not share), the baseline and
+    a history of A/A checks; the checkout's own gate.toml says otherwise."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
+                                    "[gate]\npermutations = 999\npower_simulations = 0\n")
+    tiny_suite(repo / "tasks")
+    rng = np.random.default_rng(7)
+    write_results(repo / "baseline.json", synthetic_results(reference_rates(), 20, rng))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    # the checkout: a PR that would loosen the gate (never read by a judge of this PR)
+    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
+                                    '[gate]\nalpha = 0.4\nblock_on = ["turns"]\n')
+    return repo
+
+
+def _ci_judge(repo: Path, results: Path, tmp_path: Path) -> tuple[str, str, int]:
+    """gate ci's plan and judge stages on stored results, as a re-judge runs them."""
+    req = RunRequest(config=load_config(repo / "gate.toml"), output=results)
+    env = CIEnvironment.from_environ({
+        "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REPOSITORY": "acme/agent",
+        "GITHUB_OUTPUT": str(tmp_path / "outputs"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")})
+    ctx = Context.make(CIOptions(run=req, rejudge=results, log=lambda _: None), env, None)
+    with measured_by(req, "main") as (ys, request):
+        basis = Basis(ys, repo, ctx.opts.overrides.apply(ys.config.ci), request)
+        plan = make_plan(ctx, Event("pr", "rejudge"), basis)
+        assert plan.baseline is not None
+        got = judge(ctx, plan, Obtained(load_results(results), plan.baseline))
+    return got.comparison.verdict, got.comparison.headline, got.exit_code
+
+
+@pytest.mark.parametrize(("rates", "verdict"), [
+    (reference_rates(), "pass"),
+    ([0.0] * 15, "regression"),
+])
+def test_gate_compare_base_ref_and_the_ci_judge_agree(repo: Path, tmp_path: Path,
+                                                      rates: list[float], verdict: str) -> None:
+    results = tmp_path / "results.json"
+    write_results(results, synthetic_results(rates, 5, np.random.default_rng(11)))
+    res = CliRunner().invoke(main, ["compare", "--base-ref", "main", str(results),
+                                    "--config", str(repo / "gate.toml"), "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    local = json.loads(res.stdout)
+    ci = _ci_judge(repo, results, tmp_path)
+    assert (local["verdict"], local["headline"], res.exit_code) == ci
+    assert local["verdict"] == verdict
+
+
+def test_no_command_opens_a_yardstick_of_its_own() -> None:
+    """``gate compare --base-ref`` and ``gate run --base-ref`` go through gate.ci's plan."""
+    cli = Path(__file__).resolve().parent.parent / "gate" / "cli"
+    assert [p.name for p in sorted(cli.glob("*.py"))
+            if "open_yardstick" in p.read_text(encoding="utf-8")] == []
