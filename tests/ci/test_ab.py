@@ -15,56 +15,30 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ci import PR as PR_NUMBER
-from test_ci import (
-    REPO,
-    TOKEN,
-    Project,
-    _clean_env,
-    _marker_comments,
-    make_baseline,
-    set_max_turns,
-    sh,
-    write_sim_suite,
-)
 
 from gate.ab import BASE, PR, ab_plan
 from gate.results import load_results
 from gate.runner import Arm, RunOptions
 from gate.tasks import load_suite
-
-
-def _origin(tmp_path: Path, seed: Path) -> Path:
-    origin = tmp_path / "origin.git"
-    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    sh(seed, "git", "add", "-A")
-    sh(seed, "git", "commit", "-q", "-m", "the suite, no baseline")
-    sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
-    sh(seed, "git", "push", "-q", "origin", "main")
-    return origin
-
-
-def _project(tmp_path: Path, *, baseline: bool = False, ci: str = "") -> Iterator[Project]:
-    """The built-in agent on the simulator; main has no baseline (unless ``baseline``), and
-    no data branch exists: nothing anywhere to judge a PR against."""
-    seed = tmp_path / "seed"
-    seed.mkdir()
-    sh(seed, "git", "init", "-q", "-b", "main")
-    write_sim_suite(seed)
-    if ci:
-        with (seed / "gate.toml").open("a") as fh:
-            fh.write(f"\n[ci]\n{ci}\n")
-    if baseline:
-        make_baseline(seed, sim=True)
-    origin = _origin(tmp_path, seed)
-    with FakeGitHub(REPO, token=TOKEN) as gh:
-        yield Project(tmp_path, origin, gh)
+from tests.helpers.ci import PR as PR_NUMBER
+from tests.helpers.ci import (
+    REPO,
+    TOKEN,
+    Project,
+    _clean_env,
+    _marker_comments,
+    _origin,
+    ab_project,
+    set_max_turns,
+    sh,
+    write_sim_suite,
+)
+from tests.helpers.fake_github import FakeGitHub
 
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path)
+    yield from ab_project(tmp_path)
 
 
 def _readme(work: Path) -> None:
@@ -161,7 +135,7 @@ def test_a_system_prompt_the_base_does_not_have_is_the_prs_arm_only(fresh: Proje
 
 @pytest.mark.slow
 def test_the_setting_forces_the_ab_even_with_a_baseline(tmp_path: Path) -> None:
-    for project in _project(tmp_path, baseline=True, ci='judge = "ab"'):
+    for project in ab_project(tmp_path, baseline=True, ci='judge = "ab"'):
         ci = project.pr_branch("docs", _readme)
         run = project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
         assert run.code == 0, run.stderr
@@ -173,7 +147,7 @@ def test_the_setting_forces_the_ab_even_with_a_baseline(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_judge_baseline_without_one_is_still_exit_3(tmp_path: Path) -> None:
-    for project in _project(tmp_path, ci='judge = "baseline"'):
+    for project in ab_project(tmp_path, ci='judge = "baseline"'):
         ci = project.pr_branch("docs", _readme)
         run = project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
         assert run.code == 3, run.stderr

@@ -7,23 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from test_ci import Project, _marker_comments, _project, sh
-from test_ci_refresh import refresh
 
 from gate.results import load_results
+from tests.helpers.ci import Project, _marker_comments, refresh, sh
 
 pytestmark = pytest.mark.slow
 
 NO_KEY = {"ANTHROPIC_API_KEY": ""}
-
-
-@pytest.fixture
-def sim_project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=True)
 
 
 def _baseline_spend(project: Project) -> float:

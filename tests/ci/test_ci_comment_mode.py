@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ci import API_KEY, PR, REPO, TOKEN, _clean_env
-from test_github import _parse_output_file
 
 from gate.github import marker
+from tests.helpers.ci import API_KEY, PR, REPO, TOKEN, _clean_env, _parse_output_file
+from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
 

@@ -8,32 +8,25 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ci import (
+
+from gate.github import MARKER, MARKER_PREFIX, marker
+from tests.helpers.ci import (
     GOOD_HELPER,
     OURS,
     PR,
     Project,
     _break_agent,
-    _project,
     ci_run,
     make_baseline,
     sh,
 )
-
-from gate.github import MARKER, MARKER_PREFIX, marker
+from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    """test_ci's oracle-agent project: a bare origin, main with a baseline, the fake GitHub."""
-    yield from _project(tmp_path, sim=False)
 
 HEAD = "0" * 7  # the short head SHA of the test's pull_request event
 

@@ -15,18 +15,17 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import (
-    REPO,
+
+from tests.helpers.ci import (
     TOKEN,
-    CIRun,
     Project,
     _clean_env,
     _project,
     make_baseline,
+    refresh,
     set_max_turns,
     sh,
 )
@@ -35,29 +34,6 @@ pytestmark = pytest.mark.slow
 
 GH006 = ("error: GH006: Protected branch update failed for refs/heads/main.\n"
          "error: Changes must be made through a pull request.\n")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=False)
-
-
-@pytest.fixture
-def sim_project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=True)
-
-
-def push_event(checkout: Path) -> Path:
-    path = checkout.parent / "push-event.json"
-    path.write_text(json.dumps({"ref": "refs/heads/main",
-                                "repository": {"full_name": REPO, "default_branch": "main"}}))
-    return path
-
-
-def refresh(project: Project, checkout: Path, *args: str, env: dict[str, str] | None = None
-            ) -> CIRun:
-    return project.gate_ci(checkout, *args, event="push", event_path=push_event(checkout),
-                           ref="refs/heads/main", env=env)
 
 
 def origin(project: Project, *args: str) -> str:
@@ -355,7 +331,7 @@ def test_no_git_with_the_token_after_a_suite_that_changed_the_git_configuration(
         tmp_path: Path) -> None:
     """With a data branch the refresh fetches again after the suite, with the token: a hook
     or config planted by the suite stops it before that fetch, not only before the push."""
-    from test_ci_git_auth import GitOverHTTP, _clone
+    from tests.helpers.git_http import GitOverHTTP, _clone
 
     for project in _project(tmp_path, sim=False):
         with GitOverHTTP(project.origin.parent, TOKEN) as server:

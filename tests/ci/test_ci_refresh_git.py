@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_ci import gate_in_process
 
 from gate import _git as plain_git
 from gate.github import _git
+from tests.helpers.ci import gate_in_process
 
 GH013 = ("error: GH013: Repository rule violations found for refs/heads/main.\n"
          "error: Review all repository rules at http://github.example/acme/agent/rules?ref=main\n"

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import (
+
+from tests.helpers.ci import (
     OURS,
     PR,
     REPO,

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import (
+
+from tests.helpers.ci import (
     API_KEY,
     REPO,
     TOKEN,
@@ -88,7 +89,7 @@ def test_a_judged_pr_run_writes_the_html_report_and_lists_what_to_upload(
 
 def test_mains_refresh_writes_the_html_report_against_the_baseline_it_replaces(
         project: Project) -> None:
-    from test_ci_refresh import refresh
+    from tests.helpers.ci import refresh
 
     main = project.clone("main-ci")
     run = refresh(project, main, "--baseline-refresh", "commit")

@@ -23,15 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ci import PR, REPO, TOKEN, CIRun, Project, _marker_comments, sh
-from test_ci_refresh import push_event
 
 from gate.results import load_results
+from tests.helpers.ci import PR, REPO, TOKEN, CIRun, Project, _marker_comments, push_event, sh
+from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
 
-SKILLS = Path(__file__).resolve().parents[1] / "skills"
+SKILLS = Path(__file__).resolve().parents[2] / "skills"
 TASK = "find-needle"
 REPLICATIONS = 16  # one task: the pairs it takes to see a lost effect at α/2 (coupled pairs)
 

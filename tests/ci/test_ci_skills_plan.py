@@ -21,7 +21,7 @@ from gate.config import load_config
 from gate.results import Schedule, summarize
 from gate.run import RunRequest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 
 

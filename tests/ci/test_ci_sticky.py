@@ -7,8 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_github import FakeGitHub
-from test_github import client
 
 from gate.ci import CIOverrides
 from gate.compare import judge
@@ -18,6 +16,7 @@ from gate.errors import BadInput
 from gate.github import MARKER, comment_body, find_comment, marker
 from gate.github._comment import default_comment_id
 from gate.github._sticky import comment_mode, creates
+from tests.helpers.fake_github import FakeGitHub, client
 
 BOT = "github-actions[bot]"
 

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_ci import (
+
+from gate.results import load_results
+from tests.helpers.ci import (
     PR,
     Project,
     _break_agent,
@@ -23,8 +25,6 @@ from test_ci import (
     gate_in_process,
     sh,
 )
-
-from gate.results import load_results
 
 pytestmark = pytest.mark.slow
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_ci import CIRun, Project, _break_agent, _project, sh
 
 from gate.cli import main as gate_main
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
 from gate.results import Results, Schedule, write_results
+from tests.helpers.ci import CIRun, Project, _break_agent, _project, sh
 
 
 def _borderline() -> tuple[Results, Results, GateSettings]:

@@ -15,19 +15,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ab import _project as ab_project
-from test_ci import REPO, TOKEN, WORDS, Project, _marker_comments, _push_event, set_max_turns, sh
 
 from gate.config import load_config
 from gate.run import RunRequest, run_suite
 from gate.traces import parse_sidecar
+from tests.helpers.ci import (
+    REPO,
+    TOKEN,
+    WORDS,
+    Project,
+    _marker_comments,
+    ab_project,
+    push_event,
+    set_max_turns,
+    sh,
+)
+from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
 
 MAX_TURNS = 4  # the easy tasks take exactly 4 requests in the simulator
 # the bundled agent's prompt: long enough to be cached (short prompts never are)
-SYSTEM = (Path(__file__).resolve().parents[1] / "agent" / "system.md").read_text()
+SYSTEM = (Path(__file__).resolve().parents[2] / "agent" / "system.md").read_text()
 
 
 def _suite(root: Path, max_turns: int = MAX_TURNS) -> None:
@@ -72,7 +81,7 @@ def refreshed(tmp_path: Path) -> Iterator[Project]:
     with FakeGitHub(REPO, token=TOKEN) as gh:
         project = Project(tmp_path, origin, gh)
         main = project.clone("main-refresh")
-        run = project.gate_ci(main, "--sim", event="push", event_path=_push_event(main),
+        run = project.gate_ci(main, "--sim", event="push", event_path=push_event(main),
                               ref="refs/heads/main", env={"ANTHROPIC_API_KEY": ""})
         assert run.code == 0, run.stderr
         assert run.outputs["refresh"] == "committed", run.stdout

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
 
 from gate.errors import BadInput
 from gate.github import (
@@ -35,6 +34,8 @@ from gate.github._comment import (
     token_login,
     user_permission,
 )
+from tests.helpers.ci import _parse_output_file
+from tests.helpers.fake_github import FakeGitHub, client
 
 TOKEN = "ghs_supersecrettoken123456"
 BOT = "github-actions[bot]"
@@ -44,13 +45,6 @@ BOT = "github-actions[bot]"
 def gh() -> FakeGitHub:
     with FakeGitHub(token=TOKEN) as fake:
         yield fake
-
-
-def client(fake: FakeGitHub, **kw: object) -> GitHubClient:
-    sleeps: list[float] = []
-    c = GitHubClient(fake.url, fake.repo, TOKEN, sleep=sleeps.append, **kw)  # type: ignore[arg-type]
-    c.sleeps = sleeps  # type: ignore[attr-defined]
-    return c
 
 
 # ----- REST ---------------------------------------------------------------------------------
@@ -288,22 +282,6 @@ def test_step_summary_appends(tmp_path: Path) -> None:
     assert summary.read_text() == "# one\n\n# two\n\n"
 
 
-def _parse_output_file(text: str) -> dict[str, str]:
-    """Parse GITHUB_OUTPUT the way the runner does (name<<DELIM ... DELIM)."""
-    out: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        if not lines[i]:
-            i += 1
-            continue
-        name, delim = lines[i].split("<<", 1)
-        j = lines.index(delim, i + 1)
-        out[name] = "\n".join(lines[i + 1:j])
-        i = j + 1
-    return out
-
-
 # ----- environment --------------------------------------------------------------------------
 
 def test_environment_reads_the_pull_request(tmp_path: Path) -> None:
@@ -373,7 +351,8 @@ def test_no_documented_pr_check_can_be_skipped_or_cancelled_by_a_label() -> None
     any label cancels the running gate (cancel-in-progress) and a job-level `if:` then leaves
     a skipped job, which a required check counts as a success."""
     import yaml
-    from test_github_action import ROOT, _doc_blocks, _triggers
+
+    from tests.helpers.action import ROOT, _doc_blocks, _triggers
 
     workflows = [yaml.safe_load(b) for doc in ("docs/github.md", "README.md")
                  for b in _doc_blocks("yaml", doc)]

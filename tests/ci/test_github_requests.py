@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_ci import PR, Project, _break_agent, _marker_comments, _project, sh
 
 from gate.github import MARKER, GitHubClient, GitHubError, upsert_comment
 from gate.github._comment import find_pr_for_run
+from tests.helpers.ci import PR, Project, _break_agent, _marker_comments, _project, sh
+from tests.helpers.fake_github import FakeGitHub
 
 TOKEN = "ghs_supersecrettoken123456"
 BOT = "github-actions[bot]"

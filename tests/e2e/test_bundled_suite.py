@@ -13,7 +13,7 @@ import pytest
 from gate.tasks import Suite, Task, load_suite
 from gate.validate import validate_suite
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tasks"
 CONTEXT_TASK = "find-api-rate-limit"
 CONTEXT_LOG = TASKS / CONTEXT_TASK / "starting" / "logs" / "diagnostic.log"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import starts_gate
+from tests.helpers.process import starts_gate
 
 
 def test_a_quick_test_that_starts_gate_is_refused() -> None:

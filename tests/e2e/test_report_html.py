@@ -24,97 +24,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from gate.cli import main
 from gate.compare import arm_stats, compare, intervals
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
 from gate.report import render_html
 from gate.results import (
-    AgentInfo,
-    Results,
     RunResult,
-    RunUsage,
-    SuiteInfo,
-    TaskInfo,
     load_results,
-    new_results,
     write_results,
 )
 from gate.traces import pooled_sidecar, results_traces
+from tests.helpers.report import HOSTILE, _report, _transcript
 
-REPO = Path(__file__).resolve().parents[1]
-HOSTILE = '<script>alert(1)</script></script><img src=x onerror="alert(2)"><!-- &amp;'
+REPO = Path(__file__).resolve().parents[2]
 DATA_OPEN = '<script type="application/json" id="gate-data">'
-
-
-def _run(task: str, rep: int, status: str, *, reason: str | None = None,
-         notes: str | None = None, turns: int = 4, cost: float = 0.003,
-         transcript: str | None = None) -> RunResult:
-    return RunResult(
-        task=task, replication=rep, status=status, reason=reason, turns=turns,  # type: ignore[arg-type]
-        usage=RunUsage(input_tokens=10, output_tokens=50, cache_creation_input_tokens=100,
-                       cache_read_input_tokens=900),
-        cost_usd=cost, duration_s=1.0, notes=notes, task_digest=f"d-{task}",
-        transcript=transcript if transcript is not None else f"x.transcripts/{task}-r{rep}.jsonl")
-
-
-def _results(runs: list[RunResult], model: str = "claude-sonnet-5-5 (simulator)") -> Results:
-    tasks = sorted({r.task for r in runs})
-    return new_results(model=model, agent=AgentInfo(kind="builtin", fingerprint="sha256:f"),
-                       suite=SuiteInfo(digest="s", tasks={t: TaskInfo(digest=f"d-{t}")
-                                                          for t in tasks}),
-                       commit="abc123", runs=runs)
-
-
-def _transcript(folder: Path, name: str, events: list[dict[str, Any]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join(json.dumps(e) + "\n" for e in events))
-
-
-TOOL_EVENTS: list[dict[str, Any]] = [
-    {"type": "model", "turn": 1, "stop_reason": "tool_use",
-     "usage": {"input_tokens": 3, "output_tokens": 20},
-     "content": [{"type": "text", "text": "Let me look."},
-                 {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]},
-    {"type": "tool", "name": "bash", "input": {"command": "ls"}, "output": "README.md\n",
-     "is_error": False},
-    {"type": "final", "message": "done", "failure": None, "infra_error": None},
-    {"type": "verify", "returncode": 0, "timed_out": False, "output": "ok\n"},
-]
-
-
-@pytest.fixture()
-def pair(tmp_path: Path) -> dict[str, Path]:
-    """A baseline run and a PR run (as ``gate run`` lays them out: X.json beside
-    X.transcripts/), the PR's with hostile text in a reason, notes and a transcript."""
-    base = [_run(t, r, "passed") for t in ("alpha", "beta") for r in range(3)]
-    pr = [_run("alpha", r, "passed") for r in range(3)]
-    pr += [_run("beta", 0, "failed", reason=HOSTILE, notes=HOSTILE, turns=9),
-           _run("beta", 1, "failed", reason="verify exited 1: AssertionError", turns=8),
-           _run("beta", 2, "passed")]
-    for name, runs in (("base", base), ("pr", pr)):
-        write_results(tmp_path / f"{name}.json", _results(runs))
-        for r in runs:
-            marker = f"{name.upper()}-TRANSCRIPT-{r.task}-{r.replication}"
-            events = [*TOOL_EVENTS, {"type": "tool", "name": "bash", "input": {"command": "x"},
-                                     "output": marker, "is_error": False}]
-            _transcript(tmp_path / f"{name}.transcripts", f"{r.task}-r{r.replication}.jsonl",
-                        events)
-    hostile = [*TOOL_EVENTS, {"type": "tool", "name": "bash", "input": {"command": HOSTILE},
-                              "output": HOSTILE, "is_error": True},
-               {"type": "final", "message": HOSTILE, "failure": HOSTILE, "infra_error": None},
-               {"type": HOSTILE, "x": HOSTILE}]
-    _transcript(tmp_path / "pr.transcripts", "beta-r0.jsonl", hostile)
-    (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 0\n")
-    return {"base": tmp_path / "base.json", "pr": tmp_path / "pr.json",
-            "config": tmp_path / "gate.toml", "out": tmp_path / "out" / "report.html"}
-
-
-def _report(*args: str | Path) -> tuple[int, str, str]:
-    res = CliRunner().invoke(main, ["report", *(str(a) for a in args)])
-    return res.exit_code, res.stdout, res.stderr
 
 
 def _write(pair: dict[str, Path], *extra: str | Path) -> str:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from markupsafe import escape
-from test_report_html import HOSTILE, _report, _results, _run, pair  # noqa: F401
 
 from gate.report._html import render_html
 from gate.results import load_results
 from gate.traces import SIDECAR_LIMIT, Call, Trace, Turn
+from tests.helpers.report import HOSTILE, _report, _results, _run
 
 BREAKOUT = "</pre></details></li></ol><script>alert('trace')</script>"
 
@@ -59,7 +59,7 @@ def test_a_baseline_without_transcripts_shows_its_runs_traces_as_text() -> None:
     assert page.count("<script") == 2  # the data block and the page's own script
 
 
-def test_full_transcripts_win_over_traces(pair: dict[str, Path]) -> None:  # noqa: F811
+def test_full_transcripts_win_over_traces(pair: dict[str, Path]) -> None:
     """The baseline is a run's own results with its transcripts: those are shown, in full."""
     page = render_html(load_results(pair["pr"]), results_path=pair["pr"],
                        baseline=load_results(pair["base"]), baseline_path=pair["base"],
@@ -76,18 +76,18 @@ def test_a_run_with_no_trace_says_so() -> None:
     assert page.count("no trace kept for this run") == 1
 
 
-def _no_transcripts(pair: dict[str, Path]) -> None:  # noqa: F811
+def _no_transcripts(pair: dict[str, Path]) -> None:
     """The baseline as a pooled ``baseline.json``: no transcripts beside it."""
     shutil.rmtree(pair["base"].with_name("base.transcripts"))
 
 
-def _cli(pair: dict[str, Path], *extra: str | Path) -> tuple[int, str, str]:  # noqa: F811
+def _cli(pair: dict[str, Path], *extra: str | Path) -> tuple[int, str, str]:
     return _report(pair["pr"], "--baseline", pair["base"], "--html", pair["out"],
                    "--config", pair["config"], *extra)
 
 
 def test_gate_report_picks_up_the_sidecar_next_to_the_baseline(
-        pair: dict[str, Path]) -> None:  # noqa: F811
+        pair: dict[str, Path]) -> None:
     _no_transcripts(pair)
     _sidecar(pair["base"].with_name("base.traces.jsonl"),
              [_trace("beta", r, f"SIDECAR-beta-{r}") for r in range(3)])
@@ -99,7 +99,7 @@ def test_gate_report_picks_up_the_sidecar_next_to_the_baseline(
     assert page.count("no trace kept for this run") == 3  # alpha's runs: none kept
 
 
-def test_gate_report_reads_the_traces_file_named(pair: dict[str, Path],  # noqa: F811
+def test_gate_report_reads_the_traces_file_named(pair: dict[str, Path],
                                                   tmp_path: Path) -> None:
     _no_transcripts(pair)
     _sidecar(pair["base"].with_name("base.traces.jsonl"), [_trace("beta", 0, "NEXT-TO")])
@@ -114,7 +114,7 @@ def test_gate_report_reads_the_traces_file_named(pair: dict[str, Path],  # noqa:
 
 @pytest.mark.parametrize("damage", ["not-utf8", "oversized", "garbage", "directory"])
 def test_a_damaged_sidecar_is_a_warning_and_the_report_is_written(
-        pair: dict[str, Path], damage: str) -> None:  # noqa: F811
+        pair: dict[str, Path], damage: str) -> None:
     _no_transcripts(pair)
     side = pair["base"].with_name("base.traces.jsonl")
     good = _trace("beta", 0, "GOOD-LINE").model_dump_json()

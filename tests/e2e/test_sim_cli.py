@@ -14,14 +14,14 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from sim_helpers import prepare_workspace, run_episode, tiny_suite
 
 from gate.sim import Simulator, decide_outcome, read_ledger
 from gate.tasks import Task, load_suite
+from tests.helpers.suites import prepare_workspace, run_episode, tiny_suite
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "tasks"
 
 

@@ -15,9 +15,9 @@ from gate.results import RunResult, load_results, new_results
 from gate.run import Budget
 from gate.sim import read_ledger
 from gate.tasks import load_suite
-from tests.sim_helpers import tiny_suite
+from tests.helpers.suites import tiny_suite
 
-STDLIB_AGENT = Path(__file__).parent / "agents" / "stdlib_agent.py"
+STDLIB_AGENT = Path(__file__).parents[1] / "agents" / "stdlib_agent.py"
 
 
 def gate(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from gate.cost import ModelPrice, Rates, request_cost
 from gate.run import RunRequest, run_suite
 from gate.usage import Usage
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.claude_code, pytest.mark.slow]
 

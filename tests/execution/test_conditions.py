@@ -5,35 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gate.results import journal_path, load_results
 from gate.runner import Arm, RunOptions, condition_plan
-from tests.conftest import REPO, write_task
-from tests.test_docker import engine  # noqa: F401 (the docker engine fixture)
+from tests.helpers import ROOT as REPO
+from tests.helpers.suites import RATE, bundled_config, gate, write_task
 
-RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
 PLAIN = "fix-version-compare"  # no metadata.json: a negative control (control and full only)
-
-
-def gate(*args: str | Path, env: dict[str, str] | None = None,
-         timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def bundled_config(tmp_path: Path, extra: str = "") -> Path:
-    """The bundled gate.toml's agent and suite, with the bundled skills."""
-    cfg = tmp_path / "gate.toml"
-    cfg.write_text(f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\n'
-                   f'system_prompt = "{REPO / "agent" / "system.md"}"\n'
-                   f'skills = "{REPO / "skills"}"\n'
-                   f'[suite]\ntasks = "{REPO / "tasks"}"\n{extra}')
-    return cfg
 
 
 def _files(root: Path) -> list[str]:
@@ -227,7 +208,7 @@ def test_local_sandbox_conditions_get_their_skills_but_cannot_hide_the_repositor
 @pytest.mark.docker
 @pytest.mark.slow
 def test_docker_sandbox_conditions_cannot_reach_the_repositorys_skills(
-        engine: None, tmp_path: Path) -> None:  # noqa: F811
+        engine: None, tmp_path: Path) -> None:
     seen = _probe_run(tmp_path, "docker")
     assert not any(f.startswith(".claude") for f in seen["control"])
     assert ".claude/skills/context-offloading/SKILL.md" in seen["target"]

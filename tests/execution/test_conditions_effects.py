@@ -20,7 +20,7 @@ from gate.results import (
     new_results,
     write_results,
 )
-from tests.test_conditions import RATE, bundled_config, gate
+from tests.helpers.suites import RATE, bundled_config, gate
 
 
 def _run(task: str, condition: str, rep: int, passed: bool, turns: int = 5,

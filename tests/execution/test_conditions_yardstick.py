@@ -14,8 +14,8 @@ from gate.config import load_config
 from gate.results import load_results
 from gate.skills import load_skills, skills_digest
 from gate.yardstick import MEASURING_SECTIONS, open_yardstick
-from tests.conftest import REPO
-from tests.test_conditions import RATE, gate
+from tests.helpers import ROOT as REPO
+from tests.helpers.suites import RATE, gate
 
 
 def sh(cwd: Path, *args: str) -> str:

@@ -15,7 +15,7 @@ import pytest
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.results import load_results, write_results
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def gate(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -18,12 +18,12 @@ from typing import Any
 
 import anthropic
 import pytest
-from sim_helpers import long_text
 
 from gate.cost import price_table
 from gate.meter import MeteredRequest, MeterProxy, RunMeter, prefix_family, warm
 from gate.sim import Latency, Simulator
 from gate.usage import Usage
+from tests.helpers.suites import long_text
 
 MODEL = "claude-sonnet-5-5"
 EPH = {"type": "ephemeral"}

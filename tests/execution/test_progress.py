@@ -14,10 +14,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_ci import write_sim_suite
 
 from gate.cli._progress import Progress
 from gate.results import RunResult
+from tests.helpers.ci import write_sim_suite
 
 
 def _run(i: int, status: str = "passed", task: str | None = None) -> RunResult:

@@ -13,7 +13,7 @@ import pytest
 
 from gate.results import journal_path, load_results, read_journal
 from gate.sim._model import EPISODE_STRIDE, SimModel
-from tests.sim_helpers import BASH_TOOL, tiny_suite
+from tests.helpers.suites import BASH_TOOL, tiny_suite
 
 TASKS = ("build-report", "count-lines", "turn-mode-on")
 

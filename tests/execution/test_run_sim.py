@@ -19,8 +19,8 @@ from gate.usage import Usage
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
-SDK_AGENT = Path(__file__).parent / "agents" / "sdk_agent.py"
+REPO = Path(__file__).resolve().parents[2]
+SDK_AGENT = Path(__file__).parents[1] / "agents" / "sdk_agent.py"
 EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]
 
 
@@ -302,7 +302,7 @@ def test_interrupt_stops_running_agents_promptly(make_task, suite_dir: Path, tmp
     import signal
     import time
 
-    from tests.test_runner import _alive
+    from tests.helpers.process import _alive
 
     for name in ("a", "b"):
         make_task(name)

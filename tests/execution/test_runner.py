@@ -13,15 +13,7 @@ from gate.results import load_results
 from gate.runner import RunOptions, run_one
 from gate.sandbox import LocalSandboxProvider, run_process_group
 from gate.tasks import load_suite
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            state = next(ln for ln in fh if ln.startswith("State:"))
-    except (FileNotFoundError, StopIteration, ProcessLookupError):
-        return False
-    return "Z" not in state.split()[1]
+from tests.helpers.process import _alive
 
 
 def _run(suite_dir: Path, name: str, tmp_path: Path, **opts: object):
@@ -183,7 +175,7 @@ def _umask() -> int:
 
 
 def test_suite_path_with_shell_metacharacters(tmp_path: Path) -> None:
-    from tests.conftest import write_task
+    from tests.helpers.suites import write_task
 
     odd = tmp_path / "su$ite `x` 'q'"
     write_task(odd, "t", setup="echo ok > s.txt\n")

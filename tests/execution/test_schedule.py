@@ -22,7 +22,7 @@ from gate.results import Results, Schedule, load_results, write_results
 from gate.run import RunRequest, run_suite
 from gate.sim import ledger_totals
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RATES = reference_rates()
 FAST = GateSettings(power_simulations=0, permutations=999, metric_alpha=0.02)
 EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]

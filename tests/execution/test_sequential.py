@@ -16,7 +16,7 @@ from gate.results import load_results
 from gate.run import RunRequest, run_suite
 from gate.sequential import decisive_p, first_look, run_sequential
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]
 
 

@@ -13,7 +13,7 @@ import pytest
 from gate.errors import BadInput
 from gate.results import load_results
 from gate.shards import parse_shard, split
-from tests.sim_helpers import tiny_suite
+from tests.helpers.suites import tiny_suite
 
 
 def gate(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ from typing import Any
 
 import anthropic
 import pytest
-from sim_helpers import long_text
 
 from gate.sim import (
     Latency,
@@ -19,6 +18,7 @@ from gate.sim import (
     text_tokens,
     tool_tokens,
 )
+from tests.helpers.suites import long_text
 
 MODEL = "claude-sonnet-5-5"  # not in the table: family sonnet, minimum 1,024 tokens
 EPH = {"type": "ephemeral"}

@@ -32,9 +32,9 @@ from gate.skills import (
     standard_conditions,
 )
 from gate.tasks import Task, load_suite, load_task
-from tests.conftest import REPO, write_task
-from tests.sim_helpers import BASH_TOOL, READ_TOOL
-from tests.test_docker import IMAGE, engine  # noqa: F401 (the docker engine fixture)
+from tests.helpers import ROOT as REPO
+from tests.helpers.docker import IMAGE
+from tests.helpers.suites import BASH_TOOL, READ_TOOL, write_task
 
 BUNDLED_SKILLS = REPO / "skills"
 RATE_TASK = "find-api-rate-limit"
@@ -284,7 +284,7 @@ def test_a_control_workspace_has_no_skills_and_a_target_one_only_its_skill_local
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_control_workspace_has_no_skills_and_a_target_one_only_its_skill_docker(
-        engine: None, tmp_path: Path) -> None:  # noqa: F811
+        engine: None, tmp_path: Path) -> None:
     provider = make_provider("docker", SandboxOptions(keep=True, base_dir=tmp_path / "ws",
                                                       image=IMAGE))
     with provider:
@@ -444,8 +444,8 @@ def test_the_repositorys_gate_toml_has_the_skills_and_its_baseline_measured_them
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_harbor_tasks_container_gets_exactly_its_conditions_skills(
-        engine: None, tmp_path: Path) -> None:  # noqa: F811
-    from tests.test_harbor import harbor_task
+        engine: None, tmp_path: Path) -> None:
+    from tests.helpers.harbor import harbor_task
 
     task = load_task(harbor_task(tmp_path / "tasks", "h"))
     skills = load_skills(BUNDLED_SKILLS)

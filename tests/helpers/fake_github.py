@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+from gate.github import GitHubClient
+
 
 @dataclass
 class Recorded:
@@ -273,3 +275,13 @@ class FakeGitHub:
             items = [p for p in self.pulls if not head or p.get("_head") == head]
             return self._page(path, items, query)
         return 404, {"message": "Not Found"}, {}
+
+
+def client(fake: FakeGitHub, **kw: object) -> GitHubClient:
+    """The gate's client against ``fake`` with its token (any, when the fake takes any), its
+    retries' sleeps recorded in ``.sleeps`` instead of slept."""
+    sleeps: list[float] = []
+    token = fake.token or "ghs_anyTokenTheFakeTakes"
+    c = GitHubClient(fake.url, fake.repo, token, sleep=sleeps.append, **kw)  # type: ignore[arg-type]
+    c.sleeps = sleeps  # type: ignore[attr-defined]
+    return c

@@ -1,11 +1,14 @@
-"""Shared helpers for the simulator tests: tiny task suites and a minimal agent tool loop."""
+"""Task suites for tests: ``write_task`` (either layout), tiny suites and a minimal agent tool loop
+for the simulator, and the bundled suite with its skills (the conditions tests)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from typing import Any
 import anthropic
 
 from gate.tasks import Task
+from tests.helpers import ROOT as REPO
 
 BASH_TOOL: dict[str, Any] = {
     "name": "bash",
@@ -28,10 +32,11 @@ READ_TOOL: dict[str, Any] = {
 }
 
 
-def write_task(root: Path, task_id: str, *, prompt: str, verify: str, solve: str,
+def write_sim_task(root: Path, task_id: str, *, prompt: str, verify: str, solve: str,
                difficulty: str | None = None, setup: str | None = None,
                starting: dict[str, str] | None = None) -> Path:
-    """A task directory in the SWE-lite / effectiveness layouts, from strings."""
+    """A simulator task directory in the SWE-lite / effectiveness layouts, from strings
+    (task.toml's difficulty steers the simulated model)."""
     d = root / task_id
     (d / "solution").mkdir(parents=True)
     (d / "task.md").write_text(prompt)
@@ -52,7 +57,7 @@ def write_task(root: Path, task_id: str, *, prompt: str, verify: str, solve: str
 def tiny_suite(root: Path) -> Path:
     """Three tiny tasks: an easy edit, a medium answer-style task, a hard multi-step one."""
     root.mkdir(parents=True, exist_ok=True)
-    write_task(
+    write_sim_task(
         root, "turn-mode-on", difficulty="easy",
         prompt="The service is off. In `config.txt`, change `mode=off` to `mode=on`.\n",
         starting={"config.txt": "name=demo\nmode=off\n"},
@@ -60,14 +65,14 @@ def tiny_suite(root: Path) -> Path:
               "echo 'config.txt now says mode=on'\n",
         verify="grep -qx 'mode=on' config.txt\n",
     )
-    write_task(
+    write_sim_task(
         root, "count-lines", difficulty="medium",
         prompt="How many lines does `data.txt` have? Answer with the number.\n",
         setup="seq 1 37 > data.txt\n",
         solve="set -euo pipefail\nwc -l < data.txt\n",
         verify="grep -qw 37 .runner/final.txt\n",
     )
-    write_task(
+    write_sim_task(
         root, "build-report", difficulty="hard",
         prompt="Create `out/report.md` with a title and a summary, and copy `notes.txt` "
                "into `out/`.\n",
@@ -151,3 +156,57 @@ def long_text(tokens: int, word: str = "context") -> str:
     """Text of about ``tokens`` estimated tokens (four bytes each)."""
     unit = f"{word} "
     return (unit * (tokens * 4 // len(unit) + 1))[: tokens * 4]
+
+
+RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
+
+
+def gate(*args: str | Path, env: dict[str, str] | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def bundled_config(tmp_path: Path, extra: str = "") -> Path:
+    """The bundled gate.toml's agent and suite, with the bundled skills."""
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\n'
+                   f'system_prompt = "{REPO / "agent" / "system.md"}"\n'
+                   f'skills = "{REPO / "skills"}"\n'
+                   f'[suite]\ntasks = "{REPO / "tasks"}"\n{extra}')
+    return cfg
+
+
+def write_task(
+    root: Path,
+    name: str,
+    *,
+    prompt: str = "Make hello.txt contain exactly the line `hi`.",
+    verify: str = "set -euo pipefail\ngrep -qx hi hello.txt\n",
+    solve: str | None = "echo hi > hello.txt\necho wrote hello.txt\n",
+    setup: str | None = None,
+    starting: dict[str, str] | None = None,
+    toml: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """Write a task directory; ``None`` leaves a file out."""
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "task.md").write_text(prompt)
+    (d / "verify.sh").write_text(textwrap.dedent(verify))
+    if solve is not None:
+        (d / "solution").mkdir()
+        (d / "solution" / "solve.sh").write_text(textwrap.dedent(solve))
+    if setup is not None:
+        (d / "setup.sh").write_text(textwrap.dedent(setup))
+    for rel, body in (starting or {}).items():
+        p = d / "starting" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body)
+    if toml is not None:
+        (d / "task.toml").write_text(toml)
+    for rel, body in (extra or {}).items():
+        p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body)
+    return d

@@ -10,59 +10,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gate.sandbox import SandboxOptions
 from gate.tasks import load_task
-from tests.conftest import write_task
+from tests.helpers.docker import IMAGE, launch, ours
+from tests.helpers.suites import write_task
 
-IMAGE = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-def _engine_problem() -> str | None:
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine reachable: {exc}"
-    try:
-        client.images.get(IMAGE)
-    except Exception:
-        return f"base image {IMAGE} missing (build it with .ci/docker-engine)"
-    finally:
-        client.close()
-    return None
-
-
-@pytest.fixture(scope="module")
-def engine() -> None:
-    why = _engine_problem()
-    if why:
-        if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-
-
-# the pids of the gates this module started: a container is ours when one of them made it
-# (its owner label), so another suite sharing the engine cannot fail these tests
-LAUNCHED: set[int] = set()
-
-
-def launch(cmd: list[str], **kwargs: Any) -> subprocess.Popen[str]:
-    proc: subprocess.Popen[str] = subprocess.Popen(cmd, text=True, **kwargs)
-    LAUNCHED.add(proc.pid)
-    return proc
 
 
 def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -77,18 +38,6 @@ def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None 
         proc.communicate()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def ours(all_: bool = True) -> list[str]:
-    """Ids of the containers a gate of these tests made (the gate's label, owned by one of
-    their pids; a gate keeps the pid we started, a re-exec too)."""
-    out = subprocess.run(["docker", "ps", *(["-a"] if all_ else []), "--filter",
-                          "label=agent-gate", "--format",
-                          '{{.ID}} {{.Label "agent-gate.owner"}}'],
-                         capture_output=True, text=True, check=True)
-    owners = {f"{socket.gethostname()}:{pid}" for pid in LAUNCHED}
-    return [cid for cid, _, owner in (ln.partition(" ") for ln in out.stdout.splitlines())
-            if owner in owners]
 
 
 TOOL_DOCKERFILE = (f"FROM {IMAGE}\n"
@@ -163,7 +112,7 @@ def test_a_command_agent_in_docker_reaches_its_own_meter_and_nothing_else(
 
     suite = tmp_path / "suite"
     shutil.copytree(REPO / "tasks" / "fix-version-compare", suite / "fix-version-compare")
-    shutil.copy(Path(__file__).parent / "agents" / "stdlib_agent.py",
+    shutil.copy(Path(__file__).parents[1] / "agents" / "stdlib_agent.py",
                 suite / "fix-version-compare" / "starting" / ".agent.py")
     # a service on the host, on every address: the container must not reach it
     host_service = socketserver.TCPServer(("0.0.0.0", 0), socketserver.BaseRequestHandler)
@@ -317,7 +266,7 @@ def test_ctrl_c_stops_containers_and_a_sigkilled_gate_is_cleaned_up_at_the_next_
     assert ours() == [], "the next start did not clean up"
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_bundled_suite_passes_with_the_oracle_in_docker_and_the_builtin_agents_tools_run_there(
