@@ -1,5 +1,6 @@
-"""Fixtures the CI tests share: the gate-ci project (tests/helpers/ci.py) in its two kinds,
-and action.yml with a runner it is installed into (tests/helpers/action.py)."""
+"""Fixtures the CI tests share, declared once: the gate-ci project (tests/helpers/ci.py) with an
+oracle or a simulated agent, the same-job A/B's project with no baseline anywhere, and
+action.yml with a runner it is installed into (tests/helpers/action.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.helpers.action import (
     _prepare_runner,
     _run_setup_steps,
 )
-from tests.helpers.ci import Project, _project
+from tests.helpers.ci import Project, _project, ab_project
 
 
 @pytest.fixture
@@ -30,6 +31,12 @@ def project(tmp_path: Path) -> Iterator[Project]:
 def sim_project(tmp_path: Path) -> Iterator[Project]:
     """The built-in agent against the simulator: the model's behaviour responds to gate.toml."""
     yield from _project(tmp_path, sim=True)
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Project]:
+    """The built-in agent under the simulator, no baseline anywhere (the same-job A/B's)."""
+    yield from ab_project(tmp_path)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,11 +33,6 @@ from tests.helpers.ci import (
     write_sim_suite,
 )
 from tests.helpers.fake_github import FakeGitHub
-
-
-@pytest.fixture
-def fresh(tmp_path: Path) -> Iterator[Project]:
-    yield from ab_project(tmp_path)
 
 
 def _readme(work: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,10 @@ from tests.helpers.ci import (
     REPO,
     Project,
     _break_agent,
-    _project,
     sh,
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    """test_ci's oracle-agent project: a bare origin, main with a baseline, the fake GitHub."""
-    yield from _project(tmp_path, sim=False)
 
 
 def _tripwire(checkout: Path, ran: Path) -> None:

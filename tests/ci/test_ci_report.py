@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from tests.helpers.ci import (
     Project,
     _break_agent,
     _marker_comments,
-    _project,
     gate_in_process,
     sh,
 )
@@ -35,11 +33,6 @@ from tests.helpers.ci import (
 pytestmark = pytest.mark.slow
 
 DATA_OPEN = '<script type="application/json" id="gate-data">'
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=False)
 
 
 def parse_report(path: Path) -> tuple[str, list[str]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,17 +20,11 @@ from tests.helpers.ci import (
     Project,
     _break_agent,
     _marker_comments,
-    _project,
     gate_in_process,
     sh,
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=False)
 
 
 def _loosen(work: Path) -> None:
@@ -259,11 +252,6 @@ def test_nothing_the_verdict_depends_on_is_read_after_the_suite(project: Project
     assert not [e for e in after if e[0] == "open" and e[1].startswith(str(ci))
                 and not e[1].startswith(str(ci / "tasks" / "delta"))
                 and "r" in e[2] and "+" not in e[2]]
-
-
-@pytest.fixture
-def sim_project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=True)
 
 
 def test_a_pr_cannot_price_away_its_own_cost(sim_project: Project) -> None:

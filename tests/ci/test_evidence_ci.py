@@ -25,7 +25,6 @@ from tests.helpers.ci import (
     WORDS,
     Project,
     _marker_comments,
-    ab_project,
     push_event,
     set_max_turns,
     sh,
@@ -157,12 +156,6 @@ def test_a_prompt_that_breaks_a_task_names_the_step_where_the_runs_part(
     assert "max\\_turns (4) reached" in body  # how the PR's run ended, escaped
     assert "turn 4 `bash` ls -la →" in body  # its last tool call and result
     assert "**beta**" not in body  # the tasks the prompt did not break have no evidence
-
-
-@pytest.fixture
-def fresh(tmp_path: Path) -> Iterator[Project]:
-    """test_ab's project: the built-in agent under the simulator, no baseline anywhere."""
-    yield from ab_project(tmp_path)
 
 
 def test_a_same_job_ab_compares_with_the_base_arms_own_runs(fresh: Project) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from gate.github import MARKER, GitHubClient, GitHubError, upsert_comment
 from gate.github._comment import find_pr_for_run
-from tests.helpers.ci import PR, Project, _break_agent, _marker_comments, _project, sh
+from tests.helpers.ci import PR, Project, _break_agent, _marker_comments, sh
 from tests.helpers.fake_github import FakeGitHub
 
 TOKEN = "ghs_supersecrettoken123456"
@@ -106,11 +106,6 @@ def test_the_fork_branch_lookup_is_url_encoded(gh: FakeGitHub, branch: str) -> N
 
 
 # ----- through gate ci ----------------------------------------------------------------------
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    yield from _project(tmp_path, sim=False)
-
 
 @pytest.mark.slow
 def test_gate_ci_posts_one_comment_when_github_answers_502_after_creating_it(

@@ -52,7 +52,7 @@ def one_line_error(p: subprocess.CompletedProcess[str], *needles: str) -> str:
 
 
 @pytest.fixture()
-def pair(tmp_path: Path) -> tuple[Path, dict]:
+def spoilable(tmp_path: Path) -> tuple[Path, dict]:
     """A baseline file and the JSON of a results file of the same suite (to be spoiled)."""
     rng = np.random.default_rng(0)
     base = tmp_path / "baseline.json"
@@ -89,8 +89,8 @@ def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_
 
 
 @pytest.mark.slow
-def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Path) -> None:
-    base, _ = pair
+def test_huge_or_special_config_is_exit_2(spoilable: tuple[Path, dict], tmp_path: Path) -> None:
+    base, _ = spoilable
     big = tmp_path / "big.toml"
     big.write_text("# padding\n" * (CONFIG_LIMIT // 10 + 1))
     one_line_error(gate("compare", base, base, "--config", big), str(big), "too large")
@@ -103,10 +103,10 @@ def test_huge_or_special_config_is_exit_2(pair: tuple[Path, dict], tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
+def test_compare_on_a_huge_results_file_fails_fast(spoilable: tuple[Path, dict],
                                                    tmp_path: Path) -> None:
     """Tens of GB (sparse, so the test costs nothing) are refused by size, before reading."""
-    base, _ = pair
+    base, _ = spoilable
     huge = tmp_path / "huge.json"
     with huge.open("wb") as fh:
         fh.truncate(20 * 1024**3)
@@ -118,9 +118,9 @@ def test_compare_on_a_huge_results_file_fails_fast(pair: tuple[Path, dict],
 
 @pytest.mark.slow
 def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
-        pair: tuple[Path, dict], tmp_path: Path) -> None:
+        spoilable: tuple[Path, dict], tmp_path: Path) -> None:
     """Millions of tiny values would cost gigabytes once parsed: counted before parsing."""
-    base, _ = pair
+    base, _ = spoilable
     hostile = tmp_path / "hostile.json"
     n = RESULTS_MAX_VALUES + 10
     hostile.write_bytes(b'{"runs": [' + b"{}," * n + b"{}]}")
@@ -130,8 +130,8 @@ def test_compare_on_a_hostile_file_under_the_byte_limit_fails_fast(
 
 
 @pytest.mark.slow
-def test_results_that_are_not_regular_files(pair: tuple[Path, dict], tmp_path: Path) -> None:
-    base, _ = pair
+def test_results_that_are_not_regular_files(spoilable: tuple[Path, dict], tmp_path: Path) -> None:
+    base, _ = spoilable
     fifo = tmp_path / "results.fifo"
     os.mkfifo(fifo)
     one_line_error(gate("compare", base, fifo, timeout=60), str(fifo), "not a regular file")
@@ -139,8 +139,8 @@ def test_results_that_are_not_regular_files(pair: tuple[Path, dict], tmp_path: P
 
 
 @pytest.mark.slow
-def test_history_is_bounded(pair: tuple[Path, dict], tmp_path: Path) -> None:
-    base, _ = pair
+def test_history_is_bounded(spoilable: tuple[Path, dict], tmp_path: Path) -> None:
+    base, _ = spoilable
     one_line_error(gate("compare", base, base, "--history", "/dev/zero", timeout=60),
                    "/dev/zero", "history", "not a regular file")
 
@@ -185,8 +185,8 @@ def _spoiled(tmp_path: Path, name: str, data: dict | bytes | str) -> Path:
 
 
 def test_hostile_results_files_are_exit_2_naming_file_and_field(
-        pair: tuple[Path, dict], tmp_path: Path) -> None:
-    base, good = pair
+        spoilable: tuple[Path, dict], tmp_path: Path) -> None:
+    base, good = spoilable
     run0 = good["runs"][0]
     deep: dict = {}
     node = deep
@@ -289,9 +289,9 @@ def test_environment_needs_the_container_sandbox_and_never_runs_on_the_host(
     assert "no Docker engine reachable" in data["problems"]["in-image"]
 
 
-def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(pair: tuple[Path, dict], make_task,
+def test_nan_and_inf_in_toml_are_exit_2_naming_the_field(spoilable: tuple[Path, dict], make_task,
                                                          suite_dir: Path, tmp_path: Path) -> None:
-    base, _ = pair
+    base, _ = spoilable
     for body, field in (('[agent.prices.m]\ninput = inf\noutput = 1\n', "agent.prices.m.input"),
                         ("[suite]\nverify_timeout = inf\n", "suite.verify_timeout"),
                         ("[gate]\nturns_margin = nan\n", "gate.turns_margin")):
@@ -316,11 +316,11 @@ def test_a_trailing_newline_does_not_slip_past_the_task_id_check(make_task,
     assert "1 sound, 1 broken" in p.stdout
 
 
-def test_numbers_out_of_range_are_exit_2_naming_the_field(pair: tuple[Path, dict],
+def test_numbers_out_of_range_are_exit_2_naming_the_field(spoilable: tuple[Path, dict],
                                                           tmp_path: Path) -> None:
     """A huge integer written out (10^30: not a float, so it passed as an int), a float that is
     finite but absurd, or a negative count: refused as results and as a baseline."""
-    base, good = pair
+    base, good = spoilable
     run0 = good["runs"][0]
     huge = 10**30
 
