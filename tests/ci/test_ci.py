@@ -159,7 +159,7 @@ def test_shallow_checkout_fetches_the_base_and_asks_github_for_the_files(
 
 def test_missing_baseline_on_the_base_branch_exits_3(project: Project) -> None:
     """With ``[ci] judge = "baseline"``; the default (auto) judges by a same-job A/B instead
-    (tests/test_ab.py)."""
+    (tests/ci/test_ab.py)."""
     seed = project.tmp / "seed"
     with (seed / "gate.toml").open("a") as fh:
         fh.write('\n[ci]\njudge = "baseline"\n')

@@ -1,5 +1,5 @@
 """A budget in CI (`gate ci --max-cost`, the action's `max-cost:`): the real CLI against the
-fake GitHub and the simulator (tests/test_ci.py's project). A run the budget stopped is a
+fake GitHub and the simulator (tests/ci/test_ci.py's project). A run the budget stopped is a
 partial sample: not judged, never pooled, exit 3 with what was skipped; a run within it says
 what it spent in the comment."""
 

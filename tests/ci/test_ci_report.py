@@ -1,6 +1,6 @@
 """``gate ci``'s HTML report and the action's comment that links to its artifact.
 
-The real CLI against the fake GitHub (tests/test_ci.py's project): a judged run writes the
+The real CLI against the fake GitHub (tests/ci/test_ci.py's project): a judged run writes the
 report beside its results and says what to upload; a report that cannot be written is a
 warning and the verdict stands; with ``--defer-comment`` the final comment waits in a file
 for ``--post-comment``, which posts it with a link to the uploaded artifact on the run's

@@ -2,7 +2,7 @@
 
 In an empty repository, ``gate init`` then ``gate validate`` and ``gate run --sim --agent
 oracle`` work as they are; it never overwrites a file (exit 2 naming it, nothing written).
-The generated workflows are linted with the others in tests/test_workflow_lint.py.
+The generated workflows are linted with the others in tests/ci/test_workflow_lint.py.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ def test_an_agent_that_blocks_final_txt_fails_not_infra(make_task, suite_dir: Pa
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
 def test_a_setsid_daemon_dies_with_its_command(tmp_path: Path) -> None:
-    """The fast check; tests/test_reaping.py drives it through `gate run`."""
+    """The fast check; tests/sandbox/test_reaping.py drives it through `gate run`."""
     pidfile = tmp_path / "daemon.pid"
     res = run_process_group(
         ["bash", "-c", f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 300' & "

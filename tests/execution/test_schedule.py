@@ -147,7 +147,7 @@ def test_measured_usage_does_not_depend_on_the_schedule(tmp_path: Path) -> None:
     """The same agent at -k 1 and at -k 3: what each run is billed depends on which sibling
     warmed the prefix first; what it is measured does not. Whether billing actually differs
     here depends on timing (which sibling's request lands first), so this test asserts the
-    measured side only; tests/test_meter_warm.py shows deterministically that a cold opening
+    measured side only; test_meter_warm.py shows deterministically that a cold opening
     is measured exactly as its warm sibling is billed."""
     cfg = load_config(REPO / "gate.toml")
     arms = {}

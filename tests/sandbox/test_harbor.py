@@ -1,7 +1,7 @@
 """Harbor-format tasks (instruction.md, task.toml, environment/, solution/, tests/) unchanged.
 
 The loading tests need nothing; the runs need a Docker engine and the offline base image, as in
-tests/test_docker.py (they skip with the reason without one, and fail under
+tests/sandbox/test_docker.py (they skip with the reason without one, and fail under
 ``GATE_REQUIRE_DOCKER=1``).
 """
 
