@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.docker import _engine_problem
+from tests.helpers.docker import engine_problem
 from tests.helpers.process import starts_gate
 from tests.helpers.suites import write_task
 
@@ -87,7 +87,9 @@ def claude_bin() -> str:
 
 @pytest.fixture(scope="module")
 def engine() -> None:
-    why = _engine_problem()
+    """A reachable Docker engine with the offline base image, or the test skips saying why
+    (fails under ``GATE_REQUIRE_DOCKER=1``)."""
+    why = engine_problem()
     if why:
         if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
             pytest.fail(why)

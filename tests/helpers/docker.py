@@ -14,7 +14,8 @@ from typing import Any
 IMAGE = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
 
 
-def _engine_problem() -> str | None:
+def engine_problem() -> str | None:
+    """Why the docker tests cannot run here (no engine, no base image), or None."""
     try:
         import docker
 
@@ -31,8 +32,8 @@ def _engine_problem() -> str | None:
     return None
 
 
-# the pids of the gates this module started: a container is ours when one of them made it
-# (its owner label), so another suite sharing the engine cannot fail these tests
+# the pids of the gates these tests started (through launch): a container is ours when one of
+# them made it (its owner label), so another suite sharing the engine cannot fail these tests
 LAUNCHED: set[int] = set()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-IMAGE = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
+from tests.helpers.docker import IMAGE, engine_problem
 
 PROBE = r'''
 import socket, sys
@@ -35,19 +35,6 @@ for attempt in range(3):
     except OSError as exc:
         print(f"blocked: {exc}")
 '''
-
-
-def _engine_problem() -> str | None:
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get(IMAGE)
-        client.close()
-    except Exception as exc:
-        return f"no Docker engine or base image {IMAGE}: {exc}"
-    return None
 
 
 def _bridge_address() -> str | None:
@@ -97,7 +84,7 @@ class Listener:
 
 @pytest.fixture
 def listener() -> Iterator[Listener]:
-    why = _engine_problem()
+    why = engine_problem()
     if why:
         if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
             pytest.fail(why)
