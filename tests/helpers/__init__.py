@@ -14,5 +14,3 @@ from pathlib import Path
 
 #: the repository's root (this file is tests/helpers/__init__.py)
 ROOT = Path(__file__).resolve().parents[2]
-#: the stand-alone agents tests start as a ``command`` agent
-AGENTS = ROOT / "tests" / "agents"
