@@ -35,7 +35,7 @@ from gate.sandbox import suite_sandboxes
 from gate.tasks import Suite, load_suite
 
 # imported now, not when the PR's tasks are validated: by then the suite has run, and the agent
-# under test could have rewritten the gate's own files (tests/test_ci_yardstick.py)
+# under test could have rewritten the gate's own files (tests/ci/test_ci_yardstick.py)
 from gate.validate import validate_suite
 
 #: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,

@@ -1,28 +1,22 @@
-"""Shared fixtures: tiny task suites written into tmp dirs, in both layouts."""
+"""Fixtures for every test: tiny task suites written into tmp dirs (both layouts), planted
+credentials, the Claude Code CLI, the Docker engine; and the quick loop's guard.
+
+Helpers live in tests/helpers/ (imported as ``tests.helpers.x``), never here: no test module
+imports a conftest."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def starts_gate(args: Any) -> bool:
-    """Whether a subprocess command line runs the gate (``python -m gate``, or the ``gate``
-    console script)."""
-    argv = [os.fsdecode(a) for a in args] if isinstance(args, Sequence) \
-        and not isinstance(args, (str, bytes)) else [os.fsdecode(args)]
-    if len(argv) == 1:
-        argv = argv[0].split()
-    return (bool(argv) and Path(argv[0]).name == "gate") \
-        or any(argv[i:i + 2] == ["-m", "gate"] for i in range(len(argv) - 1))
+from tests.helpers.docker import engine_problem
+from tests.helpers.process import starts_gate
+from tests.helpers.suites import write_task
 
 
 @pytest.fixture(autouse=True)
@@ -41,41 +35,6 @@ def _quick_tests_start_no_gate(request: pytest.FixtureRequest,
         real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
-
-
-def write_task(
-    root: Path,
-    name: str,
-    *,
-    prompt: str = "Make hello.txt contain exactly the line `hi`.",
-    verify: str = "set -euo pipefail\ngrep -qx hi hello.txt\n",
-    solve: str | None = "echo hi > hello.txt\necho wrote hello.txt\n",
-    setup: str | None = None,
-    starting: dict[str, str] | None = None,
-    toml: str | None = None,
-    extra: dict[str, str] | None = None,
-) -> Path:
-    """Write a task directory; ``None`` leaves a file out."""
-    d = root / name
-    d.mkdir(parents=True)
-    (d / "task.md").write_text(prompt)
-    (d / "verify.sh").write_text(textwrap.dedent(verify))
-    if solve is not None:
-        (d / "solution").mkdir()
-        (d / "solution" / "solve.sh").write_text(textwrap.dedent(solve))
-    if setup is not None:
-        (d / "setup.sh").write_text(textwrap.dedent(setup))
-    for rel, body in (starting or {}).items():
-        p = d / "starting" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(body)
-    if toml is not None:
-        (d / "task.toml").write_text(toml)
-    for rel, body in (extra or {}).items():
-        p = d / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(body)
-    return d
 
 
 @pytest.fixture
@@ -124,3 +83,14 @@ def claude_bin() -> str:
     if os.environ.get("GATE_REQUIRE_CLAUDE_CODE") == "1":
         pytest.fail(f"GATE_REQUIRE_CLAUDE_CODE=1 but {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def engine() -> None:
+    """A reachable Docker engine with the offline base image, or the test skips saying why
+    (fails under ``GATE_REQUIRE_DOCKER=1``)."""
+    why = engine_problem()
+    if why:
+        if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)

@@ -2,7 +2,7 @@
 
 ``find_event`` is a pure function of the requested mode, the Actions environment and which
 results the invocation names (stored, merged shards, one shard): no git, no files, no network,
-so every row of its decision table is a unit test (tests/test_ci_event.py). Whatever it
+so every row of its decision table is a unit test (tests/ci/test_ci_event.py). Whatever it
 refuses is refused before a suite, a fetch or a comment.
 
 - ``pull_request`` → ``pr``; ``pull_request_target`` is refused (the PR's code with the base

@@ -16,7 +16,7 @@ from gate.secrets import hide_secrets_from_environ
 #: Commands load on first use (their modules import the statistics, the SDK, the docker
 #: client ...), so ``gate --help`` and a bad flag cost a fraction of a second. Each entry:
 #: name -> (module, attribute, the short help ``gate --help`` lists without importing it;
-#: tests/test_cli_lazy.py keeps it equal to the command's own).
+#: tests/e2e/test_cli_lazy.py keeps it equal to the command's own).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "baseline": ("gate.cli._compare", "baseline_cmd", "Promote RESULTS into the baseline."),
     "ci": ("gate.cli._ci", "ci",

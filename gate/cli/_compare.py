@@ -1,7 +1,7 @@
 """``gate compare`` and ``gate baseline``: thin shells over the compare, report, baseline libs.
 
 The statistics (scipy, numpy), the results models and rich load after the config is read: a
-config error costs no more than ``gate --help`` (tests/test_cli_fast_start.py)."""
+config error costs no more than ``gate --help`` (tests/e2e/test_cli_fast_start.py)."""
 
 from __future__ import annotations
 

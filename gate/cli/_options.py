@@ -1,7 +1,7 @@
 """Options shared by every command that runs the suite (`gate run`, `gate ci`).
 
 Imports nothing heavy at module level (the agents, the runner, rich): a command that fails on
-its config, or shows its help, never pays for them (tests/test_cli_fast_start.py).
+its config, or shows its help, never pays for them (tests/e2e/test_cli_fast_start.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``gate run``. The runner, the agents and rich load after the config is read: a config
-error costs no more than ``gate --help`` (tests/test_cli_fast_start.py)."""
+error costs no more than ``gate --help`` (tests/e2e/test_cli_fast_start.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,127 @@
+"""``gate ci`` authenticates its own git with the token it holds.
+
+The documented workflows check out with ``persist-credentials: false``, so no task finds the
+token in ``.git/config``; the base-branch fetch (a shallow PR checkout has no base ref) and the
+baseline push must then carry the token themselves. The remote here is real smart HTTP:
+``git http-backend`` behind a loopback server that refuses every request without the token.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.github import _git
+from tests.helpers.ci import REPO, TOKEN, Project, _clean_env, _project, sh
+from tests.helpers.git_http import GitOverHTTP, _clone
+
+
+@pytest.fixture
+def private(tmp_path: Path) -> Iterator[tuple[Project, GitOverHTTP]]:
+    for project in _project(tmp_path, sim=False):
+        with GitOverHTTP(project.origin.parent, TOKEN) as server:
+            yield project, server
+
+
+@pytest.mark.slow
+def test_pr_run_fetches_the_base_branch_with_its_own_token(
+    private: tuple[Project, GitOverHTTP],
+) -> None:
+    project, server = private
+    author = project.clone("author")
+    sh(author, "git", "checkout", "-q", "-b", "docs")
+    (author / "README.md").write_text("docs\n")
+    sh(author, "git", "add", "-A")
+    sh(author, "git", "commit", "-q", "-m", "docs")
+    sh(author, "git", "push", "-q", "origin", "docs")
+    ci = _clone(server, project, "ci", "docs")
+    # without the token the base branch cannot be fetched: the server really refuses
+    anon = subprocess.run(["git", "fetch", "--depth=1", "origin", "main"], cwd=ci,
+                          capture_output=True, text=True, check=False,
+                          env={**_clean_env(), "GIT_TERMINAL_PROMPT": "0"})
+    assert anon.returncode != 0 and server.refused
+    server.authorized.clear()
+    run = project.gate_ci(ci, env={"GITHUB_SERVER_URL": server.url})
+    assert run.code == 0, run.stderr
+    assert run.outputs["verdict"] == "pass"
+    assert any("git-upload-pack" in r for r in server.authorized)
+    assert TOKEN not in (ci / ".git" / "config").read_text()
+    run.no_secrets(project.gh)
+
+
+@pytest.mark.slow
+def test_main_run_pushes_the_refreshed_baseline_with_its_own_token(
+    private: tuple[Project, GitOverHTTP],
+) -> None:
+    project, server = private
+    main = _clone(server, project, "main-ci", "main")
+    event = main.parent / "push-event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main",
+                                 "repository": {"full_name": REPO, "default_branch": "main"}}))
+    run = project.gate_ci(main, "--baseline-refresh", "commit", event="push", event_path=event,
+                          ref="refs/heads/main", env={"GITHUB_SERVER_URL": server.url})
+    assert run.code == 0, run.stderr
+    assert run.outputs["baseline_commit"]
+    assert any("git-receive-pack" in r for r in server.authorized)
+    pushed = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
+    assert pushed.strip() == run.outputs["baseline_commit"]
+    assert TOKEN not in (main / ".git" / "config").read_text()
+    run.no_secrets(project.gh)
+
+
+def test_git_runs_without_the_gates_credentials(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """git, and any hook or helper it starts, is a process a task could read the environment
+    of: the gate's credentials are not in it; an inherited GIT_CONFIG_* group stays whole, and
+    the token's header is added after it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-git-env-SECRET-1")
+    monkeypatch.setenv("GATE_GITHUB_TOKEN", "ghs_gitENVsecret12345")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.directory")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "*")
+    sh(tmp_path, "git", "init", "-q")
+    r = _git.git(tmp_path, "-c", "alias.showenv=!env", "showenv",
+                 env=_git._auth_env("ghs_gitENVsecret12345", "https://github.example"))
+    assert r.returncode == 0, r.stderr
+    env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    assert "sk-ant-git-env-SECRET-1" not in r.stdout
+    assert "ANTHROPIC_API_KEY" not in env and "GATE_GITHUB_TOKEN" not in env
+    assert env["GIT_CONFIG_KEY_0"] == "safe.directory" and env["GIT_CONFIG_COUNT"] == "3"
+    assert env["GIT_CONFIG_KEY_2"] == "http.https://github.example/.extraheader"
+    r = _git.git(tmp_path, "config", "--get-all", "http.https://github.example/.extraheader")
+    assert r.returncode == 1  # nothing written to .git/config
+
+
+@pytest.mark.slow
+def test_a_hook_planted_during_the_suite_never_runs_with_the_token(
+    private: tuple[Project, GitOverHTTP], tmp_path: Path,
+) -> None:
+    """The suite runs as the gate's user and can write the checkout's ``.git``: a hook or a
+    config entry (a proxy, no TLS check) planted there would run with, or send away, the
+    token the baseline push carries. A git configuration changed by the suite stops the push."""
+    project, server = private
+    main = _clone(server, project, "main-ci", "main")
+    loot = tmp_path / "loot"
+    hostile = tmp_path / "hostile.sh"
+    hostile.write_text(
+        'echo "$1" > out.txt\n'
+        f'mkdir -p {main}/.git/hooks\n'
+        f"printf '#!/bin/sh\\nenv >> {loot}\\ncat > /dev/null\\n' > {main}/.git/hooks/pre-push\n"
+        f'chmod +x {main}/.git/hooks/pre-push\n')
+    event = main.parent / "push-event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main",
+                                 "repository": {"full_name": REPO, "default_branch": "main"}}))
+    before = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
+    run = project.gate_ci(main, "--baseline-refresh", "commit", event="push", event_path=event,
+                          ref="refs/heads/main", env={"GITHUB_SERVER_URL": server.url,
+                                                      "AGENT_HELPER": str(hostile)})
+    assert (main / ".git" / "hooks" / "pre-push").exists()  # the suite did plant it
+    assert not loot.exists() or server.expected.split()[1] not in loot.read_text()
+    assert run.code == 3, run.stderr
+    assert "git configuration changed while the suite ran" in run.stderr
+    after = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
+    assert after == before

@@ -1,0 +1,38 @@
+"""Fixtures the end-to-end tests share: a baseline and a PR run laid out as ``gate run`` lays
+them out (tests/helpers/report.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.results import write_results
+from tests.helpers.report import HOSTILE, TOOL_EVENTS, _results, _run, _transcript
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> dict[str, Path]:
+    """A baseline run and a PR run (as ``gate run`` lays them out: X.json beside
+    X.transcripts/), the PR's with hostile text in a reason, notes and a transcript."""
+    base = [_run(t, r, "passed") for t in ("alpha", "beta") for r in range(3)]
+    pr = [_run("alpha", r, "passed") for r in range(3)]
+    pr += [_run("beta", 0, "failed", reason=HOSTILE, notes=HOSTILE, turns=9),
+           _run("beta", 1, "failed", reason="verify exited 1: AssertionError", turns=8),
+           _run("beta", 2, "passed")]
+    for name, runs in (("base", base), ("pr", pr)):
+        write_results(tmp_path / f"{name}.json", _results(runs))
+        for r in runs:
+            marker = f"{name.upper()}-TRANSCRIPT-{r.task}-{r.replication}"
+            events = [*TOOL_EVENTS, {"type": "tool", "name": "bash", "input": {"command": "x"},
+                                     "output": marker, "is_error": False}]
+            _transcript(tmp_path / f"{name}.transcripts", f"{r.task}-r{r.replication}.jsonl",
+                        events)
+    hostile = [*TOOL_EVENTS, {"type": "tool", "name": "bash", "input": {"command": HOSTILE},
+                              "output": HOSTILE, "is_error": True},
+               {"type": "final", "message": HOSTILE, "failure": HOSTILE, "infra_error": None},
+               {"type": HOSTILE, "x": HOSTILE}]
+    _transcript(tmp_path / "pr.transcripts", "beta-r0.jsonl", hostile)
+    (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 0\n")
+    return {"base": tmp_path / "base.json", "pr": tmp_path / "pr.json",
+            "config": tmp_path / "gate.toml", "out": tmp_path / "out" / "report.html"}

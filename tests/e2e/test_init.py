@@ -1,0 +1,187 @@
+"""``gate init``: adoption in one command, through the real CLI in real git repositories.
+
+In an empty repository, ``gate init`` then ``gate validate`` and ``gate run --sim --agent
+oracle`` work as they are; it never overwrites a file (exit 2 naming it, nothing written).
+The generated workflows are linted with the others in tests/ci/test_workflow_lint.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.init import EXAMPLE_TASK
+
+WRITTEN = ("gate.toml", "agent/system.md", f"tasks/{EXAMPLE_TASK}/task.md",
+           f"tasks/{EXAMPLE_TASK}/task.toml", f"tasks/{EXAMPLE_TASK}/setup.sh",
+           f"tasks/{EXAMPLE_TASK}/verify.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh",
+           ".github/workflows/agent-gate.yml", ".github/workflows/agent-gate-main.yml")
+SHARED = (".gitignore", ".github/dependabot.yml")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
+    return {**env, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+            "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}
+
+
+def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=_env(), capture_output=True, text=True,
+                          check=True).stdout
+
+
+def empty_repo(path: Path, branch: str = "trunk") -> Path:
+    path.mkdir()
+    git(path, "init", "-q", f"--initial-branch={branch}")
+    return path
+
+
+@pytest.mark.slow
+def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "repo")
+    p = gate(repo, "init")
+    assert p.returncode == 0, p.stderr
+    for rel in WRITTEN:
+        assert (repo / rel).is_file(), rel
+        assert f"wrote {rel}" in p.stdout
+    assert "Next steps:" in p.stdout and "gate run --sim --agent oracle" in p.stdout
+    for script in ("setup.sh", "verify.sh", "solution/solve.sh"):
+        assert os.access(repo / "tasks" / EXAMPLE_TASK / script, os.X_OK), script
+    # the refresh runs on this repository's branch; the PR check on PRs and the merge queue
+    main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
+    assert main[True]["push"]["branches"] == ["trunk"]
+    pr = yaml.safe_load((repo / ".github/workflows/agent-gate.yml").read_text())
+    assert set(pr[True]) == {"pull_request", "merge_group"}
+    assert "github.workflow" in pr["concurrency"]["group"]
+
+    v = gate(repo, "validate")
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "1 sound, 0 broken" in v.stdout
+    run = gate(repo, "run", "--sim", "--agent", "oracle")
+    assert run.returncode == 0, run.stderr
+    results = json.loads((repo / "results.json").read_text())
+    assert results["summary"]["passed"] == results["summary"]["total"] == 6
+    # a baseline can be made from the run and committed with the rest
+    b = gate(repo, "baseline", "results.json")
+    assert b.returncode == 0, b.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "adopt agent-gate")
+    assert "baseline.json" in git(repo, "ls-files")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("existing", [".github/workflows/agent-gate.yml", "gate.toml",
+                                      f"tasks/{EXAMPLE_TASK}/verify.sh"])
+def test_init_never_overwrites_and_writes_nothing_then(tmp_path: Path, existing: str) -> None:
+    repo = empty_repo(tmp_path / "repo")
+    (repo / existing).parent.mkdir(parents=True, exist_ok=True)
+    (repo / existing).write_text("mine\n")
+    p = gate(repo, "init")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"gate: error: {repo / existing}: already exists; gate init never overwrites a file "
+        "(move it away and run gate init again)"]
+    assert (repo / existing).read_text() == "mine\n"
+    assert [rel for rel in (*WRITTEN, *SHARED) if (repo / rel).exists()] == [existing]
+
+
+@pytest.mark.slow
+def test_init_takes_the_branch_and_the_directory(tmp_path: Path) -> None:
+    repo = empty_repo(tmp_path / "repo", branch="main")
+    p = gate(tmp_path, "init", "repo", "--branch", "release/v2")
+    assert p.returncode == 0, p.stderr
+    main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
+    assert main[True]["push"]["branches"] == ["release/v2"]
+    assert "push to release/v2" in p.stdout
+
+
+@pytest.mark.slow
+def test_init_refuses_a_path_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    p = gate(tmp_path, "init", "afile")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "afile" in p.stderr
+
+
+# ----- what a careful maintainer would merge (in-process) -----------------------------------
+
+def test_the_scaffold_is_mergeable(tmp_path: Path) -> None:
+    from gate.config import load_config
+    from gate.init import init_repository
+
+    result = init_repository(tmp_path, branch="main")
+    assert {p.relative_to(tmp_path).as_posix() for p in result.written} == {*WRITTEN, *SHARED}
+    cfg = load_config(tmp_path / "gate.toml")
+    # enough runs that a collapse of the one example task is detectable (docs/statistics.md)
+    assert cfg.suite.replications == 6
+    assert cfg.agent.system_prompt == "agent/system.md"
+    prompt = (tmp_path / "agent/system.md").read_text()
+    assert len(prompt) > 2500 and "{{" not in prompt  # cacheable: the same on every request
+    ignore = (tmp_path / ".gitignore").read_text().splitlines()
+    assert "/results.json" in ignore and "*.transcripts/" in ignore
+    assert "baseline.json" not in ignore
+    dependabot = yaml.safe_load((tmp_path / ".github/dependabot.yml").read_text())
+    assert dependabot["updates"][0]["package-ecosystem"] == "github-actions"
+    pr_text = (tmp_path / ".github/workflows/agent-gate.yml").read_text()
+    main_text = (tmp_path / ".github/workflows/agent-gate-main.yml").read_text()
+    assert "# paths: [" in pr_text  # a commented filter, ready to uncomment
+    pr, main = yaml.safe_load(pr_text), yaml.safe_load(main_text)
+    steps = pr["jobs"]["gate"]["steps"]
+    assert not any("upload-artifact" in s.get("uses", "") for s in steps)  # the action does
+    refresh = main["jobs"]["refresh"]["steps"]
+    assert next(s for s in refresh if s.get("id") == "gate")["with"]["baseline-refresh"] == \
+        "branch"
+    for step in [*steps, *refresh]:
+        uses = step.get("uses", "")
+        if uses.startswith("actions/"):
+            ref = uses.split("@", 1)[1]
+            assert len(ref) == 40 and all(c in "0123456789abcdef" for c in ref), uses
+    assert "simulator" in result.next_steps() and "cannot judge the wording" in \
+        result.next_steps()
+
+
+def test_init_names_the_action_and_refuses_a_bad_reference(tmp_path: Path) -> None:
+    from gate.errors import BadInput
+    from gate.init import init_repository
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    init_repository(tmp_path / "a", branch="main", action=f"my-org/agent-gate@{sha}")
+    text = (tmp_path / "a/.github/workflows/agent-gate.yml").read_text()
+    assert f"uses: my-org/agent-gate@{sha}" in text
+    with pytest.raises(BadInput, match="not an action reference"):
+        init_repository(tmp_path / "b", branch="main", action="x; rm -rf /")
+    assert not (tmp_path / "b" / "gate.toml").exists()
+
+
+def test_shared_files_are_appended_to_or_kept(tmp_path: Path) -> None:
+    from gate.init import init_repository
+
+    (tmp_path / ".gitignore").write_text("node_modules/")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github/dependabot.yml").write_text("version: 2\nupdates: []\n")
+    result = init_repository(tmp_path, branch="main")
+    ignore = (tmp_path / ".gitignore").read_text()
+    assert ignore.startswith("node_modules/\n") and "/results.json" in ignore
+    assert (tmp_path / ".github/dependabot.yml").read_text() == "version: 2\nupdates: []\n"
+    assert result.appended == (tmp_path / ".gitignore",)
+    assert result.kept == (tmp_path / ".github/dependabot.yml",)
+    assert "github-actions ecosystem" in result.next_steps()
+    # a second init (after moving the gate's own files away) appends nothing twice
+    for rel in WRITTEN:
+        (tmp_path / rel).unlink()
+    init_repository(tmp_path, branch="main")
+    assert (tmp_path / ".gitignore").read_text() == ignore

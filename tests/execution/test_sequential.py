@@ -1,0 +1,98 @@
+"""Sequential PR runs: stop early when clear, run more only when the first look is unsure."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gate.compare import compare
+from gate.compare._model import PassRateTest
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.config import GateSettings, load_config
+from gate.results import load_results
+from gate.run import RunRequest, run_suite
+from gate.sequential import decisive_p, first_look, run_sequential
+
+REPO = Path(__file__).resolve().parents[2]
+EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("seq")
+    cfg = load_config(REPO / "gate.toml")
+    return run_suite(RunRequest(config=cfg, output=tmp / "b.json", task_ids=EASY,
+                                replications=4, jobs=2, sim=True, seed=11, transcripts=False))
+
+
+def _request(tmp_path: Path, **agent: object) -> RunRequest:
+    cfg = load_config(REPO / "gate.toml")
+    if agent:
+        cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update=agent)})
+    return RunRequest(config=cfg, output=tmp_path / "r.json", task_ids=EASY, jobs=2, sim=True,
+                      seed=12, transcripts=False)
+
+
+def test_first_look_rules() -> None:
+    baseline = synthetic_results(reference_rates(), 4, np.random.default_rng(0))
+    c = compare(baseline, baseline, GateSettings())
+    assert c.verdict == "pass"
+
+    def with_p(p_sum: float, p_max: float = 1.0, deep: bool = False):  # type: ignore[no-untyped-def]
+        return c.model_copy(update={"pass_rate_test": PassRateTest(
+            p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule="")})
+
+    assert first_look(with_p(0.6), 0.25) == "pass"
+    assert first_look(with_p(0.1), 0.25) == "continue"
+    assert first_look(with_p(0.6, p_max=0.1, deep=True), 0.25) == "continue"
+    assert decisive_p(with_p(0.6, p_max=0.1, deep=True)) == 0.1
+    assert first_look(c.model_copy(update={"verdict": "regression"}), 0.25) == "block"
+    assert first_look(c.model_copy(update={"verdict": "inconclusive"}), 0.25) == "pass"
+
+
+@pytest.mark.slow
+def test_a_clear_regression_stops_after_the_first_look(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = run_sequential(_request(tmp_path, max_turns=1), baseline, GateSettings())
+    assert out.looks == 1 and out.comparison.verdict == "regression"
+    assert Counter(r.task for r in out.results.runs) == {t: 2 for t in EASY}
+    assert "2 runs per task were enough" in out.note
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2] and schedule.replications == 2
+
+
+@pytest.mark.slow
+def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    settings = GateSettings(sequential_pass_p=0.999)  # nothing is "clearly fine": look twice
+    out = run_sequential(_request(tmp_path), baseline, settings)
+    assert out.looks == 2
+    reps = sorted((r.task, r.replication) for r in out.results.runs)
+    assert reps == sorted((t, i) for t in EASY for i in range(5))
+    on_disk = (tmp_path / "r.json").read_text()
+    assert on_disk.count('"replication": 4') == 3  # stage two appended, not overwrote
+    assert out.comparison.settings["alpha"] == pytest.approx(0.005)
+    assert "3 more ran" in out.note
+    # the schedule says how the runs were taken (two looks, 2 then 3), on disk too
+    assert load_results(tmp_path / "r.json").schedule == out.results.schedule
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2, 3]
+    assert schedule.replications == 5 and schedule.jobs == 2
+
+
+@pytest.mark.slow
+def test_a_small_suite_looks_again_until_it_can_decide(tmp_path: Path) -> None:
+    """One task against a 6-run baseline: 2 runs could not block anything (the first look is
+    blind), so the second look adds as many as it takes (5: 7 v 6), and the collapse blocks."""
+    cfg = load_config(REPO / "gate.toml")
+    one = EASY[:1]
+    base = run_suite(RunRequest(config=cfg, output=tmp_path / "b.json", task_ids=one,
+                                replications=6, jobs=2, sim=True, seed=11, transcripts=False))
+    req = _request(tmp_path, max_turns=1)
+    out = run_sequential(dataclasses.replace(req, task_ids=one), base, GateSettings())
+    assert out.looks == 2 and "5 more ran" in out.note
+    schedule = out.results.schedule
+    assert schedule is not None and schedule.sequential == [2, 5]
+    assert out.comparison.verdict == "regression" and out.comparison.exit_code == 1
