@@ -191,9 +191,9 @@ def test_validate_shows_the_builders_own_error_lines(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A task whose image does not build: its row says so, and the builder's own lines
     (here a step's output holding `[/tmp/out]`) follow the table, as text."""
-    from tests.test_docker import IMAGE, _engine_problem
+    from tests.helpers.docker import IMAGE, engine_problem
 
-    if why := _engine_problem():
+    if why := engine_problem():
         pytest.fail(why) if os.environ.get("GATE_REQUIRE_DOCKER") == "1" else pytest.skip(why)
     d = tmp_path / "suite" / "no-build"
     files = {"instruction.md": "Do it.\n", "tests/test.sh": "true\n",

@@ -20,9 +20,9 @@ from gate.config import load_config
 from gate.run import RunRequest, run_suite
 from gate.sim import Simulator, decide_outcome, whole_solution
 from gate.tasks import load_suite, load_task
-from tests.test_docker import IMAGE, engine  # noqa: F401  (engine: a fixture)
+from tests.helpers.docker import IMAGE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOLVE = """#!/bin/bash
 set -e
 mkdir -p /tmp/build

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.mark.parametrize("name", ["example-comment.md", "example-comment-now.md"])

@@ -42,6 +42,6 @@ def test_accepted_titles_only_a_regression() -> None:
 
 
 def test_no_stage_of_gate_ci_rewrites_the_reports_heading() -> None:
-    ci = Path(__file__).resolve().parent.parent / "gate" / "ci"
+    ci = Path(__file__).resolve().parents[2] / "gate" / "ci"
     assert [p.name for p in sorted(ci.glob("*.py"))
             if "regression accepted" in p.read_text(encoding="utf-8")] == []

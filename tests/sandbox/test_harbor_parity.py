@@ -23,7 +23,7 @@ from gate.results import RunResult
 from gate.runner import RunOptions, run_one
 from gate.skills import run_skills, skills_for
 from gate.tasks import load_suite, load_task
-from tests.test_docker import IMAGE, engine  # noqa: F401  (engine: a fixture)
+from tests.helpers.docker import IMAGE
 
 BASE = f"FROM {IMAGE}\nWORKDIR /app\nRUN chmod 777 /app\n"
 REWARD_FROM_FILE = """#!/bin/bash

@@ -28,8 +28,8 @@ import pytest
 from gate.sim import EPISODE_STRIDE, decide_outcome
 from gate.tasks import load_suite
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = Path(__file__).parent / "fixtures" / "harbor_real"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "harbor_real"
 STANDIN = "gate-harbor-standin/"
 #: tasks whose oracle does not pass here, and why: (status, start of the reason); each still has
 #: to end so (a change shows: delete the entry when the task passes)

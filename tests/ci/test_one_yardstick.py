@@ -27,7 +27,7 @@ from gate.config import load_config
 from gate.github import CIEnvironment
 from gate.results import load_results, write_results
 from gate.run import RunRequest
-from tests.sim_helpers import tiny_suite
+from tests.helpers.suites import tiny_suite
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -91,6 +91,6 @@ def test_gate_compare_base_ref_and_the_ci_judge_agree(repo: Path, tmp_path: Path
 
 def test_no_command_opens_a_yardstick_of_its_own() -> None:
     """``gate compare --base-ref`` and ``gate run --base-ref`` go through gate.ci's plan."""
-    cli = Path(__file__).resolve().parent.parent / "gate" / "cli"
+    cli = Path(__file__).resolve().parents[2] / "gate" / "cli"
     assert [p.name for p in sorted(cli.glob("*.py"))
             if "open_yardstick" in p.read_text(encoding="utf-8")] == []

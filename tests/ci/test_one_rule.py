@@ -21,9 +21,9 @@ from gate.cli import main
 from gate.compare import infra_count, over_infra_limit
 from gate.errors import Unmeasurable
 from gate.results import Interruption, MissingRun, Results, RunResult, new_results
-from tests.sim_helpers import tiny_suite
+from tests.helpers.suites import tiny_suite
 
-GATE = Path(__file__).resolve().parent.parent / "gate"
+GATE = Path(__file__).resolve().parents[2] / "gate"
 POLICY = GATE / "ci" / "_policy.py"
 INFRA = GATE / "compare" / "_infra.py"
 
