@@ -2,17 +2,21 @@
 
 Every file the gate reads goes through :func:`read_bytes` (or a loader built on it): a size
 limit per kind of file, regular files only (``/dev/zero`` or a FIFO named as a system prompt is
-refused, not read forever), and any problem is one ``BadInput`` line naming the file.
+refused, not read forever), and any problem is one ``BadInput`` line naming the file. Also the
+gate's foundation helpers every unit may use: :func:`clip` (a text within a limit) and
+:func:`digest_dir` (a task directory's digest).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import stat
 import tempfile
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -276,3 +280,44 @@ def load_json_model(path: str | os.PathLike[str], model: type[M], what: str, *,
         return model.model_validate(data)
     except ValidationError as exc:
         raise BadInput(f"{path}: invalid {what}: {describe_validation_error(exc)}") from None
+
+
+def clip(text: str, limit: int, hint: str = "") -> str:
+    """``text`` within about ``limit`` characters: the head, the tail, and a note of the cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[len(text) - limit // 3:]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {cut} characters cut by the gate{hint} ...]\n{tail}"
+
+
+#: names a task directory's digest and a suite's listing skip
+IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store", ".git"})
+
+
+def _iter_files(root: Path) -> Iterable[Path]:
+    for p in sorted(root.rglob("*")):
+        if any(part in IGNORED_NAMES for part in p.relative_to(root).parts):
+            continue
+        if p.is_file() or p.is_symlink():
+            yield p
+
+
+def digest_dir(root: Path) -> str:
+    """sha256 over relative paths, executable bits and contents: renames and edits both show.
+    Files are streamed: a large file in ``starting/`` costs time, not memory."""
+    h = hashlib.sha256()
+    for p in _iter_files(root):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            body = b"link:" + str(p.readlink()).encode()
+            h.update(f"{rel}\0-\0{len(body)}\0".encode())
+            h.update(body)
+            continue
+        with p.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            mode = "x" if st.st_mode & 0o111 else "-"
+            h.update(f"{rel}\0{mode}\0{st.st_size}\0".encode())
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return "sha256:" + h.hexdigest()

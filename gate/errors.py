@@ -23,3 +23,9 @@ class Unmeasurable(GateError):
     """The gate cannot measure honestly (no key, infra errors, no baseline): exit 3."""
 
     exit_code = 3
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (not the task): an infra error. Defined here, below the
+    sandbox and the task formats (which raise it while driving a sandbox); :mod:`gate.sandbox`
+    re-exports it."""

@@ -1,7 +1,7 @@
 """The gate's own layouts: SWE-lite (``setup.sh`` + ``task.md`` + ``verify.sh``) and the
 effectiveness benchmark (``starting/`` + ``task.md`` + ``verify.sh`` + ``metadata.json``).
 
-Both may add ``task.toml`` (ours, :class:`~gate.tasks.TaskMeta`: an unknown key is an error
+Both may add ``task.toml`` (ours, :class:`~gate.formats.TaskMeta`: an unknown key is an error
 naming it) and ``solution/solve.sh``. Scripts run as ``bash <task dir>/<script>`` with
 ``TASK_DIR`` set, cwd = workspace; ``verify.sh`` decides by its exit status (0 = pass). It runs
 in any sandbox (a fresh container per command where the task names an image or Dockerfile).
@@ -11,7 +11,7 @@ This is the fallback format: a directory no other format recognises is reported 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -19,17 +19,14 @@ from gate._files import (
     PROMPT_LIMIT,
     TASK_META_LIMIT,
     describe_validation_error,
+    digest_dir,
     printable,
     read_json,
     read_text,
     read_toml,
 )
 from gate.errors import BadInput
-from gate.formats import TaskFormat
-from gate.tasks import Task, TaskMeta, digest_dir, reading
-
-if TYPE_CHECKING:
-    from gate.sandbox import ExecResult, Sandbox, Verification
+from gate.formats import ExecResult, Task, TaskFormat, TaskMeta, Verification, Workspace, reading
 
 
 def task_meta(name: str, path: Path) -> TaskMeta:
@@ -78,13 +75,11 @@ class GateFormat(TaskFormat):
         return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
                     meta=meta, metadata=metadata, format_name=self.name)
 
-    def run_script(self, sandbox: Sandbox, rel: str, *, timeout: float) -> ExecResult:
+    def run_script(self, sandbox: Workspace, rel: str, *, timeout: float) -> ExecResult:
         return sandbox.run_task_script(rel, timeout=timeout)
 
-    def verify(self, sandbox: Sandbox, *, timeout: float,
+    def verify(self, sandbox: Workspace, *, timeout: float,
                step: int | None = None) -> Verification:
-        from gate.sandbox import Verification
-
         res = sandbox.run_task_script("verify.sh", timeout=timeout)
         return Verification(res, passed=res.returncode == 0 and not res.timed_out)
 

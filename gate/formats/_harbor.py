@@ -57,11 +57,23 @@ import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gate._files import PROMPT_LIMIT, TASK_META_LIMIT, read_text, read_toml
-from gate.errors import BadInput
-from gate.formats import TaskFormat
+from gate._files import PROMPT_LIMIT, TASK_META_LIMIT, clip, digest_dir, read_text, read_toml
+from gate.errors import BadInput, SandboxError
+from gate.formats import (
+    Container,
+    ContainerSpec,
+    ExecResult,
+    Task,
+    TaskEnvironment,
+    TaskFormat,
+    TaskMeta,
+    TaskStep,
+    Verification,
+    Workspace,
+    reading,
+)
 from gate.harbor import (
     AGENT_LOGS,
     DEFAULT_VERIFIER_TIMEOUT,
@@ -74,10 +86,6 @@ from gate.harbor import (
     HarborTask,
     parse_harbor_toml,
 )
-from gate.tasks import Task, TaskEnvironment, TaskMeta, TaskStep, digest_dir, reading
-
-if TYPE_CHECKING:
-    from gate.sandbox import ContainerSpec, ExecResult, RunContainer, Sandbox, Verification
 
 #: a multi-container task's services (Harbor reads ``environment/docker-compose.yaml``,
 #: ``environments/docker/docker.py``)
@@ -245,8 +253,6 @@ class HarborFormat(TaskFormat):
     # ----- the container ------------------------------------------------------------------
 
     def container_spec(self, task: Task) -> ContainerSpec:
-        from gate.sandbox import ContainerSpec
-
         assert task.harbor is not None
         cfg, h = task.harbor.config, task.harbor
         user = h.user("agent", self._step(task, 0))
@@ -262,14 +268,12 @@ class HarborFormat(TaskFormat):
         steps = task.harbor.steps
         return steps[index] if steps and index < len(steps) else None
 
-    def start(self, sandbox: Sandbox) -> None:
+    def start(self, sandbox: Workspace) -> None:
         """Before the first step's agent: its ``workdir/`` and ``setup.sh``."""
         if sandbox.task.steps:
             self._prepare_step(self._container(sandbox), 0)
 
-    def _prepare_step(self, box: RunContainer, index: int) -> None:
-        from gate.sandbox import SandboxError
-
+    def _prepare_step(self, box: Container, index: int) -> None:
         task = box.task
         assert task.harbor is not None
         step = task.harbor.steps[index]
@@ -290,18 +294,14 @@ class HarborFormat(TaskFormat):
                                        f"(exit {res.returncode}): {_tail(res.output)}")
 
     @staticmethod
-    def _container(sandbox: Sandbox) -> RunContainer:
-        from gate.sandbox import RunContainer, SandboxError
-
-        if not isinstance(sandbox, RunContainer):
+    def _container(sandbox: Workspace) -> Container:
+        if not isinstance(sandbox, Container):
             raise SandboxError("a Harbor-format task needs the long-lived container sandbox")
         return sandbox
 
     # ----- scripts ------------------------------------------------------------------------
 
-    def run_script(self, sandbox: Sandbox, rel: str, *, timeout: float) -> ExecResult:
-        from gate.sandbox import SandboxError
-
+    def run_script(self, sandbox: Workspace, rel: str, *, timeout: float) -> ExecResult:
         box = self._container(sandbox)
         task = box.task
         assert task.harbor is not None
@@ -320,10 +320,8 @@ class HarborFormat(TaskFormat):
 
     # ----- the verifier -------------------------------------------------------------------
 
-    def verify(self, sandbox: Sandbox, *, timeout: float,
+    def verify(self, sandbox: Workspace, *, timeout: float,
                step: int | None = None) -> Verification:
-        from gate.sandbox import ExecResult, Verification
-
         box = self._container(sandbox)
         task = box.task
         h = task.harbor
@@ -365,12 +363,10 @@ class HarborFormat(TaskFormat):
             return verdict
         return self._step_verdict(box, index, verdict)
 
-    def _step_verdict(self, box: RunContainer, index: int,
+    def _step_verdict(self, box: Container, index: int,
                       verdict: Verification) -> Verification:
         """One step's verdict into the run's: recorded; the run's when it is the last step or
         the step missed its ``min_reward``; else the next step is prepared."""
-        from gate.sandbox import Verification
-
         task = box.task
         assert task.harbor is not None
         hstep = task.harbor.steps[index]
@@ -394,7 +390,7 @@ class HarborFormat(TaskFormat):
         return Verification(verdict.result, run.passed and missed is None, reason, score,
                             verdict.files)
 
-    def _rewards(self, box: RunContainer) -> tuple[dict[str, float] | None, str]:
+    def _rewards(self, box: Container) -> tuple[dict[str, float] | None, str]:
         """Harbor's reading: ``reward.json`` when it exists, else ``reward.txt``."""
         for path in (REWARD_JSON, REWARD_TXT):
             try:
@@ -406,10 +402,8 @@ class HarborFormat(TaskFormat):
             return parse_rewards(path, text)
         return None, f"no {REWARD_TXT} or {REWARD_JSON}"
 
-    def _verifier_files(self, box: RunContainer) -> dict[str, str]:
+    def _verifier_files(self, box: Container) -> dict[str, str]:
         """What the verifier left in ``/logs/verifier``, each file clipped."""
-        from gate.sandbox import clip
-
         listing = box.run_as(["sh", "-c", f"cd {VERIFIER_LOGS} && find . -type f | sort"],
                              user="0", env={}, timeout=30)
         files: dict[str, str] = {}
@@ -449,8 +443,6 @@ def parse_rewards(path: str, text: str) -> tuple[dict[str, float] | None, str]:
 
 def judge(rewards: dict[str, float] | None, why: str, res: ExecResult) -> Verification:
     """The gate's verdict from Harbor's rewards (the module docstring's *Pass*)."""
-    from gate.sandbox import Verification
-
     if not rewards:
         return Verification(res, False, reason=(
             f"the verifier wrote no reward ({why}); test.sh exited {res.returncode}: "

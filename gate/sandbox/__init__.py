@@ -12,6 +12,7 @@ cancel check, the credential-free environment and the once-only teardown.
   ``_harbor``), driven by the format (:mod:`gate.formats`), which owns the verifier.
 """
 
+from gate._files import clip
 from gate.sandbox._base import (
     READ_LIMIT,
     ContainerSpec,
@@ -23,7 +24,6 @@ from gate.sandbox._base import (
     SandboxProvider,
     Verification,
     backend_names,
-    clip,
     make_provider,
     register_backend,
 )

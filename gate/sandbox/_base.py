@@ -1,6 +1,14 @@
 """The sandbox contract: :class:`Sandbox` (a run's workspace and its commands), its
 :class:`SandboxProvider`, the long-lived container life cycle :class:`RunContainer` (a mode a
-container backend offers to formats whose tasks live in their image), the backend registry."""
+container backend offers to formats whose tasks live in their image), the backend registry.
+
+The sandbox sits above the task formats: it hands a run's scripts and verifier to the task's
+format (:func:`gate.tasks.task_format`), which drives it back only through the ports the
+format contract states (:class:`gate.formats.Workspace`, which :class:`Sandbox` satisfies, and
+:class:`gate.formats.Container`, which :class:`RunContainer` does). The data crossing that line
+(:class:`ExecResult`, :class:`Verification`, :class:`ContainerSpec`) is the contract's, and
+:class:`SandboxError` and :func:`clip` are the gate's (:mod:`gate.errors`, :mod:`gate._files`);
+the package re-exports all of them under their old names."""
 
 from __future__ import annotations
 
@@ -8,80 +16,21 @@ import abc
 import shlex
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from gate.errors import BadInput
+from gate.errors import BadInput, SandboxError
+from gate.formats import ContainerSpec, ExecResult, Verification
 from gate.secrets import scrubbed_env
 from gate.tasks import Task, task_format
 
 if TYPE_CHECKING:
+    from gate.formats import Container, Workspace
     from gate.skills import Skill
 
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
-
-
-class SandboxError(Exception):
-    """The sandbox itself failed (not the task): an infra error."""
-
-
-def clip(text: str, limit: int, hint: str = "") -> str:
-    """``text`` within about ``limit`` characters: the head, the tail, and a note of the cut."""
-    if len(text) <= limit:
-        return text
-    head, tail = text[: limit * 2 // 3], text[len(text) - limit // 3:]
-    cut = len(text) - len(head) - len(tail)
-    return f"{head}\n[... {cut} characters cut by the gate{hint} ...]\n{tail}"
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    duration_s: float = 0.0
-
-    @property
-    def output(self) -> str:
-        """stdout then stderr, as a terminal user would see them."""
-        if self.stdout and self.stderr:
-            return self.stdout.rstrip("\n") + "\n" + self.stderr
-        return self.stdout or self.stderr
-
-
-@dataclass(frozen=True)
-class Verification:
-    """What the task's verifier said: its run, whether the task passed, and (for a task whose
-    verifier reports one) why not and its score. ``files``: what the verifier left for people
-    to read (Harbor's ``/logs/verifier``: ``test-stdout.txt``, ``ctrf.json`` ...), each
-    clipped, kept with the run's transcript."""
-
-    result: ExecResult
-    passed: bool
-    reason: str | None = None  # None: the runner names the failure from the exit status
-    score: dict[str, Any] | None = None
-    files: dict[str, str] | None = None
-    final: bool = True  # False: a step of a multi-step task, and more steps follow
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """What a task in a long-lived container (:class:`RunContainer`) needs, as its format says:
-    the agent's working directory (``None``: the image's ``WORKDIR``) and user (``None`` or
-    ``""``: the image's ``USER``), its network, limits, the container's variables, and where
-    the runner's ``.runner/`` files live (``None``: in the workdir)."""
-
-    workdir: str | None = None
-    user: str | None = None
-    network: str = "no-network"  # public | no-network
-    cpus: float = 1.0
-    memory_mb: int = 2048
-    runner_dir: str | None = None
-    baked_skills: tuple[str, ...] = ()  # folders in the image holding the task's own skills
-    env: dict[str, str] = field(default_factory=dict)  # the container's variables (literal)
 
 
 class Sandbox(abc.ABC):
@@ -356,7 +305,8 @@ class RunContainer(Sandbox):
     """The long-lived container life cycle: one container per run, every command a process in
     it, its own filesystem the task's state. A container backend offers it for task formats
     whose tasks live in their image (Harbor's); the format drives the phases through these
-    steps, so the backend knows nothing of the format."""
+    steps (it sees them as the port :class:`gate.formats.Container`), so the backend knows
+    nothing of the format."""
 
     spec: ContainerSpec
     step: int = 0  # the step of a multi-step task now running
@@ -387,3 +337,9 @@ class RunContainer(Sandbox):
                timeout: float) -> ExecResult:
         """Run ``argv`` in the workdir as ``user`` (``None``: the agent's) with exactly
         ``env``; on timeout or cancel, it and everything it started are killed."""
+
+
+if TYPE_CHECKING:
+    def _ports(sandbox: Sandbox, box: RunContainer) -> tuple[Workspace, Container]:
+        """For mypy: the sandbox satisfies the ports a format drives it through."""
+        return sandbox, box

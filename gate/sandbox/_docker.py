@@ -42,7 +42,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from gate._files import printable
+from gate._files import clip, printable
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -50,7 +50,6 @@ from gate.sandbox._base import (
     SandboxError,
     SandboxOptions,
     SandboxProvider,
-    clip,
 )
 from gate.sandbox._local import (
     OUTPUT_LIMIT,

@@ -48,13 +48,13 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
+from gate._files import clip
 from gate.sandbox._base import (
     READ_LIMIT,
     ContainerSpec,
     ExecResult,
     RunContainer,
     SandboxError,
-    clip,
 )
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT

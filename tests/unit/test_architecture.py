@@ -33,10 +33,7 @@ KNOWN: dict[str, set[str]] = {
     "long module": set(),
     "long function": set(),
     "private import": set(),
-    # the sandbox hands a run's scripts and verify to the task's format, which runs them through
-    # the sandbox: being inverted (the runner calls the format; the sandbox gets the
-    # container a format needs as data)
-    "cycle": {"gate.formats ↔ gate.sandbox ↔ gate.skills ↔ gate.tasks"},
+    "cycle": set(),
     # the start-up hand-over of credentials out of the process environment (gate.secrets):
     # not a setting; it removes the secrets before anything else runs
     "environ": {"gate/secrets.py"},
