@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from gate.errors import Unmeasurable
+from gate.sandbox._reaper import proc_stats
 
 SCOPE_VAR = "GATE_SANDBOX_SCOPE"
 SCOPE = f"{os.getpid()}-{secrets.token_hex(6)}"
@@ -189,21 +190,10 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     try:
-        entries = os.listdir("/proc")
+        stats = proc_stats()
     except OSError:
         return True  # no /proc (macOS): the group exists, zombie or not
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2:].split()  # state, ppid, pgrp, ...
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+    return any(int(fields[2]) == pgid and fields[0] != b"Z" for _, fields in stats)
 
 
 def _scoped_processes() -> list[int]:

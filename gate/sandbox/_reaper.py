@@ -30,9 +30,10 @@ PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below ``root`` in the process tree, read from /proc."""
-    children: dict[int, list[int]] = {}
+def proc_stats() -> list[tuple[int, list[bytes]]]:
+    """``(pid, [state, ppid, pgrp, ...])`` of every process /proc still shows (raises
+    ``OSError`` without /proc)."""
+    found: list[tuple[int, list[bytes]]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -42,8 +43,15 @@ def _descendants(root: int) -> list[int]:
         except OSError:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        fields = stat[stat.rindex(b")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
+        found.append((int(entry), stat[stat.rindex(b")") + 2:].split()))
+    return found
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` in the process tree, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in proc_stats():
+        children.setdefault(int(fields[1]), []).append(pid)
     found: list[int] = []
     todo = [root]
     while todo:
