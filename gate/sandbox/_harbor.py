@@ -256,21 +256,9 @@ class DockerRunContainer(RunContainer):
     def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
         q = shlex.quote(target)
         self._root_sh(f"{f'rm -rf {q} && ' if clear else ''}mkdir -p {q}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tf:
-            for p in sorted(source.rglob("*")):
-                if any(part in _IGNORED for part in p.relative_to(source).parts):
-                    continue
-                info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
-                info.uid = info.gid = 0
-                info.uname = info.gname = "root"
-                if info.isreg():
-                    with p.open("rb") as fh:
-                        tf.addfile(info, fh)
-                elif info.isdir():
-                    tf.addfile(info)
         try:
-            self.provider.client().api.put_archive(self._cid, target, buf.getvalue())
+            self.provider.client().api.put_archive(self._cid, target,
+                                                   _tar_of(source, 0, 0, "root"))
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot upload {source.name}/: {_first_line(exc)}") from exc
 
@@ -417,21 +405,9 @@ class DockerRunContainer(RunContainer):
             parent = posixpath.dirname(parent)
         self._root_sh(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)} && "
                       f"chown {uid}:{gid} {' '.join(map(shlex.quote, owned))}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tf:
-            for p in sorted(source.rglob("*")):
-                if any(part in _IGNORED for part in p.relative_to(source).parts):
-                    continue
-                info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
-                info.uid, info.gid = uid, gid
-                info.uname = info.gname = ""
-                if info.isreg():
-                    with p.open("rb") as fh:
-                        tf.addfile(info, fh)
-                elif info.isdir():
-                    tf.addfile(info)
         try:
-            ok = self.provider.client().api.put_archive(self._cid, target, buf.getvalue())
+            ok = self.provider.client().api.put_archive(self._cid, target,
+                                                        _tar_of(source, uid, gid, ""))
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot put {source.name}/ in the container: "
                                f"{_first_line(exc)}") from exc
@@ -510,3 +486,22 @@ class DockerRunContainer(RunContainer):
 
 
 HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it
+
+
+def _tar_of(source: Path, uid: int, gid: int, owner: str) -> bytes:
+    """``source``'s files (what ``_IGNORED`` names left out) as a tar archive, every entry
+    owned by ``uid``:``gid`` (named ``owner``; "" for ids only)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for p in sorted(source.rglob("*")):
+            if any(part in _IGNORED for part in p.relative_to(source).parts):
+                continue
+            info = tf.gettarinfo(str(p), arcname=p.relative_to(source).as_posix())
+            info.uid, info.gid = uid, gid
+            info.uname = info.gname = owner
+            if info.isreg():
+                with p.open("rb") as fh:
+                    tf.addfile(info, fh)
+            elif info.isdir():
+                tf.addfile(info)
+    return buf.getvalue()
