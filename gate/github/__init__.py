@@ -38,13 +38,12 @@ if TYPE_CHECKING:
         write_pending,
     )
     from gate.github._env import (
-        CIEnvironment,
-        PullRequestInfo,
         actions_sha,
         event_name,
         in_actions,
         workspace,
     )
+    from gate.github._environment import CIEnvironment, PullRequestInfo
     from gate.github._git import (
         ProtectedBranch,
         config_state,
@@ -103,9 +102,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "_deferred": ("PendingComment", "post_deferred", "write_pending"),
     "_env": (
-        "CIEnvironment", "PullRequestInfo", "actions_sha", "event_name", "in_actions",
+        "actions_sha", "event_name", "in_actions",
         "workspace",
     ),
+    "_environment": ("CIEnvironment", "PullRequestInfo"),
     "_git": ("ProtectedBranch", "config_state", "ensure_base_ref", "fetch_branch", "remote_ref"),
     "_history": (
         "HistoryEntry", "append_history", "entry_for", "parse_history", "trend_entries",

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gate._files import atomic_write_text, describe_validation_error, read_bytes
 from gate.errors import BadInput, GateError
 from gate.github._comment import CommentRef, render_body, token_login
-from gate.github._env import CIEnvironment
+from gate.github._environment import CIEnvironment
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient
 from gate.github._sticky import CommentMode, PRComment

@@ -1,177 +1,43 @@
 """The GitHub Actions environment, read in exactly one place.
 
-Every ``GITHUB_*`` variable, the event payload and the token are read by
-``CIEnvironment.from_environ`` and nowhere else, so the rest of ``gate.github`` works on a typed,
-testable value. Secrets are ``SecretStr``: they never reach a ``repr``, a log line or an error.
+Every ``GITHUB_*`` variable and the token are read here and nowhere else: the plain facts a
+command needs before anything heavy loads (:func:`in_actions`, :func:`event_name`, …) and
+:func:`actions_environ`, the raw values ``CIEnvironment`` (``_environment``) types and
+validates once. This module imports no pydantic: ``gate ci --config missing.toml`` says the
+missing file before any model loads.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-
-from gate.errors import BadInput
-
-# GitHub withholds secrets from pull requests opened by these actors even in the same repo.
-_SECRETLESS_ACTORS = frozenset({"dependabot[bot]"})
-
-
-class PullRequestInfo(BaseModel):
-    """What the gate needs to know about the pull request under test."""
-
-    model_config = ConfigDict(frozen=True)
-
-    number: int
-    base_ref: str
-    head_ref: str = ""
-    head_sha: str = ""
-    head_repo: str = ""
-    labels: tuple[str, ...] = ()
-    html_url: str = ""
+#: what CIEnvironment is made of: its field → the variables read for it, first set wins
+ACTIONS_VARIABLES: dict[str, tuple[str, ...]] = {
+    "event_path": ("GITHUB_EVENT_PATH",),
+    "event_name": ("GITHUB_EVENT_NAME",),
+    "repository": ("GITHUB_REPOSITORY",),
+    "api_url": ("GITHUB_API_URL",),
+    "server_url": ("GITHUB_SERVER_URL",),
+    "run_id": ("GITHUB_RUN_ID",),
+    "run_attempt": ("GITHUB_RUN_ATTEMPT",),
+    "sha": ("GITHUB_SHA",),
+    "ref": ("GITHUB_REF",),
+    "base_ref": ("GITHUB_BASE_REF",),
+    "actor": ("GITHUB_ACTOR",),
+    "step_summary": ("GITHUB_STEP_SUMMARY",),
+    "output": ("GITHUB_OUTPUT",),
+    "token": ("GATE_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"),
+    "anthropic_api_key": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+}
 
 
-class CIEnvironment(BaseModel):
-    """The standard Actions environment plus the two secrets, typed and validated once."""
+def actions_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The raw value of each of :data:`ACTIONS_VARIABLES` ("" when unset)."""
+    return {field: next((v for name in names if (v := _get(name, environ))), "")
+            for field, names in ACTIONS_VARIABLES.items()}
 
-    model_config = ConfigDict(frozen=True)
-
-    event_name: str = ""
-    event: dict[str, Any] = Field(default_factory=dict, repr=False)
-    repository: str = ""
-    api_url: str = "https://api.github.com"
-    server_url: str = "https://github.com"
-    run_id: str = ""
-    run_attempt: str = ""
-    sha: str = ""
-    ref: str = ""
-    base_ref: str = ""
-    actor: str = ""
-    step_summary: Path | None = None
-    output: Path | None = None
-    token: SecretStr | None = None
-    anthropic_api_key: SecretStr | None = None
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> CIEnvironment:
-        """Read the environment. Token: ``GATE_GITHUB_TOKEN``, ``GITHUB_TOKEN``, ``GH_TOKEN``."""
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str:
-            return env.get(name, "").strip()
-
-        def path(name: str) -> Path | None:
-            v = get(name)
-            return Path(v) if v else None
-
-        event: dict[str, Any] = {}
-        event_path = path("GITHUB_EVENT_PATH")
-        if event_path is not None:
-            try:
-                loaded = json.loads(event_path.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise BadInput(f"{event_path}: GITHUB_EVENT_PATH points at no file") from None
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise BadInput(f"{event_path}: cannot read the event payload: {exc}") from None
-            if not isinstance(loaded, dict):
-                raise BadInput(f"{event_path}: the event payload is not a JSON object")
-            event = loaded
-        token = get("GATE_GITHUB_TOKEN") or get("GITHUB_TOKEN") or get("GH_TOKEN")
-        key = get("ANTHROPIC_API_KEY") or get("ANTHROPIC_AUTH_TOKEN")
-        return cls(
-            event_name=get("GITHUB_EVENT_NAME"),
-            event=event,
-            repository=get("GITHUB_REPOSITORY"),
-            api_url=(get("GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
-            server_url=(get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
-            run_id=get("GITHUB_RUN_ID"),
-            run_attempt=get("GITHUB_RUN_ATTEMPT"),
-            sha=get("GITHUB_SHA"),
-            ref=get("GITHUB_REF"),
-            base_ref=get("GITHUB_BASE_REF"),
-            actor=get("GITHUB_ACTOR"),
-            step_summary=path("GITHUB_STEP_SUMMARY"),
-            output=path("GITHUB_OUTPUT"),
-            token=SecretStr(token) if token else None,
-            anthropic_api_key=SecretStr(key) if key else None,
-        )
-
-    # ----- derived facts -------------------------------------------------------------------
-
-    @property
-    def secrets(self) -> list[str]:
-        """The secret values, for masking (``::add-mask::``) and redaction."""
-        return [s.get_secret_value() for s in (self.token, self.anthropic_api_key) if s]
-
-    @property
-    def run_url(self) -> str | None:
-        if not (self.repository and self.run_id):
-            return None
-        url = f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
-        if self.run_attempt and self.run_attempt != "1":
-            url += f"/attempts/{self.run_attempt}"
-        return url
-
-    @property
-    def default_branch(self) -> str | None:
-        repo = self.event.get("repository")
-        if isinstance(repo, dict) and isinstance(repo.get("default_branch"), str):
-            return str(repo["default_branch"])
-        return None
-
-    @property
-    def branch(self) -> str | None:
-        """The branch a push or dispatch ran on (``refs/heads/<name>``), else None."""
-        prefix = "refs/heads/"
-        return self.ref[len(prefix):] if self.ref.startswith(prefix) else None
-
-    @property
-    def pull_request(self) -> PullRequestInfo | None:
-        """The PR of a ``pull_request`` event, from its payload."""
-        pr = self.event.get("pull_request")
-        if not isinstance(pr, dict):
-            return None
-        base = pr.get("base") or {}
-        head = pr.get("head") or {}
-        head_repo = head.get("repo") or {}
-        labels = tuple(str(lb.get("name")) for lb in pr.get("labels") or []
-                       if isinstance(lb, dict) and lb.get("name"))
-        number = pr.get("number", self.event.get("number"))
-        if not isinstance(number, int):
-            raise BadInput("the pull_request event payload has no PR number")
-        return PullRequestInfo(
-            number=number,
-            base_ref=str(base.get("ref") or self.base_ref or ""),
-            head_ref=str(head.get("ref") or ""),
-            head_sha=str(head.get("sha") or ""),
-            head_repo=str(head_repo.get("full_name") or ""),
-            labels=labels,
-            html_url=str(pr.get("html_url") or ""),
-        )
-
-    @property
-    def secrets_withheld(self) -> bool:
-        """True when GitHub gives this PR run no secrets: a fork, or a Dependabot PR."""
-        pr = self.pull_request
-        if pr is None:
-            return False
-        is_fork = bool(pr.head_repo) and pr.head_repo.lower() != self.repository.lower()
-        return is_fork or self.actor in _SECRETLESS_ACTORS
-
-    @property
-    def fork_repo(self) -> str | None:
-        pr = self.pull_request
-        if pr and pr.head_repo and pr.head_repo.lower() != self.repository.lower():
-            return pr.head_repo
-        return None
-
-
-# ----- the few facts read before (or without) a whole CIEnvironment --------------------------
-# Each reads one variable, here, so that ``GITHUB_*`` is read in this module only.
 
 def _get(name: str, environ: Mapping[str, str] | None) -> str:
     return (os.environ if environ is None else environ).get(name, "").strip()

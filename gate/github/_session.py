@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gate.errors import BadInput
 from gate.github._comment import token_login
-from gate.github._env import CIEnvironment
+from gate.github._environment import CIEnvironment
 from gate.github._rest import GitHubClient
 from gate.github._sticky import CommentMode, PRComment
 
