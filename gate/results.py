@@ -269,13 +269,19 @@ def now_iso_ms() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def now_iso_us() -> str:
+    """To the microsecond: a results file's ``created_at`` is part of its identity when it is
+    pooled (two refreshes of one commit may finish within the same second)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def new_results(
     *, model: str, agent: AgentInfo, suite: SuiteInfo, commit: str | None,
     runs: list[RunResult] | None = None, schedule: Schedule | None = None, **extra: object,
 ) -> Results:
     runs = list(runs or [])
     return Results.model_validate({
-        "schema_version": 1, "gate_version": __version__, "created_at": now_iso(),
+        "schema_version": 1, "gate_version": __version__, "created_at": now_iso_us(),
         "commit": commit, "model": model, "agent": agent, "suite": suite, "runs": runs,
         "summary": summarize(runs), "schedule": schedule, **extra,
     })

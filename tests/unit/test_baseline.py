@@ -231,3 +231,20 @@ def test_a_repository_without_a_commit_is_uncommitted(tmp_path: Path) -> None:
     _git(repo, "init", "-q")
     write_results(repo / "results.json", _res(commit=None, rng=np.random.default_rng(1)))
     assert "no commit" in promote_file(repo / "results.json", repo / "baseline.json")
+
+
+def test_two_runs_of_one_commit_within_a_second_both_pool() -> None:
+    """Two refreshes of the same commit (a re-run, two workflows on one push) may finish within
+    the same second: their results files are told apart by when they were made, to the
+    microsecond, so the second is pooled, never taken for the first ("already in the
+    baseline"). Red while ``created_at`` had second resolution."""
+    from gate.results import new_results
+
+    first = _run(1)
+    made = [new_results(model=first.model, agent=first.agent, suite=first.suite,
+                        commit=first.commit, runs=list(first.runs)) for _ in range(2)]
+    assert made[0].created_at != made[1].created_at  # same commit, made back to back
+    base, _ = promote(made[0], None)
+    pooled, msg = promote(made[1], base)
+    assert pooled is not base and "already in the baseline" not in msg
+    assert len(pooled.runs) == 2 * len(first.runs)
