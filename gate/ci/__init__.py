@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gate.ci._event import Event, find_event
     from gate.ci._options import CIOptions, CIOverrides
     from gate.ci._plan import measured_by
-    from gate.ci._policy import check_budget, check_infra, check_refresh_infra, outcome
+    from gate.ci._policy import check_budget, check_infra, outcome
     from gate.ci._run import run_ci
     from gate.ci._verdict import verdict
     from gate.ci._yardstick import base_baseline, open_base
@@ -33,13 +33,13 @@ if TYPE_CHECKING:
 _WHERE = {
     "Event": "_event", "find_event": "_event", "verdict": "_verdict",
     "CIOptions": "_options", "CIOverrides": "_options", "measured_by": "_plan",
-    "check_budget": "_policy", "check_infra": "_policy", "check_refresh_infra": "_policy",
+    "check_budget": "_policy", "check_infra": "_policy",
     "outcome": "_policy",
     "run_ci": "_run", "open_base": "_yardstick", "base_baseline": "_yardstick",
 }
 
 __all__ = ["CIOptions", "CIOverrides", "Event", "base_baseline", "check_budget", "check_infra",
-           "check_refresh_infra", "find_event", "measured_by", "open_base", "outcome", "run_ci",
+           "find_event", "measured_by", "open_base", "outcome", "run_ci",
            "verdict"]
 assert sorted(__all__) == sorted(_WHERE)
 

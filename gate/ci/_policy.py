@@ -83,11 +83,6 @@ def check_infra(results: Results, max_rate: float, *, refresh: bool = False) -> 
                        f"{max_rate:.0%}); first: {first}")
 
 
-def check_refresh_infra(results: Results, max_rate: float) -> None:
-    """A refresh pools only a measurable run (``check_infra`` with ``refresh``)."""
-    check_infra(results, max_rate, refresh=True)
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What the job does with a verdict: its exit code and the comment's policy note."""

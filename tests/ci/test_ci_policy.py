@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.ci import CIOptions, check_refresh_infra, outcome, run_ci
+from gate.ci import CIOptions, check_infra, outcome, run_ci
 from gate.compare import Comparison
 from gate.config import GateConfig
 from gate.errors import BadInput, Unmeasurable
@@ -60,10 +60,10 @@ def results(total: int, errors: int) -> Results:
 def test_how_many_infra_errors_a_refresh_tolerates(total: int, errors: int,
                                                    refused: str | None) -> None:
     if refused is None:
-        check_refresh_infra(results(total, errors), 0.2)
+        check_infra(results(total, errors), 0.2, refresh=True)
     else:
         with pytest.raises(Unmeasurable) as exc:
-            check_refresh_infra(results(total, errors), 0.2)
+            check_infra(results(total, errors), 0.2, refresh=True)
         assert refused in str(exc.value) and "not refreshed" in str(exc.value)
 
 

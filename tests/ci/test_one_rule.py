@@ -10,13 +10,14 @@ Checked twice: from the source (the rule's words and its comparison appear once)
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from gate.ci import check_budget, check_infra, check_refresh_infra
+from gate.ci import check_budget, check_infra
 from gate.cli import main
 from gate.compare import infra_count, over_infra_limit
 from gate.errors import Unmeasurable
@@ -127,13 +128,13 @@ def test_gate_run_says_the_policys_infra_message(tmp_path: Path,
     assert "1 of 2 runs were infra errors (more than 20%); first: setup exited 7" in said
     # the refresh's wording, over the same rule: 50 % > 20 %
     assert "50% of this refresh's runs were infra errors (limit 20%)" in _message(
-        check_refresh_infra, results, 0.2)
+        functools.partial(check_infra, refresh=True), results, 0.2)
     # at the limit: measurable for gate run, a refresh and compare alike
     at_limit = _results([_run("alpha", 0, "error", "x"), *(_run("alpha", i, "passed")
                                                             for i in range(1, 5))])
     assert infra_count(at_limit).rate == 0.2
     check_infra(at_limit, 0.2)
-    check_refresh_infra(at_limit, 0.2)
+    check_infra(at_limit, 0.2, refresh=True)
     code, out = _gate_run(tmp_path / "at", monkeypatch, at_limit)
     assert code in (0, 1), out
 
