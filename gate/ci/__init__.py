@@ -17,8 +17,9 @@ outputs, the sticky and deferred comment, git with the token, the refresh's file
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gate.ci._event import Event, find_event
@@ -43,10 +44,4 @@ __all__ = ["CIOptions", "CIOverrides", "Event", "base_baseline", "check_budget",
            "verdict"]
 assert sorted(__all__) == sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'gate.ci' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"gate.ci.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())

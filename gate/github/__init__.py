@@ -8,8 +8,9 @@ for the CLI's options) does not import ``gate ci`` whole."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gate.github._accept import (
@@ -182,10 +183,4 @@ __all__ = [
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'gate.github' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"gate.github.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())

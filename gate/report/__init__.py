@@ -15,8 +15,9 @@ does not import Jinja2 or numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gate.report._effects import render_effects_markdown, render_effects_text
@@ -114,11 +115,4 @@ __all__ = [
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'gate.report' has no attribute {name!r}")
-    module, _, attr = _WHERE[name].partition(":")
-    value = getattr(importlib.import_module(f"gate.report.{module}"), attr or name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())
