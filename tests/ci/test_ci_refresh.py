@@ -348,3 +348,27 @@ def test_no_git_with_the_token_after_a_suite_that_changed_the_git_configuration(
             assert "git configuration changed while the suite ran" in run.stderr
             # the one fetch with the token is the data branch's, before the suite
             assert len([r for r in server.authorized[cloned:] if "info/refs" in r]) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's /proc")
+def test_no_push_with_the_token_while_a_process_of_a_run_is_alive(project: Project) -> None:
+    """A process of a run that escaped its group and its cgroup (it still carries this gate's
+    scope) is alive when main's refresh would push: the token is never handed to git then;
+    the job says so (exit 3) and main is untouched."""
+    import os
+    import signal
+
+    from gate.sandbox._contain import SCOPE, SCOPE_VAR
+
+    main = project.clone("main-ci")
+    tip = origin(project, "rev-parse", "main")
+    stray = subprocess.Popen(["sleep", "120"], start_new_session=True,
+                             env={SCOPE_VAR: SCOPE, "PATH": os.environ["PATH"]})
+    try:
+        run = refresh(project, main, "--baseline-refresh", "commit")
+    finally:
+        os.kill(stray.pid, signal.SIGKILL)
+        stray.wait()
+    assert run.code == 3, run.stderr
+    assert f"process {stray.pid}" in run.stderr + run.summary
+    assert origin(project, "rev-parse", "main") == tip
