@@ -34,7 +34,7 @@ from gate.sandbox._contain import (
     no_task_alive,
 )
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
-from gate.sandbox._select import admit, open_provider, suite_sandboxes
+from gate.sandbox._select import admit, open_provider, suite_options, suite_sandboxes
 
 
 def _docker(options: SandboxOptions) -> SandboxProvider:
@@ -69,5 +69,6 @@ __all__ = [
     "open_provider",
     "register_backend",
     "run_process_group",
+    "suite_options",
     "suite_sandboxes",
 ]

@@ -87,9 +87,17 @@ def suite_sandboxes(suite: SuiteConfig, *, keep: bool = False,
     """The provider ``[suite]`` of gate.toml asks for (``sandbox``, ``image``, ``pull``).
     ``registry``: whether an image registry is reachable (the caller knows: in Actions it
     is), the default for ``pull`` when ``[suite]`` does not say."""
+    return open_provider(suite.sandbox, suite_options(suite, keep=keep, cancel=cancel,
+                                                      registry=registry))
+
+
+def suite_options(suite: SuiteConfig, *, keep: bool = False,
+                  cancel: threading.Event | None = None,
+                  registry: bool = False) -> SandboxOptions:
+    """The sandbox options of ``[suite]``: ``pull`` as set, else whether a registry is
+    reachable (the caller's ``registry``)."""
     pull = suite.pull if suite.pull is not None else registry
-    return open_provider(suite.sandbox, SandboxOptions(keep=keep, cancel=cancel,
-                                                       image=suite.image, pull=pull))
+    return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull)
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,

@@ -128,3 +128,17 @@ def test_the_docker_sandbox_without_an_engine_is_exit_2_saying_so(
     assert res.exit_code == 2, res.output
     assert "[suite].sandbox = 'docker': no Docker engine reachable" in res.output, res.output
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(("pull", "registry", "want"), [
+    (None, False, False),  # off the runners no registry is known to be reachable: never pull
+    (None, True, True),    # on GitHub's runners (the caller knows): pull a missing image
+    (False, True, False),  # [suite].pull as set wins either way
+    (True, False, True),
+])
+def test_suite_pull_defaults_to_where_a_registry_is_reachable(
+        pull: bool | None, registry: bool, want: bool) -> None:
+    from gate.config import SuiteConfig
+    from gate.sandbox import suite_options
+
+    assert suite_options(SuiteConfig(pull=pull), registry=registry).pull is want
