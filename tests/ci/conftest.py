@@ -45,14 +45,14 @@ def sim_repo(tmp_path: Path) -> Iterator[Project]:
     yield from _project(tmp_path / "repo", sim=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def action() -> dict[str, Any]:
     data = yaml.safe_load((ROOT / "action.yml").read_text())
     assert isinstance(data, dict)
     return data
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(action: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Installed:
     tmp = tmp_path_factory.mktemp("action")
     inst = _prepare_runner(tmp)

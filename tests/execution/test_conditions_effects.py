@@ -128,7 +128,7 @@ def test_done_when_the_helpful_skill_shows_its_benefit_and_the_irrelevant_one_no
     bundled suite's task with a target skill, then the effect report through the CLI."""
     cfg = bundled_config(tmp_path)
     out = tmp_path / "r.json"
-    p = gate("run", "--config", cfg, "--sim", "--model", "claude-haiku-4-5", "-k", "30",
+    p = gate("run", "--config", cfg, "--sim", "--model", "claude-haiku-4-5", "-k", "15",
              "-j", "4", "--no-transcripts", "--task", RATE, "--condition", "control",
              "--condition", "target", "--condition", "negative", "-o", out, timeout=600)
     assert p.returncode in (0, 1), p.stderr

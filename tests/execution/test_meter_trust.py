@@ -47,6 +47,7 @@ class Upstream:
                 up.seen.append({"headers": list(self.headers.items()), "body": raw})
                 up.arrived.release()
                 up.release.wait(30)
+                up.answered += 1  # before the answer leaves: the client may read it first
                 body = json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
                                    "model": json.loads(raw)["model"], "stop_reason": "end_turn",
                                    "content": [{"type": "text", "text": "hi"}],
@@ -56,7 +57,6 @@ class Upstream:
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                up.answered += 1
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True

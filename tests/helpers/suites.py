@@ -11,12 +11,13 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from gate.tasks import Task
 from tests.helpers import ROOT as REPO
+
+if TYPE_CHECKING:  # the SDK takes ~2 s of CPU to import: every worker's conftest imports this
+    import anthropic
 
 BASH_TOOL: dict[str, Any] = {
     "name": "bash",
