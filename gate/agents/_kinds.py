@@ -83,13 +83,15 @@ class BuiltinKind(AgentKind):
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         import jinja2
 
-        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
         from gate.agents._parts import system_prompt_text
 
         a = cfg.agent
+        prompt = system_prompt_text(cfg)  # a bad file is exit 2 before the SDK (~2 s) loads
+        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
+
         try:
             return BuiltinAgent(
-                model=model, system_template=system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT,
+                model=model, system_template=prompt or DEFAULT_SYSTEM_PROMPT,
                 tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
                 temperature=a.temperature, top_p=a.top_p, label=label,
             )

@@ -88,6 +88,22 @@ def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_
         one_line_error(p, "[agent].system_prompt", str(prompt), "system prompt", why)
 
 
+@pytest.mark.slow  # a fresh interpreter: this one has imported the SDK long ago
+def test_a_bad_system_prompt_is_refused_before_the_sdk_loads(tmp_path: Path) -> None:
+    """Exit 2 *at once*: the prompt file is checked before the anthropic SDK (~2 s of CPU to
+    import) is, so a bad one costs a CI job well under a second."""
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[agent]\nkind = "builtin"\nsystem_prompt = "/dev/zero"\n')
+    probe = ("import sys\nfrom gate.agents import agent_kind\nfrom gate.config import "
+             "load_config\nfrom gate.errors import BadInput\ntry:\n"
+             f"    agent_kind('builtin').build(load_config({str(cfg)!r}), 'm', 'l')\n"
+             "except BadInput as exc:\n    print(exc)\nprint('anthropic' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "False" and "not a regular file" in p.stdout, p.stdout
+
+
 @pytest.mark.slow
 def test_huge_or_special_config_is_exit_2(spoilable: tuple[Path, dict], tmp_path: Path) -> None:
     base, _ = spoilable
