@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from tests.helpers.ci import (
     REPO,
     TOKEN,
     Project,
-    _clean_env,
     _marker_comments,
     _origin,
     ab_project,
@@ -33,6 +31,7 @@ from tests.helpers.ci import (
     write_sim_suite,
 )
 from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import gate, user_env
 
 
 def _readme(work: Path) -> None:
@@ -171,8 +170,7 @@ def test_a_pr_that_adds_the_gate_is_told_the_first_baseline_comes_from_main(
 
 
 def _gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, env=_clean_env(),
-                          capture_output=True, text=True, timeout=300, check=False)
+    return gate(*args, cwd=cwd, base=user_env())
 
 
 @pytest.mark.slow

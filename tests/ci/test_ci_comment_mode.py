@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from gate.github import marker
-from tests.helpers.ci import API_KEY, PR, REPO, TOKEN, _clean_env, _parse_output_file
+from tests.helpers.ci import API_KEY, PR, REPO, TOKEN, _parse_output_file
 from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import user_env
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +42,7 @@ def _comment_run(gh: FakeGitHub, workspace: Path, report: Path, *args: str,
     p = subprocess.run(
         [str(GATE), "ci", "--report", str(report), *args], cwd=workspace,
         capture_output=True, text=True, timeout=120, check=False,
-        env={**_clean_env(), "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "workflow_run",
+        env={**user_env(), "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "workflow_run",
              "GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": REPO,
              "GITHUB_API_URL": gh.url, "GITHUB_SERVER_URL": "https://github.example",
              "GITHUB_REF": "refs/heads/main", "GITHUB_WORKSPACE": str(workspace),

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from gate.github import _git
-from tests.helpers.ci import REPO, TOKEN, Project, _clean_env, _project, sh
+from tests.helpers.ci import REPO, TOKEN, Project, _project, sh
 from tests.helpers.git_http import GitOverHTTP, _clone
+from tests.helpers.process import user_env
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_pr_run_fetches_the_base_branch_with_its_own_token(
     # without the token the base branch cannot be fetched: the server really refuses
     anon = subprocess.run(["git", "fetch", "--depth=1", "origin", "main"], cwd=ci,
                           capture_output=True, text=True, check=False,
-                          env={**_clean_env(), "GIT_TERMINAL_PROMPT": "0"})
+                          env={**user_env(), "GIT_TERMINAL_PROMPT": "0"})
     assert anon.returncode != 0 and server.refused
     server.authorized.clear()
     run = project.gate_ci(ci, env={"GITHUB_SERVER_URL": server.url})

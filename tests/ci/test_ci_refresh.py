@@ -22,13 +22,13 @@ import pytest
 from tests.helpers.ci import (
     TOKEN,
     Project,
-    _clean_env,
     _project,
     make_baseline,
     refresh,
     set_max_turns,
     sh,
 )
+from tests.helpers.process import user_env
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +68,11 @@ def on_push_wrapper(project: Project, hook: str) -> dict[str, str]:
     assert real
     bin_dir = project.tmp / "wrapper-bin"
     bin_dir.mkdir(exist_ok=True)
-    clean = _clean_env()["PATH"]  # the hook's own git is the real one
+    clean = user_env()["PATH"]  # the hook's own git is the real one
     executable(bin_dir / "on-push.sh", f'#!/bin/sh\nset -e\nexport PATH="{clean}"\n{hook}\n')
     executable(bin_dir / "git", f'#!/bin/sh\nif [ "$1" = push ]; then "{bin_dir}/on-push.sh" '
                                 f'>&2; fi\nexec "{real}" "$@"\n')
-    return {"PATH": f"{bin_dir}:{_clean_env()['PATH']}"}
+    return {"PATH": f"{bin_dir}:{user_env()['PATH']}"}
 
 
 # ----- the refresh survives a merge ---------------------------------------------------------
@@ -260,7 +260,7 @@ def test_the_data_branch_holds_the_baseline_and_prs_read_it_from_there(
     local = subprocess.run(
         [sys.executable, "-m", "gate", "compare", "--base-ref", "origin/main", "results.json",
          "--format", "json"], cwd=ci, capture_output=True, text=True, check=False, timeout=240,
-        env={**_clean_env(), "AGENT_HELPER": str(ci / "agent" / "solve.sh")})
+        env={**user_env(), "AGENT_HELPER": str(ci / "agent" / "solve.sh")})
     assert local.returncode == 1, local.stderr
     assert json.loads(local.stdout)["verdict"] == "regression"
 

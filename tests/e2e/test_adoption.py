@@ -10,7 +10,6 @@ key) is inconclusive (exit 3).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,18 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.process import gate as run_gate
+from tests.helpers.process import user_env
+
 pytestmark = pytest.mark.slow
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
-    return {**env, **extra}
-
-
 def gate(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, env=_env(**env),
-                          capture_output=True, text=True, timeout=300, check=False)
+    return run_gate(*args, cwd=cwd, base=user_env(**env))
 
 
 def compare(repo: Path, baseline: str, results: str) -> tuple[int, dict[str, object]]:
@@ -44,7 +39,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``gate init`` in an empty repository, a simulator run promoted to a baseline."""
     repo = tmp_path_factory.mktemp("adopt") / "repo"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=_env())
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=user_env())
     assert gate(repo, "init").returncode == 0
     run = gate(repo, "run", "--sim", "--seed", "1", "-o", "sim-base.json")
     assert run.returncode == 0, run.stderr
@@ -109,7 +104,7 @@ def test_three_runs_against_three_say_they_could_not_have_detected_it(repo: Path
 
 def test_a_simulator_baseline_against_a_run_through_the_api_is_inconclusive(repo: Path) -> None:
     server = subprocess.Popen([sys.executable, "-m", "gate", "sim", "serve", "--port", "0",
-                               "--tasks", "tasks"], cwd=repo, env=_env(),
+                               "--tasks", "tasks"], cwd=repo, env=user_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert server.stdout is not None

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,10 @@ from gate._files import (
 from gate.cli import main
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.results import write_results
+from tests.helpers.process import gate as run_gate
 
-
-def gate(*args: str | Path, cwd: Path | None = None,
-         timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout)
+#: a gate reading its input without bound fails the test within a minute
+gate = partial(run_gate, timeout=60)
 
 
 def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:

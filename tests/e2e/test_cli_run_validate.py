@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +10,7 @@ from click.testing import CliRunner
 
 from gate.cli import main
 from gate.results import load_results
-
-
-def gate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The real console entry point in a subprocess, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+from tests.helpers.process import gate
 
 
 @pytest.mark.slow

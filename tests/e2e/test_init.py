@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gate.init import EXAMPLE_TASK
+from tests.helpers.process import gate as run_gate
+from tests.helpers.process import user_env
 
 WRITTEN = ("gate.toml", "agent/system.md", f"tasks/{EXAMPLE_TASK}/task.md",
            f"tasks/{EXAMPLE_TASK}/task.toml", f"tasks/{EXAMPLE_TASK}/setup.sh",
@@ -26,15 +27,12 @@ SHARED = (".gitignore", ".github/dependabot.yml")
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
-    return {**env, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-            "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}
+    return user_env(GIT_AUTHOR_NAME="dev", GIT_AUTHOR_EMAIL="dev@example.com",
+                    GIT_COMMITTER_NAME="dev", GIT_COMMITTER_EMAIL="dev@example.com")
 
 
 def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=300, check=False)
+    return run_gate(*args, cwd=cwd, base=_env())
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -5,7 +5,6 @@ cap and cost cap for every agent kind, and the run records why it stopped."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,14 +14,10 @@ from gate.results import RunResult, load_results, new_results
 from gate.run import Budget
 from gate.sim import read_ledger
 from gate.tasks import load_suite
+from tests.helpers.process import gate
 from tests.helpers.suites import tiny_suite
 
 STDLIB_AGENT = Path(__file__).parents[1] / "agents" / "stdlib_agent.py"
-
-
-def gate(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def _run(task: str, replication: int, spend: float) -> RunResult:

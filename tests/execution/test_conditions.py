@@ -12,7 +12,8 @@ import pytest
 from gate.results import journal_path, load_results
 from gate.runner import Arm, RunOptions, condition_plan
 from tests.helpers import ROOT as REPO
-from tests.helpers.suites import RATE, bundled_config, gate, write_task
+from tests.helpers.process import gate
+from tests.helpers.suites import RATE, bundled_config, write_task
 
 PLAIN = "fix-version-compare"  # no metadata.json: a negative control (control and full only)
 

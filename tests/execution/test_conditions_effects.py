@@ -20,7 +20,8 @@ from gate.results import (
     new_results,
     write_results,
 )
-from tests.helpers.suites import RATE, bundled_config, gate
+from tests.helpers.process import gate
+from tests.helpers.suites import RATE, bundled_config
 
 
 def _run(task: str, condition: str, rep: int, passed: bool, turns: int = 5,

@@ -15,7 +15,8 @@ from gate.results import load_results
 from gate.skills import load_skills, skills_digest
 from gate.yardstick import MEASURING_SECTIONS, open_yardstick
 from tests.helpers import ROOT as REPO
-from tests.helpers.suites import RATE, gate
+from tests.helpers.process import gate
+from tests.helpers.suites import RATE
 
 
 def sh(cwd: Path, *args: str) -> str:

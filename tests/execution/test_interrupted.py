@@ -14,13 +14,9 @@ import pytest
 
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.results import load_results, write_results
+from tests.helpers.process import gate
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def gate(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.mark.slow

@@ -13,14 +13,10 @@ import pytest
 
 from gate.results import journal_path, load_results, read_journal
 from gate.sim._model import EPISODE_STRIDE, SimModel
+from tests.helpers.process import gate
 from tests.helpers.suites import BASH_TOOL, tiny_suite
 
 TASKS = ("build-report", "count-lines", "turn-mode-on")
-
-
-def gate(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def _config(tmp_path: Path) -> Path:

@@ -16,6 +16,7 @@ from gate.results import Results, load_results
 from gate.run import RunRequest, run_suite
 from gate.sim import FaultConfig, Simulator, key_id, ledger_totals, read_ledger
 from gate.usage import Usage
+from tests.helpers.process import gate
 
 pytestmark = pytest.mark.slow
 
@@ -155,27 +156,20 @@ def test_same_code_path_to_a_real_base_url_with_the_key(
         key_id("sk-ant-a-real-looking-key-123456")}
 
 
-def _gate(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
-
-
 def test_without_key_and_without_sim_exit_3(tmp_path: Path) -> None:
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "GATE_"))}
-    p = _gate("run", "--config", str(REPO / "gate.toml"), "-o", str(tmp_path / "r.json"),
-              env=env, cwd=tmp_path)
+    p = gate("run", "--config", str(REPO / "gate.toml"), "-o", str(tmp_path / "r.json"),
+             base=env, cwd=tmp_path)
     assert p.returncode == 3
     assert "no ANTHROPIC_API_KEY" in p.stderr and "--sim" in p.stderr
     assert not (tmp_path / "r.json").exists()
 
 
 def test_unknown_model_exit_2_with_how_to(tmp_path: Path) -> None:
-    import os
-
-    p = _gate("run", "--config", str(REPO / "gate.toml"), "--sim", "--model", "claude-nova-9",
-              "-o", str(tmp_path / "r.json"), env=dict(os.environ), cwd=tmp_path)
+    p = gate("run", "--config", str(REPO / "gate.toml"), "--sim", "--model", "claude-nova-9",
+             "-o", str(tmp_path / "r.json"), cwd=tmp_path)
     assert p.returncode == 2
     assert 'agent.prices."claude-nova-9"' in p.stderr
 
@@ -197,12 +191,10 @@ def test_model_api_failing_after_retries_is_infra_and_billed_tokens_count(
 
 def test_too_many_infra_errors_exit_3_with_results_kept(make_task, suite_dir: Path,
                                                         tmp_path: Path) -> None:
-    import os
-
     make_task("broken-setup", setup="exit 7\n")
     out = tmp_path / "r.json"
-    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1", "-o", str(out),
-              env=dict(os.environ), cwd=tmp_path)
+    p = gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1", "-o", str(out),
+             cwd=tmp_path)
     assert p.returncode == 3, p.stderr
     assert "1 of 1 runs were infra errors" in p.stderr
     assert load_results(out).runs[0].status == "error"
@@ -225,8 +217,8 @@ def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None
     env = dict(os.environ)
     env.update({"ANTHROPIC_API_KEY": "sk-ant-parent-SECRET-123456",
                 "GITHUB_TOKEN": "ghp_parentSECRET1234567890"})
-    p = _gate("run", "--config", str(cfg), "--sim", "--task", EASY[0], "-k", "1",
-              "-o", str(tmp_path / "r.json"), env=env, cwd=tmp_path)
+    p = gate("run", "--config", str(cfg), "--sim", "--task", EASY[0], "-k", "1",
+             "-o", str(tmp_path / "r.json"), base=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     text = dump.read_text()
     assert "PATH=" in text  # it did read the gate's environment
@@ -239,14 +231,12 @@ def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None
 def test_bad_system_prompt_template_is_exit_2_before_anything_runs(
     tmp_path: Path, template: str, needle: str
 ) -> None:
-    import os
 
     prompt = tmp_path / "system.md"
     prompt.write_text(template)
     cfg = tmp_path / "gate.toml"
     cfg.write_text(f'[agent]\nsystem_prompt = "{prompt}"\n[suite]\ntasks = "{REPO / "tasks"}"\n')
-    p = _gate("run", "--config", str(cfg), "--sim", "-o", str(tmp_path / "r.json"),
-              env=dict(os.environ), cwd=tmp_path)
+    p = gate("run", "--config", str(cfg), "--sim", "-o", str(tmp_path / "r.json"), cwd=tmp_path)
     assert p.returncode == 2
     assert needle in p.stderr and str(prompt) in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.json").exists()

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import ROOT
-from tests.helpers.ci import REPO, TOKEN, _clean_env
+from tests.helpers.ci import REPO, TOKEN
+from tests.helpers.process import user_env
 
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")  # a ${{ … }} expression
 
@@ -137,7 +138,7 @@ class Installed:
     uses: list[tuple[str, dict[str, str]]]  # the `uses:` steps and their expanded `with:`
 
     def env(self) -> dict[str, str]:
-        return {**_clean_env(), "PATH": self.path, "GITHUB_ACTIONS": "true", "CI": "true",
+        return {**user_env(), "PATH": self.path, "GITHUB_ACTIONS": "true", "CI": "true",
                 "GITHUB_ACTION_PATH": str(self.action_path),
                 "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": "Linux"}
 

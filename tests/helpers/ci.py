@@ -16,6 +16,7 @@ from gate.config import load_config
 from gate.github import MARKER_PREFIX, marker
 from gate.run import RunRequest, run_suite
 from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import user_env
 
 TOKEN = "ghs_e2eSECRETtoken_abcdef123456"
 API_KEY = "sk-ant-e2e-SECRET-key-987654321"
@@ -29,16 +30,12 @@ OURS = marker("gate.toml")  # the marker of the default config's comment
 
 def sh(cwd: Path, *args: str) -> str:
     p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=False,
-                       env={**_clean_env(), "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL":
+                       env={**user_env(), "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL":
                             "dev@example.com", "GIT_COMMITTER_NAME": "dev",
                             "GIT_COMMITTER_EMAIL": "dev@example.com"})
     assert p.returncode == 0, f"{args}: {p.stderr}"
     return p.stdout
 
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
 
 
 def write_suite(root: Path, helper: str = GOOD_HELPER, toml_extra: str = "") -> None:
@@ -146,7 +143,7 @@ class Project:
         out = checkout.parent / f"{checkout.name}-output-{len(self.gh.requests)}"
         summary = checkout.parent / f"{checkout.name}-summary-{len(self.gh.requests)}.md"
         full_env = {
-            **_clean_env(),
+            **user_env(),
             "GITHUB_ACTIONS": "true", "CI": "true",
             "GITHUB_EVENT_NAME": event,
             "GITHUB_EVENT_PATH": str(event_path or self.event(checkout)),

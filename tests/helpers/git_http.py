@@ -9,7 +9,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.helpers.ci import TOKEN, Project, _clean_env, sh
+from tests.helpers.ci import TOKEN, Project, sh
+from tests.helpers.process import user_env
 
 
 class GitOverHTTP:
@@ -55,7 +56,7 @@ class GitOverHTTP:
                     return
                 outer.authorized.append(f"{self.command} {path}?{query}")
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                env = {**_clean_env(), "GIT_PROJECT_ROOT": str(outer.root),
+                env = {**user_env(), "GIT_PROJECT_ROOT": str(outer.root),
                        "GIT_HTTP_EXPORT_ALL": "1", "REQUEST_METHOD": self.command,
                        "PATH_INFO": path, "QUERY_STRING": query, "REMOTE_USER": "bot",
                        "REMOTE_ADDR": "127.0.0.1",

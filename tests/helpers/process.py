@@ -1,9 +1,12 @@
-"""Processes: whether a command line starts the gate, whether a pid is still alive."""
+"""Processes: the gate as a user starts it (``gate``) in a developer's environment
+(``user_env``), whether a command line starts the gate, whether a pid is still alive."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,3 +29,21 @@ def starts_gate(args: Any) -> bool:
         argv = argv[0].split()
     return (bool(argv) and Path(argv[0]).name == "gate") \
         or any(argv[i:i + 2] == ["-m", "gate"] for i in range(len(argv) - 1))
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """This process's environment as a developer's shell has it: no Actions, gate or model API
+    variables (a test sets the ones it means), with ``extra`` over it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_", "RUNNER_", "GH_"))}
+    return {**env, **extra}
+
+
+def gate(*args: str | os.PathLike[str], cwd: Path | None = None,
+         env: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m gate ARGS`` in a subprocess, as a user runs it: its environment is ``base``
+    (this process's when None) with ``env`` over it."""
+    return subprocess.run([sys.executable, "-m", "gate", *map(os.fspath, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env={**(os.environ if base is None else base), **(env or {})})

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
@@ -160,12 +159,6 @@ def long_text(tokens: int, word: str = "context") -> str:
 
 
 RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
-
-
-def gate(*args: str | Path, env: dict[str, str] | None = None,
-         timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def bundled_config(tmp_path: Path, extra: str = "") -> Path:

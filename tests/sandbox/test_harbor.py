@@ -8,9 +8,6 @@ tests/sandbox/test_docker.py (they skip with the reason without one, and fail un
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,13 +17,7 @@ from gate.sandbox import LocalSandboxProvider
 from gate.tasks import load_suite, load_task
 from tests.helpers.docker import IMAGE, ours
 from tests.helpers.harbor import DOCKERFILE, harbor_task
-
-
-def gate(*args: str | Path, env: dict[str, str] | None = None,
-         timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
-
+from tests.helpers.process import gate
 
 # ----- loading: no engine needed --------------------------------------------------------------
 

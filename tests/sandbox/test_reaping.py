@@ -20,6 +20,7 @@ import pytest
 
 from gate.results import load_results
 from gate.sandbox import containment
+from tests.helpers.process import gate
 
 # where the kernel can contain a run (this machine's cgroup v2 is writable): the tests that
 # need it; elsewhere they are skipped with the reason, and the launcher is all there is
@@ -70,11 +71,6 @@ def _daemons(marker: str, where: str, flag: Path) -> str:
             f"echo {where} >> {flag}\n")
 
 
-def _gate(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True,
-                          timeout=180, **kw)  # type: ignore[call-overload]
-
-
 def test_setsid_daemons_of_scripts_die_with_their_run(make_task, suite_dir: Path,
                                                       tmp_path: Path, marker: str) -> None:
     flag = tmp_path / "started"
@@ -87,8 +83,8 @@ def test_setsid_daemons_of_scripts_die_with_their_run(make_task, suite_dir: Path
             verify=_daemons(marker, f"verify{i}", flag) + "sleep 1\ngrep -qx hi hello.txt\n",
         )
     out = tmp_path / "results.json"
-    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "2", "-j", "4",
-              "-o", str(out))
+    p = gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "2", "-j", "4",
+             "-o", str(out))
     assert p.returncode == 0, p.stderr
     assert [r.status for r in load_results(out).runs] == ["passed"] * 8  # no run killed another
     assert len(flag.read_text().split()) == 24  # every script did start its daemons
@@ -102,8 +98,8 @@ def test_setsid_daemon_of_an_agent_tool_dies(make_task, suite_dir: Path, tmp_pat
     make_task("tool", toml='difficulty = "easy"\n',
               solve=_daemons(marker, "tool", flag) + "echo hi > hello.txt\n")
     out = tmp_path / "results.json"
-    p = _gate("run", "--sim", "--tasks", str(suite_dir), "-k", "1", "--seed", "1",
-              "-o", str(out))
+    p = gate("run", "--sim", "--tasks", str(suite_dir), "-k", "1", "--seed", "1",
+             "-o", str(out))
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in
               (tmp_path / "results.transcripts" / "tool-r0.jsonl").read_text().splitlines()]
@@ -121,7 +117,7 @@ def test_setsid_daemon_of_a_command_agent_dies(make_task, suite_dir: Path, tmp_p
     cfg = tmp_path / "gate.toml"
     cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash {script}"\n'
                    f'[suite]\ntasks = "{suite_dir}"\n')
-    p = _gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
+    p = gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
     assert p.returncode == 0, p.stderr
     assert flag.read_text().split() == ["agent"]
     assert _marked(marker) == []
@@ -182,8 +178,8 @@ def test_a_script_that_kills_its_launcher_leaves_nothing_behind(
     the kernel's: every process of the run is in it, whatever it does, and dies with it."""
     flag = tmp_path / "started"
     make_task("t", solve=_kills_its_launcher(marker, "solve", flag) + "echo hi > hello.txt\n")
-    p = _gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1",
-              "-o", str(tmp_path / "r.json"))
+    p = gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1",
+             "-o", str(tmp_path / "r.json"))
     assert p.returncode in (0, 1, 3), p.stderr
     assert "killed-launcher-solve" in flag.read_text()  # the launcher really was killed
     assert _wait_until(lambda: _marked(marker) == [], 2), _marked(marker)
@@ -199,7 +195,7 @@ def test_a_command_agent_that_kills_its_launcher_leaves_nothing_behind(
     cfg = tmp_path / "gate.toml"
     cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash {script}"\n'
                    f'[suite]\ntasks = "{suite_dir}"\n')
-    p = _gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
+    p = gate("run", "--sim", "--config", str(cfg), "-k", "1", "-o", str(tmp_path / "r.json"))
     assert p.returncode in (0, 1, 3), p.stderr
     assert "killed-launcher-agent" in flag.read_text()
     assert _wait_until(lambda: _marked(marker) == [], 2), _marked(marker)
