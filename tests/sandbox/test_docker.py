@@ -292,3 +292,17 @@ def test_the_bundled_suite_passes_with_the_oracle_in_docker_and_the_builtin_agen
     if os.getuid() == 0:  # a root gate's tools run as the container's unprivileged user
         assert any(" 1000 1000 " in out for out in tools), tools
     assert ours() == []
+
+
+def test_on_githubs_runners_a_missing_image_is_pulled(
+        engine: None, make_task: Callable[..., Path], suite_dir: Path, tmp_path: Path) -> None:
+    """``[suite].pull`` unset: pulled on GitHub's runners, where a registry is there (no registry
+    is reachable here, so the pull fails with the engine's reason), never elsewhere (above)."""
+    make_task("absent", toml='[environment]\nimage = "gate-no-such-image:never"\n')
+    out = tmp_path / "r.json"
+    p = gate("run", "--tasks", suite_dir, "--agent", "oracle", "-k", "1", "-o", out,
+             env={"GITHUB_ACTIONS": "true"})
+    data = json.loads(out.read_text())
+    text = json.dumps(data) + p.stderr
+    assert "cannot pull 'gate-no-such-image:never'" in text, text[-3000:]
+    assert "pulling is off" not in text
