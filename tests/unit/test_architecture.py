@@ -40,8 +40,6 @@ KNOWN: dict[str, set[str]] = {
 }
 
 
-
-
 @dataclass(frozen=True)
 class Import:
     importer: str  # dotted module name
