@@ -73,6 +73,20 @@ class _Phase(_Section):
         return self
 
 
+class HarborHealthcheck(_Section):
+    """``[environment.healthcheck]`` / ``[steps.healthcheck]`` (Harbor's ``HealthcheckConfig``,
+    Docker ``HEALTHCHECK`` polling): ``command`` until it exits 0; a failure inside
+    ``start_period_sec`` does not count (retried every ``start_interval_sec``); after it,
+    ``retries`` consecutive failures, ``interval_sec`` apart, fail the check."""
+
+    command: str = Field(min_length=1, max_length=65536)
+    interval_sec: float = Field(default=5.0, ge=0, le=3600)
+    timeout_sec: float = Field(default=30.0, gt=0, le=3600)
+    start_period_sec: float = Field(default=0.0, ge=0, le=3600)
+    start_interval_sec: float = Field(default=5.0, ge=0, le=3600)
+    retries: int = Field(default=3, gt=0, le=1000)
+
+
 def size_to_mb(size: str) -> int:
     """Harbor's ``EnvironmentConfig._parse_size_to_mb``: ``"4G"`` → 4096, ``"512M"`` → 512."""
     text = size.strip().upper()
@@ -98,6 +112,7 @@ class HarborEnvironment(_Section):
     env: dict[str, str] = Field(default_factory=dict)
     skills_dir: str | None = Field(default=None, min_length=1, max_length=4096)
     workdir: str | None = Field(default=None, pattern=r"^/", max_length=4096)
+    healthcheck: HarborHealthcheck | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -140,6 +155,7 @@ class HarborStep(_Section):
     agent: _Phase = Field(default_factory=_Phase)
     verifier: _Phase = Field(default_factory=_Phase)
     min_reward: float | dict[str, float] | None = None
+    healthcheck: HarborHealthcheck | None = None
 
 
 class HarborConfig(_Section):
@@ -173,9 +189,9 @@ _HONOURED = {
     "solution": {"env"},
     "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "memory", "gpus",
                     "allow_internet", "network_mode", "allowed_hosts", "env", "skills_dir",
-                    "workdir"},
+                    "workdir", "healthcheck"},
 }
-_STEP_HONOURED = {"name", "agent", "verifier", "min_reward"}
+_STEP_HONOURED = {"name", "agent", "verifier", "min_reward", "healthcheck"}
 
 
 class HarborTask:

@@ -35,6 +35,13 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   :mod:`gate.sandbox._procs`), so a planted loop cannot rewrite the verifier's files after
   ``/logs/verifier`` is emptied. The services kept are listed with the verifier's files; when
   the run fails, its reason names what was stopped.
+- **Healthchecks** (``[environment.healthcheck]``, ``[steps.healthcheck]``; Harbor's
+  ``HealthcheckConfig``, Docker ``HEALTHCHECK`` polling): the environment's runs once the
+  container is up, before anything of the run; a step's after its ``workdir/`` and
+  ``setup.sh``, before its agent; the command runs as root. A check that never passes before
+  any agent acted is an infra error, as Harbor fails the trial. *Where the gate differs*: one
+  that fails before a later step (the earlier steps' agent left the environment unready) fails
+  the run, with the step's name: counted as infra it would hide a regression.
 - **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
   docker.py``) are refused by name: their services would never start here.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
@@ -55,6 +62,7 @@ import json
 import math
 import re
 import shlex
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +90,7 @@ from gate.harbor import (
     SOLUTION_DIR,
     TESTS_DIR,
     VERIFIER_LOGS,
+    HarborHealthcheck,
     HarborStep,
     HarborTask,
     parse_harbor_toml,
@@ -100,6 +109,37 @@ _COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", re.IGNORECASE)
 def _tail(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "(no output)"
+
+
+class Unhealthy(SandboxError):
+    """A healthcheck that never passed (its reason)."""
+
+
+def healthcheck(box: Container, check: HarborHealthcheck, what: str) -> None:
+    """Poll ``check.command`` in the container as Harbor (and Docker's ``HEALTHCHECK``) does;
+    :class:`Unhealthy` naming ``what`` when it never passes."""
+    started = time.monotonic()
+    grace_ends = started + check.start_period_sec
+    if check.start_period_sec > 0 and check.start_interval_sec > 0:
+        time.sleep(min(check.start_interval_sec, check.start_period_sec))
+    failures = 0
+    while True:
+        res = box.run_as(["bash", "-c", check.command], user="0", env=box.command_env(),
+                         timeout=check.timeout_sec)
+        if res.returncode == 0 and not res.timed_out:
+            return
+        now = time.monotonic()
+        if now < grace_ends:  # inside the start period: not counted
+            time.sleep(max(0.0, min(check.start_interval_sec, grace_ends - now)))
+            continue
+        failures += 1
+        if failures >= check.retries:
+            how = f"timed out after {check.timeout_sec:g} s" if res.timed_out \
+                else f"exit {res.returncode}"
+            tail = f": {_tail(res.output)}" if res.output.strip() else ""
+            raise Unhealthy(f"the {what} healthcheck failed {check.retries} time(s) in a row "
+                            f"({how}){tail}")
+        time.sleep(check.interval_sec)
 
 
 def _user(user: str | int | None) -> str:
@@ -269,8 +309,14 @@ class HarborFormat(TaskFormat):
         return steps[index] if steps and index < len(steps) else None
 
     def start(self, sandbox: Workspace) -> None:
-        """Before the first step's agent: its ``workdir/`` and ``setup.sh``."""
-        if sandbox.task.steps:
+        """Once the container is up: the environment's healthcheck; then, before the first
+        step's agent, its ``workdir/``, ``setup.sh`` and healthcheck."""
+        task = sandbox.task
+        assert task.harbor is not None
+        check = task.harbor.config.environment.healthcheck
+        if check is not None:
+            healthcheck(self._container(sandbox), check, "[environment]")
+        if task.steps:
             self._prepare_step(self._container(sandbox), 0)
 
     def _prepare_step(self, box: Container, index: int) -> None:
@@ -292,6 +338,8 @@ class HarborFormat(TaskFormat):
                 if res.returncode != 0 or res.timed_out:
                     raise SandboxError(f"step {step.name!r}: setup.sh failed "
                                        f"(exit {res.returncode}): {_tail(res.output)}")
+        if step.healthcheck is not None:
+            healthcheck(box, step.healthcheck, f"step {step.name!r}")
 
     @staticmethod
     def _container(sandbox: Workspace) -> Container:
@@ -376,9 +424,13 @@ class HarborFormat(TaskFormat):
         missed = min_reward_failure(rewards, hstep.min_reward)
         last = index + 1 >= len(task.harbor.steps)
         if not last and missed is None:
-            self._prepare_step(box, index + 1)
-            return Verification(verdict.result, verdict.passed, verdict.reason, verdict.score,
-                                verdict.files, final=False)
+            try:
+                self._prepare_step(box, index + 1)
+            except Unhealthy as exc:  # the agent's steps so far left it unready: a failure
+                missed = f"then {exc}"
+            else:
+                return Verification(verdict.result, verdict.passed, verdict.reason,
+                                    verdict.score, verdict.files, final=False)
         strategy = task.harbor.config.multi_step_reward_strategy or "mean"
         total = combine(box.step_rewards, strategy)
         run = judge(total, "no step wrote a reward", verdict.result)

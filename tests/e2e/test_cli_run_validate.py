@@ -172,9 +172,10 @@ def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path
 
     noted = task('artifacts = ["/app/out.txt"]\nempty_list = []\n[environment]\n'
                  'storage_mb = 10240\nmcp_servers = []\nsomething_new = ""\n'
-                 '[environment.healthcheck]\ncommand = "test -f /app/ready"\n'
-                 '[verifier]\nbrand_new = {}\n').unhonoured
-    assert noted == ["artifacts", "environment.healthcheck"]
+                 'gpu_types = ["H100"]\n[verifier]\nbrand_new = {}\n').unhonoured
+    assert noted == ["artifacts", "environment.gpu_types"]
+    # a healthcheck is run, not listed (tests/sandbox/test_harbor_parity.py)
+    assert task('[environment.healthcheck]\ncommand = "true"\n').unhonoured == []
     assert task("[environment]\nstorage_mb = 20480\n").unhonoured == ["environment.storage_mb"]
     assert task('[environment]\nstorage = "10G"\n').unhonoured == []
 

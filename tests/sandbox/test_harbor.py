@@ -33,8 +33,8 @@ def test_a_harbor_task_loads_with_harbors_semantics(tmp_path: Path) -> None:
     assert task.setup_script is None and task.starting_dir is None
     assert task.build_timeout == 300.0
     assert task.harbor is not None and task.harbor.agent_network == "public"  # Harbor's default
-    # what the gate does not act on is listed, not dropped
-    assert task.unhonoured == ["environment.healthcheck", "environment.storage_mb"]
+    # what the gate does not act on is listed, not dropped (the healthcheck it runs)
+    assert task.unhonoured == ["environment.storage_mb"]
     # and it never runs on the host
     assert "Harbor-format task" in (LocalSandboxProvider().refusal(task) or "")
 
@@ -72,6 +72,9 @@ def test_what_the_gate_cannot_honour_safely_is_refused_not_widened(
     ('[verifier]\ntimeout_sec = "soon"\n', "verifier.timeout_sec"),
     ('[environment]\nnetwork_mode = "sometimes"\n', "environment.network_mode"),
     ('[environment]\nnetwork_mode = "public"\nallowed_hosts = ["x.org"]\n', "allowed_hosts"),
+    ("[environment.healthcheck]\nretries = 3\n", r"environment\.healthcheck\.command"),
+    ('[environment.healthcheck]\ncommand = "true"\nretries = 0\n',
+     r"environment\.healthcheck\.retries"),
 ])
 def test_a_bad_harbor_value_names_the_file_and_field(tmp_path: Path, toml: str,
                                                      field: str) -> None:
@@ -133,7 +136,7 @@ def test_harbor_tasks_run_unchanged_in_docker_judged_by_their_reward(tmp_path: P
     p = gate("run", "--tasks", suite, "--agent", "oracle", "-k", "1", "-j", "2", "-o", out)
     assert p.returncode == 0, p.stderr
     assert ("task count-lines: task.toml keys the gate does not honour: "
-            "environment.healthcheck, environment.storage_mb") in p.stderr
+            "environment.storage_mb\n") in p.stderr
     runs = {r["task"]: r for r in json.loads(out.read_text())["runs"]}
     # the oracle, in the image's WORKDIR with the image's files; the reward file decides
     assert runs["count-lines"]["status"] == "passed", runs["count-lines"]

@@ -535,3 +535,58 @@ def test_a_rebuilt_base_image_rebuilds_the_tasks_image(tmp_path: Path) -> None:
             with contextlib.suppress(docker.errors.DockerException):
                 client.images.remove(image, force=True)
         client.close()
+
+
+#: a check that passes on its third attempt, counting its attempts in /tmp/hc
+THIRD_TIME = ('n=$(cat /tmp/hc 2>/dev/null || echo 0); echo $((n + 1)) > /tmp/hc; '
+              '[ "$n" -ge 2 ]')
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_the_environment_healthcheck_polls_as_docker_does_before_the_run(tmp_path: Path) -> None:
+    """Retries count consecutive failures; failures inside the start period do not count; the
+    agent starts only once the check passed; a check that never passes is an infra error."""
+    solve = "#!/bin/bash\ncp /tmp/hc /app/out.txt\n"  # what the check had done by then
+    polled = "\n[environment.healthcheck]\ncommand = '{cmd}'\ninterval_sec = 0.1\n"
+    for name, extra in (("retries", "retries = 3\n"),
+                        ("grace", "retries = 1\nstart_period_sec = 3\nstart_interval_sec = 0.1\n")):
+        result, _ = run(harbor(tmp_path, name, toml=polled.format(cmd=THIRD_TIME) + extra,
+                               solve=solve, test=REWARD_FROM_FILE.format(want="3")),
+                        tmp=tmp_path / f"{name}-t")
+        assert result.status == "passed", (name, result.reason)
+    # retries = 1 and no start period: the first failure fails the check
+    result, _ = run(harbor(tmp_path, "once", toml=polled.format(cmd=THIRD_TIME) + "retries = 1\n",
+                           solve=solve), tmp=tmp_path / "once-t")
+    assert result.status == "error", result.reason
+    assert result.reason == ("infra: the [environment] healthcheck failed 1 time(s) in a row "
+                             "(exit 1)"), result.reason
+    result, _ = run(harbor(tmp_path, "never", toml=polled.format(
+        cmd="echo not listening yet >&2; exit 7") + "retries = 2\n"), tmp=tmp_path / "never-t")
+    assert result.status == "error" and result.reason == (
+        "infra: the [environment] healthcheck failed 2 time(s) in a row (exit 7): "
+        "not listening yet"), result.reason
+    assert load_task(tmp_path / "never").unhonoured == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_steps_healthcheck_runs_before_its_agent_and_an_unready_handover_fails_the_run(
+        tmp_path: Path) -> None:
+    """Step two's check reads what step one's agent left; failing there fails the run (not
+    infra: the agent left the environment unready), naming the step."""
+    toml = MULTI_TOML.replace("min_reward = 1.0\n", "") + (
+        "[steps.healthcheck]\ncommand = 'test -f /app/prepared.txt && grep -qx one /app/out.txt'"
+        "\ninterval_sec = 0.1\nretries = 2\n")
+    result, events = run(multi_step(tmp_path, "ready", toml=toml))
+    assert result.status == "passed", result.reason
+    assert [e["step"] for e in events if e["type"] == "verify"] == ["one", "two"]
+    result, events = run(multi_step(tmp_path, "unready", toml=toml,
+                                    first="echo wrong > /app/out.txt"), tmp=tmp_path / "u-t")
+    assert result.status == "failed", result.reason
+    assert (result.reason or "").startswith(
+        "step 'one': then the step 'two' healthcheck failed 2 time(s) in a row (exit 1)"), \
+        result.reason
+    assert [e["step"] for e in events if e["type"] == "verify"] == ["one"]
