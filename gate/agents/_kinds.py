@@ -25,6 +25,9 @@ class AgentKind(abc.ABC):
     name: ClassVar[str]
     uses_model: ClassVar[bool] = True  # talks to a model through the meter
     in_sandbox: ClassVar[bool] = False  # its own process runs inside the sandbox
+    #: the fingerprint covers all the agent does (its code is the gate's own): the same
+    #: fingerprint is the same agent. Not so for a command agent, whose code it cannot see.
+    self_contained: ClassVar[bool] = False
 
     @abc.abstractmethod
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
@@ -65,6 +68,7 @@ def agent_kind(name: str, where: str | None = None) -> AgentKind:
 class OracleKind(AgentKind):
     name = "oracle"
     uses_model = False
+    self_contained = True
 
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         from gate.agents._oracle import OracleAgent
@@ -79,6 +83,7 @@ class OracleKind(AgentKind):
 
 class BuiltinKind(AgentKind):
     name = "builtin"
+    self_contained = True
 
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         import jinja2

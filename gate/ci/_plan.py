@@ -188,6 +188,22 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
     return sources
 
 
+def unchanged_agent(basis: Basis) -> str | None:
+    """The agent's fingerprint when it is the baseline's agent's and covers all the agent
+    does (``self_contained``): a PR under which nothing under test changed. ``None``
+    otherwise (or with no baseline on the base branch)."""
+    from gate.agents import agent_kind
+    from gate.fingerprint import fingerprint, fingerprint_parts
+
+    req = basis.request
+    kind = req.agent_kind or req.config.agent.kind
+    baseline = base_baseline(basis.ys) if agent_kind(kind).self_contained else None
+    if baseline is None or baseline.agent.kind != kind:
+        return None
+    fp = fingerprint(fingerprint_parts(req.config, kind), kind)
+    return fp if fp == baseline.agent.fingerprint else None
+
+
 def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:
     """How this pr/check run is judged. Refuses (exit 3) a run with no baseline anywhere
     when the base branch does not allow judging by a same-job A/B."""

@@ -273,16 +273,22 @@ class Publisher:
             return
         self.show(pr, markdown, create=create, what="posted")
 
-    def withheld(self, pr: PullRequestInfo) -> int:
-        """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or (``[ci]
-        fork_without_key = "skip"``) a skipped run that says why (exit 0)."""
+    def withheld(self, pr: PullRequestInfo, unchanged: str | None) -> int:
+        """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
+        that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
+        fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``."""
         from gate.errors import Unmeasurable
 
         ctx = self.ctx
         env = ctx.env
         who = f"the fork {env.fork_repo}" if env.fork_repo else env.actor
         dependabot = not env.fork_repo and env.actor == DEPENDABOT
-        if dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
+        if unchanged is not None:
+            reason = (f"Nothing under test changed: the agent (fingerprint {unchanged[:16]}) "
+                      "is the one the baseline measured, so this pull request cannot have "
+                      "made it worse. GitHub gave this run no ANTHROPIC_API_KEY, so nothing "
+                      "was run.")
+        elif dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
             reason = ("This pull request was opened by Dependabot: GitHub gives its runs only "
                       "the repository's Dependabot secrets, so there is no ANTHROPIC_API_KEY "
                       "and the suite cannot run against the model. To gate Dependabot's PRs, "
@@ -295,9 +301,10 @@ class Publisher:
                       "model. A maintainer can run it by pushing the branch to this "
                       "repository; docs/github.md shows the safe two-workflow pattern for "
                       "fork PRs.")
-        if self.settings.fork_without_key == "fail":
+        if unchanged is None and self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
-        markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot)
+        markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot,
+                               unchanged=unchanged)
         atomic_write_text(ctx.opts.report_path, markdown)
         ctx.io.summary(markdown)
         ctx.io.notice(reason, title="agent-gate: skipped")

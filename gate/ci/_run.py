@@ -23,7 +23,7 @@ from gate.ci._event import Event, find_event, resolve_mode
 from gate.ci._judge import Judgement, judge
 from gate.ci._obtain import load_shards, obtain, run_fresh
 from gate.ci._options import CIOptions
-from gate.ci._plan import Basis, make_plan, open_basis, refresh_plan
+from gate.ci._plan import Basis, make_plan, open_basis, refresh_plan, unchanged_agent
 from gate.ci._publish import Publisher, failure_markdown
 from gate.ci._refresh import refresh
 from gate.config import CISettings
@@ -101,7 +101,7 @@ def _pr(ctx: Context, event: Event, basis: Basis, merged: Results | None) -> int
     stored = event.source in ("rejudge", "merge")
     if (ctx.needs_key(basis.request) and ctx.env.anthropic_api_key is None
             and ctx.env.secrets_withheld and not stored):
-        return publisher.withheld(pr)
+        return publisher.withheld(pr, unchanged_agent(basis))
     if not stored:
         publisher.announce_running(pr)
     try:

@@ -219,6 +219,46 @@ def test_a_dependabot_pr_without_a_key_gets_advice_that_applies_to_it(
     assert "Dependabot secret" in skipped.summary and "fork PRs" not in skipped.summary
 
 
+def _bump_an_action(work: Path) -> None:  # what the scaffold's dependabot.yml opens weekly
+    wf = work / ".github" / "workflows" / "agent-gate.yml"
+    wf.parent.mkdir(parents=True, exist_ok=True)
+    wf.write_text("# uses: actions/checkout@<a newer sha>\n")
+
+
+def test_a_secretless_pr_that_changes_nothing_under_test_is_skipped_and_says_why(
+        sim_project: Project) -> None:
+    """Dependabot bumping a pinned action, or a fork's docs fix, leaves the agent as the
+    baseline measured it (the builtin agent's fingerprint covers all it does): with no key it
+    is skipped with the reason, exit 0, whatever fork_without_key says. A change to the agent
+    is still unmeasurable without a key (exit 3)."""
+    bot = {"ANTHROPIC_API_KEY": "", "GITHUB_ACTOR": "dependabot[bot]"}
+    ci = sim_project.pr_branch("dependabot/github_actions/bump", _bump_an_action)
+    run = sim_project.gate_ci(ci, env=bot)
+    assert run.code == 0 and run.outputs["verdict"] == "skipped", run.stderr
+    for text in (run.summary, run.outputs["reason"]):
+        assert "Nothing under test changed" in text and "fingerprint" in text, text
+    assert "Dependabot secret" not in run.summary  # nothing to add: nothing needed running
+    fork = sim_project.pr_branch("docs-from-fork", lambda w: (w / "NOTES.md").write_text("x\n"))
+    run = sim_project.gate_ci(fork, event_path=sim_project.event(fork, head_repo="stranger/a"),
+                              env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 0 and "Nothing under test changed" in run.summary, run.stderr
+    # the agent changed (max_turns): without a key that is never a pass
+    changed = sim_project.pr_branch("dependabot/and-the-agent",
+                                    lambda w: (_bump_an_action(w), set_max_turns(w, 9)))
+    run = sim_project.gate_ci(changed, env=bot)
+    assert run.code == 3 and run.outputs["verdict"] == "unmeasurable", run.stderr
+    assert "opened by Dependabot" in run.stderr
+
+
+def test_only_an_agent_whose_fingerprint_covers_its_code_counts_as_unchanged() -> None:
+    """A command agent's code lives outside the fingerprint (only its command line is in it):
+    the same fingerprint is not the same agent, so a secretless PR is never skipped for it."""
+    from gate.agents import agent_kind
+
+    assert agent_kind("builtin").self_contained and agent_kind("oracle").self_contained
+    assert not agent_kind("command").self_contained
+
+
 def test_fork_pr_that_needs_no_key_runs_but_does_not_comment(project: Project) -> None:
     ci = project.pr_branch("from-fork", _break_agent)  # the oracle agent needs no key
     event = project.event(ci, head_repo="stranger/agent")
