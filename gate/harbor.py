@@ -47,6 +47,7 @@ AGENT_LOGS = "/logs/agent"
 VERIFIER_LOGS = "/logs/verifier"
 REWARD_TXT = "/logs/verifier/reward.txt"
 REWARD_JSON = "/logs/verifier/reward.json"
+ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's convention folder: its files are always collected
 
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 DEFAULT_BUILD_TIMEOUT = 600.0
@@ -85,6 +86,24 @@ class HarborHealthcheck(_Section):
     start_period_sec: float = Field(default=0.0, ge=0, le=3600)
     start_interval_sec: float = Field(default=5.0, ge=0, le=3600)
     retries: int = Field(default=3, gt=0, le=1000)
+
+
+class HarborArtifact(_Section):
+    """One entry of ``artifacts`` (Harbor's ``ArtifactConfig``): a container path, kept with
+    the run under ``artifacts/`` at its own path, or at ``destination``."""
+
+    source: str = Field(pattern=r"^/", max_length=4096)
+    destination: str | None = Field(default=None, min_length=1, max_length=4096)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_path(cls, data: Any) -> Any:
+        return {"source": data} if isinstance(data, str) else data
+
+    @property
+    def name(self) -> str:
+        """Where it lands under ``artifacts/`` (Harbor mirrors the container path)."""
+        return (self.destination or self.source).strip("/")
 
 
 def size_to_mb(size: str) -> int:
@@ -156,6 +175,7 @@ class HarborStep(_Section):
     verifier: _Phase = Field(default_factory=_Phase)
     min_reward: float | dict[str, float] | None = None
     healthcheck: HarborHealthcheck | None = None
+    artifacts: list[HarborArtifact] = Field(default_factory=list, max_length=100)
 
 
 class HarborConfig(_Section):
@@ -170,6 +190,7 @@ class HarborConfig(_Section):
     source: str | None = None
     steps: list[HarborStep] | None = None
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
+    artifacts: list[HarborArtifact] = Field(default_factory=list, max_length=100)
 
     @model_validator(mode="after")
     def _unique_steps(self) -> HarborConfig:
@@ -191,7 +212,9 @@ _HONOURED = {
                     "allow_internet", "network_mode", "allowed_hosts", "env", "skills_dir",
                     "workdir", "healthcheck"},
 }
-_STEP_HONOURED = {"name", "agent", "verifier", "min_reward", "healthcheck"}
+_STEP_HONOURED = {"name", "agent", "verifier", "min_reward", "healthcheck", "artifacts"}
+#: Top-level keys (not sections) the gate honours.
+_TOP_HONOURED = {"artifacts"}
 
 
 class HarborTask:
@@ -290,7 +313,7 @@ def _asks(key: str, value: Any) -> bool:
 def _unhonoured(raw: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in raw.items():
-        if key in _INFORMATIONAL or key == "steps":
+        if key in _INFORMATIONAL or key in _TOP_HONOURED or key == "steps":
             continue
         honoured = _HONOURED.get(key)
         if honoured is None:

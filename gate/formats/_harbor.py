@@ -42,6 +42,10 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   any agent acted is an infra error, as Harbor fails the trial. *Where the gate differs*: one
   that fails before a later step (the earlier steps' agent left the environment unready) fails
   the run, with the step's name: counted as infra it would hide a regression.
+- **Artifacts** (``artifacts`` in ``task.toml`` and per step; ``trial/artifact_handler.py``):
+  after each verify, the files of ``/logs/artifacts`` and of each listed path (a file or a
+  folder; ``destination`` renames it) are kept with the run beside the verifier's files, under
+  ``artifacts/`` at their container path; a path that is not there is skipped.
 - **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
   docker.py``) are refused by name: their services would never start here.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
@@ -84,12 +88,14 @@ from gate.formats import (
 )
 from gate.harbor import (
     AGENT_LOGS,
+    ARTIFACTS_DIR,
     DEFAULT_VERIFIER_TIMEOUT,
     REWARD_JSON,
     REWARD_TXT,
     SOLUTION_DIR,
     TESTS_DIR,
     VERIFIER_LOGS,
+    HarborArtifact,
     HarborHealthcheck,
     HarborStep,
     HarborTask,
@@ -101,7 +107,7 @@ from gate.harbor import (
 COMPOSE_FILES = ("docker-compose.yaml",)
 REWARD_LIMIT = 100_000  # bytes of a reward file
 FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
-FILES_KEPT = 20  # files kept of /logs/verifier
+FILES_KEPT = 20  # files kept of /logs/verifier, and of the artifacts
 TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
 _COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", re.IGNORECASE)
 
@@ -393,6 +399,7 @@ class HarborFormat(TaskFormat):
                          user=_user(user), env=env, timeout=timeout)
         files = self._verifier_files(box)
         out = files.get("test-stdout.txt", "")
+        files.update(self._artifacts(box, hstep))
         res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
                          run.duration_s)
         rewards, why = self._rewards(box)
@@ -469,6 +476,31 @@ class HarborFormat(TaskFormat):
             except OSError:
                 continue
             files[rel] = clip(text, FILE_CHARS)
+        return files
+
+
+    def _artifacts(self, box: Container, step: HarborStep | None) -> dict[str, str]:
+        """What Harbor collects after each verify: the files of ``/logs/artifacts`` and of
+        the task's (and the step's) ``artifacts``, each clipped, keyed ``artifacts/<path>``; a
+        path that is not there is skipped, as Harbor skips it."""
+        assert box.task.harbor is not None
+        wanted = [HarborArtifact(source=ARTIFACTS_DIR, destination="/"),
+                  *box.task.harbor.config.artifacts, *(step.artifacts if step else ())]
+        files: dict[str, str] = {}
+        for art in wanted:
+            listing = box.run_as(["find", art.source, "-type", "f"], user="0", env={},
+                                 timeout=30)
+            for path in sorted(listing.stdout.splitlines()):
+                if len(files) >= FILES_KEPT:
+                    return files
+                if not path.startswith(art.source) or "\n" in path:
+                    continue
+                rel = f"{art.name}/{path[len(art.source):].strip('/')}".strip("/")
+                try:
+                    text = box.read_file(path, max_bytes=FILE_CHARS * 4, truncate=True)
+                except OSError:
+                    continue
+                files[f"artifacts/{rel}"] = clip(text, FILE_CHARS)
         return files
 
 

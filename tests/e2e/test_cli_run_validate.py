@@ -170,12 +170,13 @@ def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path
             (d / rel).write_text(body)
         return load_task(d)
 
-    noted = task('artifacts = ["/app/out.txt"]\nempty_list = []\n[environment]\n'
+    noted = task('something_else = ["/app/out.txt"]\nempty_list = []\n[environment]\n'
                  'storage_mb = 10240\nmcp_servers = []\nsomething_new = ""\n'
                  'gpu_types = ["H100"]\n[verifier]\nbrand_new = {}\n').unhonoured
-    assert noted == ["artifacts", "environment.gpu_types"]
-    # a healthcheck is run, not listed (tests/sandbox/test_harbor_parity.py)
-    assert task('[environment.healthcheck]\ncommand = "true"\n').unhonoured == []
+    assert noted == ["environment.gpu_types", "something_else"]
+    # a healthcheck is run and artifacts are kept, not listed (tests/sandbox/test_harbor_parity)
+    assert task('artifacts = ["/app/out.txt"]\n[environment.healthcheck]\ncommand = "true"\n'
+                ).unhonoured == []
     assert task("[environment]\nstorage_mb = 20480\n").unhonoured == ["environment.storage_mb"]
     assert task('[environment]\nstorage = "10G"\n').unhonoured == []
 

@@ -590,3 +590,34 @@ def test_a_steps_healthcheck_runs_before_its_agent_and_an_unready_handover_fails
         "step 'one': then the step 'two' healthcheck failed 2 time(s) in a row (exit 1)"), \
         result.reason
     assert [e["step"] for e in events if e["type"] == "verify"] == ["one"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_artifacts_are_kept_with_the_run_as_harbor_collects_them(tmp_path: Path) -> None:
+    """A listed file, a listed folder under its `destination`, a step's own, and whatever is in
+    /logs/artifacts: kept after each verify under artifacts/; a missing path is skipped."""
+    toml = ('artifacts = ["/app/out.txt", {source = "/app/logs", destination = "logs"}, '
+            '"/app/never-written"]\n')
+    solve = ("#!/bin/bash\necho ok > /app/out.txt\nmkdir -p /app/logs/deep /logs/artifacts\n"
+             "echo a > /app/logs/a.txt\necho b > /app/logs/deep/b.txt\n"
+             "echo by-convention > /logs/artifacts/note.txt\n")
+    result, events = run(harbor(tmp_path, "kept", toml=toml, solve=solve))
+    assert result.status == "passed", result.reason
+    (verify,) = [e for e in events if e["type"] == "verify"]
+    kept = {k: v for k, v in verify["files"].items() if k.startswith("artifacts/")}
+    assert kept == {"artifacts/app/out.txt": "ok\n", "artifacts/logs/a.txt": "a\n",
+                    "artifacts/logs/deep/b.txt": "b\n", "artifacts/note.txt": "by-convention\n"}
+    assert "reward.txt" in verify["files"]  # the verifier's own files stay beside them
+    # a step's artifacts are collected with that step's verify, the task's with every step's
+    steps = MULTI_TOML.replace('name = "two"\n',
+                               'name = "two"\nartifacts = ["/app/prepared.txt"]\n')
+    result, events = run(multi_step(tmp_path, "stepped", toml='artifacts = ["/app/out.txt"]\n'
+                                    + steps), tmp=tmp_path / "stepped-t")
+    assert result.status == "passed", result.reason
+    per_step = {e["step"]: sorted(k for k in e.get("files", {}) if k.startswith("artifacts/"))
+                for e in events if e["type"] == "verify"}
+    assert per_step == {"one": ["artifacts/app/out.txt"],
+                        "two": ["artifacts/app/out.txt", "artifacts/app/prepared.txt"]}
+    assert load_task(tmp_path / "kept").unhonoured == []

@@ -107,8 +107,7 @@ def test_the_real_sample_loads_completely_unchanged_but_for_from() -> None:
     # what is noted as not honoured is what asks for more than a run here gives: not the
     # storage_mb = 10240 (Harbor's default) nearly every task sets
     noted = {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}
-    assert noted == {"skillsbench-hvac-control": ["environment.storage"],  # "5G"
-                     "cookbook-multi-step": ["artifacts", "steps.artifacts"]}
+    assert noted == {"skillsbench-hvac-control": ["environment.storage"]}  # "5G"
 
 
 @pytest.mark.docker
