@@ -193,9 +193,11 @@ def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
                            commit="c", runs=[run])
 
     trace = Trace(task="t", status="failed", verify="ok",
-                  verifier_files={"ctrf.json": '{"failed": "<b>test_x</b>"}'})
+                  verifier_files={"ctrf.json": '{"failed": "<b>test_x</b>"}',
+                                  "artifacts/app/<x>.log": "kept"})
     page = render_html(results("failed"), baseline=results("failed"), baseline_traces=[trace])
     assert "verifier file · ctrf.json" in page
+    assert "artifact · app/&lt;x&gt;.log" in page  # a Harbor artifact, by its container path
     assert "&lt;b&gt;test_x&lt;/b&gt;" in page and "<b>test_x" not in page
 
 
