@@ -124,8 +124,7 @@ class Unhealthy(SandboxError):
 def healthcheck(box: Container, check: HarborHealthcheck, what: str) -> None:
     """Poll ``check.command`` in the container as Harbor (and Docker's ``HEALTHCHECK``) does;
     :class:`Unhealthy` naming ``what`` when it never passes."""
-    started = time.monotonic()
-    grace_ends = started + check.start_period_sec
+    grace_ends = time.monotonic() + check.start_period_sec
     if check.start_period_sec > 0 and check.start_interval_sec > 0:
         time.sleep(min(check.start_interval_sec, check.start_period_sec))
     failures = 0
@@ -399,10 +398,10 @@ class HarborFormat(TaskFormat):
                          user=_user(user), env=env, timeout=timeout)
         files = self._verifier_files(box)
         out = files.get("test-stdout.txt", "")
-        files.update(self._artifacts(box, hstep))
         res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
                          run.duration_s)
         rewards, why = self._rewards(box)
+        files.update(self._artifacts(box, hstep))  # after the rewards: nothing more to wait on
         verdict = judge(rewards, why, res)
         reason = verdict.reason
         if reason is not None and left:
@@ -477,7 +476,6 @@ class HarborFormat(TaskFormat):
                 continue
             files[rel] = clip(text, FILE_CHARS)
         return files
-
 
     def _artifacts(self, box: Container, step: HarborStep | None) -> dict[str, str]:
         """What Harbor collects after each verify: the files of ``/logs/artifacts`` and of
