@@ -206,7 +206,8 @@ _INFORMATIONAL = {"version", "schema_version", "metadata", "task", "source",
 #: Keys of a phase that the gate honours, per section.
 _HONOURED = {
     "agent": {"timeout_sec", "user", "network_mode", "allowed_hosts"},
-    "verifier": {"timeout_sec", "user", "network_mode", "allowed_hosts", "env"},
+    "verifier": {"timeout_sec", "user", "network_mode", "allowed_hosts", "env",
+                 "environment_mode"},  # "shared" honoured, anything else refused
     "solution": {"env"},
     "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "memory", "gpus",
                     "allow_internet", "network_mode", "allowed_hosts", "env", "skills_dir",
@@ -248,6 +249,14 @@ class HarborTask:
         cfg = self.config
         if cfg.environment.gpus > 0:
             return f"task.toml: [environment] gpus = {cfg.environment.gpus}: no GPU here"
+        for section, verifier in (("verifier", cfg.verifier),
+                                  *((f"steps.{s.name}.verifier", s.verifier)
+                                    for s in self.steps)):
+            extra = verifier.model_extra or {}
+            if extra.get("environment_mode", "shared") != "shared" or "environment" in extra:
+                return (f"task.toml: [{section}] asks for a verifier sandbox of its own "
+                        "(environment_mode = 'separate'), which the gate does not build yet "
+                        "(it never runs that verifier in the agent's container instead)")
         modes = [("agent", self.agent_network), ("verifier", self.verifier_network)]
         modes += [(f"step {s.name!r} {p}", self.network(p, s)) for s in self.steps
                   for p in ("agent", "verifier")]

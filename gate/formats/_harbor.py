@@ -47,7 +47,9 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   folder; ``destination`` renames it) are kept with the run beside the verifier's files, under
   ``artifacts/`` at their container path; a path that is not there is skipped.
 - **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
-  docker.py``) are refused by name: their services would never start here.
+  docker.py``) are refused by name: their services would never start here. So is a separate
+  verifier (``[verifier] environment_mode = "separate"`` or ``[verifier.environment]``, per
+  step too): the gate builds no verifier sandbox yet, and never widens one to the agent's.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
   ``network_mode`` (steps override), switched on the live container.
 - **Skills** (``[environment] skills_dir``, ``trial.py:_resolve_effective_skills_dir``;

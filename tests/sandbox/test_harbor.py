@@ -58,6 +58,8 @@ def test_harbor_network_policy_per_phase(tmp_path: Path) -> None:
     ('[agent]\nallowed_hosts = ["pypi.org"]\n', "'allowlist'"),
     ("[environment]\ngpus = 1\n", "gpus = 1"),
     ('[verifier]\nenv = { KEY = "${ANTHROPIC_API_KEY}" }\n', "host variables"),
+    ('[verifier]\nenvironment_mode = "separate"\n', "a verifier sandbox of its own"),
+    ('[verifier.environment]\ndocker_image = "v:1"\n', "a verifier sandbox of its own"),
 ])
 def test_what_the_gate_cannot_honour_safely_is_refused_not_widened(
         tmp_path: Path, toml: str, refused: str) -> None:
@@ -65,6 +67,20 @@ def test_what_the_gate_cannot_honour_safely_is_refused_not_widened(
     assert task.harbor is not None
     why = task.harbor.refusal()
     assert why is not None and refused in why
+
+
+def test_a_shared_verifier_is_harbors_default_and_a_steps_separate_one_is_refused(
+        tmp_path: Path) -> None:
+    shared = load_task(harbor_task(tmp_path, "shared", toml='[verifier]\nenvironment_mode = '
+                                   '"shared"\n'))
+    assert shared.harbor is not None and shared.harbor.refusal() is None
+    assert shared.unhonoured == []
+    from gate.harbor import parse_harbor_toml
+
+    step = parse_harbor_toml({"steps": [{"name": "a", "verifier": {
+        "environment_mode": "separate"}}]}, "t: task.toml")
+    assert (step.refusal() or "").startswith("task.toml: [steps.a.verifier] asks for a "
+                                             "verifier sandbox of its own")
 
 
 @pytest.mark.parametrize(("toml", "field"), [

@@ -500,8 +500,8 @@ def test_keys_at_harbors_defaults_ask_nothing_and_compose_tasks_are_refused(
 
     task = load_task(harbor(tmp_path, "defaults", toml=(
         '[environment]\nstorage = "10G"\nmcp_servers = []\n[verifier]\n'
-        'environment_mode = "separate"\n')))
-    assert task.unhonoured == ["verifier.environment_mode"]  # storage 10G is Harbor's default
+        'a_newer_key = "x"\n')))
+    assert task.unhonoured == ["verifier.a_newer_key"]  # storage 10G is Harbor's default
     assert load_task(harbor(tmp_path, "more", toml='[environment]\nstorage = "20G"\n')
                      ).unhonoured == ["environment.storage"]
     compose = harbor(tmp_path, "compose", files={
