@@ -4,7 +4,8 @@ Eleven public tasks (harbor-cookbook, SkillsBench, Terminal-Bench 2 as SkillsBen
 unchanged but for their Dockerfile's ``FROM`` (the folder's README names each source, commit and
 licence). The sample loads completely; every task whose oracle passes under Harbor passes under
 ``gate run --agent oracle`` (:data:`ORACLE_FAILS_HERE`: the one that fails only because of its
-stand-in image; :data:`GATE_DIFFERS`: any a Harbor difference of the gate still fails); a
+stand-in image; :data:`GATE_DIFFERS`: any a Harbor difference of the gate still fails;
+:data:`STOCHASTIC`: a task whose own verifier misses now and then, by its verdict only); a
 command agent reads exactly the task's ``instruction.md`` (its stdin and ``$GATE_PROMPT_FILE``);
 and the simulator solves tasks whose oracle passes.
 
@@ -43,10 +44,18 @@ ORACLE_FAILS_HERE: dict[str, tuple[str, str]] = {
 #: of the gate's; none now: TB2's nginx-request-logging and pypi-server, whose solutions start
 #: a server the verifier talks to, failed while the phase boundary stopped it)
 GATE_DIFFERS: dict[str, tuple[str, str]] = {}
+#: tasks whose own verifier is stochastic, and why: the oracle passes most runs, and a miss is
+#: the verifier's verdict (a reward below 1), never an error, a missing reward or a timeout
+STOCHASTIC: dict[str, str] = {
+    # hvac_simulator.py adds unseeded np.random.normal noise, so the oracle's settling time
+    # lands just above test_outputs.py's 120 s limit now and then (120.5 s, once in ~7 runs)
+    "skillsbench-hvac-control": "reward 0 (the task passes at 1)",
+}
 #: one task per source, for a run that need not cover the whole sample
 PICKED = ["cookbook-skills", "skillsbench-3d-scan-calc", "tb2-openssl-selfsigned-cert"]
-#: tasks whose oracle passes here: multi-step, a `cd` in solve.sh, a server left running
-SOLVABLE = ["cookbook-multi-step", "skillsbench-hvac-control", "tb2-pypi-server"]
+#: tasks whose oracle passes here every time: multi-step, a `cd` in solve.sh and a server left
+#: running, a SkillsBench task with its skills
+SOLVABLE = ["cookbook-multi-step", "skillsbench-3d-scan-calc", "tb2-pypi-server"]
 #: a command agent that hands back what it was given: stdin must equal $GATE_PROMPT_FILE
 ECHO_AGENT = ('cat > /tmp/gate-stdin.txt && cmp "$GATE_PROMPT_FILE" /tmp/gate-stdin.txt && '
               'cp /tmp/gate-stdin.txt "$GATE_FINAL_FILE"')
@@ -122,6 +131,9 @@ def test_every_oracle_that_passes_under_harbor_passes_under_the_gate(tmp_path: P
         known = ORACLE_FAILS_HERE.get(task) or GATE_DIFFERS.get(task)
         if known:
             assert run["status"] == known[0] and (run["reason"] or "").startswith(known[1]), (
+                task, run["status"], run["reason"])
+        elif task in STOCHASTIC and run["status"] != "passed":
+            assert run["status"] == "failed" and run["reason"] == STOCHASTIC[task], (
                 task, run["status"], run["reason"])
         else:
             assert run["status"] == "passed", (task, run["reason"])
