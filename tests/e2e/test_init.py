@@ -81,6 +81,26 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
 
 
 @pytest.mark.slow
+def test_the_quick_start_leaves_nothing_untracked(tmp_path: Path) -> None:
+    """Every file the README's quick start leaves (results, journals, transcripts, the
+    simulator's ledgers, reports) is covered by the .gitignore lines `gate init` writes."""
+    repo = empty_repo(tmp_path / "repo")
+    assert gate(repo, "init").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "adopt agent-gate")
+    for args in (("run", "--sim", "-k", "2"), ("run", "--sim", "-k", "2", "-o", "sim-base.json"),
+                 ("baseline", "sim-base.json", "--baseline", "sim-baseline.json"),
+                 ("run", "--sim", "-k", "2", "-o", "pr.json"),
+                 ("report", "pr.json", "--baseline", "sim-base.json",
+                  "--html", "gate-report.html")):
+        p = gate(repo, *args)
+        assert p.returncode == 0, (args, p.stderr)
+    made = [p.name for p in repo.iterdir() if p.name != ".git"]
+    assert any(n.endswith(".sim-ledger.jsonl") for n in made), made  # the case that was missed
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", [".github/workflows/agent-gate.yml", "gate.toml",
                                       f"tasks/{EXAMPLE_TASK}/verify.sh"])
 def test_init_never_overwrites_and_writes_nothing_then(tmp_path: Path, existing: str) -> None:
