@@ -61,6 +61,8 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
     # the refresh runs on this repository's branch; the PR check on PRs and the merge queue
     main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
     assert main[True]["push"]["branches"] == ["trunk"]
+    # started by hand too; a docs-only push refreshes nothing
+    assert "workflow_dispatch" in main[True] and "**.md" in main[True]["push"]["paths-ignore"]
     pr = yaml.safe_load((repo / ".github/workflows/agent-gate.yml").read_text())
     assert set(pr[True]) == {"pull_request", "merge_group"}
     assert "github.workflow" in pr["concurrency"]["group"]
