@@ -23,13 +23,12 @@ import pytest
 import yaml
 
 from tests.helpers.action import _gate_step_env
-from tests.helpers.ci import TOKEN, CIRun, Project, push_event, sh
+from tests.helpers.ci import PR, REPO, TOKEN, CIRun, Project, push_event, sh
 from tests.helpers.fake_github import FakeGitHub
 from tests.helpers.process import gate, user_env
 
 pytestmark = pytest.mark.slow
 SECRET = re.compile(r"\$\{\{\s*secrets\.ANTHROPIC_API_KEY\s*\}\}")
-REPO = "octo/agent"
 
 
 @pytest.fixture
@@ -68,6 +67,20 @@ def _play(project: Project, checkout: Path, workflow: str, inputs: dict[str, str
     return project.gate_ci(checkout, env=env, **kw)
 
 
+def _post(project: Project, run: CIRun, action: dict[str, Any]) -> None:
+    """The action's last step, as it runs: `gate ci` from an empty directory, told the pending
+    comment by the gate step's output (only when there is one, as its `if:` says)."""
+    (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "post"]
+    assert step["if"] == "!cancelled() && steps.gate.outputs.comment_pending != ''"
+    if not run.outputs.get("comment_pending"):
+        return
+    empty = project.tmp / f"post-{len(project.gh.requests)}"
+    empty.mkdir()
+    posted = project.gate_ci(empty, env={"GATE_GITHUB_TOKEN": TOKEN, "GATE_ARTIFACT_ID": "",
+                                         "GATE_POST_COMMENT": run.outputs["comment_pending"]})
+    assert posted.code == 0, posted.stderr
+
+
 def _bump_checkout(work: Path) -> None:
     """What the scaffold's dependabot.yml opens: a newer pin of actions/checkout."""
     for wf in (work / ".github" / "workflows").glob("*.yml"):
@@ -99,8 +112,25 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
                 _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
                 env={"ANTHROPIC_API_KEY": ""})
     assert run.code == 1 and run.outputs["verdict"] == "regression", run.stderr
+    _post(scaffold, run, action)
+    assert len(scaffold.gh.comments.get(PR, [])) == 1  # something to read: a comment
     assert "no baseline" not in run.summary and "same-job A/B" not in run.summary
     assert "agent-gate-data (main/)" in run.summary + run.stderr, run.summary
+
+    # an agent change that moves nothing: a pass with nothing to read makes no comment (the
+    # scaffold's comment_mode = "on-change"); the step summary has the verdict
+    def same_behaviour(work: Path) -> None:
+        cfg = work / "gate.toml"
+        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 29", cfg.read_text()))
+
+    quiet = scaffold.pr_branch("roomier", same_behaviour)
+    scaffold.gh.comments.clear()
+    run = _play(scaffold, quiet, "agent-gate.yml",
+                _workflow_inputs(quiet, "agent-gate.yml", "", sim="true"), action,
+                env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 0 and run.outputs["verdict"] == "pass", run.stderr
+    _post(scaffold, run, action)
+    assert scaffold.gh.comments.get(PR, []) == [] and "No regression" in run.summary
 
     # Dependabot bumps actions/checkout: no key, the workflow as written, nothing to measure
     bump = scaffold.pr_branch("dependabot/github_actions/actions/checkout-4.3", _bump_checkout)
