@@ -88,25 +88,28 @@ class BuiltinKind(AgentKind):
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         import jinja2
 
-        from gate.agents._parts import system_prompt_text
+        from gate.agents._parts import effective_prompt
+        from gate.agents._prompt import compile_prompt
 
         a = cfg.agent
-        prompt = system_prompt_text(cfg)  # a bad file is exit 2 before the SDK (~2 s) loads
-        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
-
-        try:
-            return BuiltinAgent(
-                model=model, system_template=prompt or DEFAULT_SYSTEM_PROMPT,
-                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
-                temperature=a.temperature, top_p=a.top_p, label=label,
-            )
-        except ValueError as exc:
-            raise BadInput(f"[agent].tools: {exc}") from None
+        prompt = effective_prompt(cfg)
+        try:  # a bad file is exit 2 before the SDK (~2 s) loads
+            compile_prompt(prompt)
         except jinja2.TemplateError as exc:
             where = a.system_prompt or "the default system prompt"
             line = getattr(exc, "lineno", None)
             raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
                            "(variables: task_id, workdir, date, now)") from None
+        from gate.agents._builtin import BuiltinAgent
+
+        try:
+            return BuiltinAgent(
+                model=model, system_template=prompt,
+                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
+                temperature=a.temperature, top_p=a.top_p, label=label,
+            )
+        except ValueError as exc:
+            raise BadInput(f"[agent].tools: {exc}") from None
 
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         from gate.agents._builtin import skills_block

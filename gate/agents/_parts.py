@@ -31,3 +31,10 @@ def system_prompt_text(cfg: GateConfig) -> str | None:
         return read_text(path, PROMPT_LIMIT, "system prompt")
     except BadInput as exc:
         raise BadInput(f"[agent].system_prompt: {exc}") from None
+
+
+def effective_prompt(cfg: GateConfig) -> str:
+    """The template the builtin agent renders: the configured file's, else its default."""
+    from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT  # jinja2, only when needed
+
+    return system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT
