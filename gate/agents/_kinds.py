@@ -76,7 +76,7 @@ class OracleKind(AgentKind):
         return OracleAgent()
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of
+        from gate.fingerprint import digest_of
 
         return {"command": digest_of("solution/solve.sh")}
 
@@ -117,8 +117,9 @@ class BuiltinKind(AgentKind):
         return len(skills_block(skills).encode()) if skills else 0
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of, system_prompt_text
+        from gate.agents._parts import BUILTIN_CODE, code_digest, effective_prompt
         from gate.agents._tools import TOOLS
+        from gate.fingerprint import digest_of
 
         a = cfg.agent
         return {
@@ -126,8 +127,10 @@ class BuiltinKind(AgentKind):
             "sampling": digest_of({"max_tokens": a.max_tokens, "temperature": a.temperature,
                                    "top_p": a.top_p, "max_turns": a.max_turns,
                                    "cache": a.cache}),
-            "prompt": digest_of(system_prompt_text(cfg) or "(default)"),
+            "prompt": digest_of(effective_prompt(cfg)),
             "tools": digest_of([TOOLS[t].schema() for t in a.tools if t in TOOLS]),
+            # what it runs: its tool loop, tools and prompt handling, as the gate ships them
+            "code": code_digest(BUILTIN_CODE),
         }
 
 
@@ -144,7 +147,7 @@ class CommandKind(AgentKind):
                             label=label)
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of
+        from gate.fingerprint import digest_of
 
         a = cfg.agent
         return {"model": a.model, "command": digest_of(a.command or ""),
