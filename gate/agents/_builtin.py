@@ -28,7 +28,7 @@ import anthropic
 import jinja2
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
-from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT, compile_prompt
+from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT, compile_prompt, render
 from gate.agents._tools import TOOLS, run_tool
 from gate.sandbox import Sandbox
 
@@ -125,8 +125,9 @@ class BuiltinAgent(Agent):
 
     def _system(self, ctx: RunContext, workdir: str) -> list[dict[str, Any]]:
         now = datetime.now(UTC)
-        text = self._template.render(task_id=ctx.task.id, workdir=workdir,
-                                     date=now.strftime("%Y-%m-%d"), now=now.isoformat())
+        text = render(self._template, {"task_id": ctx.task.id, "workdir": workdir,
+                                       "date": now.strftime("%Y-%m-%d"),
+                                       "now": now.isoformat()})
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if ctx.skills:  # after the configured prompt, the same on every request: cached
             how = ("with `read_file`" if any(t.name == "read_file" for t in self.tools)

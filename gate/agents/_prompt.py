@@ -3,14 +3,17 @@ the gate's own process (next to the meter and its key), so it gets exactly the d
 Jinja and nothing else.
 
 Two layers. At load, the template's syntax tree is checked against an allow-list: the four
-variables (``task_id``, ``workdir``, ``date``, ``now``) and names the template sets itself;
-conditionals, loops over them, comparisons, ``in``, tests, ``~``/``+``/``-``, literals, a
-constant index or slice, harmless filters and plain string methods. Anything else — another
-name (``lipsum``, ``cycler``, ``self``, ``range``, ``loop``), an attribute that is not a string
-method, a computed index, ``format``, ``attr``, macros, blocks, includes, ``*`` — is refused
-(exit 2 naming the file) even inside a branch only one task or one date would take, so no
-template reaches a run that would trip the sandbox later. Then every render goes through
-Jinja's immutable sandbox with no globals, in case the check ever misses something.
+variables (``task_id``, ``workdir``, ``date``, ``now``), conditionals (``if``/``elif``/``else``,
+the inline ``x if c else y``), comparisons, ``in``, ``and``/``or``/``not``, tests, ``~`` and
+``+``, literals, a constant index or slice, and string filters and methods that cannot grow
+their input. Anything else — another name (``lipsum``, ``cycler``, ``self``, ``range``), an
+attribute that is not such a method, a computed index, ``format``, ``attr``, ``set``, ``for``,
+macros, blocks, includes, ``*`` — is refused (exit 2 naming the file) even inside a branch
+only one task or one date would take, so no template reaches a run that would trip the
+sandbox later. With no loop, assignment or repeating operation, the text rendered is at most
+about the template's size times its longest variable: a prompt cannot exhaust the gate's memory
+either. Then every render goes through Jinja's immutable sandbox with no globals, in case the
+check ever misses something.
 """
 
 from __future__ import annotations
@@ -32,20 +35,18 @@ SAMPLE = {"task_id": "t", "workdir": "/w", "date": "2026-01-01",
 
 _NODES = (
     nodes.Template, nodes.Output, nodes.TemplateData, nodes.Const, nodes.Name, nodes.If,
-    nodes.CondExpr, nodes.Compare, nodes.Operand, nodes.And, nodes.Or, nodes.Not, nodes.Neg,
-    nodes.Pos, nodes.Concat, nodes.Add, nodes.Sub, nodes.List, nodes.Tuple, nodes.Test,
-    nodes.Filter, nodes.Call, nodes.Getattr, nodes.Getitem, nodes.Slice, nodes.Assign,
-    nodes.For, nodes.Keyword,
+    nodes.CondExpr, nodes.Compare, nodes.Operand, nodes.And, nodes.Or, nodes.Not,
+    nodes.Concat, nodes.Add, nodes.List, nodes.Tuple, nodes.Test, nodes.Filter, nodes.Call,
+    nodes.Getattr, nodes.Getitem, nodes.Slice, nodes.Keyword,
 )
 _FILTERS = frozenset({
-    "capitalize", "center", "count", "e", "escape", "first", "float", "indent", "int", "join",
-    "last", "length", "list", "lower", "replace", "reverse", "round", "string", "title", "trim",
-    "truncate", "upper", "wordcount", "wordwrap", "abs",
+    "abs", "capitalize", "count", "e", "escape", "first", "float", "int", "last", "length",
+    "lower", "reverse", "round", "string", "title", "trim", "truncate", "upper", "wordcount",
 })
 _METHODS = frozenset({
     "capitalize", "count", "endswith", "find", "isalnum", "isalpha", "isdigit", "islower",
-    "isupper", "lower", "lstrip", "removeprefix", "removesuffix", "replace", "rfind", "rsplit",
-    "rstrip", "split", "startswith", "strip", "title", "upper",
+    "isupper", "lower", "lstrip", "removeprefix", "removesuffix", "rfind", "rsplit", "rstrip",
+    "split", "startswith", "strip", "title", "upper",
 })
 
 
@@ -65,12 +66,11 @@ def _environment() -> ImmutableSandboxedEnvironment:
     return env
 
 
-def _refusal(node: nodes.Node, set_names: set[str], methods: set[int]) -> str | None:
+def _refusal(node: nodes.Node, methods: set[int]) -> str | None:
     """Why ``node`` is outside the documented Jinja, or None."""
     if not isinstance(node, _NODES):
         return f"{type(node).__name__.lower()} is not allowed"
-    if isinstance(node, nodes.Name) and node.ctx == "load" and node.name not in (
-            *VARIABLES, *set_names):
+    if isinstance(node, nodes.Name) and node.name not in VARIABLES:
         return f"{node.name!r} is undefined"
     if isinstance(node, nodes.Getattr) and not (id(node) in methods
                                                 and node.attr in _METHODS):
@@ -95,13 +95,12 @@ def check(template: str) -> None:
     """Refuse (``PromptError``, or Jinja's own syntax error) what is outside the documented
     Jinja, wherever it is in the template."""
     tree = _environment().parse(template)
-    set_names = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
     methods = {id(c.node) for c in tree.find_all(nodes.Call)}
     for node in _walk(tree):
-        why = _refusal(node, set_names, methods)
+        why = _refusal(node, methods)
         if why:
-            raise PromptError(f"{why}: only the documented Jinja (variables, conditionals, "
-                              "string filters and methods)", node.lineno)
+            raise PromptError(f"{why}: only the documented Jinja (the variables, conditionals, "
+                              "string filters and methods; no set or for)", node.lineno)
 
 
 def _walk(node: nodes.Node) -> Any:
@@ -113,7 +112,21 @@ def _walk(node: nodes.Node) -> Any:
 def compile_prompt(template: str) -> jinja2.Template:
     """The checked template, rendered in the sandbox; tried once with sample values, so an
     error shows now, as bad configuration, not as a failed run per task later."""
-    check(template)
-    compiled = _environment().from_string(template)
-    compiled.render(**SAMPLE)
+    try:
+        check(template)
+        compiled = _environment().from_string(template)
+    except RecursionError:
+        raise PromptError("nested too deeply", None) from None
+    render(compiled, SAMPLE)
     return compiled
+
+
+def render(template: jinja2.Template, values: dict[str, str]) -> str:
+    """``template`` with ``values``; whatever goes wrong is a ``TemplateError`` (a string
+    compared with a number raises ``TypeError``, say): the prompt's error, never the gate's."""
+    try:
+        return template.render(**values)
+    except jinja2.TemplateError:
+        raise
+    except Exception as exc:
+        raise jinja2.TemplateError(f"{type(exc).__name__}: {exc}") from None

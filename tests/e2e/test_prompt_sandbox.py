@@ -43,10 +43,12 @@ def _payloads(side: Path) -> list[str]:
         f"{{{{ self._TemplateReference__context.cycler.__init__.__globals__.{run} }}}}",
         "{{ task_id|attr('__class__') }}",
         "{{ '{0.__class__}'.format(task_id) }}",
+        # no payload, but a render that would take the gate's memory (2**40 times the id)
+        "{% set a = task_id ~ task_id %}" + "{% set a = a ~ a %}" * 40 + "{{ a|length }}",
     ]
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(len(_payloads(Path()))))
 def test_a_prompt_that_reaches_past_the_documented_jinja_is_exit_2_naming_the_file(
         tmp_path: Path, index: int) -> None:
     side = tmp_path / "pwned"
@@ -66,7 +68,7 @@ def test_the_documented_variables_and_conditionals_still_render(tmp_path: Path) 
     template = ("Task {{ task_id }} in {{ workdir }} on {{ date }} ({{ now[:4] }}).\n"
                 "{% if task_id.startswith('fix-') %}Fix it.{% elif task_id in ['a', 'b'] %}"
                 "Pick.{% else %}Do it.{% endif %}\n"
-                "{% set here = workdir ~ '/src' %}{{ here|upper }}\n")
+                "{{ (workdir ~ '/src')|upper }} {{ date.split('-')[0]|int > 2000 }}\n")
     repo = _repo(tmp_path / "repo", template)
     out = tmp_path / "r.json"
     p = gate("run", "--sim", "--task", TASK, "-o", str(out), cwd=repo)
@@ -78,16 +80,17 @@ def test_the_documented_variables_and_conditionals_still_render(tmp_path: Path) 
     agent = BuiltinAgent(model="claude-sonnet-5-5", system_template=template)
     ctx = SimpleNamespace(task=SimpleNamespace(id="fix-x"), skills=())
     text = agent._system(ctx, "/w")[0]["text"]  # type: ignore[arg-type]
-    assert text.startswith("Task fix-x in /w on 20") and "Fix it.\n/W/SRC\n" in text
+    assert text.startswith("Task fix-x in /w on 20") and "Fix it.\n/W/SRC True\n" in text
 
 
+@pytest.mark.parametrize("expression", ['task_id.split("-")[7]', "task_id < 3"])
 def test_a_prompt_that_breaks_only_for_one_task_fails_that_run_never_as_infra(
-        tmp_path: Path) -> None:
+        tmp_path: Path, expression: str) -> None:
     """Within the documented Jinja a template can still be wrong for one task (an index the
-    task's id does not have): that run fails, with the reason; it never becomes an infra error
-    that would drop the task's failures from the verdict."""
-    template = (f'Hi.{{% if task_id == "{TASK}" %}}{{{{ task_id.split("-")[7] }}}}'
-                "{% endif %}\n")
+    task's id does not have, a string compared with a number): that run fails, with the
+    reason; it never becomes an infra error that would drop the task's failures from the
+    verdict."""
+    template = f'Hi.{{% if task_id == "{TASK}" %}}{{{{ {expression} }}}}{{% endif %}}\n'
     repo = _repo(tmp_path / "repo", template)
     out = tmp_path / "r.json"
     p = gate("run", "--sim", "--task", TASK, "-o", str(out), cwd=repo)
