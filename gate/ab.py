@@ -183,7 +183,7 @@ def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
     if req.model:
         arm_cfg = arm_cfg.model_copy(update={
             "agent": arm_cfg.agent.model_copy(update={"model": model})})
-    parts = fingerprint_parts(arm_cfg, kind)
+    parts = fingerprint_parts(arm_cfg, spec)
     if spec.uses_model:
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
     label = f"{model} (simulator)" if req.sim and spec.uses_model else model

@@ -1,25 +1,44 @@
 """The agent fingerprint: a sha256 over everything that defines the agent's behaviour.
 
-Kept as named parts (model, sampling, prompt, tools, skills, command) so a comparison can say
-*what* changed, not only that something did. ``model`` is kept as the plain id.
+Kept as named parts (model, sampling, prompt, tools, code, skills, command) so a comparison can
+say *what* changed, not only that something did. ``model`` is kept as the plain id.
+
+Which parts an agent kind has is the kind's own business: the caller hands in the kind's
+registry entry (a :class:`PartsSource`), so this module imports no agent.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
+from typing import Any, Protocol
 
-from gate.agents import agent_kind, digest_of, system_prompt_text
 from gate.config import GateConfig
 from gate.errors import BadInput
 from gate.tasks import digest_dir
 
-__all__ = ["digest_of", "fingerprint", "fingerprint_parts", "system_prompt_text"]
+__all__ = ["PartsSource", "digest_of", "fingerprint", "fingerprint_parts"]
 
 
-def fingerprint_parts(cfg: GateConfig, kind: str) -> dict[str, str]:
-    spec = agent_kind(kind)
-    parts = spec.fingerprint_parts(cfg)
-    if spec.uses_model and cfg.agent.skills:
+class PartsSource(Protocol):
+    """What an agent kind tells the fingerprint: its named parts, and whether it talks to a
+    model (only then do skills reach it)."""
+
+    @property
+    def uses_model(self) -> bool: ...
+
+    def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]: ...
+
+
+def digest_of(obj: Any) -> str:
+    data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
+    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
+    parts = source.fingerprint_parts(cfg)
+    if source.uses_model and cfg.agent.skills:
         skills = Path(cfg.path(cfg.agent.skills))
         if not skills.is_dir():
             raise BadInput(f"[agent].skills: {skills} is not a directory")

@@ -171,7 +171,7 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
                 resolve_model(c_model)
                 c_label = label.replace(model, c_model, 1) if model in label else c_model
         c_agent = build_agent(c_cfg, kind, c_model, c_label)
-        c_parts = fingerprint_parts(c_cfg, kind)
+        c_parts = fingerprint_parts(c_cfg, agent_kind(kind))
 
         def skills_of(task: Task, name: str = name) -> list[Any]:
             return per_task.get((task.id, name), [])
@@ -251,7 +251,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
     return _Prepared(cfg=cfg, kind=kind, uses_model=spec.uses_model, suite=suite,
                      provider=provider, cancel=cancel, model=model, label=label,
-                     parts=fingerprint_parts(cfg, kind),
+                     parts=fingerprint_parts(cfg, spec),
                      replications=req.replications or cfg.suite.replications,
                      jobs=req.jobs or cfg.suite.jobs, stem=stem, commit=commit,
                      options=options, prices=prices, agent=agent)

@@ -13,7 +13,7 @@ from gate.agents._kinds import (
     register_agent_kind,
 )
 from gate.agents._oracle import OracleAgent
-from gate.agents._parts import digest_of, system_prompt_text
+from gate.agents._parts import system_prompt_text
 
 __all__ = [
     "Agent",
@@ -23,7 +23,6 @@ __all__ = [
     "RunContext",
     "agent_kind",
     "agent_kind_names",
-    "digest_of",
     "register_agent_kind",
     "system_prompt_text",
 ]

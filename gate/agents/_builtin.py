@@ -28,17 +28,13 @@ import anthropic
 import jinja2
 
 from gate.agents._base import Agent, AgentOutcome, RunContext
+from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT, compile_prompt, render
 from gate.agents._tools import TOOLS, run_tool
 from gate.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from gate.skills import Skill
 
-DEFAULT_SYSTEM_PROMPT = """\
-You are a careful software engineer working in a repository at {{ workdir }}.
-Use the tools to inspect the files, make the change, and check it. When you are done,
-reply with a short summary; if the task asks a question, state the answer plainly.
-"""
 NOT_RETRYABLE = {400, 401, 403, 404, 413}
 SKILLS_INTRO = (
     "# Skills\n"
@@ -115,12 +111,8 @@ class BuiltinAgent(Agent):
         self.attempts = attempts
         self.backoff_s = backoff_s
         self._label = label or model
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                 keep_trailing_newline=True)
-        # errors surface now, as bad configuration, not as a failed run per task later
-        self._template = env.from_string(system_template)
-        self._template.render(task_id="t", workdir="/w", date="2026-01-01",
-                              now="2026-01-01T00:00:00+00:00")
+        # checked and tried now (bad configuration, exit 2); rendered in Jinja's sandbox
+        self._template = compile_prompt(system_template)
 
     def model_label(self) -> str:
         return self._label
@@ -133,8 +125,9 @@ class BuiltinAgent(Agent):
 
     def _system(self, ctx: RunContext, workdir: str) -> list[dict[str, Any]]:
         now = datetime.now(UTC)
-        text = self._template.render(task_id=ctx.task.id, workdir=workdir,
-                                     date=now.strftime("%Y-%m-%d"), now=now.isoformat())
+        text = render(self._template, {"task_id": ctx.task.id, "workdir": workdir,
+                                       "date": now.strftime("%Y-%m-%d"),
+                                       "now": now.isoformat()})
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if ctx.skills:  # after the configured prompt, the same on every request: cached
             how = ("with `read_file`" if any(t.name == "read_file" for t in self.tools)
@@ -244,6 +237,9 @@ class BuiltinAgent(Agent):
                     results.append({"type": "tool_result", "tool_use_id": use["id"],
                                     "content": output, **({"is_error": True} if is_error else {})})
                 history.append({"role": "user", "content": results})
+        except jinja2.TemplateError as exc:  # the prompt's own error: the agent's failure
+            return AgentOutcome(final_message=final_text,
+                                failure=f"system prompt: template error: {str(exc)[:200]}")
         except TRANSPORT_ERRORS as exc:
             status = getattr(exc, "status_code", None)
             return AgentOutcome(final_message=final_text, infra_error=(

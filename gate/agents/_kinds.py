@@ -76,7 +76,7 @@ class OracleKind(AgentKind):
         return OracleAgent()
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of
+        from gate.fingerprint import digest_of
 
         return {"command": digest_of("solution/solve.sh")}
 
@@ -88,25 +88,28 @@ class BuiltinKind(AgentKind):
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         import jinja2
 
-        from gate.agents._parts import system_prompt_text
+        from gate.agents._parts import effective_prompt
+        from gate.agents._prompt import compile_prompt
 
         a = cfg.agent
-        prompt = system_prompt_text(cfg)  # a bad file is exit 2 before the SDK (~2 s) loads
-        from gate.agents._builtin import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
-
-        try:
-            return BuiltinAgent(
-                model=model, system_template=prompt or DEFAULT_SYSTEM_PROMPT,
-                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
-                temperature=a.temperature, top_p=a.top_p, label=label,
-            )
-        except ValueError as exc:
-            raise BadInput(f"[agent].tools: {exc}") from None
+        prompt = effective_prompt(cfg)
+        try:  # a bad file is exit 2 before the SDK (~2 s) loads
+            compile_prompt(prompt)
         except jinja2.TemplateError as exc:
             where = a.system_prompt or "the default system prompt"
             line = getattr(exc, "lineno", None)
             raise BadInput(f"{where}{f':{line}' if line else ''}: template error: {exc} "
                            "(variables: task_id, workdir, date, now)") from None
+        from gate.agents._builtin import BuiltinAgent
+
+        try:
+            return BuiltinAgent(
+                model=model, system_template=prompt,
+                tools=a.tools, max_turns=a.max_turns, max_tokens=a.max_tokens, cache=a.cache,
+                temperature=a.temperature, top_p=a.top_p, label=label,
+            )
+        except ValueError as exc:
+            raise BadInput(f"[agent].tools: {exc}") from None
 
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         from gate.agents._builtin import skills_block
@@ -114,8 +117,9 @@ class BuiltinKind(AgentKind):
         return len(skills_block(skills).encode()) if skills else 0
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of, system_prompt_text
+        from gate.agents._parts import BUILTIN_CODE, code_digest, effective_prompt
         from gate.agents._tools import TOOLS
+        from gate.fingerprint import digest_of
 
         a = cfg.agent
         return {
@@ -123,8 +127,10 @@ class BuiltinKind(AgentKind):
             "sampling": digest_of({"max_tokens": a.max_tokens, "temperature": a.temperature,
                                    "top_p": a.top_p, "max_turns": a.max_turns,
                                    "cache": a.cache}),
-            "prompt": digest_of(system_prompt_text(cfg) or "(default)"),
+            "prompt": digest_of(effective_prompt(cfg)),
             "tools": digest_of([TOOLS[t].schema() for t in a.tools if t in TOOLS]),
+            # what it runs: its tool loop, tools and prompt handling, as the gate ships them
+            "code": code_digest(BUILTIN_CODE),
         }
 
 
@@ -141,7 +147,7 @@ class CommandKind(AgentKind):
                             label=label)
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.agents._parts import digest_of
+        from gate.fingerprint import digest_of
 
         a = cfg.agent
         return {"model": a.model, "command": digest_of(a.command or ""),

@@ -1,15 +1,16 @@
-"""What an agent kind's fingerprint parts are made of: a short digest of any value, and the
-system prompt's text as configured.
+"""What an agent kind's fingerprint parts are made of: the system prompt it runs, and a digest
+of the gate's own code a kind runs.
 
-They live with the agents (each kind names its own parts) and :mod:`gate.fingerprint`
-builds on them, so the import goes one way: fingerprint → agents → config.
+They live with the agents (each kind names its own parts, through its registry entry) and
+:mod:`gate.fingerprint` is handed them, so the import goes one way: agents → fingerprint.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate._files import PROMPT_LIMIT, read_text
 from gate.errors import BadInput
@@ -17,10 +18,10 @@ from gate.errors import BadInput
 if TYPE_CHECKING:
     from gate.config import GateConfig
 
-
-def digest_of(obj: Any) -> str:
-    data = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True)
-    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
+#: the builtin agent's own code: its tool loop, its tools, its prompt (default and rendering).
+#: Not the whole gate: a release that changes only reporting keeps every baseline.
+BUILTIN_CODE = ("_builtin.py", "_prompt.py", "_tools.py")
+AGENTS_DIR = Path(__file__).resolve().parent
 
 
 def system_prompt_text(cfg: GateConfig) -> str | None:
@@ -31,3 +32,21 @@ def system_prompt_text(cfg: GateConfig) -> str | None:
         return read_text(path, PROMPT_LIMIT, "system prompt")
     except BadInput as exc:
         raise BadInput(f"[agent].system_prompt: {exc}") from None
+
+
+def effective_prompt(cfg: GateConfig) -> str:
+    """The template the builtin agent renders: the configured file's, else its default."""
+    from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT  # jinja2, only when needed
+
+    return system_prompt_text(cfg) or DEFAULT_SYSTEM_PROMPT
+
+
+def code_digest(names: Iterable[str], root: Path | None = None) -> str:
+    """A digest of source files' bytes (sorted by name, each with its name and length), read
+    from ``root`` (the installed ``gate/agents``)."""
+    h = hashlib.sha256()
+    for name in sorted(names):
+        data = ((root or AGENTS_DIR) / name).read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return "sha256:" + h.hexdigest()[:16]

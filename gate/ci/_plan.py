@@ -197,10 +197,11 @@ def unchanged_agent(basis: Basis) -> str | None:
 
     req = basis.request
     kind = req.agent_kind or req.config.agent.kind
-    baseline = base_baseline(basis.ys) if agent_kind(kind).self_contained else None
+    spec = agent_kind(kind)
+    baseline = base_baseline(basis.ys) if spec.self_contained else None
     if baseline is None or baseline.agent.kind != kind:
         return None
-    fp = fingerprint(fingerprint_parts(req.config, kind), kind)
+    fp = fingerprint(fingerprint_parts(req.config, spec), kind)
     return fp if fp == baseline.agent.fingerprint else None
 
 

@@ -184,7 +184,7 @@ def _agent_changes(baseline: Results, candidate: Results) -> list[AgentChange]:
     if baseline.agent.kind != candidate.agent.kind:
         out.append(AgentChange(part="kind", baseline=baseline.agent.kind,
                                candidate=candidate.agent.kind))
-    order = ["model", "sampling", "prompt", "tools", "skills", "command"]
+    order = ["model", "sampling", "prompt", "tools", "code", "skills", "command"]
     for part in order + sorted((set(bp) | set(cp)) - set(order)):
         if (part in bp or part in cp) and bp.get(part) != cp.get(part):
             out.append(AgentChange(part=part, baseline=_short(bp.get(part)),

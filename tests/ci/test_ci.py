@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from gate.github import MARKER, MARKER_PREFIX
 from gate.results import load_results
+from tests.helpers import ROOT
 from tests.helpers.ci import (
     OURS,
     PR,
@@ -25,12 +27,16 @@ from tests.helpers.ci import (
     Project,
     _break_agent,
     _marker_comments,
+    _origin,
     make_baseline,
     push_event,
     set_max_turns,
     sh,
     store_baselines,
+    write_sim_suite,
 )
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import gate
 
 pytestmark = pytest.mark.slow
 
@@ -249,6 +255,43 @@ def test_a_secretless_pr_that_changes_nothing_under_test_is_skipped_and_says_why
     run = sim_project.gate_ci(changed, env=bot)
     assert run.code == 3 and run.outputs["verdict"] == "unmeasurable", run.stderr
     assert "opened by Dependabot" in run.stderr
+
+
+def test_a_bump_that_changes_the_builtin_agents_code_is_measured_not_skipped(
+        tmp_path: Path) -> None:
+    """main's baseline was measured by an older gate whose builtin agent ran other code (its
+    tools differ by a line): a Dependabot bump of the gate's action brings this release's tool
+    loop, so the agent under test is not the baseline's. Without a key that is unmeasurable
+    (exit 3), never "Nothing under test changed"."""
+    older = tmp_path / "older"
+    shutil.copytree(ROOT / "gate", older / "gate", ignore=shutil.ignore_patterns("__pycache__"))
+    with (older / "gate" / "agents" / "_tools.py").open("a") as fh:
+        fh.write("\n# the tools as an older release shipped them\n")
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    sh(seed, "git", "init", "-q", "-b", "main")
+    write_sim_suite(seed)
+    by_older = {"PYTHONPATH": str(older)}  # the real CLI, as that release ran it
+    for args in (("run", "--sim", "-o", "results.json"), ("baseline", "results.json")):
+        p = gate(*args, cwd=seed, env=by_older)
+        assert p.returncode == 0, p.stderr
+    base = json.loads((seed / "baseline.json").read_text())["agent"]
+    with FakeGitHub(REPO, token=TOKEN) as gh:
+        project = Project(tmp_path, _origin(tmp_path, seed), gh)
+        ci = project.pr_branch("dependabot/github_actions/bump", _bump_an_action)
+        bot = {"ANTHROPIC_API_KEY": "", "GITHUB_ACTOR": "dependabot[bot]"}
+        run = project.gate_ci(ci, env=bot)
+    assert run.code == 3 and run.outputs["verdict"] == "unmeasurable", run.stderr
+    assert "Nothing under test changed" not in run.summary + run.stderr
+    assert "opened by Dependabot" in run.stderr
+    from gate.agents import agent_kind
+    from gate.config import load_config
+    from gate.fingerprint import fingerprint_parts
+
+    now = fingerprint_parts(load_config(ci / "gate.toml"), agent_kind("builtin"))
+    assert now["code"] != base["parts"]["code"]  # the one part that differs: the gate's code
+    assert {k: v for k, v in now.items() if k != "code"} == {
+        k: v for k, v in base["parts"].items() if k != "code"}
 
 
 def test_only_an_agent_whose_fingerprint_covers_its_code_counts_as_unchanged() -> None:

@@ -428,6 +428,7 @@ def test_a_working_skill_cuts_the_turns_of_a_solved_episode() -> None:
 def test_the_repositorys_gate_toml_has_the_skills_and_its_baseline_measured_them() -> None:
     """`gate run --condition control --condition target` works on the bundled suite as it is
     (docs/skills.md), and the committed baseline is of this very agent, skills included."""
+    from gate.agents import agent_kind
     from gate.fingerprint import fingerprint, fingerprint_parts
     from gate.results import load_results
 
@@ -435,7 +436,7 @@ def test_the_repositorys_gate_toml_has_the_skills_and_its_baseline_measured_them
     assert cfg.agent.skills is not None and cfg.path(cfg.agent.skills).resolve() == \
         BUNDLED_SKILLS.resolve()
     assert os.path.isdir(BUNDLED_SKILLS)
-    parts = fingerprint_parts(cfg, cfg.agent.kind)
+    parts = fingerprint_parts(cfg, agent_kind(cfg.agent.kind))
     assert "skills" in parts
     base = load_results(REPO / "baseline.json", "baseline")
     assert base.agent.fingerprint == fingerprint(parts, cfg.agent.kind)

@@ -40,9 +40,8 @@ KNOWN: dict[str, set[str]] = {
     # not a setting; it removes the secrets before anything else runs
     "environ": {"gate/secrets.py"},
     # the forbidden directions still found (docs/architecture.md): the GitHub adapters pool
-    # baselines in the refresh's push loop and type the sticky comment by the comparison; the
-    # fingerprint asks the agent kinds for their parts
-    "layer": {"gate/github/_refresh.py", "gate/github/_sticky.py", "gate/fingerprint.py"},
+    # baselines in the refresh's push loop and decide the comment mode on the comparison
+    "layer": {"gate/github/_refresh.py", "gate/github/_sticky.py"},
 }
 
 # ---- the layers: import directions that must never exist (unit prefixes; a unit is a
