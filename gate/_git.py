@@ -39,11 +39,11 @@ class GitResult:
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None,
-        timeout: float = 120.0) -> GitResult:
+        timeout: float = 120.0, pass_fds: tuple[int, ...] = ()) -> GitResult:
     full_env = {**base_env(), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     try:
         p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                           timeout=timeout, env=full_env, check=False)
+                           timeout=timeout, env=full_env, check=False, pass_fds=pass_fds)
     except FileNotFoundError:
         raise BadInput("git is not installed: gate ci needs git to read the base branch") \
             from None

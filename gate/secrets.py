@@ -167,6 +167,23 @@ def _scrub_in_place(names: set[str]) -> bool:
     return not any(name in wanted and value for name, _, value in left)
 
 
+def become_subreaper() -> bool:
+    """Make the gate a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process of a run
+    that kills its launcher, ``setsid``s, leaves its cgroup and clears its environment is
+    still re-parented to the gate, never to init, and ``gate.sandbox`` kills it when a command
+    ends and before anything a task must not see (the refresh's push with the token). True
+    when the kernel agreed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _not_dumpable() -> None:
     import ctypes  # here: a process that re-executes itself never needs it
 
