@@ -31,14 +31,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
-class PriceOverride(_Strict):
-    """USD per million tokens."""
+#: The dearest price a model may have, USD per million tokens: a hundred times today's dearest
+#: (output, $75), far below what would take one run's cost past what a results file holds
+#: (``gate.results.MAX_RUN_USD``) or a sum of costs past a finite number: a price of 1e308
+#: passed as finite and ended the run in an internal error after the runs had spent.
+MAX_PRICE = 10_000.0
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write_5m: float | None = Field(default=None, ge=0)
-    cache_write_1h: float | None = Field(default=None, ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
+
+class PriceOverride(_Strict):
+    """USD per million tokens, finite, from 0 to ``MAX_PRICE``."""
+
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
+    cache_write_5m: float | None = Field(default=None, ge=0, le=MAX_PRICE)
+    cache_write_1h: float | None = Field(default=None, ge=0, le=MAX_PRICE)
+    cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE)
 
 
 class AgentConfig(_Strict):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gate._files import json_problem
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
@@ -122,6 +123,18 @@ def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | N
     except (OSError, SandboxError, ValueError, RecursionError):
         pass
     return notes, score
+
+
+def _unfit_score(score: dict[str, Any] | None) -> str | None:
+    """Why the verifier's score cannot go into a results file, or None: it is held to what
+    every reader of results holds a file to (``json_problem``: no integer past ±2^53, no
+    non-finite number, no nesting past the limit), so one verifier's number cannot make
+    ``gate compare``, ``gate report`` or ``gate baseline`` refuse the file. The run fails
+    with that reason (an error would let whoever writes the score hide a failure)."""
+    problem = json_problem(score) if score is not None else None
+    if problem is None:
+        return None
+    return f"the verifier's score cannot be recorded: score.{problem}"
 
 
 def _write_final(sandbox: Sandbox, message: str) -> str | None:
@@ -240,6 +253,9 @@ def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome, step: Task,
                 **({"files": verdict.files} if verdict.files else {})})
     run.notes, score = _read_runner_files(sandbox)
     run.score = verdict.score if verdict.score is not None else score
+    if (unfit := _unfit_score(run.score)) is not None:
+        run.status, run.reason, run.score = "failed", unfit, None
+        return False
     if res.timed_out and verdict.final:
         run.status, run.reason = "failed", "timeout"
     elif verdict.passed:
