@@ -20,6 +20,7 @@ from gate._files import (
     read_text,
 )
 from gate.errors import BadInput
+from gate.secrets import OWN_PREFIXES
 
 DEFAULT_CONFIG = "gate.toml"
 Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
@@ -81,6 +82,20 @@ class SuiteConfig(_Strict):
                               description="the image of container tasks that name none")
     pull: bool | None = Field(default=None, description="pull a missing image; default: only "
                               "on GitHub's runners, where a registry is reachable")
+    # variables of the host's environment that the local sandbox's commands get although they
+    # hold a credential (a self-hosted runner's HTTPS_PROXY=http://user:pw@proxy): read from the
+    # base branch on a PR like all of [suite]; never the gate's or the CI's own
+    pass_env: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _not_the_gates_own(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"{name[:40]!r} is not an environment variable's name")
+            if name.upper().startswith(OWN_PREFIXES):
+                raise ValueError(f"{name} is the gate's or the CI's own: never passed to a task")
+        return names
 
 
 class GateSettings(_Strict):

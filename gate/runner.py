@@ -168,6 +168,7 @@ class _Run:
     reason: str | None = "not started"
     notes: str | None = None
     score: dict[str, Any] | None = None
+    withheld: list[str] = field(default_factory=list)  # credentials kept from its commands
 
 
 def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
@@ -285,6 +286,16 @@ def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
     return totals, capped
 
 
+def _notes(run: _Run) -> str | None:
+    """The run's notes (``.runner/notes.txt``), then the credentials its commands did not get
+    (named, never their values: a task that needed one fails with a visible reason)."""
+    if not run.withheld:
+        return run.notes
+    line = (f"gate: kept from this run's environment: {', '.join(run.withheld)} (list a name "
+            "in [suite] pass_env of the base branch's gate.toml to pass it)")
+    return f"{run.notes}\n{line}" if run.notes else line
+
+
 def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
     """The run's result, every text redacted."""
     redact = run.opts.redactor
@@ -299,7 +310,7 @@ def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
         billed_usage=RunUsage(**totals.billed_usage.model_dump()),
         overhead_usd=round(totals.overhead_usd, 8),
         duration_s=round(time.monotonic() - run.start, 3),
-        notes=redact(run.notes) if run.notes else None,
+        notes=redact(notes) if (notes := _notes(run)) else None,
         task_digest=run.task.digest,
         score=run.score,
         condition=run.opts.condition,
@@ -338,6 +349,7 @@ def run_one(
         run.status, run.reason = "error", f"infra: {exc}"
     finally:
         if sandbox is not None:
+            run.withheld = sandbox.withheld_env()
             sandbox.close()
         totals, capped = _close_meter(run)
     return _record(run, totals, capped)
