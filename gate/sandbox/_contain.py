@@ -34,7 +34,7 @@ an orphan: :func:`stop_orphans` kills and reaps those (each by its pid, never ``
 which would take a ``subprocess``'s exit status from it) when a command ends and before the
 check. Only a process outside the gate's tree escapes that: one a root task starts elsewhere
 (``docker run``, ``systemd-run``, ``ptrace``): the local sandbox holds nothing against a root
-task (docs/sandboxing.md).
+task (docs/github.md, "The token and the push").
 """
 
 from __future__ import annotations
