@@ -41,7 +41,6 @@ from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import actions_sha, in_actions
 from gate.meter import METERING
 from gate.report import dollars, rate
 from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
@@ -261,13 +260,13 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
         resolve_names(arm_cfg, req.agent_kind or arm_cfg.agent.kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
-                               registry=in_actions())
+                               registry=req.registry)
     suite = _load_suite(req, [req.agent_kind or c.agent.kind for c in configs.values()],
                         provider)
     replications = req.replications or cfg.suite.replications
     jobs = req.jobs or cfg.suite.jobs
     outputs = {BASE: base_output(req.output), PR: req.output}
-    commits = {BASE: base_commit, PR: current_commit(cfg.root, actions_sha())}
+    commits = {BASE: base_commit, PR: current_commit(cfg.root, req.commit)}
     prices = price_table(cfg.agent.prices)
     arms = {name: _arm(req, name, arm_cfg, cfg, commits[name], outputs[name], prices)
             for name, arm_cfg in configs.items()}

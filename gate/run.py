@@ -30,7 +30,6 @@ from gate.config import GateConfig
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
 from gate.fingerprint import fingerprint, fingerprint_parts
-from gate.github import actions_sha, in_actions
 from gate.meter import METERING
 from gate.results import (
     AgentInfo,
@@ -99,6 +98,10 @@ class RunRequest:
     # skill conditions (`gate run --condition`, docs/skills.md): each (task, condition,
     # replication) is a run; empty: one run per (task, replication), no condition
     conditions: list[str] = field(default_factory=list)
+    # what the caller knows of the host (the CLI reads it: GitHub's runners reach a registry,
+    # and GITHUB_SHA names the commit); execution reads no CI environment itself
+    registry: bool = False  # a missing image may be pulled when [suite].pull is unset
+    commit: str | None = None  # the commit under test, when known; else git's HEAD
 
 
 @dataclass
@@ -223,7 +226,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     spec = resolve_names(cfg, kind)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
-                               registry=in_actions())
+                               registry=req.registry)
     # tasks this sandbox cannot run (a container task without an engine) are reported
     suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox)
     if not suite.tasks:
@@ -234,7 +237,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     if req.model:
         cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
     stem = req.output.with_name(req.output.stem)
-    commit = current_commit(cfg.root, actions_sha())
+    commit = current_commit(cfg.root, req.commit)
     options = RunOptions(
         verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
         max_turns=cfg.agent.max_turns, commit=commit,

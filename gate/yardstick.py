@@ -28,7 +28,6 @@ from gate import _git
 from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.errors import BadInput
-from gate.github import in_actions
 from gate.results import Results
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
@@ -116,8 +115,9 @@ class Yardstick:
         return bool(self.settings or self.tasks or self.workflows or self.files
                     or self.unreadable)
 
-    def validate_changed_tasks(self) -> None:
-        """Run verify untouched and after the oracle on the PR's added and changed tasks."""
+    def validate_changed_tasks(self, registry: bool = False) -> None:
+        """Run verify untouched and after the oracle on the PR's added and changed tasks
+        (``registry``: a missing image may be pulled, as on GitHub's runners)."""
         suite = self.pr_suite
         if suite is None:
             return
@@ -127,7 +127,7 @@ class Yardstick:
             return
         pr_cfg = self.config.suite
         # the base's [suite] says where tasks run
-        with suite_sandboxes(pr_cfg, registry=in_actions()) as provider:
+        with suite_sandboxes(pr_cfg, registry=registry) as provider:
             checks = validate_suite(Suite(root=suite.root, tasks=picked), provider=provider,
                                     options=RunOptions(verify_timeout=pr_cfg.verify_timeout,
                                                        task_timeout=pr_cfg.task_timeout))

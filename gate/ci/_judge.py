@@ -65,7 +65,7 @@ def _finish(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison) -> 
         notes.append(policy.note)
     text = ys.history_text
     trend = [e.model_dump() for e in trend_entries(parse_history(text))] if text else None
-    ys.validate_changed_tasks()
+    ys.validate_changed_tasks(registry=ctx.opts.run.registry)
     for line in ys.lines(markdown=False):
         ctx.log(f"gate ci: yardstick: {line}")
     shown = comparison

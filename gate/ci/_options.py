@@ -1,8 +1,11 @@
 """What one ``gate ci`` invocation is asked to do: the CLI's (or a test's) options, frozen.
 
 ``CIOverrides`` are the CLI/env values that override ``[ci]`` in gate.toml; ``CIOptions`` the
-rest. Nothing downstream changes them: a stage that needs another request (the base branch's
-config, a seeded simulator) makes a new value.
+rest. Where the baselines live (``baseline_refresh``, ``data_branch``, ``history``) has no
+override: main's refresh writes where gate.toml says and a pull request reads where its base
+branch's gate.toml says, so the two can never disagree. Nothing downstream changes them: a
+stage that needs another request (the base branch's config, a seeded simulator) makes a new
+value.
 """
 
 from __future__ import annotations
@@ -30,9 +33,6 @@ class CIOverrides:
     comment: bool | None = None
     fail_on_regression: bool | None = None
     accept_label: str | None = None
-    baseline_refresh: str | None = None
-    data_branch: str | None = None
-    history: str | None = None
     fork_without_key: str | None = None
     comment_author: str | None = None
     comment_id: str | None = None

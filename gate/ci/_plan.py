@@ -226,7 +226,8 @@ def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:
         raise Unmeasurable(
             f"no {rel} on the base branch {ys.label}: the gate has nothing to compare "
             f"with. Refresh it on {ys.label} first (this action on a push to "
-            f"{ys.label}, with baseline-refresh: commit or branch), or commit one made "
+            f"{ys.label}, with [ci] baseline_refresh = \"branch\" or \"commit\" in gate.toml), "
+            "or commit one made "
             "by `gate run` + `gate baseline`; or set [ci] judge = \"auto\" on "
             f"{ys.label} to judge PRs by a same-job A/B until then")
     notes[:0] = ys.baseline_notes(baseline, stale_after_days=basis.settings.stale_after_days)
@@ -283,7 +284,7 @@ def refresh_plan(ctx: Context, event: Event) -> RefreshPlan:
     branch = ctx.env.branch
     how = settings.baseline_refresh
     if how != "artifact" and not branch:
-        raise BadInput(f"baseline-refresh {how} needs a run on a branch (GITHUB_REF="
+        raise BadInput(f"[ci] baseline_refresh = {how!r} needs a run on a branch (GITHUB_REF="
                        f"refs/heads/…), not {ctx.env.ref or 'no ref'}")
     root = _git.toplevel(cfg.root)
     from gate.github import config_state

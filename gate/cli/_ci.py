@@ -35,16 +35,6 @@ if TYPE_CHECKING:
 @click.option("--accept-label", envvar="GATE_ACCEPT_LABEL",
               help="PR label that accepts a regression: reported, not blocking "
                    "([ci].accept_label, default gate:accept-regression).")
-@click.option("--baseline-refresh", type=click.Choice(["commit", "branch", "artifact"]),
-              envvar="GATE_BASELINE_REFRESH",
-              help="On main: push the pooled baseline.json back (commit), push it to the data "
-                   "branch (branch), or leave it for an upload (artifact) "
-                   "([ci].baseline_refresh, default artifact).")
-@click.option("--data-branch", envvar="GATE_DATA_BRANCH",
-              help="The branch that holds the baselines with --baseline-refresh branch "
-                   "([ci].data_branch, default agent-gate-data).")
-@click.option("--history", envvar="GATE_HISTORY",
-              help="Main's run history, JSONL ([ci].history, default gate-history.jsonl).")
 @click.option("--fork-without-key", type=click.Choice(["fail", "skip"]),
               envvar="GATE_FORK_WITHOUT_KEY",
               help="A fork PR gets no secrets: exit 3, or skip with exit 0 "
@@ -96,8 +86,7 @@ if TYPE_CHECKING:
                    "`artifact-id` output); empty: no link.")
 def ci(
     mode: str, comment: bool | None, fail_on_regression: bool | None,
-    accept_label: str | None, baseline_refresh: str | None, data_branch: str | None,
-    history: str | None, fork_without_key: str | None, comment_author: str | None,
+    accept_label: str | None, fork_without_key: str | None, comment_author: str | None,
     comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
     merge_dir: str | None, report_path: str, html_report: str, max_cost: float | None,
     defer_comment: bool, post_comment: str | None, artifact_id: str,
@@ -164,7 +153,6 @@ def ci(
         defer_comment=defer_comment,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
-            baseline_refresh=baseline_refresh, data_branch=data_branch, history=history,
             fork_without_key=fork_without_key, comment_author=comment_author,
             comment_id=comment_id, comment_mode=comment_mode,
         ),

@@ -160,7 +160,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
                            "CI runs the base's tasks (`gate run --base-ref "
                            f"{base_ref}`); tasks that differ are left out of this verdict",
                            err=True)
-            ys.validate_changed_tasks()
+            from gate.github import in_actions
+
+            ys.validate_changed_tasks(registry=in_actions())
             yardstick = ys.note()
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)

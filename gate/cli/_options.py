@@ -97,6 +97,7 @@ def run_request(kw: dict[str, Any]) -> RunRequest:
     """Build the run from the run options, popping them out of ``kw``."""
     o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
     config = command_config(o["config_path"])  # a config error stops here, before the runner
+    from gate.github import actions_sha, in_actions
     from gate.run import RunRequest
 
     return RunRequest(
@@ -106,6 +107,7 @@ def run_request(kw: dict[str, Any]) -> RunRequest:
         replications=o["replications"], jobs=o["jobs"],
         keep_workspaces=o["keep_workspaces"], transcripts=not o["no_transcripts"],
         sim=o["sim"], model=o["model"], seed=o["seed"],
+        registry=in_actions(), commit=actions_sha() or None,
     )
 
 

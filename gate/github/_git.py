@@ -159,8 +159,8 @@ def push(root: Path, sha: str, branch: str, *, token: str | None, server_url: st
         raise ProtectedBranch(
             f"cannot push the refreshed baseline to {branch}: {branch} is a protected branch "
             f"({rule} refused the push: {_protected_line(text)}). Keep the baseline off it: "
-            "`baseline-refresh: branch` (a data branch, no protection rules needed), or "
-            "`baseline-refresh: artifact` (upload the files); or push with a token allowed to "
+            "[ci] baseline_refresh = \"branch\" in gate.toml (a data branch, no protection "
+            "rules needed), or \"artifact\" (upload the files); or push with a token allowed to "
             "bypass the rule (a GitHub App or admin token added to the bypass list)")
     if _MOVED.search(text):
         return False

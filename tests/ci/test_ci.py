@@ -29,6 +29,7 @@ from tests.helpers.ci import (
     push_event,
     set_max_turns,
     sh,
+    store_baselines,
 )
 
 pytestmark = pytest.mark.slow
@@ -386,7 +387,8 @@ def test_github_outage_keeps_the_verdict_and_warns(project: Project) -> None:
 
 def test_main_mode_is_refused_on_a_pull_request(project: Project) -> None:
     ci = project.pr_branch("feature", _break_agent)
-    run = project.gate_ci(ci, "--mode", "main", "--baseline-refresh", "commit")
+    store_baselines(ci, "commit")
+    run = project.gate_ci(ci, "--mode", "main")
     assert run.code == 2 and "refresh the baseline it is judged by" in run.stderr
 
 
@@ -522,8 +524,9 @@ def test_push_to_main_pools_the_baseline_commits_it_and_feeds_the_trend(
     main = project.clone("main-ci")
     before = json.loads((main / "baseline.json").read_text())
     event = push_event(main)
+    store_baselines(main, "commit")
     for _ in range(2):
-        run = project.gate_ci(main, "--baseline-refresh", "commit", event="push",
+        run = project.gate_ci(main, event="push",
                               event_path=event, ref="refs/heads/main",
                               process=True)  # main mode's smoke test: a real process
         assert run.code == 0, run.stderr

@@ -59,8 +59,8 @@ def test_mains_refresh_the_budget_stops_refreshes_nothing(sim_project: Project) 
     main = sim_project.clone("main-ci")
     before = sh(sim_project.tmp, "git", "--git-dir", str(sim_project.origin), "rev-parse", "main")
     budget = _baseline_spend(sim_project) / 3
-    run = refresh(sim_project, main, "--sim", "--baseline-refresh", "commit", "--max-cost",
-                  f"{budget:.6f}", env=NO_KEY)
+    run = refresh(sim_project, main, "--sim", "--max-cost",
+                  f"{budget:.6f}", env=NO_KEY, store="commit")
     assert run.code == 3, run.stderr
     assert "stopped by the budget" in run.stderr and "refreshes nothing" in run.stderr
     after = sh(sim_project.tmp, "git", "--git-dir", str(sim_project.origin), "rev-parse", "main")

@@ -3,6 +3,7 @@ inputs mean "not set" (gate.toml decides), never "false"."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -34,7 +35,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[CIOptions]:
 def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: object) -> None:
     env = {"GATE_COMMENT": "false", "GATE_FAIL_ON_REGRESSION": "true", "GATE_SIM": "true",
            "GATE_REPLICATIONS": "2", "GATE_MODE": "pr", "GATE_ACCEPT_LABEL": "ok-slower",
-           "GATE_BASELINE_REFRESH": "commit", "GATE_FORK_WITHOUT_KEY": "skip",
+           "GATE_FORK_WITHOUT_KEY": "skip",
            "GATE_REPORT": "r.md", "GATE_OUTPUT": "res.json", "GATE_COMMENT_ID": "model-b",
            "GATE_COMMENT_MODE": "on-change", "GATE_REJUDGE": "true"}
     r = CliRunner().invoke(cli.ci, [], env=env)
@@ -43,8 +44,8 @@ def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: objec
     assert o.mode == "pr" and o.run.sim and o.run.replications == 2
     assert str(o.run.output) == "res.json" and str(o.report_path) == "r.md"
     ov = o.overrides
-    assert (ov.comment, ov.fail_on_regression, ov.accept_label, ov.baseline_refresh,
-            ov.fork_without_key) == (False, True, "ok-slower", "commit", "skip")
+    assert (ov.comment, ov.fail_on_regression, ov.accept_label,
+            ov.fork_without_key) == (False, True, "ok-slower", "skip")
     assert (ov.comment_id, ov.comment_mode) == ("model-b", "on-change")
     assert o.rejudge == Path("res.json")  # `rejudge: true` judges the results file
 
@@ -52,7 +53,7 @@ def test_env_values_reach_the_options(captured: list[CIOptions], tmp_path: objec
 def test_empty_inputs_leave_gate_toml_in_charge(captured: list[CIOptions]) -> None:
     env = {k: "" for k in ("GATE_COMMENT", "GATE_FAIL_ON_REGRESSION", "GATE_SIM",
                            "GATE_REPLICATIONS", "GATE_ACCEPT_LABEL", "GATE_MODE",
-                           "GATE_BASELINE_REFRESH", "GATE_OUTPUT", "GATE_COMMENT_ID",
+                           "GATE_OUTPUT", "GATE_COMMENT_ID",
                            "GATE_COMMENT_MODE", "GATE_REJUDGE")}
     assert CliRunner().invoke(cli.ci, [], env=env).exit_code == 0
     (o,) = captured
@@ -70,8 +71,19 @@ def test_flags_override_the_file(captured: list[CIOptions]) -> None:
 
 
 def test_bad_override_is_one_clear_error() -> None:
-    with pytest.raises(BadInput, match="baseline_refresh"):
-        CIOverrides(baseline_refresh="sometimes").apply(CISettings())
+    with pytest.raises(BadInput, match="comment_mode"):
+        CIOverrides(comment_mode="sometimes").apply(CISettings())
+
+
+def test_where_the_baselines_live_has_no_flag_and_no_input() -> None:
+    """``[ci] baseline_refresh``, ``data_branch`` and ``history`` are gate.toml's alone: main's
+    refresh writes where its gate.toml says and a PR reads where the base's says, so no input
+    of one workflow can send the baseline where the other never looks."""
+    for flag in ("--baseline-refresh", "--data-branch", "--history"):
+        r = CliRunner().invoke(cli.ci, [flag, "branch"], env={})
+        assert r.exit_code == 2 and "No such option" in r.output, r.output
+    assert not {"baseline_refresh", "data_branch", "history"} & {
+        f.name for f in dataclasses.fields(CIOverrides)}
 
 
 def test_push_token_goes_through_no_env_and_no_argv() -> None:

@@ -187,7 +187,7 @@ def test_a_run_cancelled_during_the_suite_says_so(project: Project, sig: signal.
 
     def slow_agent(work: Path) -> None:
         (work / "agent" / "solve.sh").write_text(
-            f'touch "{started}"\nsleep 120\necho "$1" > out.txt\n')
+            f'touch "{started}"\nsleep 900\necho "$1" > out.txt\n')
 
     ci = project.pr_branch("slow", slow_agent)
     previous = gh.add_comment(PR, f"{OURS}\n### ✅ agent-gate: no regression\n\nold verdict",
@@ -203,7 +203,7 @@ def test_a_run_cancelled_during_the_suite_says_so(project: Project, sig: signal.
             time.sleep(0.1)
         assert f"running for `{HEAD}`" in previous["body"]  # already, while the suite runs
         proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=180)  # the runs sleep far longer
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gate.github import _git
-from tests.helpers.ci import REPO, TOKEN, Project, _project, sh
+from tests.helpers.ci import REPO, TOKEN, Project, _project, sh, store_baselines
 from tests.helpers.git_http import GitOverHTTP, _clone
 from tests.helpers.process import user_env
 
@@ -68,7 +68,8 @@ def test_main_run_pushes_the_refreshed_baseline_with_its_own_token(
     event = main.parent / "push-event.json"
     event.write_text(json.dumps({"ref": "refs/heads/main",
                                  "repository": {"full_name": REPO, "default_branch": "main"}}))
-    run = project.gate_ci(main, "--baseline-refresh", "commit", event="push", event_path=event,
+    store_baselines(main, "commit")
+    run = project.gate_ci(main, event="push", event_path=event,
                           ref="refs/heads/main", env={"GITHUB_SERVER_URL": server.url})
     assert run.code == 0, run.stderr
     assert run.outputs["baseline_commit"]
@@ -124,7 +125,8 @@ def test_a_hook_planted_during_the_suite_never_runs_with_the_token(
     event.write_text(json.dumps({"ref": "refs/heads/main",
                                  "repository": {"full_name": REPO, "default_branch": "main"}}))
     before = sh(project.tmp, "git", "--git-dir", str(project.origin), "rev-parse", "main")
-    run = project.gate_ci(main, "--baseline-refresh", "commit", event="push", event_path=event,
+    store_baselines(main, "commit")
+    run = project.gate_ci(main, event="push", event_path=event,
                           ref="refs/heads/main", env={"GITHUB_SERVER_URL": server.url,
                                                       "AGENT_HELPER": str(hostile)})
     assert (main / ".git" / "hooks" / "pre-push").exists()  # the suite did plant it
@@ -160,8 +162,9 @@ def test_a_survivor_of_a_task_is_gone_before_the_push_and_finds_no_token(
     event = main.parent / "push-event.json"
     event.write_text(json.dumps({"ref": "refs/heads/main",
                                  "repository": {"full_name": REPO, "default_branch": "main"}}))
+    store_baselines(main, "commit")
     try:
-        run = project.gate_ci(main, "--baseline-refresh", "commit", event="push",
+        run = project.gate_ci(main, event="push",
                               event_path=event, ref="refs/heads/main", process=True,
                               env={"GITHUB_SERVER_URL": server.url,
                                    "AGENT_HELPER": str(hostile)})

@@ -91,8 +91,7 @@ def test_a_merge_during_the_suite_is_kept_and_the_baseline_repooled_onto_it(
         f'if mkdir "{project.tmp}/merged.lock" 2>/dev/null; then\n'
         + merge_script(project, "merger", f"echo merged > MERGED.md && echo '{line}' "
                                           ">> gate-history.jsonl") + " >&2\nfi\n"))
-    run = refresh(project, main, "--baseline-refresh", "commit",
-                  env={"AGENT_HELPER": str(helper)})
+    run = refresh(project, main, store="commit", env={"AGENT_HELPER": str(helper)})
     assert run.code == 0, run.stderr
     assert (project.tmp / "merged.lock").is_dir()  # the merge did land during the suite
     assert "main moved on while the suite ran" in run.stderr
@@ -119,7 +118,7 @@ def test_a_branch_that_keeps_moving_leaves_the_files_as_an_artifact(project: Pro
     env = on_push_wrapper(project, f'echo x >> "{count}"\n'
                           + merge_script(project, "merger", f'date +%N > "merge-$(wc -l < '
                                                             f'"{count}")"'))
-    run = refresh(project, main, "--baseline-refresh", "commit", env=env)
+    run = refresh(project, main, store="commit", env=env)
     assert run.code == 0, run.stderr
     assert len(count.read_text().splitlines()) == 4  # the first push and 3 re-pools
     assert run.outputs["refresh"] == "artifact" and run.outputs["baseline_commit"] == ""
@@ -149,8 +148,7 @@ def test_a_newer_agent_configuration_that_landed_meanwhile_keeps_its_baseline(
     landed = sh(newer, "git", "rev-parse", "HEAD").strip()
     env = on_push_wrapper(project, f'if [ ! -e "{project.tmp}/landed" ]; then touch '
                           f'"{project.tmp}/landed"; git -C "{newer}" push -q origin main; fi')
-    run = refresh(project, main, "--sim", "--baseline-refresh", "commit",
-                  env={**env, "ANTHROPIC_API_KEY": ""})
+    run = refresh(project, main, "--sim", store="commit", env={**env, "ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.stderr
     assert run.outputs["refresh"] == "superseded"
     assert origin(project, "rev-parse", "main") == landed  # N's baseline stands
@@ -172,8 +170,7 @@ def test_a_newer_configuration_replaces_an_older_ones_late_refresh(sim_project: 
     sh(late, "git", "pull", "-q", "--rebase", "origin", "main")  # lands on top of C
     env = on_push_wrapper(project, f'if [ ! -e "{project.tmp}/landed" ]; then touch '
                           f'"{project.tmp}/landed"; git -C "{late}" push -q origin main; fi')
-    run = refresh(project, main, "--sim", "--baseline-refresh", "commit",
-                  env={**env, "ANTHROPIC_API_KEY": ""})
+    run = refresh(project, main, "--sim", store="commit", env={**env, "ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.stderr
     assert run.outputs["refresh"] == "committed", run.stderr
     assert "this newer configuration replaces it" in run.stderr
@@ -199,11 +196,11 @@ def test_a_protected_branch_is_named_with_what_to_do(project: Project) -> None:
     protect_main(project)
     main = project.clone("main-ci")
     before = origin(project, "rev-parse", "main")
-    run = refresh(project, main, "--baseline-refresh", "commit")
+    run = refresh(project, main, store="commit")
     assert run.code == 2, run.stderr
     assert "main is a protected branch" in run.stderr
     assert "GH006: Protected branch update failed" in run.stderr
-    assert "baseline-refresh: branch" in run.stderr and "bypass" in run.stderr
+    assert 'baseline_refresh = "branch"' in run.stderr and "bypass" in run.stderr
     assert "moved on" not in run.stderr
     assert origin(project, "rev-parse", "main") == before
     # the pooled files are there for the documented upload step
@@ -227,7 +224,7 @@ def test_the_data_branch_holds_the_baseline_and_prs_read_it_from_there(
     main_tip = origin(project, "rev-parse", "main")
     seed_runs = runs_in(project, "main:baseline.json")
     for _ in range(2):
-        run = refresh(project, main, "--baseline-refresh", "branch")
+        run = refresh(project, main, store="branch")
         assert run.code == 0, run.stderr
         assert run.outputs["refresh"] == "committed"
         assert run.outputs["baseline_commit"] == origin(project, "rev-parse", DATA)
@@ -269,7 +266,7 @@ def test_two_main_runs_racing_on_the_data_branch_both_land(project: Project) -> 
     """The data branch moves too (another refresh pushed meanwhile): re-pooled onto it."""
     main = project.clone("main-ci")
     other = project.clone("other-ci")
-    first = refresh(project, other, "--baseline-refresh", "branch", env={
+    first = refresh(project, other, store="branch", env={
         "GITHUB_RUN_ID": "1"})
     assert first.code == 0, first.stderr
     landed = origin(project, "rev-parse", DATA)
@@ -280,7 +277,7 @@ def test_two_main_runs_racing_on_the_data_branch_both_land(project: Project) -> 
     env = on_push_wrapper(project, f'if [ ! -e "{project.tmp}/landed" ]; then touch '
                           f'"{project.tmp}/landed"; git --git-dir "{project.origin}" '
                           f'update-ref refs/heads/{DATA} {landed}; fi')
-    run = refresh(project, main, "--baseline-refresh", "branch", env=env)
+    run = refresh(project, main, store="branch", env=env)
     assert run.code == 0, run.stderr
     assert f"the data branch {DATA} moved on while the suite ran" in run.stderr
     assert origin(project, "rev-parse", f"{DATA}^") == landed  # on top of the other run
@@ -341,7 +338,7 @@ def test_no_git_with_the_token_after_a_suite_that_changed_the_git_configuration(
                 'echo "$1" > out.txt\n'
                 f'mkdir -p {main}/.git/hooks\n'
                 f"printf '#!/bin/sh\\ncat > /dev/null\\n' > {main}/.git/hooks/pre-push\n"))
-            run = refresh(project, main, "--baseline-refresh", "branch",
+            run = refresh(project, main, store="branch",
                           env={"GITHUB_SERVER_URL": server.url, "AGENT_HELPER": str(hostile)})
             assert (main / ".git" / "hooks" / "pre-push").exists()
             assert run.code == 3, run.stderr
@@ -365,7 +362,7 @@ def test_no_push_with_the_token_while_a_process_of_a_run_is_alive(project: Proje
     stray = subprocess.Popen(["sleep", "120"], start_new_session=True,
                              env={SCOPE_VAR: SCOPE, "PATH": os.environ["PATH"]})
     try:
-        run = refresh(project, main, "--baseline-refresh", "commit")
+        run = refresh(project, main, store="commit")
     finally:
         os.kill(stray.pid, signal.SIGKILL)
         stray.wait()

@@ -86,7 +86,7 @@ def test_mains_refresh_writes_the_html_report_against_the_baseline_it_replaces(
     from tests.helpers.ci import refresh
 
     main = project.clone("main-ci")
-    run = refresh(project, main, "--baseline-refresh", "commit")
+    run = refresh(project, main, store="commit")
     assert run.code == 0, run.stderr
     assert run.outputs["refresh"] == "committed"
     html = Path(run.outputs["html_report_path"])

@@ -42,6 +42,7 @@ from tests.helpers.ci import (
     push_event,
     set_max_turns,
     sh,
+    store_baselines,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +143,8 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Pro
     written["refused"] = set(refused.outputs)
     main = project.clone("main-ci")
     push = {"event": "push", "event_path": push_event(main), "ref": "refs/heads/main"}
-    refresh = project.gate_ci(main, "--baseline-refresh", "commit", **push)
+    store_baselines(main, "commit")
+    refresh = project.gate_ci(main, **push)
     assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
     written["main"] = set(refresh.outputs)
     shard = project.gate_ci(project.clone("shard-ci"), "--shard", "1/2", **push)

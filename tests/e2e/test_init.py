@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,8 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
     # the refresh runs on this repository's branch; the PR check on PRs and the merge queue
     main = yaml.safe_load((repo / ".github/workflows/agent-gate-main.yml").read_text())
     assert main[True]["push"]["branches"] == ["trunk"]
+    # started by hand too; a docs-only push refreshes nothing
+    assert "workflow_dispatch" in main[True] and "**.md" in main[True]["push"]["paths-ignore"]
     pr = yaml.safe_load((repo / ".github/workflows/agent-gate.yml").read_text())
     assert set(pr[True]) == {"pull_request", "merge_group"}
     assert "github.workflow" in pr["concurrency"]["group"]
@@ -77,6 +80,26 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "adopt agent-gate")
     assert "baseline.json" in git(repo, "ls-files")
+
+
+@pytest.mark.slow
+def test_the_quick_start_leaves_nothing_untracked(tmp_path: Path) -> None:
+    """Every file the README's quick start leaves (results, journals, transcripts, the
+    simulator's ledgers, reports) is covered by the .gitignore lines `gate init` writes."""
+    repo = empty_repo(tmp_path / "repo")
+    assert gate(repo, "init").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "adopt agent-gate")
+    for args in (("run", "--sim", "-k", "2"), ("run", "--sim", "-k", "2", "-o", "sim-base.json"),
+                 ("baseline", "sim-base.json", "--baseline", "sim-baseline.json"),
+                 ("run", "--sim", "-k", "2", "-o", "pr.json"),
+                 ("report", "pr.json", "--baseline", "sim-base.json",
+                  "--html", "gate-report.html")):
+        p = gate(repo, *args)
+        assert p.returncode == 0, (args, p.stderr)
+    made = [p.name for p in repo.iterdir() if p.name != ".git"]
+    assert any(n.endswith(".sim-ledger.jsonl") for n in made), made  # the case that was missed
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
 @pytest.mark.slow
@@ -139,7 +162,9 @@ def test_the_scaffold_is_mergeable(tmp_path: Path) -> None:
     steps = pr["jobs"]["gate"]["steps"]
     assert not any("upload-artifact" in s.get("uses", "") for s in steps)  # the action does
     refresh = main["jobs"]["refresh"]["steps"]
-    assert next(s for s in refresh if s.get("id") == "gate")["with"]["baseline-refresh"] == \
+    # where the baselines live is gate.toml's alone, for both workflows (no input disagrees)
+    assert "baseline-refresh" not in main_text + pr_text
+    assert tomllib.loads((tmp_path / "gate.toml").read_text())["ci"]["baseline_refresh"] == \
         "branch"
     for step in [*steps, *refresh]:
         uses = step.get("uses", "")

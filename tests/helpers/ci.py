@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -239,8 +240,27 @@ def push_event(checkout: Path) -> Path:
     return path
 
 
-def refresh(project: Project, checkout: Path, *args: str, env: dict[str, str] | None = None
-            ) -> CIRun:
+def store_baselines(checkout: Path, how: str, **more: str) -> None:
+    """``[ci] baseline_refresh = how`` (and ``more`` [ci] keys) in the checkout's gate.toml,
+    committed there, as a repository that keeps its baselines that way has it: where they live
+    is gate.toml's alone (no CLI or action input)."""
+    cfg = checkout / "gate.toml"
+    keys = {"baseline_refresh": how, **more}
+    lines = "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    before = cfg.read_text()
+    text = re.sub(rf"(?m)^({'|'.join(keys)}) = .*\n", "", before)
+    text = (text.replace("[ci]\n", f"[ci]\n{lines}", 1) if "[ci]\n" in text
+            else f"{text}\n[ci]\n{lines}")
+    if text != before:
+        cfg.write_text(text)
+        sh(checkout, "git", "commit", "-q", "-am", f"baselines: {how}")
+
+
+def refresh(project: Project, checkout: Path, *args: str, env: dict[str, str] | None = None,
+            store: str | None = None) -> CIRun:
+    """Main's refresh of ``checkout``; ``store``: its gate.toml's baseline_refresh first."""
+    if store is not None:
+        store_baselines(checkout, store)
     return project.gate_ci(checkout, *args, event="push", event_path=push_event(checkout),
                            ref="refs/heads/main", env=env)
 

@@ -250,8 +250,8 @@ def test_ctrl_c_stops_containers_and_a_sigkilled_gate_is_cleaned_up_at_the_next_
     _wait_for_container()
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
-    while ours() and time.monotonic() - t0 < 10:
+    proc.wait(timeout=120)  # generous: a loaded runner is slow, a gate that hangs is not
+    while ours() and time.monotonic() - t0 < 60:
         time.sleep(0.2)
     assert ours() == [], "Ctrl-C left a container"
     # SIGKILL: the container outlives the gate, and the next start removes it

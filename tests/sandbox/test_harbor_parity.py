@@ -305,7 +305,7 @@ def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
     result, _ = run(path)
     assert result.status == "error"
     assert "build_timeout_sec (4 s)" in (result.reason or "")
-    assert time.monotonic() - start < 12
+    assert time.monotonic() - start < 45  # the build alone takes 60 s; a loaded runner is slower
     # and the engine stopped building (the step's container is gone)
     client = docker.from_env()
     try:

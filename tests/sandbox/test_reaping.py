@@ -154,7 +154,7 @@ def test_sigterm_stops_everything_without_waiting_for_the_runs(make_task, suite_
     gate = _start_hanging_run(make_task, suite_dir, tmp_path, marker)
     gate.send_signal(signal.SIGTERM)
     # every run sleeps 1000 s: a gate that waited for its runs would time out here
-    _, err = gate.communicate(timeout=60)
+    _, err = gate.communicate(timeout=180)  # far below 1000 s, far above a loaded runner
     assert gate.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     results = load_results(tmp_path / "r.json")
     assert results.runs == [] and results.interrupted is not None

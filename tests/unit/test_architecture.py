@@ -11,6 +11,8 @@ function level, and under ``TYPE_CHECKING``), so a lazy import cannot hide a dep
 - No module over 700 lines, no function over 100 lines.
 - Nothing in ``gate/`` writes ``os.environ``: settings go to a child's environment or to
   the HTTP client explicitly.
+- The layers: ``FORBIDDEN`` lists, as data, the import directions that must never exist
+  (execution → the GitHub package, the report → GitHub, ...), checked module by module.
 
 ``KNOWN`` lists the offenders that other engineers are reworking at the time of writing;
 the lead removes an entry once its rework is merged. Nothing else may be added to it.
@@ -37,7 +39,30 @@ KNOWN: dict[str, set[str]] = {
     # the start-up hand-over of credentials out of the process environment (gate.secrets):
     # not a setting; it removes the secrets before anything else runs
     "environ": {"gate/secrets.py"},
+    # the forbidden directions still found (docs/architecture.md): the GitHub adapters pool
+    # baselines in the refresh's push loop and type the sticky comment by the comparison; the
+    # fingerprint asks the agent kinds for their parts
+    "layer": {"gate/github/_refresh.py", "gate/github/_sticky.py", "gate/fingerprint.py"},
 }
+
+# ---- the layers: import directions that must never exist (unit prefixes; a unit is a
+# top-level module or package, and a rule holds for every module inside it) ----
+EXECUTION = ("gate.run", "gate.ab", "gate.yardstick", "gate.session", "gate.runner",
+             "gate.sandbox", "gate.meter", "gate.agents", "gate.sim", "gate.shards",
+             "gate.sequential", "gate.validate")
+CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gate.results",
+                "gate.usage", "gate.cost", "gate.skills", "gate.fingerprint", "gate.baseline",
+                "gate.traces")
+# the verdict (gate.compare) stands on the formats alone
+BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage")
+FORBIDDEN: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("execution → the GitHub package", EXECUTION, ("gate.github",)),
+    ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.baseline")),
+    ("core formats → agents", CORE_FORMATS, ("gate.agents",)),
+    ("the report → GitHub", ("gate.report",), ("gate.github",)),
+    ("the report → gate ci", ("gate.report",), ("gate.ci",)),
+    ("the sandbox → the meter", ("gate.sandbox",), ("gate.meter",)),
+)
 
 
 @dataclass(frozen=True)
@@ -224,6 +249,22 @@ def environ_writes() -> list[str]:
     return found
 
 
+def layer_breaks() -> list[str]:
+    """Every import of a forbidden direction (``FORBIDDEN``), and every import by the verdict
+    of a unit above it."""
+    found = []
+    for imp in _all_imports():
+        for rule, importers, targets in FORBIDDEN:
+            if any(_inside(imp.importer, u) for u in importers) \
+                    and any(_inside(imp.target, u) for u in targets):
+                found.append(f"{imp.path}:{imp.line}: {rule} ({imp.target})")
+        if _inside(imp.importer, "gate.compare") and imp.target != "gate" \
+                and not _inside(imp.target, "gate.compare") \
+                and not any(_inside(imp.target, u) for u in BELOW_THE_VERDICT):
+            found.append(f"{imp.path}:{imp.line}: the verdict → above it ({imp.target})")
+    return found
+
+
 def _known(kind: str, found: list[str]) -> list[str]:
     """What is found beyond the allow-list (entries match a finding's file, or the whole
     finding)."""
@@ -252,10 +293,15 @@ def test_nothing_in_the_gate_writes_its_own_environment() -> None:
     assert _known("environ", environ_writes()) == []
 
 
+def test_no_forbidden_import_direction() -> None:
+    assert _known("layer", layer_breaks()) == []
+
+
 def test_the_allow_list_holds_only_what_is_still_true() -> None:
     """An entry whose offence is gone is dropped, so the list only ever shrinks."""
     found = {"long module": long_modules(), "long function": long_functions(),
              "private import": private_imports(), "environ": environ_writes(),
+             "layer": layer_breaks(),
              "cycle": [" ↔ ".join(c) for c in cycles(unit_graph())]}
     for kind, entries in KNOWN.items():
         for entry in entries:
@@ -285,6 +331,35 @@ def test_the_private_import_rule_sees_what_it_should(
     assert len(found) == len(expected)
     for got, want in zip(found, expected, strict=True):
         assert want in got
+
+
+@pytest.mark.parametrize("path, source, rule", [
+    ("run.py", "from gate.github import in_actions\n", "execution → the GitHub package"),
+    ("sandbox/_x.py", "def f():\n    import gate.github\n", "execution → the GitHub package"),
+    ("github/_x.py", "from gate.baseline import promote\n", "the GitHub adapters → the judge"),
+    ("fingerprint.py", "from gate.agents import kind\n", "core formats → agents"),
+    ("report/_x.py", "from gate.github import x\n", "the report → GitHub"),
+    ("report/_x.py", "from gate.ci import y\n", "the report → gate ci"),
+    ("sandbox/_x.py", "from gate.meter import z\n", "the sandbox → the meter"),
+    ("compare/_x.py", "from gate.run import RunRequest\n", "the verdict → above it"),
+    ("compare/_x.py", "from gate.results import Results\n", None),
+    ("run.py", "from gate.sandbox import x\n", None),
+])
+def test_the_layer_rule_sees_each_forbidden_direction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, source: str, rule: str | None
+) -> None:
+    """The checker itself: each forbidden direction, put into a module on purpose, is found
+    (a function-level import too); an allowed one is not."""
+    fake = tmp_path / "gate"
+    target = fake / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    (fake / "__init__.py").write_text("")
+    if target.parent != fake:
+        (target.parent / "__init__.py").write_text("")
+    target.write_text(source)
+    monkeypatch.setitem(globals(), "GATE", fake)
+    found = layer_breaks()
+    assert ([rule] if rule else []) == [f.split(": ", 1)[1].rsplit(" (", 1)[0] for f in found]
 
 
 def test_the_cycle_rule_finds_a_cycle() -> None:

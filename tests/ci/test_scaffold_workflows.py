@@ -1,0 +1,110 @@
+"""`gate init`'s own two workflows, played as the runner plays them: each workflow's gate step
+`with:` goes through action.yml's `env:` mapping into `gate ci`, against the GitHub stand-in,
+in a repository that holds nothing but what `gate init` wrote.
+
+Where the baselines live is the scaffold's gate.toml's alone (`[ci] baseline_refresh`), so the
+pull requests read what main's refresh wrote: a regression is judged against the data branch's
+baseline (never a same-job A/B), and a Dependabot bump of a pinned third-party action, which
+gets no key, leaves the agent as measured and is skipped (exit 0), as the scaffold's
+dependabot.yml promises. No model is reachable here: the refresh and the regressing PR add the
+action's `sim: true` input (the stand-in for the repository secret); the Dependabot run is the
+workflow exactly as written, with no key.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers.action import _gate_step_env
+from tests.helpers.ci import TOKEN, CIRun, Project, push_event, sh
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import gate, user_env
+
+pytestmark = pytest.mark.slow
+SECRET = re.compile(r"\$\{\{\s*secrets\.ANTHROPIC_API_KEY\s*\}\}")
+REPO = "octo/agent"
+
+
+@pytest.fixture
+def scaffold(tmp_path: Path) -> Iterator[Project]:
+    """An empty repository after `gate init` (committed and pushed), and GitHub's stand-in."""
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    sh(seed, "git", "init", "-q", "-b", "main")
+    p = gate("init", "--branch", "main", cwd=seed, base=user_env())
+    assert p.returncode == 0, p.stderr
+    sh(seed, "git", "add", "-A")
+    sh(seed, "git", "commit", "-q", "-m", "gate init")
+    origin = tmp_path / "origin.git"
+    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
+    sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    with FakeGitHub(REPO, token=TOKEN) as gh:
+        yield Project(tmp_path, origin, gh)
+
+
+def _workflow_inputs(checkout: Path, name: str, key: str, **extra: str) -> dict[str, str]:
+    """The gate step's `with:` of the checkout's workflow ``name``, its one expression (the
+    repository secret) expanded to ``key``, with ``extra`` inputs added."""
+    wf: dict[str, Any] = yaml.safe_load((checkout / ".github" / "workflows" / name).read_text())
+    (job,) = wf["jobs"].values()
+    (step,) = [s for s in job["steps"] if s.get("id") == "gate"]
+    inputs = {k: SECRET.sub(key, str(v)) for k, v in (step.get("with") or {}).items()}
+    assert not any("${{" in v for v in inputs.values()), inputs
+    return {**inputs, **extra}
+
+
+def _play(project: Project, checkout: Path, workflow: str, inputs: dict[str, str],
+          action: dict[str, Any], **kw: Any) -> CIRun:
+    _, step_env, _ = _gate_step_env(action, inputs, TOKEN)
+    env = {**step_env, **kw.pop("env", {})}
+    return project.gate_ci(checkout, env=env, **kw)
+
+
+def _bump_checkout(work: Path) -> None:
+    """What the scaffold's dependabot.yml opens: a newer pin of actions/checkout."""
+    for wf in (work / ".github" / "workflows").glob("*.yml"):
+        text = wf.read_text()
+        wf.write_text(re.sub(r"actions/checkout@[0-9a-f]{40}", "actions/checkout@" + "b" * 40,
+                             text))
+
+
+def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
+        scaffold: Project, action: dict[str, Any]) -> None:
+    main = scaffold.clone("main-ci")
+    refresh = _play(scaffold, main, "agent-gate-main.yml",
+                    _workflow_inputs(main, "agent-gate-main.yml", "", sim="true"), action,
+                    event="push", event_path=push_event(main), ref="refs/heads/main",
+                    env={"ANTHROPIC_API_KEY": ""})
+    assert refresh.code == 0, refresh.stderr
+    assert refresh.outputs["refresh"] == "committed", refresh.outputs
+    data = subprocess.run(["git", "--git-dir", str(scaffold.origin), "show",
+                           "agent-gate-data:main/baseline.json"], capture_output=True, text=True)
+    assert data.returncode == 0 and '"runs"' in data.stdout, data.stderr
+
+    # a PR that collapses the example task: judged against the data branch's baseline
+    def one_turn(work: Path) -> None:
+        cfg = work / "gate.toml"
+        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 1", cfg.read_text()))
+
+    pr = scaffold.pr_branch("fewer-turns", one_turn)
+    run = _play(scaffold, pr, "agent-gate.yml",
+                _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
+                env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1 and run.outputs["verdict"] == "regression", run.stderr
+    assert "no baseline" not in run.summary and "same-job A/B" not in run.summary
+    assert "agent-gate-data (main/)" in run.summary + run.stderr, run.summary
+
+    # Dependabot bumps actions/checkout: no key, the workflow as written, nothing to measure
+    bump = scaffold.pr_branch("dependabot/github_actions/actions/checkout-4.3", _bump_checkout)
+    run = _play(scaffold, bump, "agent-gate.yml", _workflow_inputs(bump, "agent-gate.yml", ""),
+                action, env={"GITHUB_ACTOR": "dependabot[bot]"})
+    assert run.code == 0 and run.outputs["verdict"] == "skipped", run.stderr
+    assert "Nothing under test changed" in run.summary, run.summary
