@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.errors import BadInput
-from gate.secrets import scrubbed_env
+from gate.secrets import PROXY_NAMES, scrubbed_env
 
 
 def current_commit(cwd: str | Path | None = None, known: str | None = None) -> str | None:
@@ -39,11 +39,11 @@ class GitResult:
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None,
-        timeout: float = 120.0) -> GitResult:
+        timeout: float = 120.0, pass_fds: tuple[int, ...] = ()) -> GitResult:
     full_env = {**base_env(), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     try:
         p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                           timeout=timeout, env=full_env, check=False)
+                           timeout=timeout, env=full_env, check=False, pass_fds=pass_fds)
     except FileNotFoundError:
         raise BadInput("git is not installed: gate ci needs git to read the base branch") \
             from None
@@ -117,8 +117,9 @@ def base_env() -> dict[str, str]:
     """The gate's environment without its credentials: git (and any hook or helper it runs)
     is a process a task could read the environment of. Inherited ``GIT_CONFIG_*`` entries
     (e.g. ``safe.directory`` in a container) stay whole: a ``GIT_CONFIG_KEY_<n>`` is a config
-    name, never a secret, and dropping one would break the group."""
-    env = scrubbed_env()
+    name, never a secret, and dropping one would break the group. The proxy settings stay,
+    even with a password in them: git reaches origin through them, as the gate does."""
+    env = scrubbed_env(pass_env=PROXY_NAMES)
     env.update({k: v for k, v in os.environ.items() if CONFIG_KEY.fullmatch(k)})
     return env
 

@@ -20,6 +20,7 @@ from gate._files import (
     read_text,
 )
 from gate.errors import BadInput
+from gate.secrets import OWN_PREFIXES
 
 DEFAULT_CONFIG = "gate.toml"
 Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
@@ -31,14 +32,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
-class PriceOverride(_Strict):
-    """USD per million tokens."""
+#: The dearest price a model may have, USD per million tokens: a hundred times today's dearest
+#: (output, $75), far below what would take one run's cost past what a results file holds
+#: (``gate.results.MAX_RUN_USD``) or a sum of costs past a finite number: a price of 1e308
+#: passed as finite and ended the run in an internal error after the runs had spent.
+MAX_PRICE = 10_000.0
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write_5m: float | None = Field(default=None, ge=0)
-    cache_write_1h: float | None = Field(default=None, ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
+
+class PriceOverride(_Strict):
+    """USD per million tokens, finite, from 0 to ``MAX_PRICE``."""
+
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
+    cache_write_5m: float | None = Field(default=None, ge=0, le=MAX_PRICE)
+    cache_write_1h: float | None = Field(default=None, ge=0, le=MAX_PRICE)
+    cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE)
 
 
 class AgentConfig(_Strict):
@@ -74,6 +82,20 @@ class SuiteConfig(_Strict):
                               description="the image of container tasks that name none")
     pull: bool | None = Field(default=None, description="pull a missing image; default: only "
                               "on GitHub's runners, where a registry is reachable")
+    # variables of the host's environment that the local sandbox's commands get although they
+    # hold a credential (a self-hosted runner's HTTPS_PROXY=http://user:pw@proxy): read from the
+    # base branch on a PR like all of [suite]; never the gate's or the CI's own
+    pass_env: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _not_the_gates_own(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"{name[:40]!r} is not an environment variable's name")
+            if name.upper().startswith(OWN_PREFIXES):
+                raise ValueError(f"{name} is the gate's or the CI's own: never passed to a task")
+        return names
 
 
 class GateSettings(_Strict):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gate._files import json_problem
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
@@ -124,6 +125,18 @@ def _read_runner_files(sandbox: Sandbox) -> tuple[str | None, dict[str, Any] | N
     return notes, score
 
 
+def _unfit_score(score: dict[str, Any] | None) -> str | None:
+    """Why the verifier's score cannot go into a results file, or None: it is held to what
+    every reader of results holds a file to (``json_problem``: no integer past ±2^53, no
+    non-finite number, no nesting past the limit), so one verifier's number cannot make
+    ``gate compare``, ``gate report`` or ``gate baseline`` refuse the file. The run fails
+    with that reason (an error would let whoever writes the score hide a failure)."""
+    problem = json_problem(score) if score is not None else None
+    if problem is None:
+        return None
+    return f"the verifier's score cannot be recorded: score.{problem}"
+
+
 def _write_final(sandbox: Sandbox, message: str) -> str | None:
     """Write ``.runner/final.txt``; when the agent left something there that cannot be written
     (a directory, a FIFO, a symlink out), the run fails as the agent's doing, not as infra."""
@@ -155,6 +168,7 @@ class _Run:
     reason: str | None = "not started"
     notes: str | None = None
     score: dict[str, Any] | None = None
+    withheld: list[str] = field(default_factory=list)  # credentials kept from its commands
 
 
 def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
@@ -240,6 +254,9 @@ def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome, step: Task,
                 **({"files": verdict.files} if verdict.files else {})})
     run.notes, score = _read_runner_files(sandbox)
     run.score = verdict.score if verdict.score is not None else score
+    if (unfit := _unfit_score(run.score)) is not None:
+        run.status, run.reason, run.score = "failed", unfit, None
+        return False
     if res.timed_out and verdict.final:
         run.status, run.reason = "failed", "timeout"
     elif verdict.passed:
@@ -269,6 +286,16 @@ def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
     return totals, capped
 
 
+def _notes(run: _Run) -> str | None:
+    """The run's notes (``.runner/notes.txt``), then the credentials its commands did not get
+    (named, never their values: a task that needed one fails with a visible reason)."""
+    if not run.withheld:
+        return run.notes
+    line = (f"gate: kept from this run's environment: {', '.join(run.withheld)} (list a name "
+            "in [suite] pass_env of the base branch's gate.toml to pass it)")
+    return f"{run.notes}\n{line}" if run.notes else line
+
+
 def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
     """The run's result, every text redacted."""
     redact = run.opts.redactor
@@ -283,7 +310,7 @@ def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
         billed_usage=RunUsage(**totals.billed_usage.model_dump()),
         overhead_usd=round(totals.overhead_usd, 8),
         duration_s=round(time.monotonic() - run.start, 3),
-        notes=redact(run.notes) if run.notes else None,
+        notes=redact(notes) if (notes := _notes(run)) else None,
         task_digest=run.task.digest,
         score=run.score,
         condition=run.opts.condition,
@@ -322,6 +349,7 @@ def run_one(
         run.status, run.reason = "error", f"infra: {exc}"
     finally:
         if sandbox is not None:
+            run.withheld = sandbox.withheld_env()
             sandbox.close()
         totals, capped = _close_meter(run)
     return _record(run, totals, capped)

@@ -14,37 +14,116 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 
-# Names that carry credentials, or that point a process at one.
-_SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)", re.IGNORECASE
-)
+# The one rule for "is this variable a credential", by its name or its value (credential_reason).
+# By name: a word that carries one, or points a process at one (SSH_AUTH_SOCK, NPM_AUTH, GH_PAT).
+_CREDENTIAL_NAME = re.compile(
+    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)|(^|_)PAT(_|$)",
+    re.IGNORECASE)
+# By value: a URL with a password in it (or a long user name: a token as one), a webhook's URL
+# (the URL is the credential), a query parameter that carries one (signed URLs), or a token of
+# a known shape anywhere in the value.
+_URL_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://(?P<user>[^/?#@\s:]*)(?P<pw>:[^/?#@\s]*)?@",
+                           re.IGNORECASE)
+_WEBHOOK = re.compile(
+    r"://(hooks\.slack\.com/(services|workflows|triggers)/|(ptb\.|canary\.)?discord(app)?\.com/"
+    r"api/webhooks/|[a-z0-9.-]*webhook\.office\.com/|outlook\.office\.com/webhook/|"
+    r"chat\.googleapis\.com/v1/spaces/[^?]*\?[^#]*key=)", re.IGNORECASE)
+_SECRET_QUERY = re.compile(
+    r"[?&](access_token|api[_-]?key|apikey|key|token|secret|password|passwd|sig|signature|"
+    r"x-amz-signature|x-goog-signature|auth)=[^&#\s]{8,}", re.IGNORECASE)
+_TOKEN_SHAPE = re.compile(
+    r"(\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-ant-[A-Za-z0-9_-]{8,}|"
+    r"xox[abposr]-[A-Za-z0-9-]{8,}|(AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{16,}|"
+    r"npm_[A-Za-z0-9]{30,}|sk-(proj-)?[A-Za-z0-9_-]{32,}|hf_[A-Za-z0-9]{30,})\b)")
+# Prefixes of the gate's, GitHub's and the model providers' own variables: never a task's,
+# credential or not (GITHUB_SHA is none, but nothing of the CI's is for the code under test).
 _SECRET_PREFIXES = (
     "ANTHROPIC_", "GITHUB_", "GH_", "ACTIONS_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
     "OPENAI_", "INPUT_", "GATE_",
 )
+# ... of which these are the gate's and the CI's own: withheld without a note, and never
+# passed (``[suite] pass_env`` refuses them)
+OWN_PREFIXES = ("ANTHROPIC_", "GITHUB_", "ACTIONS_", "INPUT_", "GATE_")
+# the proxy settings the gate's own git needs to reach origin (gate/_git.py)
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+               "http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+def credential_reason(name: str, value: str = "") -> str | None:
+    """Why ``name=value`` is a credential — its name, a URL with a password, a webhook's URL, a
+    token's shape — or None. The one rule: the scrub of every child's environment, the gate's
+    own start (``hide_secrets_from_environ``) and the warning about an ancestor's environment
+    all ask it."""
+    if _CREDENTIAL_NAME.search(name):
+        return "its name"
+    if not value or len(value) < 8:
+        return None
+    m = _URL_USERINFO.search(value)
+    if m and (m.group("pw") not in (None, ":") or len(m.group("user")) > 32):
+        return "a URL with a password" if m.group("pw") else "a URL with a token as its user"
+    if _WEBHOOK.search(value):
+        return "a webhook's URL"
+    if _SECRET_QUERY.search(value):
+        return "a URL with a credential in its query"
+    if _TOKEN_SHAPE.search(value):
+        return "a token"
+    return None
 
 
 def is_secret_name(name: str) -> bool:
-    return name.upper().startswith(_SECRET_PREFIXES) or bool(_SECRET_NAME.search(name))
+    """Whether a variable of this name is withheld from every child whatever its value (a
+    credential's name, or one of the gate's, the CI's or a provider's variables)."""
+    return name.upper().startswith(_SECRET_PREFIXES) or bool(_CREDENTIAL_NAME.search(name))
+
+
+def _withheld_why(name: str, value: str) -> str | None:
+    if name.upper().startswith(_SECRET_PREFIXES):
+        return "its name"
+    return credential_reason(name, value)
+
+
+def withheld(environ: Mapping[str, str] | None = None,
+             pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """``name → why`` for every variable of ``environ`` a child does not get: a credential
+    (:func:`credential_reason`), one of the gate's, the CI's or a provider's variables, or a
+    copy of a withheld value under another name. ``pass_env`` (``[suite] pass_env``, the base
+    branch's) lets a credential through on purpose, never one of the gate's own."""
+    env = os.environ if environ is None else environ
+    allowed = {n for n in pass_env if not n.upper().startswith(OWN_PREFIXES)}
+    out = {k: why for k, v in env.items()
+           if k not in allowed and (why := _withheld_why(k, v)) is not None}
+    copies = {v for k, v in env.items() if len(v) >= 8 and credential_reason(k, v)}
+    out.update({k: "a copy of a credential" for k, v in env.items()
+                if k not in out and k not in allowed and v in copies})
+    return out
+
+
+def withheld_notes(environ: Mapping[str, str] | None = None,
+                   pass_env: Iterable[str] = ()) -> list[str]:
+    """``NAME (why)`` for each credential withheld from a child (and each copy of one): what a
+    run's notes name. The gate's, the CI's and the providers' own variables are withheld
+    without a note when they are no credential (``GITHUB_SHA``, ``AWS_REGION``), and the
+    gate's own credentials too (``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``: never a task's)."""
+    env = os.environ if environ is None else environ
+    return [f"{k} ({why})" for k, why in sorted(withheld(env, pass_env).items())
+            if not k.upper().startswith(OWN_PREFIXES)
+            and (not k.upper().startswith(_SECRET_PREFIXES) or credential_reason(k, env[k]))]
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of the secret-looking variables of ``environ`` (long enough to be worth masking)."""
+    """Values of the withheld variables of ``environ`` (long enough to be worth masking)."""
     env = os.environ if environ is None else environ
-    return [v for k, v in env.items() if is_secret_name(k) and len(v) >= 8]
+    return [env[k] for k in withheld(env) if len(env[k]) >= 8]
 
 
 def scrubbed_env(
-    extra: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+    extra: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
 ) -> dict[str, str]:
-    """The gate's environment minus every credential-looking variable, plus ``extra``.
-
-    A variable is dropped when its name looks secret, or when its value equals a secret's
-    value (a copy of the key under an innocent name).
-    """
+    """The gate's environment minus every variable :func:`withheld` names, plus ``extra``."""
     env = dict(os.environ if environ is None else environ)
-    secrets = set(secret_values(env))
-    clean = {k: v for k, v in env.items() if not is_secret_name(k) and v not in secrets}
+    drop = withheld(env, pass_env)
+    clean = {k: v for k, v in env.items() if k not in drop}
     clean.update(extra or {})
     return clean
 
@@ -101,7 +180,7 @@ def hide_secrets_from_environ(argv: list[str]) -> None:
             _out_of_c_environ(handed)
         _not_dumpable()
         return
-    secrets = {k: v for k, v in os.environ.items() if is_secret_name(k)}
+    secrets = {k: os.environ[k] for k in withheld(os.environ)}
     if secrets and _scrub_in_place(set(secrets)):
         _out_of_c_environ(secrets)
         secrets = {}
@@ -167,6 +246,23 @@ def _scrub_in_place(names: set[str]) -> bool:
     return not any(name in wanted and value for name, _, value in left)
 
 
+def become_subreaper() -> bool:
+    """Make the gate a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process of a run
+    that kills its launcher, ``setsid``s, leaves its cgroup and clears its environment is
+    still re-parented to the gate, never to init, and ``gate.sandbox`` kills it when a command
+    ends and before anything a task must not see (the refresh's push with the token). True
+    when the kernel agreed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _not_dumpable() -> None:
     import ctypes  # here: a process that re-executes itself never needs it
 
@@ -174,20 +270,16 @@ def _not_dumpable() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
 
-# what names a credential in an ancestor's environment (narrower than ``is_secret_name``, which
-# also drops every GITHUB_* from a child's: an ancestor's GITHUB_SHA is no secret)
-_CREDENTIAL_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE)", re.IGNORECASE)
-
-
 def exposed_ancestors(environ: Mapping[str, str] | None = None, *,
                       pid: int | None = None) -> list[tuple[int, str, list[str]]]:
     """``(pid, command, names)`` for each ancestor of this process whose environment holds a
     credential this process can read — and so can every task the gate runs as the same user
     (``/proc/<pid>/environ`` is readable by its user). A credential: a value of 8+ characters
-    under a name with KEY, TOKEN, SECRET, PASSW, CREDENTIAL or PRIVATE in it, or a copy of one
-    of ``environ``'s under any name. Linux only (elsewhere: ``[]``); the walk stops at init."""
+    that :func:`credential_reason` names (the rule the scrub of a child's environment uses),
+    or a copy of one of ``environ``'s under any name. Linux only (elsewhere: ``[]``); the walk
+    stops at init."""
     env = os.environ if environ is None else environ
-    ours = {v for k, v in env.items() if len(v) >= 8 and _CREDENTIAL_NAME.search(k)}
+    ours = {v for k, v in env.items() if len(v) >= 8 and credential_reason(k, v)}
     found: list[tuple[int, str, list[str]]] = []
     current = os.getpid() if pid is None else pid
     for _ in range(64):  # a bound, whatever /proc says
@@ -209,7 +301,7 @@ def exposed_ancestors(environ: Mapping[str, str] | None = None, *,
         names = sorted({
             name for name, eq, value in (e.decode(errors="replace").partition("=")
                                          for e in block.split(b"\0"))
-            if eq and (value in ours or (len(value) >= 8 and _CREDENTIAL_NAME.search(name)))})
+            if eq and (value in ours or (len(value) >= 8 and credential_reason(name, value)))})
         if names:
             found.append((current, comm, names))
     return found
@@ -220,7 +312,8 @@ def warn_exposed_ancestors(log: Callable[[str], None] | None = None) -> None:
     a task could read: the gate was started as a child of a shell that has it, not ``exec``'d
     (the README's "Calling gate from your own steps")."""
     for pid, comm, names in exposed_ancestors():
-        line = (f"gate: warning: {', '.join(names[:5])} {'is' if len(names) == 1 else 'are'} "
+        shown = ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")
+        line = (f"gate: warning: {shown} {'is' if len(names) == 1 else 'are'} "
                 f"in the environment of process {pid} ({_printable(comm)}) above the gate, "
                 f"readable by every task at /proc/{pid}/environ: exec the gate from "
                 "your step (`exec gate ci ...`) or keep credentials out of the calling shell "

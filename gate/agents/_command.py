@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from gate.agents._base import Agent, AgentOutcome, RunContext
 from gate.errors import BadInput
 from gate.sandbox import Sandbox, clip
-from gate.secrets import is_secret_name
+from gate.secrets import credential_reason, is_secret_name
 
 PROMPT_FILE = ".runner/prompt.md"
 FINAL_FILE = ".runner/agent-final.txt"
@@ -53,7 +53,8 @@ class CommandAgent(Agent):
                  passthrough: Sequence[str] = (), label: str | None = None) -> None:
         if not command.strip():
             raise BadInput("[agent].command is empty")
-        bad = [n for n in passthrough if is_secret_name(n)]
+        bad = [n for n in passthrough if is_secret_name(n)
+               or credential_reason(n, os.environ.get(n, ""))]
         if bad:
             raise BadInput(f"[agent].env: {bad[0]} looks like a credential; the gate never "
                            "passes credentials to agents (the meter holds the only key)")

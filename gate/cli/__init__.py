@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gate.errors import GateError
-from gate.secrets import hide_secrets_from_environ
+from gate.secrets import become_subreaper, hide_secrets_from_environ
 
 #: Commands load on first use (their modules import the statistics, the SDK, the docker
 #: client ...), so ``gate --help`` and a bad flag cost a fraction of a second. Each entry:
@@ -107,6 +107,7 @@ def main() -> None:
 def entry() -> None:
     """The console script: credentials out of the process's visible environment, then the CLI."""
     hide_secrets_from_environ(sys.argv[1:])
+    become_subreaper()  # orphans of runs come back to the gate, which kills them (gate.sandbox)
     # CI cancels a job with SIGTERM: stop the way Ctrl-C does, so runs are killed, not orphaned
     signal.signal(signal.SIGTERM, _terminate)
     main(prog_name="gate")  # the same name in usage lines after a re-exec (`python -m gate`)

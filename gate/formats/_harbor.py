@@ -73,7 +73,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gate._files import PROMPT_LIMIT, TASK_META_LIMIT, clip, digest_dir, read_text, read_toml
+from gate._files import (
+    PROMPT_LIMIT,
+    TASK_META_LIMIT,
+    clip,
+    digest_dir,
+    json_problem,
+    read_text,
+    read_toml,
+)
 from gate.errors import BadInput, SandboxError
 from gate.formats import (
     Container,
@@ -520,6 +528,8 @@ def parse_rewards(path: str, text: str) -> tuple[dict[str, float] | None, str]:
         return None, f"{path} is not JSON"
     if not isinstance(data, dict):
         return None, f"{path} is not a JSON object"
+    if (problem := json_problem(data)) is not None:  # held to what a results file is held to
+        return None, f"{path}: {problem}"
     rewards = {str(k): float(v) for k, v in data.items()
                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
     return (rewards, "") if rewards else (None, f"{path} has no numeric reward")

@@ -4,14 +4,18 @@ refreshed baseline (plain, token-less reads are ``gate/_git.py``'s).
 A PR is judged against the baseline *of its base branch*, read with ``git show`` from the base
 ref, never from the PR's own checkout: a PR cannot move its own yardstick. CI checkouts are
 shallow (``actions/checkout`` fetches one commit), so the base ref is fetched when missing.
-The token for fetching and pushing goes through ``GIT_CONFIG_*`` environment variables as an
-``http.extraheader``: never on a command line (``ps``), never in ``.git/config``, never
-printed; git otherwise runs without the gate's credentials in its environment.
+The token for fetching and pushing reaches git through a credential helper that reads it from
+a pipe the gate writes and hands to that one git process (``_with_token``): never in an
+environment (``/proc/<pid>/environ``), never on a command line (``ps``), never in
+``.git/config``, never printed; git otherwise runs without the gate's credentials. A pipe is
+readable through ``/proc/<pid>/fd`` by a process of the same user, as an environment is: what
+keeps the token from a task is that none is alive at a fetch or push with it (the caller's
+guard, ``gate.sandbox.assert_no_task_alive``, after the gate, a child subreaper, killed every
+orphan of its runs).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import re
@@ -19,8 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from gate._git import GitResult, git
 from gate._git import base_env as _base_env
-from gate._git import git
 from gate._git import last_line as _last_line
 from gate.errors import BadInput
 
@@ -44,8 +48,8 @@ def ensure_base_ref(root: Path, base: str, *, token: str | None = None,
     ``persist-credentials: false``, so no task finds a token in ``.git/config``."""
     ref = remote_ref(base)
     shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
-    r = git(root, "fetch", "--no-tags", *(["--depth=1"] if shallow else []), "origin",
-            f"+refs/heads/{base}:{ref}", env=_auth_env(token, server_url))
+    r = _with_token(root, "fetch", "--no-tags", *(["--depth=1"] if shallow else []), "origin",
+                    f"+refs/heads/{base}:{ref}", token=token, server_url=server_url)
     if r.returncode != 0:
         raise BadInput(f"cannot fetch the base branch {base!r} from origin: "
                        f"{_last_line(r.stderr)}")
@@ -98,7 +102,7 @@ def fetch_branch(root: Path, branch: str, *, token: str | None, server_url: str)
     depth = 1 if shallow else None
     args = ["fetch", "--no-tags", *([f"--depth={depth}"] if depth else []), "origin",
             f"+refs/heads/{branch}:{ref}"]
-    r = git(root, *args, env=_auth_env(token, server_url))
+    r = _with_token(root, *args, token=token, server_url=server_url)
     if r.returncode != 0:
         if "couldn't find remote ref" in r.stderr.lower():
             return None
@@ -109,8 +113,8 @@ def fetch_branch(root: Path, branch: str, *, token: str | None, server_url: str)
 def deepen(root: Path, branch: str, *, token: str | None, server_url: str) -> None:
     """All of ``branch``'s history (a shallow CI checkout has one commit): for ancestry."""
     shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
-    git(root, "fetch", "--no-tags", *(["--unshallow"] if shallow else []), "origin",
-        f"+refs/heads/{branch}:{remote_ref(branch)}", env=_auth_env(token, server_url))
+    _with_token(root, "fetch", "--no-tags", *(["--unshallow"] if shallow else []), "origin",
+                f"+refs/heads/{branch}:{remote_ref(branch)}", token=token, server_url=server_url)
 
 
 def commit_files(root: Path, parent: str | None, files: dict[str, str], message: str) -> str:
@@ -145,8 +149,8 @@ def push(root: Path, sha: str, branch: str, *, token: str | None, server_url: st
     """Push ``sha`` to ``branch`` (never forced). True when it landed; False when the branch
     moved on (a non-fast-forward: fetch, re-pool and try again). A push refused by branch
     protection or a ruleset raises ``ProtectedBranch``; any other failure ``BadInput``."""
-    r = git(root, "push", "--porcelain", "origin", f"{sha}:refs/heads/{branch}",
-            env=_auth_env(token, server_url))
+    r = _with_token(root, "push", "--porcelain", "origin", f"{sha}:refs/heads/{branch}",
+                    token=token, server_url=server_url)
     if r.returncode == 0:
         return True
     text = f"{r.stderr}\n{r.stdout}"
@@ -185,19 +189,46 @@ def _git_input(root: Path, args: list[str], text: str) -> str:
     return p.stdout.strip()
 
 
-def _auth_env(token: str | None, server_url: str) -> dict[str, str]:
-    """``http.<server>/.extraheader`` via ``GIT_CONFIG_*`` (after any inherited entries):
-    first reset (``actions/checkout`` may have set its own, and two Authorization headers
-    fail), then the token's."""
+#: How many times one git process may ask for the token (each ``get`` reads one line).
+_TOKEN_COPIES = 8
+
+
+def _with_token(root: Path, *args: str, token: str | None, server_url: str) -> GitResult:
+    """``git *args`` authenticated with ``token`` for ``server_url`` (plain git without one).
+
+    The token goes into a pipe, written and closed before git starts, whose read end only this
+    git process (and the helpers it runs) inherits; the credential helper reads one line of it
+    per ``get``."""
     if not token:
-        return {}
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    key = f"http.{server_url.rstrip('/')}/.extraheader"
+        return git(root, *args)
+    if any(c in token for c in "\r\n\0") or len(token) > 2048:
+        raise BadInput("the GitHub token is not a single line of at most 2048 characters")
+    r, w = os.pipe()
+    try:
+        os.write(w, f"{token}\n".encode() * _TOKEN_COPIES)
+    finally:
+        os.close(w)
+    try:
+        return git(root, *args, env=_auth_env(server_url, r), pass_fds=(r,))
+    finally:
+        os.close(r)
+
+
+def _auth_env(server_url: str, fd: int) -> dict[str, str]:
+    """The ``GIT_CONFIG_*`` entries (after any inherited ones) that make git ask the pipe at
+    ``fd`` for ``server_url``'s credential: names and a helper's command, no secret. First
+    resets: ``http.<server>/.extraheader`` (``actions/checkout`` may have persisted its own,
+    and two Authorization headers fail) and the credential helpers configured for the server
+    (a user's helper would answer first with another credential); then the helper, which
+    answers ``get`` and ignores ``store`` and ``erase``."""
+    server = server_url.rstrip("/")
+    header, helper = f"http.{server}/.extraheader", f"credential.{server}/.helper"
+    answer = (f"!f() {{ test \"$1\" = get || exit 0; read -r t </dev/fd/{fd} || exit 1; "
+              "printf 'username=x-access-token\\npassword=%s\\n' \"$t\"; }; f")
     raw = os.environ.get("GIT_CONFIG_COUNT", "0").strip()
     n = int(raw) if raw.isdigit() else 0
-    return {
-        "GIT_CONFIG_COUNT": str(n + 2),
-        f"GIT_CONFIG_KEY_{n}": key, f"GIT_CONFIG_VALUE_{n}": "",
-        f"GIT_CONFIG_KEY_{n + 1}": key,
-        f"GIT_CONFIG_VALUE_{n + 1}": f"AUTHORIZATION: basic {basic}",
-    }
+    entries = [(header, ""), (helper, ""), (helper, answer)]
+    env = {"GIT_CONFIG_COUNT": str(n + len(entries))}
+    for i, (key, value) in enumerate(entries, start=n):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from gate.errors import BadInput, SandboxError
 from gate.formats import ContainerSpec, ExecResult, Verification
-from gate.secrets import scrubbed_env
+from gate.secrets import scrubbed_env, withheld_notes
 from gate.tasks import Task, task_format
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Sandbox(abc.ABC):
     task_dir: str
     task: Task  # set by SandboxProvider.create
     cancel: threading.Event | None = None
+    pass_env: tuple[str, ...] = ()  # set by SandboxProvider.create ([suite] pass_env)
     _closed: bool = False
     _started: bool = False  # its format's start() has run
 
@@ -109,7 +110,14 @@ class Sandbox(abc.ABC):
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment of a command: the inherited one with every credential removed,
         then the sandbox's own variables, then ``extra`` (e.g. a command agent's meter URL)."""
-        return scrubbed_env({**self.base_env(), **(extra or {})}, environ=self.host_environ())
+        return scrubbed_env({**self.base_env(), **(extra or {})}, environ=self.host_environ(),
+                            pass_env=self.pass_env)
+
+    def withheld_env(self) -> list[str]:
+        """``NAME (why)`` for each credential of the inherited environment its commands do not
+        get (not the gate's and the CI's own): what the run's notes name, so a variable a task
+        needed (a proxy with a password) is never cut silently."""
+        return withheld_notes(self.host_environ(), self.pass_env)
 
     def check_open(self) -> None:
         """Raise ``SandboxError`` when the run was cancelled or the sandbox is closed."""
@@ -192,6 +200,9 @@ class SandboxOptions:
     base_dir: Path | None = None  # where workspaces go (default: the system temp dir)
     image: str | None = None  # the image of tasks that name none (container backends)
     pull: bool | None = None  # pull a missing image; None: only where a registry is reachable
+    # credentials of the host's environment passed to commands on purpose ([suite] pass_env,
+    # the base branch's): the host backend's only, a container gets no host variable
+    pass_env: tuple[str, ...] = ()
 
 
 class SandboxProvider(abc.ABC):
@@ -240,6 +251,7 @@ class SandboxProvider(abc.ABC):
             raise SandboxError(why)
         sandbox = self._create(task, run_name)
         sandbox.cancel = self.cancel
+        sandbox.pass_env = self.options.pass_env
         sandbox.task = task
         if not sandbox._started:  # once, though a routing provider hands the task on
             sandbox._started = True

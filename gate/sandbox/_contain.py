@@ -21,17 +21,32 @@ outside any group (unless it also cleared its environment).
 :func:`no_task_alive` is the gate's check that nothing of any run it started is left: every
 run cgroup empty and removed, every process group gone, no process with this gate's scope.
 Whatever must not happen while a task could be alive (the main-branch refresh's push, with a
-token in git's environment) asks it first.
+token for git) asks it first.
+
+A task can also kill its launcher and leave the run's cgroup (root can write the root cgroup's
+``cgroup.procs``), ``setsid`` and clear its environment: then neither the cgroup, nor the
+process group, nor the scope finds it. What still finds it is its parent: the CLI makes the
+gate a child subreaper (``gate.secrets.become_subreaper``, Linux), so an orphan of a run —
+whatever it did to its session, cgroup or environment — is re-parented to the gate, never to
+init. Every
+child of the gate that is not a process ``subprocess`` started and has not yet reaped is such
+an orphan: :func:`stop_orphans` kills and reaps those (each by its pid, never ``waitpid(-1)``,
+which would take a ``subprocess``'s exit status from it) when a command ends and before the
+check. Only a process outside the gate's tree escapes that: one a root task starts elsewhere
+(``docker run``, ``systemd-run``, ``ptrace``): the local sandbox holds nothing against a root
+task (docs/github.md, "The token and the push").
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import itertools
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -49,6 +64,8 @@ _groups: set[int] = set()  # process groups started, not yet seen gone
 _cgroups: set[Path] = set()  # cgroups created, not yet removed
 _counter = itertools.count()
 _base: Path | bool | None = False  # False: not looked for yet; None: no cgroup containment
+_subreaper: bool | None = None  # this process is a child subreaper (None: not asked yet)
+PR_GET_CHILD_SUBREAPER = 37
 
 
 def _own_cgroup_dir() -> Path | None:
@@ -159,6 +176,7 @@ class Scope:
             if not _group_alive(self.pgid):
                 with _lock:
                     _groups.discard(self.pgid)
+        stop_orphans()  # what left the cgroup and the group, and killed its launcher
 
 
 def _kill_cgroup(leaf: Path) -> bool:
@@ -227,6 +245,7 @@ def alive_task_processes() -> list[str]:
     left = [f"cgroup {c}" for c in cgroups if c.exists() and _populated(c)]
     left += [f"process group {g}" for g in groups if _group_alive(g)]
     left += [f"process {p}" for p in _scoped_processes()]
+    left += [f"orphan process {p}" for p in _orphans() or ()]
     return left
 
 
@@ -245,9 +264,78 @@ def no_task_alive() -> bool:
 
 
 def assert_no_task_alive(doing: str = "push with the token") -> None:
-    """``Unmeasurable`` (exit 3) naming what is left when a process of a run may be alive."""
+    """``Unmeasurable`` (exit 3) naming what is left when a process of a run may be alive
+    (orphans of runs are killed first)."""
+    stop_orphans()
     left = alive_task_processes()
     if left:
         raise Unmeasurable(f"a process of a run outlived it ({', '.join(left[:3])}"
                            f"{', ...' if len(left) > 3 else ''}): not going to {doing} while "
                            "it may be alive")
+
+
+def _is_subreaper() -> bool:
+    """Whether this process is a child subreaper (the CLI makes the gate one at start:
+    ``gate.secrets.become_subreaper``); asked of the kernel (Linux), once."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = False
+        if sys.platform == "linux":
+            import ctypes
+
+            flag = ctypes.c_int(0)
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                _subreaper = (libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+                              == 0 and flag.value == 1)
+    return _subreaper
+
+
+def _started_children() -> set[int] | None:
+    """The pids of the children ``subprocess`` started and has not reaped (every live
+    ``Popen``); None while one is being started (its pid not known yet)."""
+    pids: set[int] = set()
+    for obj in gc.get_objects():
+        if isinstance(obj, subprocess.Popen) and obj.returncode is None:
+            if obj.pid is None:
+                return None
+            pids.add(obj.pid)
+    return pids
+
+
+def _orphans() -> list[int] | None:
+    """This subreaper's children that ``subprocess`` did not start: orphans of runs, adopted
+    ([] when not a subreaper; None when that cannot be told now)."""
+    if not _is_subreaper():
+        return []
+    me = os.getpid()
+    try:  # the children first, then the Popens: a child started in between is not taken
+        children = [pid for pid, fields in proc_stats() if int(fields[1]) == me]
+    except OSError:
+        return []
+    started = _started_children()
+    if started is None:
+        return None
+    return [pid for pid in children if pid not in started]
+
+
+def stop_orphans(give_up_after: float = _KILL_WAIT_S) -> None:
+    """Kill and reap every adopted orphan (and what it forks meanwhile, adopted in turn), each
+    reaped by its own pid; a no-op unless this process is a subreaper."""
+    end = time.monotonic() + give_up_after
+    while time.monotonic() < end:
+        found = _orphans()
+        if found is None:  # a Popen is starting: its child is not told apart yet
+            time.sleep(0.01)
+            continue
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        reaped = 0
+        for pid in found:
+            with contextlib.suppress(ChildProcessError):
+                reaped += os.waitpid(pid, os.WNOHANG)[0] == pid
+        if reaped < len(found):
+            time.sleep(0.01)  # not dead yet: killed again and reaped on the next round

@@ -3,8 +3,9 @@ inputs mean "not set" (gate.toml decides), never "false"."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from gate.ci import CIOptions, CIOverrides
 from gate.config import CISettings
 from gate.errors import BadInput
 from gate.github._git import _auth_env
+from tests.helpers.process import user_env
 
 
 @pytest.fixture
@@ -84,16 +86,28 @@ def test_where_the_baselines_live_has_no_flag_and_no_input() -> None:
         f.name for f in dataclasses.fields(CIOverrides)}
 
 
-def test_push_token_goes_through_env_not_argv() -> None:
-    env = _auth_env("ghs_tok_123456789", "https://github.com/")
-    assert env["GIT_CONFIG_COUNT"] == "2"
+def test_push_token_goes_through_no_env_and_no_argv() -> None:
+    """git's configuration for the token names a helper and a pipe: the token itself is in no
+    ``GIT_CONFIG_*`` value and on no command line; the helper reads it from the pipe."""
+    env = _auth_env("https://github.com/", 9)
+    assert env["GIT_CONFIG_COUNT"] == "3"
     key = "http.https://github.com/.extraheader"
     assert env["GIT_CONFIG_KEY_0"] == key and env["GIT_CONFIG_VALUE_0"] == ""  # reset first
-    assert env["GIT_CONFIG_KEY_1"] == key
-    header = env["GIT_CONFIG_VALUE_1"]
-    assert header.startswith("AUTHORIZATION: basic ")
-    assert base64.b64decode(header.split()[-1]) == b"x-access-token:ghs_tok_123456789"
-    assert _auth_env(None, "https://github.com") == {}
+    helper = "credential.https://github.com/.helper"
+    assert env["GIT_CONFIG_KEY_1"] == helper and env["GIT_CONFIG_VALUE_1"] == ""
+    assert env["GIT_CONFIG_KEY_2"] == helper and "/dev/fd/9" in env["GIT_CONFIG_VALUE_2"]
+    r, w = os.pipe()
+    os.write(w, b"ghs_tok_123456789\n")
+    os.close(w)
+    try:
+        got = subprocess.run(["git", "credential", "fill"], input="url=https://github.com/a/b\n\n",
+                             capture_output=True, text=True, pass_fds=(r,), check=False,
+                             env={**user_env(), "GIT_TERMINAL_PROMPT": "0",
+                                  **_auth_env("https://github.com/", r)})
+    finally:
+        os.close(r)
+    assert got.returncode == 0, got.stderr
+    assert "username=x-access-token\npassword=ghs_tok_123456789\n" in got.stdout
 
 
 def test_outside_actions_it_says_what_to_run_instead(tmp_path: object) -> None:

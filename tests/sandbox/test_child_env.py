@@ -51,14 +51,16 @@ def test_reading_the_commit_gets_no_secret(spied: list[dict[str, str]], tmp_path
     _clean(spied)
 
 
-def _ci_under(shell_line: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _ci_under(shell_line: str, tmp_path: Path,
+              extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`gate ci` started by a bash that holds the credentials in its environment (a CI step
     that calls the gate from a script), with ``shell_line`` running it."""
     import os
     import sys
 
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-           "HOME": str(tmp_path), "GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": KEY}
+           "HOME": str(tmp_path), "GITHUB_TOKEN": TOKEN, "ANTHROPIC_API_KEY": KEY,
+           **(extra or {})}
     gate = f"{sys.executable} -m gate ci --config {tmp_path / 'missing.toml'}"
     return subprocess.run(["bash", "-c", shell_line.format(gate=gate)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
@@ -82,3 +84,101 @@ def test_gate_ci_execd_by_the_shell_gives_no_warning(tmp_path: Path) -> None:
     p = _ci_under("exec {gate}", tmp_path)  # as the action does: no shell above holds them
     assert not [line for line in p.stderr.splitlines() if "warning" in line], p.stderr
     assert p.returncode == 2, p.stderr  # (the missing gate.toml)
+
+
+# ---- issue 30, item 11: one credential rule, by name or value, named in the run's notes -------
+
+#: credentials a runner's environment may hold under names the old name rule let through, or
+#: whose name the ancestor warning missed
+PLANTED = {
+    "DATABASE_URL": "postgres://app:pw-Secret-1@db.internal:5432/app",
+    "HTTPS_PROXY": "http://runner:proxy-Secret-2@proxy.internal:3128",
+    "CHAT_HOOK": "https://hooks.slack.com/services/T0000/B0000/XXXXsecret3XXXX",
+    "INNOCENT": "ghp_" + "a1B2c3D4e5" * 4,
+    "GH_PAT": "pat-Secret-4-value",
+    "NPM_AUTH": "npm-Secret-5-value",
+}
+WHY = {"DATABASE_URL": "a URL with a password", "HTTPS_PROXY": "a URL with a password",
+       "CHAT_HOOK": "a webhook's URL", "INNOCENT": "a token", "GH_PAT": "its name",
+       "NPM_AUTH": "its name"}
+
+
+def _env_suite(tmp_path: Path, pass_env: str = "") -> tuple[Path, Path]:
+    """A task whose solution and verifier write their environment out, and its gate.toml."""
+    from tests.helpers.suites import write_task
+
+    suite = tmp_path / "suite"
+    write_task(suite, "env", solve=f"env > {tmp_path}/solve.env\necho hi > hello.txt\n",
+               verify=f"env > {tmp_path}/verify.env\ngrep -qx hi hello.txt\n")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "oracle"\n[suite]\ntasks = "{suite}"\nreplications = 1\n'
+                   f"{pass_env}")
+    return suite, cfg
+
+
+def _run_env(tmp_path: Path, pass_env: str = "") -> tuple[dict, str]:
+    import json
+
+    from tests.helpers.process import gate, user_env
+
+    _, cfg = _env_suite(tmp_path, pass_env)
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "-o", out, base=user_env(**PLANTED))
+    assert p.returncode == 0, p.stderr
+    seen = (tmp_path / "solve.env").read_text() + (tmp_path / "verify.env").read_text()
+    return json.loads(out.read_text())["runs"][0], seen
+
+
+@pytest.mark.slow
+def test_credentials_by_name_or_value_never_reach_a_task_and_are_named_in_its_notes(
+        tmp_path: Path) -> None:
+    run, seen = _run_env(tmp_path)
+    assert run["status"] == "passed", run
+    for name, value in PLANTED.items():
+        assert value not in seen and f"{name}=" not in seen, name
+        assert f"{name} ({WHY[name]})" in run["notes"], run["notes"]
+    assert "[suite] pass_env" in run["notes"]
+    assert "PATH=" in seen  # the rest of the environment is there
+
+
+@pytest.mark.slow
+def test_a_credential_the_base_lists_in_pass_env_reaches_the_task(tmp_path: Path) -> None:
+    run, seen = _run_env(tmp_path, '\npass_env = ["HTTPS_PROXY", "DATABASE_URL"]\n')
+    assert f"HTTPS_PROXY={PLANTED['HTTPS_PROXY']}" in seen
+    assert f"DATABASE_URL={PLANTED['DATABASE_URL']}" in seen
+    assert PLANTED["CHAT_HOOK"] not in seen and PLANTED["INNOCENT"] not in seen
+    assert "HTTPS_PROXY" not in run["notes"] and "CHAT_HOOK (a webhook's URL)" in run["notes"]
+
+
+def test_pass_env_never_passes_the_gates_own(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gate.cli import main
+
+    _, cfg = _env_suite(tmp_path, '\npass_env = ["ANTHROPIC_API_KEY"]\n')
+    r = CliRunner().invoke(main, ["validate", "--config", str(cfg)])
+    assert r.exit_code == 2, r.output
+    assert "gate.toml" in r.stderr and "suite.pass_env" in r.stderr, r.stderr
+    assert "never passed to a task" in r.stderr
+
+
+def test_one_rule_for_the_scrub_and_the_warning() -> None:
+    from gate.secrets import credential_reason, withheld
+
+    env = {**PLANTED, "PATH": "/bin", "NO_PROXY": "localhost", "GIT_URL": "ssh://git@host/x",
+           "HTTP_PROXY": "http://proxy.internal:3128", "REGION": "eu-west-1-region"}
+    assert set(withheld(env)) == set(PLANTED)
+    assert {k: credential_reason(k, v) for k, v in PLANTED.items()} == WHY
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_gate_ci_warns_of_every_credential_the_shell_above_holds(tmp_path: Path) -> None:
+    """The warning about the calling shell asks the rule the scrub asks: GH_PAT, NPM_AUTH and a
+    URL with a password are credentials there too."""
+    p = _ci_under("{gate}; echo exit=$?", tmp_path, extra=PLANTED)
+    warning = [line for line in p.stderr.splitlines() if "warning" in line]
+    assert warning, p.stderr
+    for name in ("GH_PAT", "NPM_AUTH", "DATABASE_URL"):
+        assert name in p.stderr, (name, p.stderr)
+    assert not any(v in p.stderr for v in PLANTED.values())
