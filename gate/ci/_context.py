@@ -69,10 +69,15 @@ class Context:
     def agent_kind(self, req: RunRequest) -> str:
         return req.agent_kind or req.config.agent.kind
 
-    def needs_key(self, req: RunRequest) -> bool:
+    def spends(self, req: RunRequest) -> bool:
+        """Whether running ``req`` talks to a model (the API, or the simulator standing in for
+        it); the oracle's runs cost nothing."""
         from gate.agents import agent_kind
 
-        return agent_kind(self.agent_kind(req)).uses_model and not getattr(req, "sim", False)
+        return agent_kind(self.agent_kind(req)).uses_model
+
+    def needs_key(self, req: RunRequest) -> bool:
+        return self.spends(req) and not getattr(req, "sim", False)
 
     def run_request(self, req: RunRequest) -> RunRequest:
         """``req`` checked for a key, seeded per CI run under the simulator."""

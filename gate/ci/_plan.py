@@ -201,7 +201,10 @@ def unchanged_agent(basis: Basis) -> str | None:
     baseline = base_baseline(basis.ys) if spec.self_contained else None
     if baseline is None or baseline.agent.kind != kind:
         return None
-    fp = fingerprint(fingerprint_parts(req.config, spec), kind)
+    cfg = req.config
+    if req.model:  # the `model` input runs another model than gate.toml's: another agent
+        cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": req.model})})
+    fp = fingerprint(fingerprint_parts(cfg, spec), kind)
     return fp if fp == baseline.agent.fingerprint else None
 
 

@@ -273,6 +273,28 @@ class Publisher:
             return
         self.show(pr, markdown, create=create, what="posted")
 
+    def unchanged(self, pr: PullRequestInfo, fingerprint: str) -> int:
+        """A PR that leaves the agent exactly as the baseline measured it (docs, CI files,
+        code the agent does not use): nothing is run, exit 0, and a comment an earlier push
+        left is edited to say so (never created)."""
+        reason = (f"Nothing under test changed: the agent (fingerprint {fingerprint[:16]}) is "
+                  "the one the baseline measured, so this pull request cannot have made it "
+                  "worse; nothing was run.")
+        markdown = render_body("skipped.md.j2", unchanged=fingerprint, keyed=True)
+        if self.can_comment() and not self.defer(pr, "final", markdown, False):
+            self.show(pr, markdown, create=False, what="marked as skipped")
+        return self._skipped(pr, markdown, reason)
+
+    def _skipped(self, pr: PullRequestInfo, markdown: str, reason: str) -> int:
+        ctx = self.ctx
+        atomic_write_text(ctx.opts.report_path, markdown)
+        ctx.io.summary(markdown)
+        ctx.io.notice(reason, title="agent-gate: skipped")
+        ctx.io.set_outputs({"verdict": "skipped", "exit_code": 0, "mode": "pr",
+                            "pr_number": pr.number, "reason": reason, "comment_url": "",
+                            "report_path": str(ctx.opts.report_path.resolve())})
+        return 0
+
     def withheld(self, pr: PullRequestInfo, unchanged: str | None) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
@@ -304,14 +326,8 @@ class Publisher:
         if unchanged is None and self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
         markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot,
-                               unchanged=unchanged)
-        atomic_write_text(ctx.opts.report_path, markdown)
-        ctx.io.summary(markdown)
-        ctx.io.notice(reason, title="agent-gate: skipped")
-        ctx.io.set_outputs({"verdict": "skipped", "exit_code": 0, "mode": "pr",
-                            "pr_number": pr.number, "reason": reason, "comment_url": "",
-                            "report_path": str(ctx.opts.report_path.resolve())})
-        return 0
+                               unchanged=unchanged, keyed=False)
+        return self._skipped(pr, markdown, reason)
 
 
 def resolution_outputs(comparison: Comparison) -> dict[str, str]:

@@ -99,9 +99,12 @@ def _pr(ctx: Context, event: Event, basis: Basis, merged: Results | None) -> int
     assert pr is not None
     publisher = Publisher(ctx, basis.settings)
     stored = event.source in ("rejudge", "merge")
+    unchanged = None if stored else unchanged_agent(basis)
     if (ctx.needs_key(basis.request) and ctx.env.anthropic_api_key is None
             and ctx.env.secrets_withheld and not stored):
-        return publisher.withheld(pr, unchanged_agent(basis))
+        return publisher.withheld(pr, unchanged)
+    if unchanged is not None and ctx.spends(basis.request):
+        return publisher.unchanged(pr, unchanged)  # measuring it again would only spend
     if not stored:
         publisher.announce_running(pr)
     try:

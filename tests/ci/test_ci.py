@@ -33,6 +33,7 @@ from tests.helpers.ci import (
     set_max_turns,
     sh,
     store_baselines,
+    touch_agent,
     write_sim_suite,
 )
 from tests.helpers.fake_github import FakeGitHub
@@ -294,6 +295,24 @@ def test_a_bump_that_changes_the_builtin_agents_code_is_measured_not_skipped(
         k: v for k, v in base["parts"].items() if k != "code"}
 
 
+def test_a_pr_with_a_key_that_changes_nothing_under_test_runs_nothing(
+        sim_project: Project) -> None:
+    """A same-repository PR that leaves a self-contained agent exactly as the baseline measured
+    it (a README edit) costs nothing: skipped with the reason, exit 0, no run, and a comment
+    an earlier push left (here: a regression) is edited to say so, never left standing."""
+    gh = sim_project.gh
+    gh.add_comment(PR, f"{OURS}\n### ❌ agent-gate: regression\n\nold verdict",
+                   user="github-actions[bot]")
+    ci = sim_project.pr_branch("docs", lambda w: (w / "README.md").write_text("hi\n"))
+    run = sim_project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 0 and run.outputs["verdict"] == "skipped", run.stderr
+    assert "Nothing under test changed" in run.summary and "nothing was run" in run.summary
+    assert not (ci / "results.json").exists()
+    (comment,) = _marker_comments(gh)
+    assert "skipped" in comment["body"] and "old verdict" not in comment["body"]
+    assert "ANTHROPIC_API_KEY" not in comment["body"]  # it had one: not the secretless text
+
+
 def test_only_an_agent_whose_fingerprint_covers_its_code_counts_as_unchanged() -> None:
     """A command agent's code lives outside the fingerprint (only its command line is in it):
     the same fingerprint is not the same agent, so a secretless PR is never skipped for it."""
@@ -450,7 +469,7 @@ def test_sim_pr_that_cuts_max_turns_regresses(sim_project: Project) -> None:
     assert run.outputs["verdict"] == "regression"
     (comment,) = _marker_comments(sim_project.gh)
     assert "simulator" in comment["body"]
-    harmless = sim_project.pr_branch("docs", lambda w: (w / "README.md").write_text("hi\n"))
+    harmless = sim_project.pr_branch("roomier", touch_agent)
     again = sim_project.gate_ci(harmless, env={"GATE_SIM": "1", "ANTHROPIC_API_KEY": ""})
     assert again.code == 0, again.stderr
     assert again.outputs["verdict"] == "pass" and float(again.outputs["cost_usd"]) > 0

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from gate.results import load_results
-from tests.helpers.ci import Project, _marker_comments, refresh, sh
+from tests.helpers.ci import Project, _marker_comments, refresh, sh, touch_agent
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def _baseline_spend(project: Project) -> float:
 
 def test_a_pr_run_the_budget_stops_is_not_judged_and_says_what_was_skipped(
         sim_project: Project) -> None:
-    ci = sim_project.pr_branch("docs", lambda w: (w / "README.md").write_text("hi\n"))
+    ci = sim_project.pr_branch("roomier", touch_agent)
     budget = _baseline_spend(sim_project) / 3  # about a third of the suite
     run = sim_project.gate_ci(ci, "--sim", "--max-cost", f"{budget:.6f}", env=NO_KEY)
     assert run.code == 3, run.stderr
@@ -44,7 +44,7 @@ def test_a_pr_run_the_budget_stops_is_not_judged_and_says_what_was_skipped(
 
 def test_a_pr_run_within_its_budget_is_judged_and_the_comment_says_what_it_spent(
         sim_project: Project) -> None:
-    ci = sim_project.pr_branch("docs", lambda w: (w / "README.md").write_text("hi\n"))
+    ci = sim_project.pr_branch("roomier", touch_agent)
     budget = _baseline_spend(sim_project) * 3
     run = sim_project.gate_ci(ci, "--sim", env={**NO_KEY, "GATE_MAX_COST": f"{budget:.6f}"})
     assert run.code == 0, run.stderr

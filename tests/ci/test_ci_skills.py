@@ -25,7 +25,17 @@ from pathlib import Path
 import pytest
 
 from gate.results import load_results
-from tests.helpers.ci import PR, REPO, TOKEN, CIRun, Project, _marker_comments, push_event, sh
+from tests.helpers.ci import (
+    PR,
+    REPO,
+    TOKEN,
+    CIRun,
+    Project,
+    _marker_comments,
+    push_event,
+    sh,
+    touch_agent,
+)
 from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
@@ -175,7 +185,7 @@ def test_a_harmless_rewording_of_the_skill_is_not_blocked(refreshed: Project) ->
 
 def test_a_pr_that_touches_no_skill_runs_no_conditions(refreshed: Project) -> None:
     refreshed.gh.comments.pop(PR, None)
-    ci = refreshed.pr_branch("docs-only", lambda w: (w / "README.md").write_text("# agent\n"))
+    ci = refreshed.pr_branch("no-skill", touch_agent)
     run = refreshed.gate_ci(ci, "--sim", env={"GITHUB_RUN_ID": "4004"})
     assert run.code == 0, run.stderr
     assert "skill conditions" not in run.stderr

@@ -132,6 +132,15 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     _post(scaffold, run, action)
     assert scaffold.gh.comments.get(PR, []) == [] and "No regression" in run.summary
 
+    # a README edit in the repository itself, with the key: nothing under test changed, nothing
+    # is run
+    docs = scaffold.pr_branch("docs", lambda w: (w / "README.md").write_text("# agent\n"))
+    run = _play(scaffold, docs, "agent-gate.yml",
+                _workflow_inputs(docs, "agent-gate.yml", "", sim="true"), action,
+                env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 0 and run.outputs["verdict"] == "skipped", run.stderr
+    assert "nothing was run" in run.summary and not (docs / "results.json").exists()
+
     # Dependabot bumps actions/checkout: no key, the workflow as written, nothing to measure
     bump = scaffold.pr_branch("dependabot/github_actions/actions/checkout-4.3", _bump_checkout)
     run = _play(scaffold, bump, "agent-gate.yml", _workflow_inputs(bump, "agent-gate.yml", ""),

@@ -75,6 +75,15 @@ def set_max_turns(root: Path, max_turns: int) -> None:
         '[gate]\nbaseline = "baseline.json"\n')
 
 
+def touch_agent(work: Path) -> None:
+    """An agent change that changes no behaviour (``max_tokens = 4095``, far above what a
+    task's answer needs): the PR is measured, never skipped as "nothing under test changed"."""
+    cfg = work / "gate.toml"
+    text = cfg.read_text()
+    assert "[agent]\n" in text and "max_tokens" not in text
+    cfg.write_text(text.replace("[agent]\n", "[agent]\nmax_tokens = 4095\n", 1))
+
+
 def make_baseline(root: Path, *, sim: bool = False) -> None:
     """baseline.json from a real run of the suite (never hand-written)."""
     cfg = load_config(root / "gate.toml")
