@@ -74,6 +74,11 @@ class SuiteConfig(_Strict):
                               description="the image of container tasks that name none")
     pull: bool | None = Field(default=None, description="pull a missing image; default: only "
                               "on GitHub's runners, where a registry is reachable")
+    # Harbor tasks whose verifier needs a service the agent started: the phase boundary keeps
+    # their services running into the verifier (every other task's agent processes are stopped),
+    # so their reward is not protected from the agent; the comment says so
+    reward_unprotected: list[str] = Field(default_factory=list, description="task ids whose "
+                                          "verifier needs a service the agent started")
 
 
 class GateSettings(_Strict):
