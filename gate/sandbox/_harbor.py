@@ -59,7 +59,7 @@ from gate.sandbox._base import (
 )
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
-from gate.sandbox._procs import Ident, Listing, leftovers
+from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
 from gate.tasks import Task
 
@@ -214,23 +214,34 @@ class DockerRunContainer(RunContainer):
     # ----- the RunContainer steps ---------------------------------------------------------
 
     def end_phase(self) -> tuple[list[str], list[str]]:
-        """Kill every process the agent phase started (:mod:`._procs`), in rounds until
-        nothing of it is left (a process may fork while it is killed); a task the suite lists
-        in ``reward_unprotected`` keeps its services. The gate's own relay is killed too, and
-        not named as the agent's."""
+        """Kill every process the agent phase started (:mod:`._procs`); a task the suite lists
+        in ``reward_unprotected`` keeps its services. Each round first stops every process
+        but pid 1 (``kill -STOP -1``: at once, so nothing forks or changes its pid while it
+        is listed), kills what is the agent phase's, and resumes the rest; it ends when a
+        round finds nothing. The gate's own relay is killed too, and not named."""
         self.check_open()
         services = self.task.id in self.provider.options.reward_unprotected
         stopped: set[str] = set()
         for _ in range(PHASE_ROUNDS):
-            agents, gates, kept = leftovers(self._listing(), self._at_start, own=self._own,
-                                            services=services)
+            agents, gates, kept = self._phase_round(services)
             if not agents and not gates:
                 return sorted(stopped), sorted({p.cmd[:200] for p in kept})
             stopped |= {p.cmd[:200] for p in agents}
-            self._run(["sh", "-c", "kill -9 " + " ".join(str(p.pid) for p in agents + gates)],
-                      user="0", env={}, timeout=30)
-        raise SandboxError("the agent phase's processes could not be stopped (they keep "
-                           "forking): the verifier does not start")
+        raise SandboxError("the agent phase's processes could not be stopped: the verifier "
+                           "does not start")
+
+    def _phase_round(self, services: bool) -> tuple[list[Proc], list[Proc], list[Proc]]:
+        """Stop all but pid 1, list, kill the agent phase's (and the gate's own), resume."""
+        self._run(["sh", "-c", "kill -STOP -1"], user="0", env={}, timeout=30)  # sh's builtin
+        resume = "kill -CONT -1"
+        try:
+            agents, gates, kept = leftovers(self._listing(), self._at_start, own=self._own,
+                                            services=services)
+            if agents or gates:
+                resume = f"kill -9 {' '.join(str(p.pid) for p in agents + gates)}; {resume}"
+        finally:
+            self._run(["sh", "-c", resume], user="0", env={}, timeout=30)
+        return agents, gates, kept
 
     def _listing(self) -> Listing:
         return parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0", env={},

@@ -9,6 +9,11 @@ after one of the image's own processes died is not the image's. Nothing an agent
 spares a process: not its name, its command line, a socket it listens on, nor its parent (an
 orphan is re-parented to pid 1 whatever it is).
 
+The container's processes are stopped first (``kill -STOP -1`` as root: every process but
+pid 1, at once, atomically against fork), then listed, the agent phase's killed and the rest
+resumed: a process that forks and lets its parent exit, over and over, would otherwise never
+be at a listed pid when the kill comes.
+
 Spared, by what an agent cannot forge without root: pid 1; the processes the container
 started with (its ``ENTRYPOINT``'s); the keep-alive loop's own ``sleep`` when it renews it (a
 child of a process the container started with, *in that process's session*: a process of a
@@ -21,6 +26,12 @@ A suite's owner may list tasks whose verifier needs a service the agent started
 (``[suite].reward_unprotected``, from the base branch): for those, ``services`` keeps a
 process listening on a TCP port, with its parents and what it started, as Harbor's shared
 mode keeps everything. Zombies run nothing and are left to their parents.
+
+A root agent is not handled apart (docs/harbor-migration.md): the image's own processes stay
+even then, since root inside the container can replace any file the verifier runs and (where
+the kernel lets a process trace another of its user) write into another process's memory, pid
+1's included, which nothing can kill: killing them would close nothing.
+What holds is that no process of the agent phase runs during the verifier.
 
 The process table is read with a POSIX shell over ``/proc`` (every image has one); the choice
 is made here, in Python, so it can be tested without a container.
