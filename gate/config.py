@@ -97,6 +97,12 @@ class SuiteConfig(_Strict):
                 raise ValueError(f"{name} is the gate's or the CI's own: never passed to a task")
         return names
 
+    # Harbor tasks whose verifier needs a service the agent started: the phase boundary keeps
+    # their services running into the verifier (every other task's agent processes are stopped),
+    # so their reward is not protected from the agent; the comment says so
+    reward_unprotected: list[str] = Field(default_factory=list, description="task ids whose "
+                                          "verifier needs a service the agent started")
+
 
 class GateSettings(_Strict):
     """How the verdict is reached (docs/statistics.md) and what CI does with it."""

@@ -28,13 +28,17 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   each key). The rewards are the run's score; a fractional reward is a fail with its value.
 - **Phase boundary**: Harbor's default (shared) mode leaves everything the agent started
   running into the verifier (``trial/trial.py:_run_shared_verifier``; only its separate
-  verifier sandbox, ``news/separate-verifier-sandboxes.mdx``, cuts it), and Terminal-Bench 2
-  relies on it for services (a solution starts nginx or a package index, the tests talk to
-  it). The gate keeps those and nothing else: when the agent phase ends, every process it left
-  running is killed except one listening on a TCP port (and its parents;
-  :mod:`gate.sandbox._procs`), so a planted loop cannot rewrite the verifier's files after
-  ``/logs/verifier`` is emptied. The services kept are listed with the verifier's files; when
-  the run fails, its reason names what was stopped.
+  verifier sandbox, ``news/separate-verifier-sandboxes.mdx``, cuts it). *Where the gate
+  differs*: when the agent phase ends, every process it started is killed
+  (:mod:`gate.sandbox._procs`: none spared by name, socket or command line), so nothing of the
+  agent can rewrite the verifier's files after ``/logs/verifier`` is emptied; when the run
+  fails, its reason names what was stopped. Terminal-Bench 2 relies on Harbor's way for
+  services (a solution starts nginx or a package index, the tests talk to it): the tasks the
+  suite's owner lists in ``[suite].reward_unprotected`` (the base branch's on a PR) keep the
+  processes listening on a TCP port (with their parents and workers), listed with the
+  verifier's files and flagged "reward unprotected" in the comment. Every task's reward files
+  are looked at as soon as ``test.sh`` exits and again a moment later (:data:`REREAD_S`): a
+  change (content, size or modification time) fails the run as tampering.
 - **Healthchecks** (``[environment.healthcheck]``, ``[steps.healthcheck]``; Harbor's
   ``HealthcheckConfig``, Docker ``HEALTHCHECK`` polling): the environment's runs once the
   container is up, before anything of the run; a step's after its ``workdir/`` and
@@ -116,6 +120,8 @@ from gate.harbor import (
 #: ``environments/docker/docker.py``)
 COMPOSE_FILES = ("docker-compose.yaml",)
 REWARD_LIMIT = 100_000  # bytes of a reward file
+REREAD_S = 0.5  # how long after the verifier's exit the reward files are looked at again
+TAMPERED = "reward changed after the verifier wrote it: tampering"
 FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
 FILES_KEPT = 20  # files kept of /logs/verifier, and of the artifacts
 TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
@@ -391,41 +397,48 @@ class HarborFormat(TaskFormat):
         assert h is not None
         index = box.step if step is None else step
         hstep = self._step(task, index)
-        left, services = box.end_phase()  # nothing the agent started runs now but services
+        left, services = box.end_phase()  # nothing the agent started runs now (but services)
         box.set_network(h.network("verifier", hstep))
+        self._upload_tests(box, hstep)
+        user = h.user("verifier", hstep)
+        env = box.command_env({**h.env("verifier", hstep), "TASK_DIR": TESTS_DIR})
+        box.run_as(["chmod", "+x", f"{TESTS_DIR}/test.sh"], user="0", env={}, timeout=30)
+        run = box.run_as(["bash", "-c", f"({TESTS_DIR}/test.sh) > {TEST_STDOUT} 2>&1"],
+                         user=_user(user), env=env, timeout=timeout)
+        written = _reward_stamp(box)  # what the verifier left, as soon as it exited
+        files = self._verifier_files(box)
+        out = files.get("test-stdout.txt", "")
+        res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
+                         run.duration_s)
+        rewards, why = self._rewards(box)
+        time.sleep(REREAD_S)
+        tampered = _reward_stamp(box) != written  # and a moment later: the same?
+        files.update(self._artifacts(box, hstep))  # after the rewards: nothing more to wait on
+        if services:
+            files = {**files, "(services kept running from the agent phase)": "\n".join(
+                services)}
+        verdict = judge(rewards, why, res)
+        if tampered:  # the run ends here, failed, whatever step it was
+            return Verification(res, False, _with_left(TAMPERED, left, services),
+                                verdict.score, files or None)
+        reason = _with_left(verdict.reason, left, services) if verdict.reason else None
+        verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
+        if not task.steps:
+            return verdict
+        return self._step_verdict(box, index, verdict)
+
+    @staticmethod
+    def _upload_tests(box: Container, hstep: HarborStep | None) -> None:
+        """``/logs/verifier`` emptied; the task's tests, then the step's over them."""
+        task = box.task
         box.reset_dir(VERIFIER_LOGS)
-        if (task.path / "tests").is_dir():  # the task's tests, then the step's over them
+        if (task.path / "tests").is_dir():
             box.upload_dir(task.path / "tests", TESTS_DIR)
         else:
             box.reset_dir(TESTS_DIR)
         if hstep is not None and (steps_tests := task.path / "steps" / hstep.name / "tests"
                                   ).is_dir():
             box.upload_dir(steps_tests, TESTS_DIR, clear=False)
-        user = h.user("verifier", hstep)
-        env = box.command_env({**h.env("verifier", hstep), "TASK_DIR": TESTS_DIR})
-        box.run_as(["chmod", "+x", f"{TESTS_DIR}/test.sh"], user="0", env={}, timeout=30)
-        run = box.run_as(["bash", "-c", f"({TESTS_DIR}/test.sh) > {TEST_STDOUT} 2>&1"],
-                         user=_user(user), env=env, timeout=timeout)
-        files = self._verifier_files(box)
-        out = files.get("test-stdout.txt", "")
-        res = ExecResult(run.returncode, out or run.stdout, run.stderr, run.timed_out,
-                         run.duration_s)
-        rewards, why = self._rewards(box)
-        files.update(self._artifacts(box, hstep))  # after the rewards: nothing more to wait on
-        verdict = judge(rewards, why, res)
-        reason = verdict.reason
-        if reason is not None and left:
-            reason += (f"; the agent phase left {len(left)} process"
-                       f"{'es' if len(left) > 1 else ''} running, stopped before the verifier "
-                       f"(the gate's phase boundary keeps only services, processes listening "
-                       f"on a port): {'; '.join(left[:3])}")
-        if services:
-            files = {**files, "(services kept running from the agent phase)": "\n".join(
-                services)}
-        verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
-        if not task.steps:
-            return verdict
-        return self._step_verdict(box, index, verdict)
 
     def _step_verdict(self, box: Container, index: int,
                       verdict: Verification) -> Verification:
@@ -510,6 +523,29 @@ class HarborFormat(TaskFormat):
                     continue
                 files[f"artifacts/{rel}"] = clip(text, FILE_CHARS)
         return files
+
+
+def _reward_stamp(box: Container) -> str:
+    """The reward files as they are now: size, modification time (to the nanosecond where
+    the image's ``stat`` says it), inode and checksum of each; a special file is not read."""
+    script = ("for f in " + " ".join(shlex.quote(p) for p in (REWARD_JSON, REWARD_TXT)) +
+              '; do if [ -f "$f" ]; then echo "$f $(stat -c \'%s %y %i\' "$f" 2>/dev/null) '
+              '$(cksum < "$f")"; elif [ -e "$f" ] || [ -L "$f" ]; then echo "$f not a file"; '
+              'else echo "$f none"; fi; done')
+    res = box.run_as(["sh", "-c", script], user="0", env={}, timeout=30)
+    return res.stdout if not res.timed_out else f"(unreadable: {res.output[:200]})"
+
+
+def _with_left(reason: str, left: list[str], services: list[str]) -> str:
+    """A failing run's reason, with what the agent phase left running (stopped) or kept."""
+    if left:
+        reason += (f"; the agent phase left {len(left)} process{'es' if len(left) > 1 else ''} "
+                   f"running, stopped before the verifier (the gate's phase boundary stops "
+                   f"every process the agent phase started): {'; '.join(left[:3])}")
+    if services:
+        reason += (f"; reward unprotected ([suite].reward_unprotected): services kept running "
+                   f"into the verifier: {'; '.join(services[:3])}")
+    return reason
 
 
 def parse_rewards(path: str, text: str) -> tuple[dict[str, float] | None, str]:

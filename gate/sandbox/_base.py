@@ -203,6 +203,9 @@ class SandboxOptions:
     # credentials of the host's environment passed to commands on purpose ([suite] pass_env,
     # the base branch's): the host backend's only, a container gets no host variable
     pass_env: tuple[str, ...] = ()
+    # tasks whose agent-started services run into the verifier (the phase boundary keeps
+    # them; [suite].reward_unprotected, the base branch's on a PR)
+    reward_unprotected: frozenset[str] = frozenset()
 
 
 class SandboxProvider(abc.ABC):
@@ -326,10 +329,11 @@ class RunContainer(Sandbox):
 
     @abc.abstractmethod
     def end_phase(self) -> tuple[list[str], list[str]]:
-        """End the agent phase: kill every process it left running but a service (one
-        listening on a TCP port, with its parents), so nothing else the agent started runs
-        when the verifier starts. Returns the command lines of what was stopped and of the
-        services kept."""
+        """End the agent phase: kill every process it started (those not running when the
+        container started), so nothing the agent started runs when the verifier starts; a
+        task the suite lists in ``reward_unprotected`` keeps its services (a process listening
+        on a TCP port, with its parents). Returns the command lines of what the agent left
+        and was stopped, and of the services kept."""
 
     @abc.abstractmethod
     def set_network(self, mode: str) -> None:

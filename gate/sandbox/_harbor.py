@@ -5,8 +5,9 @@ A task whose state is its image's filesystem (Harbor's) gets one container of it
 file replaces the command only, with ``sleep infinity``); every command of the run is a
 ``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
 format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
-through the :class:`RunContainer` steps: :meth:`end_phase` kills what the agent phase left
-running but its services (:mod:`._procs`), :meth:`set_network` attaches it to the default bridge
+through the :class:`RunContainer` steps: :meth:`end_phase` kills every process the agent phase
+started (:mod:`._procs`; a task in ``[suite].reward_unprotected`` keeps its services),
+:meth:`set_network` attaches it to the default bridge
 (``public``) or detaches it (``no-network``: loopback only), :meth:`upload_dir`,
 :meth:`reset_dir` and :meth:`run_as`.
 
@@ -58,7 +59,7 @@ from gate.sandbox._base import (
 )
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
-from gate.sandbox._procs import Proc, leftovers
+from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
 from gate.tasks import Task
 
@@ -129,7 +130,8 @@ class DockerRunContainer(RunContainer):
         self._container_id: str | None = None
         self._network: str | None = None
         self._ids: dict[str, tuple[int, int]] = {}
-        self._at_start: set[int] = set()  # the pids running once the container started
+        self._at_start: set[Ident] = set()  # the processes running once it started
+        self._own: set[Ident] = set()  # the gate's own processes in it (its meter relays)
         # a short private directory (a socket path has at most 108 bytes), mounted read-only:
         # relay.py, and the socket to this run's meter once a command agent asks for it
         self._meter_dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))
@@ -178,8 +180,7 @@ class DockerRunContainer(RunContainer):
         self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
         if spec.runner_dir:
             self.reset_dir(spec.runner_dir)
-        self._at_start = set(parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0",
-                                                   env={}, timeout=30).stdout)[0])
+        self._at_start = {p.ident for p in self._listing().procs.values()}
 
     def _guard(self, container: Any) -> None:
         """Keep a phase with network off this host's services (:mod:`._netguard`): the rules
@@ -213,24 +214,38 @@ class DockerRunContainer(RunContainer):
     # ----- the RunContainer steps ---------------------------------------------------------
 
     def end_phase(self) -> tuple[list[str], list[str]]:
-        """Kill what the agent phase left running but its services (:mod:`._procs`), in
-        rounds until nothing of it is left (a process may fork while it is killed)."""
+        """Kill every process the agent phase started (:mod:`._procs`); a task the suite lists
+        in ``reward_unprotected`` keeps its services. Each round first stops every process
+        but pid 1 (``kill -STOP -1``: at once, so nothing forks or changes its pid while it
+        is listed), kills what is the agent phase's, and resumes the rest; it ends when a
+        round finds nothing. The gate's own relay is killed too, and not named."""
         self.check_open()
+        services = self.task.id in self.provider.options.reward_unprotected
         stopped: set[str] = set()
         for _ in range(PHASE_ROUNDS):
-            kill, kept = self._leftovers()
-            if not kill:
+            agents, gates, kept = self._phase_round(services)
+            if not agents and not gates:
                 return sorted(stopped), sorted({p.cmd[:200] for p in kept})
-            stopped |= {p.cmd[:200] for p in kill}
-            self._run(["sh", "-c", "kill -9 " + " ".join(str(p.pid) for p in kill)],
-                      user="0", env={}, timeout=30)
-        raise SandboxError("the agent phase's processes could not be stopped (they keep "
-                           "forking): the verifier does not start")
+            stopped |= {p.cmd[:200] for p in agents}
+        raise SandboxError("the agent phase's processes could not be stopped: the verifier "
+                           "does not start")
 
-    def _leftovers(self) -> tuple[list[Proc], list[Proc]]:
-        res = self._run(["sh", "-c", PROC_SCRIPT], user="0", env={}, timeout=30)
-        procs, listening = parse_procs(res.stdout)
-        return leftovers(procs, listening, self._at_start, (f"{METER_DIR}/relay.py",))
+    def _phase_round(self, services: bool) -> tuple[list[Proc], list[Proc], list[Proc]]:
+        """Stop all but pid 1, list, kill the agent phase's (and the gate's own), resume."""
+        self._run(["sh", "-c", "kill -STOP -1"], user="0", env={}, timeout=30)  # sh's builtin
+        resume = "kill -CONT -1"
+        try:
+            agents, gates, kept = leftovers(self._listing(), self._at_start, own=self._own,
+                                            services=services)
+            if agents or gates:
+                resume = f"kill -9 {' '.join(str(p.pid) for p in agents + gates)}; {resume}"
+        finally:
+            self._run(["sh", "-c", resume], user="0", env={}, timeout=30)
+        return agents, gates, kept
+
+    def _listing(self) -> Listing:
+        return parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0", env={},
+                                     timeout=30).stdout)
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"
@@ -297,11 +312,25 @@ class DockerRunContainer(RunContainer):
             self._put(path, stdin.encode("utf-8"), user)
             argv = ["bash", "-c", f'exec bash -c "$1" < {path}', "bash", command]
         if self._relay is not None:  # a command agent: its relay to the meter first
-            argv = ["bash", "-c",
-                    f'command -v python3 >/dev/null || {{ echo "{NO_PYTHON}" >&2; exit 127; }}; '
-                    f"python3 -I {METER_DIR}/relay.py {RELAY_PORT} {METER_DIR}/meter.sock && "
-                    'exec "$@"', "bash", *argv]
+            started = self._start_relay(user, env, timeout)
+            if started is not None:
+                return started
         return self._run(argv, user=user, env=env, timeout=timeout)
+
+    def _start_relay(self, user: str, env: dict[str, str], timeout: float) -> ExecResult | None:
+        """Start the meter relay as the agent's user, in an exec of its own, and remember
+        which process it is (its pid and start time, as it prints them): the phase boundary
+        kills it without naming it as the agent's. The exec's result when it failed."""
+        res = self._run(["bash", "-c",
+                         f'command -v python3 >/dev/null || {{ echo "{NO_PYTHON}" >&2; '
+                         f"exit 127; }}; exec python3 -I {METER_DIR}/relay.py {RELAY_PORT} "
+                         f"{METER_DIR}/meter.sock --announce"],
+                        user=user, env=env, timeout=min(timeout, 60))
+        pid, _, start = res.stdout.strip().partition(" ")
+        if res.returncode != 0 or not pid.isdigit() or not start.isdigit():
+            return res
+        self._own.add((int(pid), start))
+        return None
 
     def install_skills(self, skills: Sequence[Skill]) -> None:
         """The run's skills, and only those: the task's own skills the run does not get are

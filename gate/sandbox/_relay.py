@@ -3,8 +3,10 @@
 Standalone (it imports nothing from the gate): the docker sandbox copies it into a command
 agent's container, where ``python3 -I _relay.py PORT SOCKET`` listens on ``127.0.0.1:PORT``,
 forwards every connection to ``SOCKET`` (bind-mounted from the host, where the gate forwards it
-to that run's meter), and puts itself in the background once it listens. The container has no
-network at all: this is the only way out, and it leads to one place.
+to that run's meter), and puts itself in the background once it listens (holding none of the
+command's streams). The container has no network at all: this is the only way out, and it
+leads to one place. With ``--announce`` it prints the background server's pid and start time
+(the long-lived container's phase boundary knows the gate's own relay by them, not by name).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def serve(listener: socket.socket, connect: object) -> None:
 
 def main(argv: list[str]) -> None:
     port, path = int(argv[0]), argv[1]
+    announce = argv[2:] == ["--announce"]  # print the server's pid and start time
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -64,9 +67,16 @@ def main(argv: list[str]) -> None:
         s.connect(path)
         return s
 
-    if os.fork():  # listening: the parent returns, so the agent starts only now
+    child = os.fork()
+    if child:  # listening: the parent returns, so the agent starts only now
+        if announce:  # /proc/<pid>/stat's field 22, after the command name in parentheses
+            with open(f"/proc/{child}/stat") as fh:
+                print(child, fh.read().rsplit(")", 1)[1].split()[19], flush=True)
         os._exit(0)
     os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)  # holding no stream of the command that started it
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
     serve(listener, connect)
 
 

@@ -98,7 +98,8 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
     reachable (the caller's ``registry``)."""
     pull = suite.pull if suite.pull is not None else registry
     return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull,
-                          pass_env=tuple(suite.pass_env))
+                          pass_env=tuple(suite.pass_env),
+                          reward_unprotected=frozenset(suite.reward_unprotected))
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,

@@ -302,3 +302,29 @@ def test_a_pr_cannot_swap_gate_toml_for_a_link_to_a_file_the_base_lacks(
     body = _marker_comments(project.gh)[0]["body"]
     assert "`[ci].fail_on_regression`: true → false" in body
     assert "`[gate].block_on`" not in body  # the base's block_on, not the defaults'
+
+
+def test_only_the_base_branch_leaves_a_tasks_reward_unprotected(project: Project) -> None:
+    """[suite].reward_unprotected lets the agent's services run into a task's verifier: a PR
+    that lists its own tasks is told of the change and runs as main says; main's list is one
+    line of the comment."""
+    def grant(work: Path) -> None:
+        toml = (work / "gate.toml").read_text()
+        (work / "gate.toml").write_text(toml.replace(
+            "[suite]\n", '[suite]\nreward_unprotected = ["alpha"]\n'))
+
+    run = project.gate_ci(project.pr_branch("grant", grant))
+    assert run.code == 0, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    assert "`[suite].reward_unprotected`: \\[\\] → \\[&quot;alpha&quot;\\]" in comment["body"]
+    assert "Reward unprotected" not in comment["body"]
+    main = project.clone("main-grants")
+    grant(main)
+    sh(main, "git", "commit", "-qam", "alpha's verifier needs the agent's server")
+    sh(main, "git", "push", "-q", "origin", "main")
+    run = project.gate_ci(project.pr_branch("plain", lambda work: (
+        work / "NOTES.md").write_text("a change\n")))
+    assert run.code == 0, run.stderr
+    body = _marker_comments(project.gh)[0]["body"]
+    assert ("🔓 Reward unprotected (`[suite].reward_unprotected`: their verifier needs a "
+            "service the agent started, which keeps running into it): `alpha`.") in body

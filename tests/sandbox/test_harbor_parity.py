@@ -49,12 +49,15 @@ def harbor(root: Path, name: str, *, toml: str = "", dockerfile: str = BASE,
 
 
 def run(path: Path, agent: Agent | None = None, tmp: Path | None = None,
-        **options: Any) -> tuple[RunResult, list[dict[str, Any]]]:
+        unprotected: bool = False, **options: Any) -> tuple[RunResult, list[dict[str, Any]]]:
+    """``unprotected``: as [suite].reward_unprotected listing the task."""
+    from gate.sandbox import SandboxOptions
     from gate.sandbox._docker import DockerSandboxProvider
 
     task = load_task(path)
     transcripts = (tmp or path.parent) / "transcripts"
-    with DockerSandboxProvider() as provider:
+    with DockerSandboxProvider(SandboxOptions(reward_unprotected=frozenset(
+            {task.id} if unprotected else ()))) as provider:
         result = run_one(task, 0, agent or OracleAgent(), provider=provider,
                          options=RunOptions(transcripts_dir=transcripts, **options))
     events = [json.loads(ln) for ln in Path(result.transcript or "").read_text().splitlines()] \
@@ -448,28 +451,40 @@ def test_an_agent_gets_each_steps_prompt_as_each_steps_user(tmp_path: Path) -> N
     assert result.status == "passed", result.reason
 
 
-def test_the_phase_boundary_keeps_services_and_stops_the_rest() -> None:
-    from gate.sandbox._procs import MARK, leftovers, parse
+def test_the_phase_boundary_stops_everything_the_agent_phase_started() -> None:
+    """Known by pid and start time: the image's own processes, pid 1, the keep-alive loop's
+    renewed sleep (in its loop's session) and the listing's shell stay; nothing an agent can
+    choose (a name, a marker, a socket, a parent) spares a process; the gate's own relay is
+    killed apart; services are kept only when asked."""
+    from gate.sandbox._procs import leftovers, parse
 
-    listing = "\n".join([
-        "P 1 0 S , sh -c keep-alive",
-        "P 5 1 S , entrypoint-daemon",  # the container started with it
-        "P 7 1 S , sleep 3600",  # the keep-alive loop's own
-        "P 20 19 S 900, nginx: master process",  # listens: kept, with what it started
-        "P 21 20 S , nginx: worker process",  # (its sockets unreadable: another user)
-        "P 19 0 S , sh -c service nginx start",  # the listener's parent: kept too
-        "P 22 20 Z , ",  # a zombie runs nothing
-        "P 30 0 S , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
-        "P 31 30 S , sleep 0.05",
-        "P 40 0 S 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's: never kept
-        f"P 50 0 R , sh -c : {MARK}; ...",
-        "P 51 50 R , sed -n s/x/y/p",
-        "L 900", "L 901", "garbage line",
-    ])
-    procs, listening = parse(listing)
-    kill, keep = leftovers(procs, listening, {1, 5}, ("/run/gate-meter/relay.py",))
-    assert [p.pid for p in kill] == [30, 31, 40]
-    assert [p.pid for p in keep] == [19, 20, 21]
+    listing = parse("\n".join([
+        "S 50",
+        "P 1 0 S 1 100 , sh -c keep-alive",
+        "P 5 1 S 1 101 , entrypoint-daemon",  # the container started with it
+        "P 6 1 S 1 990 , entrypoint-daemon",  # a pid it had, at another start time: new
+        "P 7 1 S 1 500 , sleep 3600",  # the keep-alive loop's renewed sleep, in its session
+        "P 8 1 S 30 510 , sleep 3600",  # an orphan named as it: another session
+        "P 20 19 S 19 600 900, nginx: master process",  # listens
+        "P 21 20 S 19 601 , nginx: worker process",  # (its sockets unreadable: another user)
+        "P 19 0 S 19 599 , sh -c service nginx start",  # the listener's parent
+        "P 22 20 Z 19 602 , ",  # a zombie runs nothing
+        "P 30 0 S 30 700 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
+        "P 31 30 S 30 701 , sleep 0.05",
+        "P 40 1 S 40 800 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's own
+        "P 41 1 S 41 801 902, python3 -I /run/gate-meter/relay.py 8765",  # a copy of its name
+        "P 45 1 S 30 850 , sh -c : gate-process-listing; loop",  # the marker grants nothing
+        "P 50 0 R 50 900 , sh -c echo S ...",  # the listing
+        "P 51 50 R 50 901 , sed -n s/x/y/p",
+        "L 900", "L 901", "L 902", "garbage line",
+    ]))
+    at_start = {(1, "100"), (5, "101"), (6, "102")}
+    agents, gates, kept = leftovers(listing, at_start, own={(40, "800")})
+    assert [p.pid for p in agents] == [6, 8, 19, 20, 21, 30, 31, 41, 45]
+    assert [p.pid for p in gates] == [40] and kept == []
+    agents, gates, kept = leftovers(listing, at_start, own={(40, "800")}, services=True)
+    assert [p.pid for p in agents] == [6, 8, 30, 31, 45]
+    assert [p.pid for p in kept] == [19, 20, 21, 41]
 
 
 SERVE = ("#!/bin/bash\nmkdir -p /srv/www && echo served > /srv/www/index.txt\n"
@@ -486,9 +501,13 @@ if [ "$(cat /tmp/got.txt)" = served ]; then echo 1; else cat /tmp/got.txt; echo 
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.usefixtures("engine")
-def test_a_service_the_agent_started_serves_the_verifier_as_under_harbor(
+def test_a_service_the_agent_started_serves_the_verifier_only_where_the_suite_says(
         tmp_path: Path) -> None:
-    result, events = run(harbor(tmp_path, "service", solve=SERVE, test=FETCH))
+    result, _ = run(harbor(tmp_path, "service", solve=SERVE, test=FETCH),
+                    tmp=tmp_path / "protected")
+    assert result.status == "failed", result.reason  # the default: the server is stopped
+    assert "stopped before the verifier" in (result.reason or ""), result.reason
+    result, events = run(harbor(tmp_path, "service", solve=SERVE, test=FETCH), unprotected=True)
     assert result.status == "passed", result.reason
     (verify,) = [e for e in events if e["type"] == "verify"]
     assert "http.server 8765" in verify["files"]["(services kept running from the agent phase)"]
