@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.docker import IMAGE, engine_problem
+from tests.helpers.process import gate
 
 PROBE = r'''
 import socket, sys
@@ -169,3 +170,158 @@ def test_a_harbor_phase_with_network_does_not_reach_the_hosts_services(
     assert "default-route" in said and "no-default-route" not in said  # it had a network
     assert listener.accepted == 0, said
     assert "reached-host" not in said and "blocked" in said
+
+
+# ----- UDP to the bridge's broadcast, 255.255.255.255 and a multicast group ------------------
+
+UDP_PROBE = r'''
+import socket, sys
+port = int(sys.argv[1])
+for target in sys.argv[2:]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    s.settimeout(1.5)
+    try:
+        s.sendto(b"knock", (target, port))
+        data, peer = s.recvfrom(100)
+        print(f"udp-reply {target} from {peer[0]}: {data!r}")
+    except OSError as exc:
+        print(f"udp-no-reply {target}: {exc}")
+'''
+
+
+class UdpEcho:
+    """A UDP echo service on the host's 0.0.0.0 (as the attacker's scenario has it) that
+    counts the datagrams it receives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("0.0.0.0", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received: list[str] = []
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, peer = self.sock.recvfrom(100)
+                self.received.append(peer[0])
+                self.sock.sendto(b"echo:" + data, peer)
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def udp_echo(listener: Listener) -> Iterator[UdpEcho]:
+    echo = UdpEcho()
+    yield echo
+    echo.close()
+
+
+def _bridge_broadcast() -> str:
+    p = subprocess.run(["docker", "network", "inspect", "bridge", "--format",
+                        '{{range .IPAM.Config}}{{.Subnet}} {{end}}'],
+                       capture_output=True, text=True, timeout=30)
+    import ipaddress
+
+    nets = [ipaddress.ip_network(w) for w in p.stdout.split() if "." in w]
+    assert nets, f"no IPv4 subnet on Docker's bridge: {p.stdout!r}"
+    return str(nets[0].broadcast_address)
+
+
+def _harbor_suite(tmp_path: Path, name: str, *, solve: str,
+                  dockerfile: str | None = None, extra: dict[str, str] | None = None) -> Path:
+    """A Harbor-format task ``name`` (public agent phase: Harbor's default) whose oracle runs
+    ``solve`` and writes /app/count.txt; returns the gate.toml running it in docker."""
+    from tests.helpers.harbor import DOCKERFILE, harbor_task
+
+    task = harbor_task(tmp_path / "suite", name, dockerfile=dockerfile or DOCKERFILE,
+                       solve="#!/bin/bash\n" + solve + "\nwc -l < data.txt > count.txt\n")
+    for rel, body in (extra or {}).items():
+        (task / rel).write_text(body)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[suite]\ntasks = "{task.parent}"\nsandbox = "docker"\n')
+    return cfg
+
+
+def _native_suite(tmp_path: Path, name: str, *, solve: str, toml: str,
+                  extra: dict[str, str] | None = None) -> Path:
+    from tests.helpers.suites import write_task
+
+    write_task(tmp_path / "suite", name, solve=solve + "\necho hi > hello.txt\n", toml=toml,
+               extra=extra)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[suite]\ntasks = "{tmp_path / "suite"}"\nsandbox = "docker"\n')
+    return cfg
+
+
+def _oracle_run(tmp_path: Path, cfg: Path, name: str) -> str:
+    """``gate run`` with the oracle (one run); what the run's transcript says."""
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--agent", "oracle", "-k", "1", "-o", out, timeout=300)
+    said = (tmp_path / "r.transcripts" / f"{name}-r0.jsonl").read_text()
+    assert p.returncode == 0, p.stderr + said
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["status"] == "passed", run
+    return said
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["docker", "harbor"])
+def test_udp_to_broadcast_and_multicast_gets_no_answer_from_the_hosts_services(
+        udp_echo: UdpEcho, tmp_path: Path, layout: str) -> None:
+    """A host UDP service on 0.0.0.0 answers what reaches it: a task with network sends to the
+    bridge's broadcast address, to 255.255.255.255 and to the all-hosts group 224.0.0.1
+    (every interface of the host is in it), unprivileged, and must get no answer."""
+    targets = [_bridge_broadcast(), "255.255.255.255", "224.0.0.1"]
+    solve = f"python3 - {udp_echo.port} {' '.join(targets)} <<'EOF'\n{UDP_PROBE}\nEOF\n"
+    if layout == "harbor":
+        cfg = _harbor_suite(tmp_path, "udp", solve=solve)
+    else:
+        cfg = _native_suite(tmp_path, "udp", solve=solve,
+                            toml=f'[environment]\nimage = "{IMAGE}"\nnetwork = true\n')
+    said = _oracle_run(tmp_path, cfg, "udp")
+    assert all(f"udp-no-reply {t}:" in said for t in targets), said
+    assert "udp-reply" not in said, said
+    assert udp_echo.received == [], said
+
+
+# ----- nothing in a container runs before its guard -----------------------------------------
+
+# the knock: bash's /dev/tcp from the very first instant (a Python one starts late enough to
+# lose the race it is meant to show), every 20 ms for eight seconds
+KNOCK = ("for i in $(seq 400); do (exec 3<>/dev/tcp/$1/$2) 2>/dev/null && echo knock-reached; "
+         "sleep 0.02; done\n")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["docker", "harbor"])
+def test_an_images_entrypoint_does_not_reach_the_host_before_the_guard(
+        listener: Listener, tmp_path: Path, layout: str) -> None:
+    """The image's ENTRYPOINT runs first in every container: one that knocks on a host
+    service (a listener on 0.0.0.0, through the bridge's address) from the very start, for
+    eight seconds, reaches nothing — the container has no network until its guard is set."""
+    bridge = _bridge_address()
+    assert bridge, "no address of this machine on Docker's bridge"
+    dockerfile = (f"FROM {IMAGE}\nWORKDIR /app\nRUN printf 'a\\nb\\nc\\n' > /app/data.txt\n"
+                  "COPY knock.sh /opt/knock.sh\n"
+                  f'ENTRYPOINT ["/bin/sh", "-c", "bash /opt/knock.sh {bridge} {listener.port} '
+                  '& exec \\"$@\\"", "sh"]\n')
+    if layout == "harbor":
+        cfg = _harbor_suite(tmp_path, "knock", solve="true", dockerfile=dockerfile,
+                            extra={"environment/knock.sh": KNOCK})
+    else:
+        cfg = _native_suite(tmp_path, "knock", solve="true",
+                            toml='[environment]\ndockerfile = "env/Dockerfile"\nnetwork = true\n',
+                            extra={"env/Dockerfile": dockerfile, "env/knock.sh": KNOCK})
+    _oracle_run(tmp_path, cfg, "knock")
+    assert listener.accepted == 0
+
