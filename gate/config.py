@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -74,6 +74,10 @@ class SuiteConfig(_Strict):
                               description="the image of container tasks that name none")
     pull: bool | None = Field(default=None, description="pull a missing image; default: only "
                               "on GitHub's runners, where a registry is reachable")
+    net_raw: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=1000,
+        description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "
+                    "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
 
 
 class GateSettings(_Strict):

@@ -137,6 +137,8 @@ class AgentInfo(_Open):
 class TaskInfo(_Open):
     digest: str
     difficulty: str | None = None
+    # its container kept the NET_RAW capability the gate drops ([suite].net_raw), else None
+    net_raw: bool | None = None
 
 
 class SuiteInfo(_Open):

@@ -442,8 +442,20 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
-        resolution=resolution,
+        resolution=resolution, notes=_net_raw_note(baseline, candidate),
     )
+
+
+def _net_raw_note(*arms: Results) -> list[str]:
+    """One line naming the tasks whose container kept NET_RAW in either arm
+    (``[suite].net_raw``: raw sockets the gate otherwise drops), or none."""
+    names = sorted({tid for arm in arms for tid, info in arm.suite.tasks.items()
+                    if info.net_raw})
+    if not names:
+        return []
+    shown = ", ".join(n[:_NOTE_CHARS] for n in names[:_MAX_NOTES])
+    more = f" and {len(names) - _MAX_NOTES} more" if len(names) > _MAX_NOTES else ""
+    return [f"raw sockets (NET_RAW) kept by [suite].net_raw for: {shown}{more}"]
 
 
 def _design_resolution(tasks: list[TaskChange], compared: list[str],

@@ -192,6 +192,8 @@ class SandboxOptions:
     base_dir: Path | None = None  # where workspaces go (default: the system temp dir)
     image: str | None = None  # the image of tasks that name none (container backends)
     pull: bool | None = None  # pull a missing image; None: only where a registry is reachable
+    # tasks whose long-lived container keeps NET_RAW ([suite].net_raw; Harbor's format)
+    net_raw: frozenset[str] = frozenset()
 
 
 class SandboxProvider(abc.ABC):

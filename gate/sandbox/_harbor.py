@@ -10,15 +10,17 @@ running but its services (:mod:`._procs`), :meth:`set_network` attaches it to th
 (``public``) or detaches it (``no-network``: loopback only), :meth:`upload_dir`,
 :meth:`reset_dir` and :meth:`run_as`.
 
-Security settings are Harbor's own: its docker environment (``environments/docker/docker-
-compose-*.yaml`` in harbor-framework/harbor) starts the container with the engine's defaults,
-so here too the default capability set, no ``no-new-privileges`` (a setuid helper, ``sudo``,
-works as under a plain ``docker run`` of the image), a writable root (verifiers install their
-tools at verify time). The container starts on no network, and is attached only once
-:mod:`._netguard` has set its rules (nothing of the image, its ``ENTRYPOINT`` first, runs
-unguarded). Limits: the task's ``cpus`` / ``memory_mb`` (as Harbor's resources file), and the
-gate's own pids limit (:data:`PIDS`, not Harbor's: a fork bomb must not take down a shared CI
-runner), the gate's labels, bounded logs.
+Security settings are Harbor's own: its docker environment (``environments/docker/
+docker-compose-*.yaml`` in harbor-framework/harbor) starts the container with the engine's
+defaults, so here too the default capability set but ``NET_RAW`` (not Harbor's: root's packet
+socket would hand-build frames to a host service past the network guard; ``[suite].net_raw``
+gives it back per task), no ``no-new-privileges`` (a setuid helper, ``sudo``, works as under a
+plain ``docker run`` of the image), a writable root (verifiers install their tools at verify
+time). The container starts on no network, and is attached only once :mod:`._netguard` has set
+its rules (nothing of the image, its ``ENTRYPOINT`` first, runs unguarded). Limits: the task's
+``cpus`` / ``memory_mb`` (as Harbor's resources file), and the gate's own pids limit
+(:data:`PIDS`, not Harbor's: a fork bomb must not take down a shared CI runner), the gate's
+labels, bounded logs.
 
 The runner's ``.runner/`` files (the final message, notes, a command agent's prompt) live in
 the format's ``runner_dir`` (Harbor's ``/logs/agent``), so the working directory holds only
@@ -160,7 +162,7 @@ class DockerRunContainer(RunContainer):
             container = client.containers.create(
                 self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
-                environment=spec.env, network_mode="bridge",
+                environment=spec.env, network_mode="bridge", cap_drop=self._cap_drop(),
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                 pids_limit=PIDS, nano_cpus=int(min(spec.cpus, ncpu) * 1e9),
@@ -183,6 +185,12 @@ class DockerRunContainer(RunContainer):
             self.reset_dir(spec.runner_dir)
         self._at_start = set(parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0",
                                                    env={}, timeout=30).stdout)[0])
+
+    def _cap_drop(self) -> list[str]:
+        """``NET_RAW`` (Harbor keeps it): root's packet socket would hand-build frames to a
+        host service past the guard's rules. ``[suite].net_raw``, the base branch's, gives it
+        back to the tasks it names."""
+        return [] if self.task.id in self.provider.options.net_raw else ["NET_RAW"]
 
     def _guard(self, container: Any) -> None:
         """Keep a phase with network off this host's services (:mod:`._netguard`): the rules

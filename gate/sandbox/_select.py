@@ -97,7 +97,8 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
     """The sandbox options of ``[suite]``: ``pull`` as set, else whether a registry is
     reachable (the caller's ``registry``)."""
     pull = suite.pull if suite.pull is not None else registry
-    return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull)
+    return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull,
+                          net_raw=frozenset(suite.net_raw))
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,

@@ -325,3 +325,83 @@ def test_an_images_entrypoint_does_not_reach_the_host_before_the_guard(
     _oracle_run(tmp_path, cfg, "knock")
     assert listener.accepted == 0
 
+
+# ----- raw packets: NET_RAW dropped from Harbor's containers unless the suite grants it -----
+
+RAW_AGENT = """#!/bin/bash
+python3 - > /app/raw.txt <<'EOF'
+import errno, socket
+try:
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close()
+    print("opened")
+except OSError as exc:
+    print(errno.errorcode.get(exc.errno, exc.errno))
+EOF
+echo "raw socket: $(cat /app/raw.txt) as $(id -u)"
+"""
+RAW_TEST = """#!/bin/bash
+if grep -qx opened /app/raw.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_harbor_agent_cannot_open_a_packet_socket_unless_the_suite_grants_it(
+        tmp_path: Path) -> None:
+    """Root in a Harbor container, the agent would hand-build frames on a packet socket past
+    the namespace's REJECT rules: NET_RAW is dropped (EPERM), and ``[suite].net_raw``, the
+    base branch's list of tasks that need raw sockets, gives it back, said in the comment."""
+    from tests.helpers.harbor import DOCKERFILE, harbor_task
+
+    suite = tmp_path / "suite"
+    task = harbor_task(suite, "raw", test=RAW_TEST,
+                       dockerfile=DOCKERFILE + "COPY agent.sh /opt/agent.sh\n")
+    (task / "environment" / "agent.sh").write_text(RAW_AGENT)
+    runs = {}
+    for name, grant in (("default", ""), ("granted", 'net_raw = ["raw"]\n')):
+        cfg = tmp_path / f"{name}.toml"
+        cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash /opt/agent.sh"\n'
+                       f'[suite]\ntasks = "{suite}"\n{grant}')
+        out = tmp_path / f"{name}.json"
+        p = gate("run", "--config", cfg, "-k", "1", "-o", out, "--sim")
+        assert p.returncode == 0, p.stderr
+        said = (tmp_path / f"{name}.transcripts" / "raw-r0.jsonl").read_text()
+        (run,) = json.loads(out.read_text())["runs"]
+        runs[name] = (run["status"], said)
+    assert runs["default"][0] == "failed" and "raw socket: EPERM as 0" in runs["default"][1]
+    assert runs["granted"][0] == "passed" and "raw socket: opened as 0" in runs["granted"][1]
+    p = gate("compare", tmp_path / "default.json", tmp_path / "granted.json", "--format",
+             "markdown")
+    assert "raw sockets (NET_RAW) kept by [suite].net_raw for: raw" in p.stdout, p.stdout
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_pull_request_cannot_grant_itself_raw_sockets(tmp_path: Path) -> None:
+    """``[suite]`` measures, so on a PR it is the base branch's: a PR that adds its task to
+    ``net_raw`` is told of the change, and its agent still gets EPERM (``gate run
+    --base-ref``: the yardstick ``gate ci`` opens on a pull request)."""
+    from tests.helpers.harbor import DOCKERFILE, harbor_task
+
+    repo = tmp_path / "repo"
+    task = harbor_task(repo / "tasks", "raw", test=RAW_TEST,
+                       dockerfile=DOCKERFILE + "COPY agent.sh /opt/agent.sh\n")
+    (task / "environment" / "agent.sh").write_text(RAW_AGENT)
+    agent = '[agent]\nkind = "command"\ncommand = "bash /opt/agent.sh"\n'
+    (repo / "gate.toml").write_text(agent + '[suite]\ntasks = "tasks"\n')
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-q",
+                  "-m", "base"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    (repo / "gate.toml").write_text(agent + '[suite]\ntasks = "tasks"\nnet_raw = ["raw"]\n')
+    out = tmp_path / "pr.json"
+    p = gate("run", "--config", repo / "gate.toml", "--base-ref", "main", "-k", "1", "-o", out,
+             "--sim", cwd=repo)
+    assert p.returncode == 0, p.stderr
+    assert "[suite].net_raw" in p.stdout + p.stderr, p.stdout + p.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    said = (tmp_path / "pr.transcripts" / "raw-r0.jsonl").read_text()
+    assert run["status"] == "failed" and "raw socket: EPERM as 0" in said, said
+    assert not json.loads(out.read_text())["suite"]["tasks"]["raw"].get("net_raw")
