@@ -232,6 +232,21 @@ class Results(_Open):
                 f"{n} planned run{'s' if n != 1 else ''} missing")
 
 
+def net_raw_note(*arms: Results) -> str | None:
+    """One line naming the tasks whose container kept NET_RAW in any of ``arms``
+    (``[suite].net_raw``: the raw sockets the gate otherwise drops), or None."""
+    names = sorted({tid for arm in arms for tid, info in arm.suite.tasks.items()
+                    if info.net_raw})
+    if not names:
+        return None
+    shown = ", ".join(printable(n)[:80] for n in names[:_NET_RAW_SHOWN])
+    more = f" and {len(names) - _NET_RAW_SHOWN} more" if len(names) > _NET_RAW_SHOWN else ""
+    return f"raw sockets (NET_RAW) kept by [suite].net_raw for: {shown}{more}"
+
+
+_NET_RAW_SHOWN = 4
+
+
 def summarize(runs: Iterable[RunResult]) -> Summary:
     """Summary fields. ``total`` excludes infra errors; cost and tokens include them (billed).
 

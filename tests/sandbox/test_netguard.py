@@ -373,7 +373,12 @@ def test_a_harbor_agent_cannot_open_a_packet_socket_unless_the_suite_grants_it(
     assert runs["granted"][0] == "passed" and "raw socket: opened as 0" in runs["granted"][1]
     p = gate("compare", tmp_path / "default.json", tmp_path / "granted.json", "--format",
              "markdown")
-    assert "raw sockets (NET_RAW) kept by [suite].net_raw for: raw" in p.stdout, p.stdout
+    line = "raw sockets (NET_RAW) kept by [suite].net_raw for: raw"
+    assert line in p.stdout, p.stdout
+    html = tmp_path / "granted.html"
+    p = gate("report", tmp_path / "granted.json", "--html", html)
+    assert p.returncode == 0, p.stderr
+    assert line in html.read_text()
 
 
 @pytest.mark.docker
