@@ -410,3 +410,57 @@ def test_a_pull_request_cannot_grant_itself_raw_sockets(tmp_path: Path) -> None:
     said = (tmp_path / "pr.transcripts" / "raw-r0.jsonl").read_text()
     assert run["status"] == "failed" and "raw socket: EPERM as 0" in said, said
     assert not json.loads(out.read_text())["suite"]["tasks"]["raw"].get("net_raw")
+
+
+FRAME = r'''
+import socket, struct, sys
+mac, host, port = bytes.fromhex(sys.argv[1].replace(":", "")), sys.argv[2], int(sys.argv[3])
+probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+probe.connect((host, port))  # a route lookup only: nothing is sent
+src = probe.getsockname()[0]
+own = bytes.fromhex(open("/sys/class/net/eth0/address").read().strip().replace(":", ""))
+payload = b"hand-built"
+udp = struct.pack("!HHHH", 40000, port, 8 + len(payload), 0) + payload
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                 socket.inet_aton(src), socket.inet_aton(host))
+words = sum(struct.unpack("!10H", ip))
+while words >> 16:
+    words = (words & 0xFFFF) + (words >> 16)
+ip = ip[:10] + struct.pack("!H", ~words & 0xFFFF) + ip[12:]
+try:
+    raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+except OSError as exc:
+    print(f"frame-not-sent: {exc}")
+    sys.exit(0)
+raw.bind(("eth0", 0))
+raw.send(mac + own + b"\x08\x00" + ip + udp)
+print("frame-sent")
+'''
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("granted", [False, True])
+def test_a_hand_built_frame_reaches_a_host_service_only_with_net_raw(
+        udp_echo: UdpEcho, tmp_path: Path, granted: bool) -> None:
+    """What NET_RAW would give the agent: a frame built by hand on a packet socket (Ethernet,
+    IPv4, UDP to the host's bridge address) leaves through no ``OUTPUT`` chain, so the
+    guard's REJECT rules never see it and a host UDP service on 0.0.0.0 receives it. Without
+    the grant the socket cannot be opened and nothing arrives; with it (``[suite].net_raw``)
+    it does — the exception the suite's owner accepts for that task."""
+    bridge = _bridge_address()
+    assert bridge, "no address of this machine on Docker's bridge"
+    dev = subprocess.run(["docker", "network", "inspect", "bridge", "--format",
+                          '{{index .Options "com.docker.network.bridge.name"}}'],
+                         capture_output=True, text=True, timeout=30).stdout.strip()
+    mac = Path(f"/sys/class/net/{dev}/address").read_text().strip()
+    cfg = _harbor_suite(tmp_path, "frame", solve=f"python3 - {mac} {bridge} {udp_echo.port} "
+                                                  f"<<'EOF'\n{FRAME}\nEOF\nsleep 1\n")
+    if granted:
+        cfg.write_text(cfg.read_text() + 'net_raw = ["frame"]\n')
+    said = _oracle_run(tmp_path, cfg, "frame")
+    if granted:
+        assert "frame-sent" in said and udp_echo.received != [], said
+    else:
+        assert "frame-not-sent: [Errno 1] Operation not permitted" in said, said
+        assert udp_echo.received == [], said
