@@ -4,22 +4,23 @@ A container on Docker's bridge routes everything through the bridge's gateway �
 the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, a
 resolver, the cloud's metadata service behind the host) answers a task that opted in to a
 network. The guard closes that from inside the container's own network namespace, without
-touching the host's firewall. The container is created on the bridge but taken off it before
-it starts (:func:`detach`): it starts with loopback only, so nothing in it — the image's
+touching the host's firewall. The container is created on the bridge but taken off it before it
+starts (:func:`detach`): it starts with loopback only, so nothing in it — the image's
 ``ENTRYPOINT`` runs first — reaches anything yet. Then the gate appends to the namespace's own
 ``OUTPUT`` chain a ``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
 IPv6 addresses, loopback excepted: inside the container, loopback is the container's own), for
 the bridge's gateway, for the link-local range ``169.254.0.0/16`` (where cloud metadata
 services answer), and for every broadcast and multicast destination (``255.255.255.255``, the
-bridge subnet's broadcast by address type, ``224.0.0.0/4``, IPv6's ``ff00::/8`` but for
-ICMPv6: a host's UDP service on 0.0.0.0 receives and answers those), through ``nsenter -t
-<container pid> -n iptables-restore``; it reads the rules back, and only then attaches the
-bridge (:func:`attach`). Traffic to anything else still leaves through the gateway (only
-packets *addressed* to the host are refused). The rules belong to the namespace, so they hold
-when a network is attached, detached and attached again (Harbor's phases). Nothing in the
-container can remove them: the docker sandbox's commands have no capability at all (``cap_drop
-ALL``), Harbor's containers the engine's defaults less ``NET_RAW`` (no ``NET_ADMIN``; without
-``NET_RAW`` no packet socket hand-builds frames past the rules either: ``_harbor``).
+bridge subnet's broadcast by address type, ``224.0.0.0/4``, IPv6's ``ff00::/8`` and
+``fe80::/10`` but for ICMPv6: a host's UDP service on 0.0.0.0 receives and answers those),
+through ``nsenter -t <container pid> -n iptables-restore``; it reads the rules back, and only
+then attaches the bridge (:func:`attach`). Traffic to anything else still leaves through the
+gateway (only packets *addressed* to the host are refused). The rules belong to the namespace,
+so they hold when a network is attached, detached and attached again (Harbor's phases). Nothing
+in the container can remove them: the docker sandbox's commands have no capability at all
+(``cap_drop ALL``), Harbor's containers the engine's defaults less ``NET_RAW`` (no
+``NET_ADMIN``; without ``NET_RAW`` no packet socket hand-builds frames past the rules either:
+``_harbor``).
 
 A command is held until then: it starts as a small ``sh`` loop that waits for a marker file
 in the command's read-only I/O directory, which the gate writes only once the rules are in
@@ -55,8 +56,10 @@ BRIDGE = "bridge"  # Docker's default bridge: the only network a guarded contain
 #: too, by address type: a host's UDP service on 0.0.0.0 receives and answers those)
 V4_ALWAYS = (f"-d {LINK_LOCAL}", "-d 224.0.0.0/4", "-d 255.255.255.255/32",
              "-m addrtype --dst-type BROADCAST")
-#: IPv6 multicast but ICMPv6 (neighbour discovery, without which IPv6 has no neighbours)
-V6_ALWAYS = ("-d ff00::/8 ! -p ipv6-icmp",)
+#: IPv6 multicast and link-local (the host's side of each container's link gets an address of
+#: its own once attached, after the guard) but ICMPv6: neighbour discovery, without which IPv6
+#: has no neighbours
+V6_ALWAYS = ("-d ff00::/8 ! -p ipv6-icmp", "-d fe80::/10 ! -p ipv6-icmp")
 _HOLD_S = 60  # how long a held command waits for the guard before it gives up
 _TOOL_TIMEOUT_S = 20
 

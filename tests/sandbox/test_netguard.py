@@ -296,9 +296,11 @@ def test_udp_to_broadcast_and_multicast_gets_no_answer_from_the_hosts_services(
 # ----- nothing in a container runs before its guard -----------------------------------------
 
 # the knock: bash's /dev/tcp from the very first instant (a Python one starts late enough to
-# lose the race it is meant to show), every 20 ms for eight seconds
-KNOCK = ("for i in $(seq 400); do (exec 3<>/dev/tcp/$1/$2) 2>/dev/null && echo knock-reached; "
-         "sleep 0.02; done\n")
+# lose the race it is meant to show), every 20 ms for about four seconds; then a mark, which
+# the oracle waits for (so the phase boundary never meets the knock still running)
+KNOCK = ("while [ $SECONDS -lt 4 ]; do { : 3<>/dev/tcp/$1/$2; } 2>/dev/null && "
+         "echo knock-reached; sleep 0.02; done; : > /tmp/knock.done\n")
+WAIT_KNOCK = "while [ ! -e /tmp/knock.done ]; do sleep 0.2; done"
 
 
 @pytest.mark.docker
@@ -308,7 +310,7 @@ def test_an_images_entrypoint_does_not_reach_the_host_before_the_guard(
         listener: Listener, tmp_path: Path, layout: str) -> None:
     """The image's ENTRYPOINT runs first in every container: one that knocks on a host
     service (a listener on 0.0.0.0, through the bridge's address) from the very start, for
-    eight seconds, reaches nothing — the container has no network until its guard is set."""
+    about four seconds, reaches nothing — the container has no network until its guard is set."""
     bridge = _bridge_address()
     assert bridge, "no address of this machine on Docker's bridge"
     dockerfile = (f"FROM {IMAGE}\nWORKDIR /app\nRUN printf 'a\\nb\\nc\\n' > /app/data.txt\n"
@@ -316,10 +318,10 @@ def test_an_images_entrypoint_does_not_reach_the_host_before_the_guard(
                   f'ENTRYPOINT ["/bin/sh", "-c", "bash /opt/knock.sh {bridge} {listener.port} '
                   '& exec \\"$@\\"", "sh"]\n')
     if layout == "harbor":
-        cfg = _harbor_suite(tmp_path, "knock", solve="true", dockerfile=dockerfile,
+        cfg = _harbor_suite(tmp_path, "knock", solve=WAIT_KNOCK, dockerfile=dockerfile,
                             extra={"environment/knock.sh": KNOCK})
     else:
-        cfg = _native_suite(tmp_path, "knock", solve="true",
+        cfg = _native_suite(tmp_path, "knock", solve=WAIT_KNOCK,
                             toml='[environment]\ndockerfile = "env/Dockerfile"\nnetwork = true\n',
                             extra={"env/Dockerfile": dockerfile, "env/knock.sh": KNOCK})
     _oracle_run(tmp_path, cfg, "knock")
@@ -464,3 +466,47 @@ def test_a_hand_built_frame_reaches_a_host_service_only_with_net_raw(
     else:
         assert "frame-not-sent: [Errno 1] Operation not permitted" in said, said
         assert udp_echo.received == [], said
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("engine")
+def test_the_guard_is_set_on_no_network_and_covers_ipv6_where_the_host_has_it() -> None:
+    """A container detached before it starts has loopback only when the guard goes in; the
+    rules name the host's IPv6 addresses and ff00::/8 (ICMPv6 aside) whenever the host has
+    IPv6, though the namespace has none yet, and they stay once the bridge is attached."""
+    import docker
+
+    from gate.sandbox._netguard import (
+        V4_ALWAYS,
+        V6_ALWAYS,
+        attach,
+        detach,
+        guard_container,
+        host_addresses,
+    )
+
+    client = docker.from_env()
+    container = client.containers.create(IMAGE, ["sleep", "60"], network_mode="bridge",
+                                         labels={"agent-gate-test": "netguard"})
+    try:
+        detach(container)
+        container.start()
+        routes = container.exec_run(["cat", "/proc/net/route"]).output.decode()
+        assert len(routes.strip().splitlines()) == 1, routes  # the header: no route at all
+        v6 = [a for a in host_addresses() if ":" in a]
+        guard_container(container)
+        attach(container)
+        pid = str(client.api.inspect_container(container.id)["State"]["Pid"])
+        rules = {tool: subprocess.run(["nsenter", "-t", pid, "-n", tool, "-S", "OUTPUT"],
+                                      capture_output=True, text=True, check=True).stdout
+                 for tool in ("iptables", "ip6tables")}
+        assert all(f"{spec} -j REJECT" in rules["iptables"] for spec in V4_ALWAYS)
+        if v6:  # the host's link-local addresses made later (its side of each container's
+            # link) are inside fe80::/10
+            assert all(f"{spec} -j REJECT" in rules["ip6tables"] for spec in V6_ALWAYS)
+            assert all(f"-d {a}/128 -j REJECT" in rules["ip6tables"] for a in v6)
+        routes = container.exec_run(["cat", "/proc/net/route"]).output.decode()
+        assert "00000000" in routes  # attached: a default route now
+    finally:
+        container.remove(force=True)
+        client.close()
