@@ -236,8 +236,8 @@ def _header(req: RunRequest, name: str, setup: _ArmSetup, suite: Suite, *,
         if req.max_run_cost is not None:
             extra["max_run_cost_usd"] = req.max_run_cost
         return new_results(
-            model=setup.model_label, agent=setup.info, suite=suite_info(suite),
-            commit=commits[name],
+            model=setup.model_label, agent=setup.info,
+            suite=suite_info(suite, req.config.suite.net_raw), commit=commits[name],
             schedule=Schedule(replications=req.first_replication + replications,
                               jobs=jobs, metering=METERING, arm=name), **extra)
     return make

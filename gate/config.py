@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -102,6 +102,10 @@ class SuiteConfig(_Strict):
     # so their reward is not protected from the agent; the comment says so
     reward_unprotected: list[str] = Field(default_factory=list, description="task ids whose "
                                           "verifier needs a service the agent started")
+    net_raw: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=1000,
+        description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "
+                    "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
 
 
 class GateSettings(_Strict):

@@ -137,6 +137,8 @@ class AgentInfo(_Open):
 class TaskInfo(_Open):
     digest: str
     difficulty: str | None = None
+    # its container kept the NET_RAW capability the gate drops ([suite].net_raw), else None
+    net_raw: bool | None = None
 
 
 class SuiteInfo(_Open):
@@ -228,6 +230,21 @@ class Results(_Open):
         n = len(self.interrupted.missing)
         return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
                 f"{n} planned run{'s' if n != 1 else ''} missing")
+
+
+def net_raw_note(*arms: Results) -> str | None:
+    """One line naming the tasks whose container kept NET_RAW in any of ``arms``
+    (``[suite].net_raw``: the raw sockets the gate otherwise drops), or None."""
+    names = sorted({tid for arm in arms for tid, info in arm.suite.tasks.items()
+                    if info.net_raw})
+    if not names:
+        return None
+    shown = ", ".join(printable(n)[:80] for n in names[:_NET_RAW_SHOWN])
+    more = f" and {len(names) - _NET_RAW_SHOWN} more" if len(names) > _NET_RAW_SHOWN else ""
+    return f"raw sockets (NET_RAW) kept by [suite].net_raw for: {shown}{more}"
+
+
+_NET_RAW_SHOWN = 4
 
 
 def summarize(runs: Iterable[RunResult]) -> Summary:

@@ -387,7 +387,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         return new_results(
             model=p.agent.model_label(),
             agent=AgentInfo(kind=p.kind, fingerprint=fp, parts=p.parts),
-            suite=suite_info(p.suite), commit=p.commit, runs=kept,
+            suite=suite_info(p.suite, p.cfg.suite.net_raw), commit=p.commit, runs=kept,
             schedule=Schedule(replications=req.first_replication + p.replications,
                               jobs=p.jobs, sequential=req.sequential, metering=METERING,
                               shard=identity["shard"],

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,7 +46,7 @@ from gate.results import (
 )
 from gate.runner import Arm, RunOptions, run_many
 from gate.sandbox import SandboxProvider
-from gate.tasks import Suite, Task
+from gate.tasks import Suite, Task, task_format
 
 SIM_CREDENTIAL = "gate-simulator-key"
 NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
@@ -58,10 +58,15 @@ Work = list[tuple[Task, int]] | list[tuple[Task, int, Arm]]
 Upstream = tuple[str, str, str, str]
 
 
-def suite_info(suite: Suite) -> SuiteInfo:
+def suite_info(suite: Suite, net_raw: Collection[str] = ()) -> SuiteInfo:
+    """The suite as the results record it; ``net_raw``: the tasks ``[suite].net_raw`` names
+    (marked where their long-lived container keeps NET_RAW: Harbor's format)."""
     return SuiteInfo(
         digest=suite.digest,
-        tasks={t.id: TaskInfo(digest=t.digest, difficulty=t.difficulty) for t in suite.tasks},
+        tasks={t.id: TaskInfo(digest=t.digest, difficulty=t.difficulty,
+                              net_raw=True if t.id in net_raw and
+                              task_format(t).lifecycle == "per_run" else None)
+               for t in suite.tasks},
     )
 
 

@@ -35,7 +35,7 @@ from gate.compare._model import (
 )
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, net_raw_note
 
 _EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
 _LABELS: dict[MetricName, str] = {
@@ -442,8 +442,9 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
-        resolution=resolution,
+        resolution=resolution, notes=[n for n in [net_raw_note(baseline, candidate)] if n],
     )
+
 
 
 def _design_resolution(tasks: list[TaskChange], compared: list[str],

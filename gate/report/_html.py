@@ -40,7 +40,7 @@ from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
 from gate.report._format import FILTERS, change_interval, interval, metric_value, pct, usd
 from gate.report._render import metric_change, metric_verdict
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, net_raw_note
 from gate.traces import Trace
 
 TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
@@ -598,6 +598,7 @@ def render_html(results: Results, *, results_path: Path | None = None,
         headline=headline, reasons=comparison.reasons if comparison else [],
         power=comparison.power.statement if comparison and comparison.power else None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
+        net_raw=net_raw_note(*(a for _, a in arms)),
         metrics=_metric_rows(comparison, iv),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,
         stat_tasks=len(iv.tasks),

@@ -206,6 +206,8 @@ class SandboxOptions:
     # tasks whose agent-started services run into the verifier (the phase boundary keeps
     # them; [suite].reward_unprotected, the base branch's on a PR)
     reward_unprotected: frozenset[str] = frozenset()
+    # tasks whose long-lived container keeps NET_RAW ([suite].net_raw; Harbor's format)
+    net_raw: frozenset[str] = frozenset()
 
 
 class SandboxProvider(abc.ABC):

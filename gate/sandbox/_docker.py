@@ -191,8 +191,10 @@ class DockerSandbox(Sandbox):
         timed_out = cancelled = False
         code = -signal.SIGKILL
         try:
+            if guard:  # started on no network; guarded, attached, then the command goes
+                guard.detach(container)
             container.start()
-            if guard:  # the host's addresses prohibited before the held command goes
+            if guard:
                 guard.apply(container)
             deadline = start + timeout
             while True:

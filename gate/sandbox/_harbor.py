@@ -13,11 +13,15 @@ started (:mod:`._procs`; a task in ``[suite].reward_unprotected`` keeps its serv
 
 Security settings are Harbor's own: its docker environment (``environments/docker/
 docker-compose-*.yaml`` in harbor-framework/harbor) starts the container with the engine's
-defaults, so here too the default capability set, no ``no-new-privileges`` (a setuid helper,
-``sudo``, works as under a plain ``docker run`` of the image), a writable root (verifiers
-install their tools at verify time). Limits: the task's ``cpus`` / ``memory_mb`` (as Harbor's
-resources file), and the gate's own pids limit (:data:`PIDS`, not Harbor's: a fork bomb must
-not take down a shared CI runner), the gate's labels, bounded logs.
+defaults, so here too the default capability set but ``NET_RAW`` (not Harbor's: root's packet
+socket would hand-build frames to a host service past the network guard; ``[suite].net_raw``
+gives it back per task), no ``no-new-privileges`` (a setuid helper, ``sudo``, works as under a
+plain ``docker run`` of the image), a writable root (verifiers install their tools at verify
+time). The container starts on no network, and is attached only once :mod:`._netguard` has set
+its rules (nothing of the image, its ``ENTRYPOINT`` first, runs unguarded). Limits: the task's
+``cpus`` / ``memory_mb`` (as Harbor's resources file), and the gate's own pids limit
+(:data:`PIDS`, not Harbor's: a fork bomb must not take down a shared CI runner), the gate's
+labels, bounded logs.
 
 The runner's ``.runner/`` files (the final message, notes, a command agent's prompt) live in
 the format's ``runner_dir`` (Harbor's ``/logs/agent``), so the working directory holds only
@@ -160,7 +164,7 @@ class DockerRunContainer(RunContainer):
             container = client.containers.create(
                 self.image, command=["sh", "-c", KEEPALIVE], detach=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
-                environment=spec.env, network_mode="bridge",
+                environment=spec.env, network_mode="bridge", cap_drop=self._cap_drop(),
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
                 mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                 pids_limit=PIDS, nano_cpus=int(min(spec.cpus, ncpu) * 1e9),
@@ -171,30 +175,36 @@ class DockerRunContainer(RunContainer):
             raise SandboxError(f"cannot create a container: {_first_line(exc)}") from exc
         self._container_id = container.id
         self._network = "public"
-        self.set_network(spec.network)
+        self.set_network("no-network")  # nothing in it runs before its guard (_netguard)
         try:
             container.start()
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot start the container: {_first_line(exc)}") from exc
         self._guard(container)
+        self.set_network(spec.network)
         self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
         if spec.runner_dir:
             self.reset_dir(spec.runner_dir)
         self._at_start = {p.ident for p in self._listing().procs.values()}
 
+    def _cap_drop(self) -> list[str]:
+        """``NET_RAW`` (Harbor keeps it): root's packet socket would hand-build frames to a
+        host service past the guard's rules. ``[suite].net_raw``, the base branch's, gives it
+        back to the tasks it names."""
+        return [] if self.task.id in self.provider.options.net_raw else ["NET_RAW"]
+
     def _guard(self, container: Any) -> None:
         """Keep a phase with network off this host's services (:mod:`._netguard`): the rules
-        go into the container's own namespace before anything runs in it and hold across the
-        phases' detach and attach. Where they cannot be set, a public phase is refused with
-        the reason (:meth:`set_network`), never run exposed; a task without network runs."""
+        go into the container's own namespace once it started on no network, before it is
+        ever attached, and hold across the phases' detach and attach. Where they cannot be
+        set, a public phase is refused with the reason (:meth:`set_network`), never run
+        exposed; a task without network runs."""
         from gate.sandbox._netguard import guard_container
 
         try:
             guard_container(container)
         except SandboxError as exc:
             self._unguarded = str(exc)
-        if self._network == "public":
-            self._refuse_unguarded()
 
     def _refuse_unguarded(self) -> None:
         if self._unguarded is not None:

@@ -4,26 +4,34 @@ A container on Docker's bridge routes everything through the bridge's gateway �
 the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, a
 resolver, the cloud's metadata service behind the host) answers a task that opted in to a
 network. The guard closes that from inside the container's own network namespace, without
-touching the host's firewall: after the container starts, and before its command runs, the
-gate appends to the namespace's own ``OUTPUT`` chain a ``REJECT`` rule for every address of
-the host (all its interfaces' IPv4 and IPv6 addresses, loopback excepted: inside the
-container, loopback is the container's own), for the container's gateway, and for the
-link-local range ``169.254.0.0/16`` (where cloud metadata services answer), through ``nsenter
--t <container pid> -n iptables-restore``; then it reads the rules back. Traffic to anything
-else still leaves through the gateway (only packets *addressed* to the host are refused). The
-rules belong to the namespace, so they hold when a network is detached and attached again
-(Harbor's phases); the task's user has no capability in the container (``cap_drop ALL``), so
-it cannot remove them.
+touching the host's firewall. The container is created on the bridge but taken off it before it
+starts (:func:`detach`): it starts with loopback only, so nothing in it — the image's
+``ENTRYPOINT`` runs first — reaches anything yet. Then the gate appends to the namespace's own
+``OUTPUT`` chain a ``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
+IPv6 addresses, loopback excepted: inside the container, loopback is the container's own), for
+the bridge's gateway, for the link-local range ``169.254.0.0/16`` (where cloud metadata
+services answer), and for every broadcast and multicast destination (``255.255.255.255``, the
+bridge subnet's broadcast by address type, ``224.0.0.0/4``, IPv6's ``ff00::/8`` and
+``fe80::/10`` but for ICMPv6: a host's UDP service on 0.0.0.0 receives and answers those),
+through ``nsenter -t <container pid> -n iptables-restore``; it reads the rules back, and only
+then attaches the bridge (:func:`attach`). Traffic to anything else still leaves through the
+gateway (only packets *addressed* to the host are refused). The rules belong to the namespace,
+so they hold when a network is attached, detached and attached again (Harbor's phases). Nothing
+in the container can remove them: the docker sandbox's commands have no capability at all
+(``cap_drop ALL``), Harbor's containers the engine's defaults less ``NET_RAW`` (no
+``NET_ADMIN``; without ``NET_RAW`` no packet socket hand-builds frames past the rules either:
+``_harbor``).
 
-The command is held until then: it starts as a small ``sh`` loop that waits for a marker file
+A command is held until then: it starts as a small ``sh`` loop that waits for a marker file
 in the command's read-only I/O directory, which the gate writes only once the rules are in
-place (a guard that fails kills the container; the command never runs).
+place and the bridge attached (a guard that fails kills the container; the command never runs).
 
 It takes ``nsenter``, ``ip`` and ``iptables`` on the host and the privilege to enter another
 process's network namespace: root, or password-less ``sudo`` (GitHub's hosted runners). Where
 that is missing, a command with network is refused with the reason (``SandboxError``): the
 exposure is not accepted silently. Other containers on the same bridge are not covered (they
-listen on nothing of the gate's).
+listen on nothing of the gate's). An image's build (``docker build`` of a task's Dockerfile)
+is not guarded: its ``RUN`` steps have the engine's network, host services included.
 """
 
 from __future__ import annotations
@@ -37,9 +45,21 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import docker.errors
+
 from gate.sandbox._base import SandboxError
 
 LINK_LOCAL = "169.254.0.0/16"
+BRIDGE = "bridge"  # Docker's default bridge: the only network a guarded container joins
+#: rejected in every guarded namespace, whatever the host's addresses: the link-local range
+#: (cloud metadata), every multicast group and broadcast address (the bridge's own subnet's
+#: too, by address type: a host's UDP service on 0.0.0.0 receives and answers those)
+V4_ALWAYS = (f"-d {LINK_LOCAL}", "-d 224.0.0.0/4", "-d 255.255.255.255/32",
+             "-m addrtype --dst-type BROADCAST")
+#: IPv6 multicast and link-local (the host's side of each container's link gets an address of
+#: its own once attached, after the guard) but ICMPv6: neighbour discovery, without which IPv6
+#: has no neighbours
+V6_ALWAYS = ("-d ff00::/8 ! -p ipv6-icmp", "-d fe80::/10 ! -p ipv6-icmp")
 _HOLD_S = 60  # how long a held command waits for the guard before it gives up
 _TOOL_TIMEOUT_S = 20
 
@@ -119,21 +139,62 @@ class NetGuard:
                 'sleep 0.05 2>/dev/null || sleep 1; done; exec "$@"')
         return ["sh", "-c", wait, f"{self.io_container}/{self.marker}", *argv]
 
+    def detach(self, container: Any) -> None:
+        """Before the ``container`` starts: off the bridge until :meth:`apply` (:func:`detach`)."""
+        detach(container)
+
     def apply(self, container: Any) -> None:
-        """Guard the started ``container`` (:func:`guard_container`), then release the held
-        command. Raises ``SandboxError`` (the caller removes the container; the command never
-        ran)."""
+        """Guard the ``container``, started on no network (:func:`detach`), give it the
+        bridge (:func:`attach`), then release the held command. Raises ``SandboxError`` (the
+        caller removes the container; the command never ran)."""
         assert self.prefix is not None
         guard_container(container, self.prefix)
+        attach(container)
         (self.io_host / self.marker).write_text("")
+
+
+def detach(container: Any) -> None:
+    """Take the created, not yet started ``container`` off the bridge: it starts with loopback
+    only, so nothing in it (the image's ``ENTRYPOINT`` first) reaches anything before
+    :func:`guard_container` has set its rules; :func:`attach` then gives it the bridge."""
+    _bridge_call(container, "disconnect")
+
+
+def attach(container: Any) -> None:
+    """Attach the guarded ``container`` to Docker's default bridge."""
+    _bridge_call(container, "connect")
+
+
+def _bridge_call(container: Any, what: str) -> None:
+    try:
+        bridge = container.client.networks.get(BRIDGE)
+        if what == "connect":
+            bridge.connect(container.id)
+        else:
+            bridge.disconnect(container.id, force=True)
+    except docker.errors.DockerException as exc:
+        why = str(getattr(exc, "explanation", None) or exc).strip().splitlines() or ["?"]
+        raise SandboxError(f"network guard: cannot {what} the bridge: {why[0][:200]}") from None
+
+
+def _bridge_gateways(container: Any) -> set[str]:
+    """The gateways Docker's bridge declares (its IPAM configuration; often none: the bridge's
+    own address, a host address, is the gateway then)."""
+    try:
+        config = (container.client.networks.get(BRIDGE).attrs.get("IPAM") or {}).get("Config")
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"network guard: cannot inspect the bridge: {exc}") from None
+    return {c["Gateway"].split("/")[0] for c in config or () if c.get("Gateway")}
 
 
 def guard_container(container: Any, prefix: list[str] | None = None) -> None:
     """Reject, in the started ``container``'s own network namespace, every packet addressed to
-    the host (:func:`host_addresses`), to the container's gateway and to ``169.254.0.0/16``,
-    and read the rules back; ``SandboxError`` when that cannot be done. The rules belong to
-    the namespace, not to an interface: they hold across a network detached and attached again
-    (Harbor's phases), so one call after the container starts guards it for good."""
+    the host (:func:`host_addresses`), to the bridge's gateway, to ``169.254.0.0/16``, to a
+    broadcast or multicast address (a host's UDP service on 0.0.0.0 answers those), and read
+    the rules back; ``SandboxError`` when that cannot be done. The rules belong to the
+    namespace, not to an interface: they hold across a network attached, detached and attached
+    again (Harbor's phases), so one call once the container starts (on no network:
+    :func:`detach`) guards it for good."""
     if prefix is None:
         prefix = _privilege()
         if prefix is None:
@@ -144,29 +205,32 @@ def guard_container(container: Any, prefix: list[str] | None = None) -> None:
         raise SandboxError("network guard: the container has no process to enter")
     enter = [*prefix, "nsenter", "-t", str(pid), "-n"]
     routes = json.loads(_run([*enter, "ip", "-j", "-4", "route", "show", "default"]) or "[]")
-    hosts = host_addresses()
-    v4 = {f"{a}/32" for a in hosts if ":" not in a}
-    v4 |= {f"{r['gateway']}/32" for r in routes if r.get("gateway")}
-    _reject(enter, "iptables", {*v4, LINK_LOCAL}, "icmp-admin-prohibited")
-    v6 = {f"{a.split('%')[0]}/128" for a in hosts if ":" in a}
-    if v6 and _has_ipv6(enter):
-        _reject(enter, "ip6tables", v6, "icmp6-adm-prohibited")
+    hosts = [*host_addresses(), *_bridge_gateways(container),
+             *(r["gateway"] for r in routes if r.get("gateway"))]
+    v4 = {f"-d {a}/32" for a in hosts if ":" not in a}
+    _reject(enter, "iptables", {*v4, *V4_ALWAYS}, "icmp-admin-prohibited")
+    v6 = {f"-d {a.split('%')[0]}/128" for a in hosts if ":" in a}
+    if v6 or _has_ipv6(enter):  # IPv6 on the host, or in the namespace
+        _reject(enter, "ip6tables", {*v6, *V6_ALWAYS}, "icmp6-adm-prohibited")
 
 
-def _reject(enter: list[str], tool: str, nets: set[str], why: str) -> None:
-    """Append a REJECT rule to the namespace's OUTPUT chain for each of ``nets`` it does not
-    have yet (``iptables-restore --noflush``: one call), then check every one is there."""
+def _reject(enter: list[str], tool: str, specs: set[str], why: str) -> None:
+    """Append a REJECT rule to the namespace's OUTPUT chain for each of ``specs`` (a rule's
+    match, as ``iptables -S`` prints it) it does not have yet (``iptables-restore --noflush``:
+    one call), then check every one is there."""
+    tail = f" -j REJECT --reject-with {why}"
+
     def present() -> set[str]:
         rules = _run([*enter, tool, "-w", "-S", "OUTPUT"]).splitlines()
-        return {r.split()[3] for r in rules
-                if r.startswith("-A OUTPUT -d ") and r.endswith(f"-j REJECT --reject-with {why}")}
+        return {r[len("-A OUTPUT "):-len(tail)] for r in rules
+                if r.startswith("-A OUTPUT ") and r.endswith(tail)}
 
-    missing = nets - present()
+    missing = specs - present()
     if missing:
-        lines = [f"-A OUTPUT -d {n} -j REJECT --reject-with {why}" for n in sorted(missing)]
+        lines = [f"-A OUTPUT {spec}{tail}" for spec in sorted(missing)]
         _run([*enter, f"{tool}-restore", "-w", "--noflush"],
              "\n".join(["*filter", *lines, "COMMIT"]) + "\n")
-    if left := nets - present():
+    if left := specs - present():
         raise SandboxError(f"network guard: no rule in place for {sorted(left)[:3]}")
 
 

@@ -99,7 +99,8 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
     pull = suite.pull if suite.pull is not None else registry
     return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull,
                           pass_env=tuple(suite.pass_env),
-                          reward_unprotected=frozenset(suite.reward_unprotected))
+                          reward_unprotected=frozenset(suite.reward_unprotected),
+                          net_raw=frozenset(suite.net_raw))
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,
