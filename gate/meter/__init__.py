@@ -12,11 +12,12 @@ checked before each reuse and closed with the agent's; through a proxy, urllib3 
 stream that breaks after ``message_start`` still counts the input it was billed for. ``turns`` =
 model requests of the run that the upstream answered.
 
-A stream cut short (the agent went away, or the upstream) is counted from what passed: input
-from ``message_start``, output from the last ``message_delta`` if one passed, else estimated
-at about 4 characters a token of the content deltas relayed (``MeteredRequest.estimated``, the
-run's ``estimated`` note). When the agent goes away the upstream connection is closed at once:
-reading on would have the provider generate, and bill, up to ``max_tokens`` for nobody.
+A stream the agent cut short is counted from what passed: input from ``message_start``, output
+from the last ``message_delta`` if one passed, else estimated at about 4 characters a token of
+the content deltas relayed (``MeteredRequest.estimated``, the run's ``estimated`` note); one the
+upstream cut or ended with an ``error`` event is billed as its ``message_start`` said. When
+the agent goes away the upstream connection is closed at once: reading on would have the
+provider generate, and bill, up to ``max_tokens`` for nobody.
 
 Every request the upstream answers is in the run's totals, or the run says it is not: when a
 run closes, its requests still in flight get a grace (10 s) to be counted; one still in flight

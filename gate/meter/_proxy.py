@@ -400,13 +400,15 @@ class MeterProxy:
     def _record_stream(self, run: RunMeter, model: str, status: int, tracker: _SSEUsage,
                        broken: str | None, by: Cause | None, request_id: str | None,
                        prefix: Prefix | None) -> None:
-        """A stream's request, billed from its ``message_start``. Cut short (no
-        ``message_delta`` carried the output), its output tokens are an estimate from what
-        passed, marked so; an agent that cut it before it began leaves nothing to count from:
-        the run is not fully metered, by the agent's doing."""
+        """A stream's request, billed from its ``message_start``. Cut by the agent before a
+        ``message_delta`` carried the output, its output tokens are an estimate from what
+        passed, marked so; cut before it began, nothing passed to count it from: the run is
+        not fully metered, by the agent's doing. A stream the upstream cut or ended with an
+        ``error`` event is billed as its ``message_start`` said (as the provider bills it)."""
         usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
         estimate = tracker.output_estimate()
-        estimated = tracker.started and not tracker.delta_usage and estimate is not None
+        estimated = (by == "agent" and tracker.started and not tracker.delta_usage
+                     and estimate is not None)
         if estimated:
             usage = usage.model_copy(update={"output_tokens": estimate})
         if by == "agent" and not tracker.started:

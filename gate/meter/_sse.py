@@ -70,9 +70,9 @@ class _SSEUsage:
         self.content_chars = 0  # characters of content deltas seen (text, tool input, thinking)
 
     def output_estimate(self) -> int | None:
-        """Output tokens of a stream cut short, from what passed: the last ``output_tokens``
-        a ``message_delta`` carried (exact), else ~4 characters a token of the content deltas
-        (never below ``message_start``'s value); None before ``message_start``."""
+        """Output tokens of a stream the agent cut short, from what passed: the last
+        ``output_tokens`` a ``message_delta`` carried (exact), else ~4 characters a token of
+        the content deltas (never below ``message_start``'s value); None before it."""
         if self.usage is None:
             return None
         said = int(self.usage.get("output_tokens") or 0)
