@@ -180,6 +180,10 @@ def test_gate_run_records_a_cut_stream_as_estimated(tmp_path: Path, make_task: M
     assert run.estimated is not None and "estimated" in run.estimated
     c = gate("compare", tmp_path / "r.json", tmp_path / "r.json", "--config", cfg)
     assert "1 run of this PR had a model stream cut short" in c.stdout, c.stdout
+    html = tmp_path / "report.html"
+    gate("report", tmp_path / "r.json", "--html", html, "--config", cfg)
+    assert "metering: output tokens of 1 model stream(s) cut short are estimated" in \
+        html.read_text(), "the HTML report does not show the run's estimate"
 
 
 @pytest.mark.slow
