@@ -14,7 +14,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,54 @@ def test_a_configured_model_without_a_price_is_refused_before_anything_runs(
     assert "claude-nobody-prices-this-9" in p.stderr and "[agent.prices" in p.stderr
     assert not (tmp_path / "r.json").exists()
     assert "Traceback" not in p.stderr
+
+
+class _Refusing:
+    """A Messages API on loopback that answers every request with one 400 error."""
+
+    def __init__(self, message: str) -> None:
+        body = json.dumps({"type": "error", "request_id": "req_1", "error": {
+            "type": "invalid_request_error", "message": message}}).encode()
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["content-length"]))
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.mark.parametrize(("message", "status"), [
+    ("prompt is too long: 210000 tokens > 200000 maximum", "failed"),  # the agent's context
+    ("Your credit balance is too low to access the Anthropic API.", "error"),  # the account's
+])
+def test_the_builtin_agent_giving_up_on_a_400_fails_unless_the_account_caused_it(
+        tmp_path: Path, make_task, message: str, status: str) -> None:
+    """The builtin agent reports an API error it cannot retry as infra; the meter knows whose
+    it was: a request the API refused as the agent made it fails the run, a refusal about the
+    account's credit stays infra."""
+    make_task("t")
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\n'
+                   f'[suite]\ntasks = "{tmp_path / "suite"}"\n')
+    up = _Refusing(message)
+    try:
+        p = _gate(cfg, tmp_path / "r.json", {"ANTHROPIC_BASE_URL": up.url,
+                                             "ANTHROPIC_API_KEY": "sk-ant-test-key-0000"})
+    finally:
+        up.server.shutdown()
+    run = load_results(tmp_path / "r.json").runs[0]
+    assert run.status == status, (run.reason, p.stderr)
+    assert run.reason is not None and "invalid_request_error" in run.reason
