@@ -446,13 +446,13 @@ class MeterProxy:
         failed run), with the way to add its price: never a silent $0."""
         try:
             return self.prices.cost(model, usage)
-        except BadInput as exc:
+        except BadInput:
             with self._lock:
                 self.unpriced.add(model)
             run.not_metered(f"not fully metered: the agent asked for model {model!r}, which "
                             f'has no price: add [agent.prices."{model}"] (input, output: USD '
-                            "per million tokens) to gate.toml on the base branch "
-                            f"({str(exc).partition(': add')[0]})")
+                            "per million tokens) to gate.toml on the base branch (price "
+                            f"table of {self.prices.date})")
             return 0.0
 
     def _pricer(self, run: RunMeter) -> Callable[[str, Usage], float]:
