@@ -243,3 +243,43 @@ def test_the_builtin_agent_giving_up_on_a_400_fails_unless_the_account_caused_it
     run = load_results(tmp_path / "r.json").runs[0]
     assert run.status == status, (run.reason, p.stderr)
     assert run.reason is not None and "invalid_request_error" in run.reason
+
+
+REFUSED_LAST = r'''
+import json, os, sys, urllib.error, urllib.request
+def post(path, body):
+    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + path,
+                                 data=json.dumps(body).encode(),
+                                 headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"],
+                                          "anthropic-version": "2023-06-01",
+                                          "content-type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=60).read()
+    except urllib.error.HTTPError as exc:
+        return exc.code
+for path in ("/v1/messages", "/v1/messages/batches"):
+    code = post(path, {"model": "claude-sonnet-5-5", "max_tokens": 32,
+                       "messages": [{"role": "user", "content": "say hi"}]})
+sys.exit(f"gave up after a {code}")
+'''
+
+
+def test_a_request_the_meter_refused_last_is_the_agents_failure_not_the_providers(
+        tmp_path: Path, make_task) -> None:
+    """The provider overloads once (529); then the agent sends a request the meter refuses
+    (an endpoint outside its allow-list) and gives up. Its newest failure is its own: the run
+    fails, where the 529 before it used to make it infra."""
+    make_task("t")
+    agent = tmp_path / "agent.py"
+    agent.write_text(REFUSED_LAST)
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\nmodel = "claude-sonnet-5-5"\n'
+                   f'command = "{sys.executable} {agent}"\n'
+                   f'[suite]\ntasks = "{tmp_path / "suite"}"\n')
+    with Simulator(faults=FaultConfig(rate_529=1.0)) as sim:
+        p = _gate(cfg, tmp_path / "r.json", {"ANTHROPIC_BASE_URL": sim.base_url,
+                                             "ANTHROPIC_API_KEY": "sk-ant-test-key-0000"})
+    run = load_results(tmp_path / "r.json").runs[0]
+    assert run.status == "failed", (run.status, run.reason, p.stderr)
+    assert run.reason is not None and "gave up after a 403" in run.reason
+    assert "meter refused POST /v1/messages/batches" in run.reason
