@@ -122,6 +122,8 @@ class RunResult(_Open):
     overhead_usd: float | None = Field(default=None, ge=-MAX_RUN_USD, le=MAX_RUN_USD)
     # the meter stopped answering the run's model requests at its turn or cost cap: why
     capped: str | None = None
+    # part of ``usage`` is an estimate (streams cut short: output counted from what passed)
+    estimated: str | None = None
 
     @property
     def key(self) -> RunKey:

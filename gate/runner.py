@@ -3,7 +3,9 @@
 The contract (the runner contract in the README) is identical for every agent kind and sandbox:
 fresh workspace, ``starting/`` copied, ``setup.sh`` (cwd = workspace), the agent, then
 ``.runner/final.txt`` and ``verify.sh`` under a timeout. Setup, sandbox and model-API
-failures are infra errors, never task failures. The runner keeps no global state and never
+failures the provider or the machine caused are infra errors, never task failures; what the
+agent caused (a model with no price, a request refused, malformed or left in flight, a stream
+it cut before it began) fails its run with that reason. The runner keeps no global state and never
 changes its own cwd, so runs can go in parallel.
 """
 
@@ -48,7 +50,12 @@ class MeterRun(Protocol):
         ...
 
     def api_failure(self) -> str | None:
-        """Why the model API failed, when the run's newest model request failed."""
+        """Why the model API failed, when the run's newest model request failed by the
+        provider's or the machine's doing (infra)."""
+        ...
+
+    def agent_error(self) -> str | None:
+        """Why the run's newest model request failed, when the agent caused it."""
         ...
 
     def refusals(self) -> list[dict[str, str]]:
@@ -226,8 +233,16 @@ def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill],
         # any API error it cannot retry as infra): the run was stopped, it did not break
         outcome.infra_error = None
         outcome.failure = f"stopped by the meter: {meter_run.capped}"
-    if outcome.infra_error is None and outcome.failure and meter_run is not None:
-        # an agent that gave up because the model API kept failing is infra, not a fail
+    fault = meter_run.agent_error() if meter_run is not None else None
+    if fault and outcome.infra_error:
+        # the API error the agent gave up on was of its own making (a malformed request, one
+        # the meter refused, a stream it cut): its failure, never infra
+        outcome.infra_error, outcome.failure = None, f"{fault} ({outcome.infra_error})"
+    elif fault and outcome.failure:
+        outcome.failure = f"{outcome.failure}; {fault}"
+    elif outcome.infra_error is None and outcome.failure and meter_run is not None:
+        # an agent that gave up because the model API kept failing (the provider's or the
+        # machine's doing) is infra, not a fail
         outcome.infra_error = meter_run.api_failure()
     run.record({"type": "final", "message": clip(outcome.final_message,
                                                  TRANSCRIPT_OUTPUT_LIMIT),
@@ -275,14 +290,14 @@ def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
         return RunTotals(0, Usage(), 0.0, Usage(), 0.0), None
     meter_run.close()  # waits briefly for requests still in flight to be counted
     totals = meter_run.measured()
-    if totals.unmetered:  # billed but not all counted: never a pass at a lower cost
-        run.status, run.reason = "error", f"infra: {totals.unmetered}"
     if refused := meter_run.refusals():
         run.record({"type": "meter_refused", "requests": refused})
     if capped := meter_run.capped:
         run.record({"type": "meter_capped", "reason": capped})
         if run.status == "failed":  # the agent stopped because the meter stopped it
             run.reason = f"stopped by the meter: {capped}"
+    if totals.unmetered:  # billed but not all counted: never a pass at a lower cost
+        _unmetered(run, totals.unmetered, totals.unmetered_by)
     return totals, capped
 
 
@@ -294,6 +309,17 @@ def _notes(run: _Run) -> str | None:
     line = (f"gate: kept from this run's environment: {', '.join(run.withheld)} (list a name "
             "in [suite] pass_env of the base branch's gate.toml to pass it)")
     return f"{run.notes}\n{line}" if run.notes else line
+
+
+def _unmetered(run: _Run, why: str, by: str | None) -> None:
+    """A run whose totals may miss what was billed: failed with that reason when the agent
+    caused it (it must not leave the pass rate as infra), an infra error otherwise."""
+    run.record({"type": "meter_unmetered", "reason": why, "by": by})
+    if by != "agent":
+        run.status, run.reason = "error", f"infra: {why}"
+        return
+    kept = run.reason if run.status == "failed" and run.reason else None
+    run.status, run.reason = "failed", f"{why}; {kept}" if kept else why
 
 
 def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
@@ -320,6 +346,9 @@ def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
         started_at=run.started_at,
         transcript=str(run.transcript) if run.transcript else None,
         capped=capped,
+        estimated=(f"output tokens of {totals.estimated} model stream(s) cut short are "
+                   "estimated from what passed (about 4 characters a token)"
+                   if totals.estimated else None),
     )
 
 

@@ -421,6 +421,8 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
     infra, inconclusive = _inconclusive(b_info, c_info, compared, len(b_tasks), settings)
+    if (unmeasured := _unmeasured_reason(tasks)) is not None:
+        inconclusive.append(unmeasured)
     # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
     # the long ones, and long runs fail more (timeouts, turn caps). What survived is shown, but
     # neither "pass" nor "regression" would be honest: the verdict is inconclusive (exit 3).
@@ -438,13 +440,58 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     return Comparison(
         verdict=verdict, exit_code=_EXIT[verdict],
         headline=_headline(verdict, metrics, reasons, suite),
+        notes=[n for n in (_estimated_note(candidate), net_raw_note(baseline, candidate)) if n],
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
-        resolution=resolution, notes=[n for n in [net_raw_note(baseline, candidate)] if n],
+        resolution=resolution,
     )
 
+
+#: tasks named in a reason before "and N more"
+_MAX_NAMED = 5
+
+
+def _unmeasured_reason(tasks: Sequence[TaskChange]) -> str | None:
+    """A task with no valid run in one arm is never under a pass: its runs there were all
+    infra errors (or it has none), so whatever it did is unknown. Named, at most five."""
+    gone = [t for t in tasks if t.status == "unmeasured"]
+    if not gone:
+        return None
+
+    def arm(t: TaskChange) -> str:
+        who, errors = (("this run", t.candidate_errors) if not t.candidate_runs
+                       else ("the baseline", t.baseline_errors))
+        return f"{who}: {errors} infra error{'s' if errors != 1 else ''}, no valid run" \
+            if errors else f"{who}: no run"
+
+    named = ", ".join(f"{t.task} ({arm(t)})" for t in gone[:_MAX_NAMED])
+    more = f" and {len(gone) - _MAX_NAMED} more" if len(gone) > _MAX_NAMED else ""
+    return (f"{len(gone)} task{'s' if len(gone) != 1 else ''} with no valid run in one arm, "
+            f"so not compared: {named}{more}")
+
+
+def unpriced_note(candidate: Results) -> str | None:
+    """The models the candidate's agent asked for that have no price: its runs that did are
+    failed (not fully metered, by the agent's doing); the fix is a price on the base branch."""
+    models = (candidate.model_extra or {}).get("unpriced_models")
+    if not isinstance(models, list) or not models:
+        return None
+    names = [str(m) for m in models[:_MAX_NAMED]]
+    prices = ", ".join(f'[agent.prices."{m}"]' for m in names)
+    return (f"the agent asked for {'models' if len(names) > 1 else 'a model'} with no price "
+            f"({', '.join(names)}): its runs that did are failed, not metered; add {prices} "
+            "on the base branch")
+
+
+def _estimated_note(candidate: Results) -> str | None:
+    """How many of the candidate's runs have output tokens estimated (streams cut short)."""
+    n = sum(1 for r in candidate.runs if r.estimated)
+    if not n:
+        return None
+    return (f"{n} run{'s' if n != 1 else ''} of this PR had a model stream cut short: its "
+            "output tokens are estimated from what passed (about 4 characters a token)")
 
 
 def _design_resolution(tasks: list[TaskChange], compared: list[str],

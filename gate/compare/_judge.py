@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.compare._compare import compare
+from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
@@ -74,7 +74,14 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     interrupted = base.interrupted is not None or pr.interrupted is not None
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
-    return with_yardstick_check(judged, base, pr)
+    return with_unpriced(with_yardstick_check(judged, base, pr), pr)
+
+
+def with_unpriced(c: Comparison, pr: Results) -> Comparison:
+    """The headline, whatever the verdict, names the models the PR's agent asked for that
+    have no price (the runs that did are failed) and where their price goes."""
+    note = unpriced_note(pr)
+    return c if note is None else c.model_copy(update={"headline": f"{c.headline}; {note}"})
 
 
 SIMULATOR_LABEL = "(simulator)"

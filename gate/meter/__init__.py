@@ -12,12 +12,25 @@ checked before each reuse and closed with the agent's; through a proxy, urllib3 
 stream that breaks after ``message_start`` still counts the input it was billed for. ``turns`` =
 model requests of the run that the upstream answered.
 
+A stream the agent cut short is counted from what passed: input from ``message_start``, output
+from the last ``message_delta`` if one passed, else estimated at about 4 characters a token of
+the content deltas relayed (``MeteredRequest.estimated``, the run's ``estimated`` note); one the
+upstream cut or ended with an ``error`` event is billed as its ``message_start`` said. When
+the agent goes away the upstream connection is closed at once: reading on would have the
+provider generate, and bill, up to ``max_tokens`` for nobody.
+
 Every request the upstream answers is in the run's totals, or the run says it is not: when a
 run closes, its requests still in flight get a grace (10 s) to be counted; one still in flight
 after it may yet be billed, so the run is marked *not fully metered* (``RunTotals.unmetered``),
-which makes it an infra error, never a cheaper pass. So does a billed model with no price (a
-command agent choosing its own): it is never priced at $0 in silence. A request that reaches
-a closed run is not forwarded.
+never a cheaper pass. So does a billed model with no price (a command agent choosing its own):
+it is never priced at $0 in silence; and a stream the agent cut before it began (nothing passed
+to count it from). A request that reaches a closed run is not forwarded.
+
+Who caused each problem is recorded (``Cause``): these are the agent's, and fail its run with
+the reason (``unmetered_by``); so does an API error of the agent's making that it gives up on
+(``agent_error``: a request the meter refused, a 400/413 from the API, a 404 for a model that
+does not exist). The provider's and the machine's (5xx, 529, 429, a stream the upstream cut,
+no connection, the gate's credential refused) are infra (``api_failure``).
 
 The meter forwards only what it parsed the way the API will: a POST body must be UTF-8 JSON in
 which no object repeats a key (at any depth; parsers differ on which of two values wins, so
@@ -61,6 +74,7 @@ from gate.meter._proxy import MeterProxy
 from gate.meter._routes import ENDPOINTS, MAX_REQUEST_BYTES, MESSAGES, PUBLIC_API, route
 from gate.meter._run import (
     METERING,
+    Cause,
     MeteredRequest,
     Prefix,
     RefusedRequest,
@@ -80,6 +94,7 @@ __all__ = [
     "MESSAGES",
     "METERING",
     "PUBLIC_API",
+    "Cause",
     "MeterProxy",
     "MeteredRequest",
     "Prefix",

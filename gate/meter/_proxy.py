@@ -28,7 +28,7 @@ from gate.meter._routes import (
     parse_body,
     route,
 )
-from gate.meter._run import MeteredRequest, Prefix, RefusedRequest, RunMeter
+from gate.meter._run import Cause, MeteredRequest, Prefix, RefusedRequest, RunMeter
 from gate.meter._sse import _Broken, _SSEUsage
 from gate.meter._upstream import (
     _UPSTREAM_ERRORS,
@@ -40,6 +40,19 @@ from gate.meter._upstream import (
     upstream_settings,
 )
 from gate.usage import Usage
+
+
+def refused_by(status: int, message: str) -> Cause:
+    """Who caused an API error answer: the agent, for a request the API refused as malformed
+    (400 ``invalid_request_error``, 413, 404 for a model that does not exist); the provider or
+    the machine for the rest (401/403: the gate's credential, 429, 5xx, 529) and for a 400
+    about the account's credit or billing."""
+    low = message.lower()
+    if status == 400 and not any(w in low for w in ("credit", "billing")):
+        return "agent"
+    if status == 413 or (status == 404 and low.startswith("model:")):
+        return "agent"
+    return "provider"
 
 
 class MeterProxy:
@@ -168,11 +181,14 @@ class MeterProxy:
             given = given or auth[7:].strip()
         if not secrets.compare_digest(given.encode(), run.token.encode()):
             h.close_connection = True  # as above
+            run.agent_fault("a request without the run's token (401 from the gate's meter)")
             self._send_error(h, 401, "authentication_error", "invalid run token")
             return
         length = h.content_length
         if length > MAX_REQUEST_BYTES:  # the API's own limit is lower; never read it in
             h.close_connection = True
+            run.agent_fault(f"a request body over {MAX_REQUEST_BYTES} bytes (413 from the "
+                            "gate's meter)")
             self._send_error(h, 413, "request_too_large",
                              f"request body over {MAX_REQUEST_BYTES} bytes (the gate's meter)")
             return
@@ -198,6 +214,7 @@ class MeterProxy:
         try:  # parsed as the meter prices it; what parses two ways is never forwarded
             payload: Any = parse_body(body) if h.command == "POST" else {}
         except AmbiguousBody as exc:
+            run.agent_fault(f"400 from the gate's meter: {exc}")
             self._send_error(h, 400, "invalid_request_error", f"{exc} (the gate's meter)")
             return
         if billable and (refusal := run.admit_message()) is not None:
@@ -327,35 +344,7 @@ class MeterProxy:
         head = [(k, v) for k, v in up.headers.items() if k.lower() not in _RESPONSE_DROP]
         request_id = up.headers.get("request-id")
         if is_sse:
-            h.respond(up.status, [*head, ("transfer-encoding", "chunked")])
-            tracker = _SSEUsage()
-            broken: str | None = None
-            try:
-                for chunk in _chunks(up):
-                    tracker.feed(chunk)
-                    if lead is not None and tracker.started:
-                        lead.began()
-                    h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    h.wfile.flush()
-                if tracker.started and not tracker.stopped and tracker.error is None:
-                    raise _Broken("upstream closed the stream before message_stop")
-            except _Broken as exc:
-                broken = f"stream broken: {exc}"[:200]
-            except OSError:  # writing to the agent (reading the upstream raises _Broken)
-                broken = "client went away mid-stream"
-            if is_messages:  # recorded before the client can see the end of the stream
-                usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
-                run.add(MeteredRequest(
-                    model, up.status, True, usage,
-                    self._price(run, model, usage) if tracker.started else 0.0,
-                    error=tracker.error or broken, request_id=request_id,
-                    billed=tracker.started, prefix=prefix), self._pricer(run))
-            if broken:
-                h.close_connection = True  # no terminating chunk: the client sees the break
-            else:
-                with contextlib.suppress(OSError):
-                    h.wfile.write(b"0\r\n\r\n")
-                    h.wfile.flush()
+            self._relay_sse(h, up, run, model, is_messages, prefix, lead, head, request_id)
             return
         try:
             data = up.read()
@@ -375,6 +364,63 @@ class MeterProxy:
         with contextlib.suppress(OSError):
             h.respond(up.status, head, data)
 
+    def _relay_sse(self, h: _Handler, up: _Answer, run: RunMeter, model: str,
+                   is_messages: bool, prefix: Prefix | None, lead: _Lead | None,
+                   head: list[tuple[str, str]], request_id: str | None) -> None:
+        """A stream, event by event. When the agent goes away mid-stream the upstream is closed
+        at once (the caller drops it: reading on would have the provider generate, and bill,
+        up to ``max_tokens`` for nobody), and the output is counted from what passed."""
+        tracker = _SSEUsage()
+        broken: str | None = None
+        by: Cause | None = None
+        try:
+            h.respond(up.status, [*head, ("transfer-encoding", "chunked")])
+            for chunk in _chunks(up):
+                tracker.feed(chunk)
+                if lead is not None and tracker.started:
+                    lead.began()
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                h.wfile.flush()
+            if tracker.started and not tracker.stopped and tracker.error is None:
+                raise _Broken("upstream closed the stream before message_stop")
+        except _Broken as exc:
+            broken, by = f"stream broken: {exc}"[:200], "provider"
+        except OSError:  # writing to the agent (reading the upstream raises _Broken)
+            broken, by = "client went away mid-stream", "agent"
+        if is_messages:  # recorded before the client can see the end of the stream
+            self._record_stream(run, model, up.status, tracker, broken, by, request_id,
+                                prefix)
+        if broken:
+            h.close_connection = True  # no terminating chunk: the client sees the break
+        else:
+            with contextlib.suppress(OSError):
+                h.wfile.write(b"0\r\n\r\n")
+                h.wfile.flush()
+
+    def _record_stream(self, run: RunMeter, model: str, status: int, tracker: _SSEUsage,
+                       broken: str | None, by: Cause | None, request_id: str | None,
+                       prefix: Prefix | None) -> None:
+        """A stream's request, billed from its ``message_start``. Cut by the agent before a
+        ``message_delta`` carried the output, its output tokens are an estimate from what
+        passed, marked so; cut before it began, nothing passed to count it from: the run is
+        not fully metered, by the agent's doing. A stream the upstream cut or ended with an
+        ``error`` event is billed as its ``message_start`` said (as the provider bills it)."""
+        usage = Usage.from_api(tracker.usage) if tracker.usage else Usage()
+        estimate = tracker.output_estimate()
+        estimated = (by == "agent" and tracker.started and not tracker.delta_usage
+                     and estimate is not None)
+        if estimated:
+            usage = usage.model_copy(update={"output_tokens": estimate})
+        if by == "agent" and not tracker.started:
+            run.not_metered("not fully metered: the agent cut a model stream before it began "
+                            "(the upstream may bill it; nothing passed to count it from)")
+        error = tracker.error or broken
+        run.add(MeteredRequest(
+            model, status, True, usage,
+            self._price(run, model, usage) if tracker.started else 0.0,
+            error=error, request_id=request_id, billed=tracker.started, prefix=prefix,
+            by=(by or "provider") if error else None, estimated=estimated), self._pricer(run))
+
     def _metered_json(self, run: RunMeter, model: str, status: int, data: bytes,
                       request_id: str | None) -> MeteredRequest:
         if status == 200:
@@ -387,22 +433,26 @@ class MeterProxy:
         try:
             err = json.loads(data).get("error", {})
             why = f"{status} {err.get('type', 'error')}"
+            message = str(err.get("message", ""))
         except (ValueError, AttributeError):
-            why = f"HTTP {status}"
+            why, message = f"HTTP {status}", ""
         return MeteredRequest(model, status, False, Usage(), 0.0, error=why,
-                              request_id=request_id)
+                              request_id=request_id, by=refused_by(status, message))
 
     def _price(self, run: RunMeter, model: str, usage: Usage) -> float:
         """Priced by the model the request asked for. The run checked its configured model has
         a price up front; a billed model with none (one a command agent picks on its own) adds
-        nothing to the run's cost and leaves the run not fully metered (an infra error), with
-        the way to add its price: never a silent $0."""
+        nothing to the run's cost and leaves the run not fully metered by the agent's doing (a
+        failed run), with the way to add its price: never a silent $0."""
         try:
             return self.prices.cost(model, usage)
-        except BadInput as exc:
+        except BadInput:
             with self._lock:
                 self.unpriced.add(model)
-            run.not_metered(f"not fully metered: {exc}")
+            run.not_metered(f"not fully metered: the agent asked for model {model!r}, which "
+                            f'has no price: add [agent.prices."{model}"] (input, output: USD '
+                            "per million tokens) to gate.toml on the base branch (price "
+                            f"table of {self.prices.date})")
             return 0.0
 
     def _pricer(self, run: RunMeter) -> Callable[[str, Usage], float]:

@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gate.usage import Usage
 
@@ -22,6 +22,13 @@ class RefusedRequest:
 
     method: str
     path: str
+
+
+#: who caused a metering problem or a failed model request: the agent under test (a model with
+#: no price, a request refused or left in flight, a stream it cut, its own malformed request),
+#: which counts against its run; or the provider and the machine (5xx, overload, a rate limit,
+#: a stream the upstream cut, no connection), which is infra
+Cause = Literal["agent", "provider"]
 
 
 #: the id of how a run's usage is measured (recorded in every results file's ``schedule``);
@@ -79,6 +86,8 @@ class MeteredRequest:
     prefix: Prefix | None = None
     measured_usage: Usage | None = None  # None: as billed
     measured_cost_usd: float | None = None
+    by: Cause | None = None  # who caused ``error``
+    estimated: bool = False  # a stream cut short: its output tokens are an estimate
 
     @property
     def overhead_usd(self) -> float:
@@ -98,8 +107,11 @@ class RunTotals:
     billed_usage: Usage
     billed_cost_usd: float
     #: why these totals may miss what the upstream billed (a request still in flight when the
-    #: run closed, a billed model with no price); ``None``: every billed request is in them
+    #: run closed, a billed model with no price, a stream cut before it began); ``None``:
+    #: every billed request is in them
     unmetered: str | None = None
+    unmetered_by: Cause | None = None  # who caused it (``agent``: the run fails)
+    estimated: int = 0  # billed requests whose output tokens are an estimate (cut streams)
 
     @property
     def overhead_usd(self) -> float:
@@ -132,6 +144,9 @@ class RunMeter:
     _billed_cost: float = 0.0
     _forwarded: int = 0  # messages requests begun (forwarded or about to be), not yet ended
     unmetered: str | None = None  # why the run's totals may miss a billed request, once known
+    unmetered_by: Cause | None = None
+    # the newest ended request's failure and who caused it (None: it succeeded)
+    _last: tuple[Cause, str] | None = field(default=None, repr=False)
 
     def admit_message(self) -> str | None:
         """Reserve a messages request against the caps; the refusal message past them.
@@ -174,10 +189,16 @@ class RunMeter:
             self._forwarded -= billable
             self._idle.notify_all()
 
-    def not_metered(self, why: str) -> None:
-        """Mark the run's totals incomplete (the first reason is kept)."""
+    def not_metered(self, why: str, by: Cause = "agent") -> None:
+        """Mark the run's totals incomplete (the first reason is kept, an agent's first)."""
         with self._lock:
-            self.unmetered = self.unmetered or why
+            if self.unmetered is None or (by == "agent" and self.unmetered_by != "agent"):
+                self.unmetered, self.unmetered_by = why, by
+
+    def agent_fault(self, why: str) -> None:
+        """The meter refused a request of the agent's (never forwarded): its newest failure."""
+        with self._lock:
+            self._last = ("agent", why)
 
     def prefix(self, payload: Any) -> Prefix:
         """The request's prefix family, and whether the run has already completed a billed
@@ -201,9 +222,11 @@ class RunMeter:
                 self._billed += 1
                 self._billed_cost += req.cost_usd
             self.requests.append(req)
+            self._last = None if req.error is None else (req.by or "provider", req.error)
 
     def refuse(self, req: RefusedRequest) -> None:
         with self._lock:
+            self._last = ("agent", f"the gate's meter refused {req.method} {req.path[:120]}")
             if len(self.refused) < 100:  # bounded: a looping agent cannot grow it without end
                 self.refused.append(req)
 
@@ -227,16 +250,24 @@ class RunMeter:
                          for r in billed),
             billed_usage=sum((r.usage for r in billed), Usage()),
             billed_cost_usd=sum(r.cost_usd for r in billed),
-            unmetered=self.unmetered,
+            unmetered=self.unmetered, unmetered_by=self.unmetered_by,
+            estimated=sum(1 for r in billed if r.estimated),
         )
 
     def api_failure(self) -> str | None:
-        """Why the model API last failed, if the run's newest request failed."""
+        """Why the model API last failed, if the run's newest request failed by the provider's
+        or the machine's doing (infra)."""
         with self._lock:
-            if not self.requests or self.requests[-1].error is None:
-                return None
-            last = self.requests[-1]
-        return f"model API failed: {last.error}"
+            last = self._last
+        return f"model API failed: {last[1]}" if last and last[0] == "provider" else None
+
+    def agent_error(self) -> str | None:
+        """Why the run's newest model request failed, if the agent caused it (a request the
+        meter refused, one the API refused as malformed, a stream the agent cut)."""
+        with self._lock:
+            last = self._last
+        return (f"the agent's own model request failed: {last[1]}"
+                if last and last[0] == "agent" else None)
 
     @property
     def closed(self) -> bool:
@@ -255,11 +286,11 @@ class RunMeter:
             self._proxy._forget(self.run_id)
         with self._lock:
             self._idle.wait_for(lambda: self._in_flight == 0, timeout=wait)
-            if self._forwarded:
-                self.unmetered = self.unmetered or (
+            if self._forwarded and self.unmetered_by != "agent":
+                self.unmetered, self.unmetered_by = (
                     f"not fully metered: {self._forwarded} model request(s) still in flight "
                     f"{wait:g} s after the run ended (a process of the agent outlived it); "
-                    "what they are billed is not in this run's totals")
+                    "what they are billed is not in this run's totals"), "agent"
 
     def __repr__(self) -> str:  # the token stays out of logs
         return f"RunMeter(run_id={self.run_id!r}, requests={len(self.requests)})"

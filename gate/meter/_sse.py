@@ -11,6 +11,13 @@ class _Broken(Exception):
     pass
 
 
+#: characters of streamed content per output token, for a stream cut short (an estimate)
+CHARS_PER_TOKEN = 4
+
+#: the fields of a ``content_block_delta`` whose text the model generated
+_DELTA_TEXT = ("text", "partial_json", "thinking")
+
+
 class _SSELines:
     """Splits an SSE byte stream into lines as it arrives, chunk boundaries anywhere.
 
@@ -59,6 +66,19 @@ class _SSEUsage:
         self.started = False
         self.error: str | None = None
         self.stopped = False
+        self.delta_usage = False  # a message_delta carried output_tokens: the output is known
+        self.content_chars = 0  # characters of content deltas seen (text, tool input, thinking)
+
+    def output_estimate(self) -> int | None:
+        """Output tokens of a stream the agent cut short, from what passed: the last
+        ``output_tokens`` a ``message_delta`` carried (exact), else ~4 characters a token of
+        the content deltas (never below ``message_start``'s value); None before it."""
+        if self.usage is None:
+            return None
+        said = int(self.usage.get("output_tokens") or 0)
+        if self.delta_usage:
+            return said
+        return max(said, -(-self.content_chars // CHARS_PER_TOKEN))
 
     def feed(self, chunk: bytes) -> None:
         for line in self._lines.feed(chunk):
@@ -92,6 +112,12 @@ class _SSEUsage:
             for k, v in (ev.get("usage") or {}).items():
                 if v is not None:  # cumulative: each delta replaces the fields it carries
                     self.usage[k] = v
+                    self.delta_usage = self.delta_usage or k == "output_tokens"
+        elif kind == "content_block_delta":
+            delta = ev.get("delta")
+            if isinstance(delta, dict):
+                self.content_chars += sum(len(v) for k in _DELTA_TEXT
+                                          if isinstance(v := delta.get(k), str))
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "error":

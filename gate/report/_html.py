@@ -73,6 +73,7 @@ class RunView:
     missing: str | None = None  # why there is no transcript
     condition: str | None = None  # the skill condition it ran under (gate run --condition)
     trace: TraceView | None = None  # no transcript: the run's kept trace (gate/traces.py)
+    estimated: str | None = None  # part of its usage is an estimate (a stream the agent cut)
 
 
 @dataclass
@@ -256,7 +257,7 @@ def _run_views(runs: Sequence[RunResult], results_path: Path | None,
     for r in sorted(runs, key=lambda r: (r.replication, r.condition or ""))[-MAX_RUNS:]:
         events, why = read_transcript(r, results_path) if with_transcripts else (None, "")
         view = RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
-                       r.notes, events, why or None, r.condition)
+                       r.notes, events, why or None, r.condition, estimated=r.estimated)
         if events is None and traces is not None:
             trace = traces.get(_trace_key(r))
             if trace is not None:

@@ -197,7 +197,9 @@ def _method(c: Comparison) -> list[Markup]:
     lines.append(Markup(
         f"Infra errors: baseline {pct(c.infra.baseline_rate)}, this PR "
         f"{pct(c.infra.candidate_rate)} (limit {pct(c.infra.max_rate)}; Fisher "
-        f"{_p_is(c.infra.p_value)}). Errors are never counted as failures."))
+        f"{_p_is(c.infra.p_value)}). Infra errors (the provider's or the machine's) are never "
+        "counted as failures; what the agent caused (a model with no price, a request it left "
+        "in flight or cut, its own malformed or refused requests) fails its run."))
     block_on = s.get("block_on")
     if isinstance(block_on, list):
         lines.append(Markup("Metrics that can block: " + ", ".join(

@@ -156,3 +156,27 @@ def test_terminal_view_never_parses_untrusted_text_as_markup(
                                                            power_simulations=0)))
     out = buf.getvalue()
     assert "Regression: " in out and "[/bold][link=https://x]t00[/]" in out
+
+
+def test_a_task_with_no_valid_run_in_one_arm_is_never_under_no_regression(
+        tmp_path: Path) -> None:
+    """The issue's numbers: 6 tasks, 6 runs each, all passing in the baseline; in the PR one
+    task's 6 runs are all infra errors (0 → 6 of 36: 17 % is under the 20 % limit, and
+    Fisher's one-sided p = 0.012 is over 0.01). That task cannot be compared; the verdict used
+    to be "No regression" (exit 0). Now inconclusive (exit 3), naming the task."""
+    rng = np.random.default_rng(1)
+    base = synthetic_results([1.0] * 6, 6, rng)
+    pr = synthetic_results([1.0] * 6, 6, rng)
+    pr = pr.model_copy(update={"runs": [
+        r.model_copy(update={"status": "error", "reason": "infra: model API failed"})
+        if r.task == "t03" else r for r in pr.runs]})
+    write_results(tmp_path / "base.json", base)
+    write_results(tmp_path / "pr.json", pr)
+    (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 0\n")
+    code, out, _ = _run("compare", tmp_path / "base.json", tmp_path / "pr.json",
+                        "--format", "json", "--config", tmp_path / "gate.toml")
+    data = json.loads(out)
+    assert (code, data["verdict"]) == (3, "inconclusive"), data["headline"]
+    assert data["infra"]["candidate_rate"] == pytest.approx(6 / 36)
+    assert "no valid run in one arm" in data["headline"]
+    assert "t03 (this run: 6 infra errors, no valid run)" in data["headline"]
