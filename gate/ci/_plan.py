@@ -188,10 +188,18 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
     return sources
 
 
-def unchanged_agent(basis: Basis) -> str | None:
-    """The agent's fingerprint when it is the baseline's agent's and covers all the agent
-    does (``self_contained``): a PR under which nothing under test changed. ``None``
-    otherwise (or with no baseline on the base branch)."""
+@dataclass(frozen=True)
+class AgentChange:
+    """The PR's agent against the baseline's: its fingerprint, and the parts that differ."""
+
+    fingerprint: str
+    changed: tuple[str, ...]
+
+
+def agent_change(basis: Basis) -> AgentChange | None:
+    """How the PR's agent differs from the one the base branch's baseline measured, for kinds
+    whose fingerprint covers all the agent does (``self_contained``); ``None`` for another
+    kind, or with no baseline of this kind on the base branch."""
     from gate.agents import agent_kind
     from gate.fingerprint import fingerprint, fingerprint_parts
 
@@ -204,8 +212,19 @@ def unchanged_agent(basis: Basis) -> str | None:
     cfg = req.config
     if req.model:  # the `model` input runs another model than gate.toml's: another agent
         cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": req.model})})
-    fp = fingerprint(fingerprint_parts(cfg, spec), kind)
-    return fp if fp == baseline.agent.fingerprint else None
+    parts = fingerprint_parts(cfg, spec)
+    fp = fingerprint(parts, kind)
+    if fp == baseline.agent.fingerprint:
+        return AgentChange(fp, ())
+    old = baseline.agent.parts
+    return AgentChange(fp, tuple(sorted(k for k in {*parts, *old} if parts.get(k) != old.get(k))))
+
+
+def unchanged_agent(basis: Basis) -> str | None:
+    """The agent's fingerprint when it is the baseline's agent's and covers all the agent
+    does: a PR under which nothing under test changed. ``None`` otherwise."""
+    change = agent_change(basis)
+    return change.fingerprint if change is not None and not change.changed else None
 
 
 def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:

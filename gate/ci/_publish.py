@@ -280,7 +280,8 @@ class Publisher:
         reason = (f"Nothing under test changed: the agent (fingerprint {fingerprint[:16]}) is "
                   "the one the baseline measured, so this pull request cannot have made it "
                   "worse; nothing was run.")
-        markdown = render_body("skipped.md.j2", unchanged=fingerprint, keyed=True)
+        markdown = render_body("skipped.md.j2", unchanged=fingerprint, keyed=True,
+                               gate_changed=False)
         if self.can_comment() and not self.defer(pr, "final", markdown, False):
             self.show(pr, markdown, create=False, what="marked as skipped")
         return self._skipped(pr, markdown, reason)
@@ -295,10 +296,12 @@ class Publisher:
                             "report_path": str(ctx.opts.report_path.resolve())})
         return 0
 
-    def withheld(self, pr: PullRequestInfo, unchanged: str | None) -> int:
+    def withheld(self, pr: PullRequestInfo, unchanged: str | None, *,
+                 gate_changed: bool = False) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
-        fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``."""
+        fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``. ``gate_changed``:
+        only the builtin agent's own code differs (a bump of agent-gate's pin)."""
         from gate.errors import Unmeasurable
 
         ctx = self.ctx
@@ -310,6 +313,13 @@ class Publisher:
                       "is the one the baseline measured, so this pull request cannot have "
                       "made it worse. GitHub gave this run no ANTHROPIC_API_KEY, so nothing "
                       "was run.")
+        elif gate_changed:
+            reason = ("The gate's agent changed: this pull request runs another version of "
+                      "agent-gate's builtin agent (its tool loop, tools or default prompt), a "
+                      "new agent that must be measured, and GitHub gave this run no "
+                      "ANTHROPIC_API_KEY: re-run it with a key (a Dependabot secret, or the "
+                      "branch pushed to this repository). Once merged, main's refresh starts a "
+                      "new baseline for it.")
         elif dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
             reason = ("This pull request was opened by Dependabot: GitHub gives its runs only "
                       "the repository's Dependabot secrets, so there is no ANTHROPIC_API_KEY "
@@ -326,7 +336,7 @@ class Publisher:
         if unchanged is None and self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
         markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot,
-                               unchanged=unchanged, keyed=False)
+                               unchanged=unchanged, keyed=False, gate_changed=gate_changed)
         return self._skipped(pr, markdown, reason)
 
 

@@ -23,7 +23,7 @@ from gate.ci._event import Event, find_event, resolve_mode
 from gate.ci._judge import Judgement, judge
 from gate.ci._obtain import load_shards, obtain, run_fresh
 from gate.ci._options import CIOptions
-from gate.ci._plan import Basis, make_plan, open_basis, refresh_plan, unchanged_agent
+from gate.ci._plan import Basis, agent_change, make_plan, open_basis, refresh_plan
 from gate.ci._publish import Publisher, failure_markdown
 from gate.ci._refresh import refresh
 from gate.config import CISettings
@@ -99,10 +99,12 @@ def _pr(ctx: Context, event: Event, basis: Basis, merged: Results | None) -> int
     assert pr is not None
     publisher = Publisher(ctx, basis.settings)
     stored = event.source in ("rejudge", "merge")
-    unchanged = None if stored else unchanged_agent(basis)
+    change = None if stored else agent_change(basis)
+    unchanged = change.fingerprint if change is not None and not change.changed else None
     if (ctx.needs_key(basis.request) and ctx.env.anthropic_api_key is None
             and ctx.env.secrets_withheld and not stored):
-        return publisher.withheld(pr, unchanged)
+        gate_changed = change is not None and change.changed == ("code",)
+        return publisher.withheld(pr, unchanged, gate_changed=gate_changed)
     if unchanged is not None and ctx.spends(basis.request):
         return publisher.unchanged(pr, unchanged)  # measuring it again would only spend
     if not stored:
