@@ -20,6 +20,13 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
 verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
 
+An act whose tool call does not fit in one answer of the request's ``max_tokens`` (a 100 KB
+solution) is written in parts, as a model would: one tool call per turn appends the next lines
+of the command to a file under ``$TMPDIR`` (a heredoc of whole lines; a line longer than an
+answer, in ``printf`` pieces), each call under ``max_tokens``, then one more turn runs what was
+written in the tool's shell (``eval``, as the command itself would have run) and removes the
+file (:func:`in_parts`). The episode costs those extra turns, like a real model's.
+
 A Harbor task's oracle is ``bash /solution/solve.sh`` in one process (Harbor uploads
 ``solution/`` to ``/solution`` for the oracle only; an agent never sees it), so its steps are
 not independent: a ``cd``, a variable or a function carries over, and the script may read its
@@ -50,6 +57,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import random
 import re
 import shlex
@@ -62,7 +70,7 @@ from typing import Any
 
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
-from gate.sim._tokens import block_tokens
+from gate.sim._tokens import BLOCK_OVERHEAD, block_tokens, text_tokens
 from gate.tasks import Task
 
 TURNS: dict[str, int] = {"easy": 4, "medium": 6, "hard": 9}
@@ -351,6 +359,100 @@ def skill_works(read: list[str], name: str) -> bool:
             and NO_EFFECT_MARKER not in text)
 
 
+#: below this room (bytes of command per answer) an act is not written in parts: it is cut
+MIN_PART_BYTES = 512
+PART_SLACK = 16  # tokens kept free in each part's answer
+
+
+def tool_id_stem(seed: int, task_id: str, episode: int, model: str) -> str:
+    """A short name unique to one episode (the file its parts are written to)."""
+    return hashlib.sha256(f"{seed}\0{task_id}\0{episode}\0{model}".encode()).hexdigest()[:12]
+
+
+def _answer_tokens(text: str, tool: str, command: str) -> int:
+    return block_tokens({"type": "text", "text": text}) + block_tokens(
+        {"type": "tool_use", "name": tool, "input": {"command": command}})
+
+
+def in_parts(plan: list[Action], tool: str, max_tokens: int, stem: str) -> list[Action]:
+    """``plan`` with each act too large for one answer of ``max_tokens`` written over several
+    turns (the module docstring); every other action, and a plan that fits, unchanged."""
+    out: list[Action] = []
+    for i, action in enumerate(plan):
+        cmd = action.command
+        if cmd is None or max_tokens <= 0 or _answer_tokens(action.text, tool, cmd) <= max_tokens:
+            out.append(action)
+            continue
+        path = f'f="${{TMPDIR:-/tmp}}/gate-sim-{stem}-{i}.sh"; '
+        parts = _parts(cmd, tool, max_tokens, path)
+        if parts is None:  # no room to write anything: the answer is cut, as before
+            out.append(action)
+            continue
+        n = len(parts)
+        out += [Action(action.phase, f"This is long, so I'll write it to a file in parts "
+                       f"({k + 1} of {n}).", part) for k, part in enumerate(parts)]
+        out.append(Action(action.phase, "Now I'll run what I wrote.",
+                          path + 's=$(cat "$f") && rm -f "$f" && eval "$s"'))
+    return out
+
+
+_PART_TEXT = "This is long, so I'll write it to a file in parts (999 of 999)."
+
+
+def _parts(cmd: str, tool: str, max_tokens: int, path: str) -> list[str] | None:
+    """The commands that write ``cmd`` (plus a final newline) to ``$f``, each one's answer
+    under ``max_tokens``; None when an answer leaves too little room."""
+    fixed = (block_tokens({"type": "text", "text": _PART_TEXT}) + BLOCK_OVERHEAD
+             + text_tokens(tool) + text_tokens('{"command":""}') + PART_SLACK)
+    end = _delimiter(cmd, "GATE_SIM_PART")
+    wrapper = len(json.dumps(f"{path}cat >> \"$f\" <<'{end}'\n{end}")[1:-1].encode())
+    room = (max_tokens - fixed) * 4 - wrapper
+    if room < MIN_PART_BYTES:
+        return None
+    ops: list[tuple[str, str]] = []  # ("lines" | "piece", text)
+    batch, used = "", 0
+    for line in (cmd if cmd.endswith("\n") else cmd + "\n").splitlines(keepends=True):
+        size = _json_bytes(line)
+        if size > room:  # a line longer than an answer: in printf pieces
+            if batch:
+                ops.append(("lines", batch))
+                batch, used = "", 0
+            ops += [("piece", p) for p in _pieces(line, room)]
+            continue
+        if used + size > room:
+            ops.append(("lines", batch))
+            batch, used = "", 0
+        batch, used = batch + line, used + size
+    if batch:
+        ops.append(("lines", batch))
+    out: list[str] = []
+    for k, (kind, text) in enumerate(ops):
+        to = ">" if k == 0 else ">>"
+        out.append(f"{path}cat {to} \"$f\" <<'{end}'\n{text}{end}" if kind == "lines"
+                   else f"{path}printf %s {shlex.quote(text)} {to} \"$f\"")
+    assert all(_answer_tokens(_PART_TEXT, tool, c) <= max_tokens for c in out)
+    return out
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
+
+
+def _pieces(line: str, room: int) -> list[str]:
+    """``line`` cut into pieces whose quoted form (``printf %s '...'``) fits ``room``."""
+    out: list[str] = []
+    piece, used = "", 2  # the quotes
+    for ch in line:
+        size = 7 if ch == "'" else _json_bytes(ch)  # ' is written '"'"'
+        if used + size > room:
+            out.append(piece)
+            piece, used = "", 2
+        piece, used = piece + ch, used + size
+    if piece:
+        out.append(piece)
+    return out
+
+
 def _look_text(i: int) -> str:
     return ["I'll start by looking at the project layout.", "Let me see which files are here.",
             "Let me read the relevant code."][min(i, 2)]
@@ -469,7 +571,9 @@ class SimModel:
                                  lift=SKILL_LIFT if skill and skill.works else 0.0)
         script = self.script(task)
         rng = random.Random(f"plan\0{self.seed}\0{task.id}\0{episode}")
-        plan = script.plan(outcome, rng, skill)
+        plan = in_parts(script.plan(outcome, rng, skill), tool,
+                        int(request.get("max_tokens") or 0), tool_id_stem(
+                            self.seed, task.id, episode, model))
         if outcome == "loop":  # after the skill's read, if any: re-reading until out of turns
             action: Action | None = plan[turn] if turn < len(plan) else (
                 Action("look", "Let me re-read that to be sure.",
