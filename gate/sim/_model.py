@@ -430,8 +430,7 @@ def _parts(cmd: str, tool: str, max_tokens: int, path: str) -> list[str] | None:
         to = ">" if k == 0 else ">>"
         out.append(f"{path}cat {to} \"$f\" <<'{end}'\n{text}{end}" if kind == "lines"
                    else f"{path}printf %s {shlex.quote(text)} {to} \"$f\"")
-    assert all(_answer_tokens(_PART_TEXT, tool, c) <= max_tokens for c in out)
-    return out
+    return out if all(_answer_tokens(_PART_TEXT, tool, c) <= max_tokens for c in out) else None
 
 
 def _json_bytes(text: str) -> int:
