@@ -57,7 +57,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import random
 import re
 import shlex
@@ -70,7 +69,8 @@ from typing import Any
 
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
-from gate.sim._tokens import BLOCK_OVERHEAD, block_tokens, text_tokens
+from gate.sim._parts import answer_tokens, delimiter, parts_of
+from gate.sim._tokens import block_tokens
 from gate.tasks import Task
 
 TURNS: dict[str, int] = {"easy": 4, "medium": 6, "hard": 9}
@@ -205,15 +205,6 @@ def _group(steps: list[str], n: int) -> list[str]:
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _delimiter(text: str, stem: str) -> str:
-    """A heredoc delimiter that is no line of ``text``."""
-    lines = set(text.splitlines())
-    n = 0
-    while (word := f"{stem}_{n}" if n else stem) in lines:
-        n += 1
-    return word
-
-
 def whole_solution(task: Task) -> str | None:
     """For a Harbor task with ``solution/solve.sh``: one shell command that runs the script as
     Harbor's oracle does (in one process, from the solution directory, with ``TASK_DIR`` and
@@ -234,9 +225,9 @@ def whole_solution(task: Task) -> str | None:
             for p in others:
                 tf.add(p, arcname=p.relative_to(script.parent).as_posix(), recursive=False)
         packed = base64.encodebytes(buf.getvalue()).decode("ascii")
-        end = _delimiter(packed, "GATE_SIM_FILES")
+        end = delimiter(packed, "GATE_SIM_FILES")
         lines.append(f"base64 -d <<'{end}' | tar -xzf - -C \"$d\"\n{packed}{end}")
-    end = _delimiter(body, "GATE_SIM_SOLVE")
+    end = delimiter(body, "GATE_SIM_SOLVE")
     lines.append(f"cat > \"$d/solve.sh\" <<'{end}'\n{body}{end}")
     env = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.harbor.env("solution").items()
                   if _ENV_NAME.match(k))
@@ -359,19 +350,9 @@ def skill_works(read: list[str], name: str) -> bool:
             and NO_EFFECT_MARKER not in text)
 
 
-#: below this room (bytes of command per answer) an act is not written in parts: it is cut
-MIN_PART_BYTES = 512
-PART_SLACK = 16  # tokens kept free in each part's answer
-
-
 def tool_id_stem(seed: int, task_id: str, episode: int, model: str) -> str:
     """A short name unique to one episode (the file its parts are written to)."""
     return hashlib.sha256(f"{seed}\0{task_id}\0{episode}\0{model}".encode()).hexdigest()[:12]
-
-
-def _answer_tokens(text: str, tool: str, command: str) -> int:
-    return block_tokens({"type": "text", "text": text}) + block_tokens(
-        {"type": "tool_use", "name": tool, "input": {"command": command}})
 
 
 def in_parts(plan: list[Action], tool: str, max_tokens: int, stem: str) -> list[Action]:
@@ -380,11 +361,11 @@ def in_parts(plan: list[Action], tool: str, max_tokens: int, stem: str) -> list[
     out: list[Action] = []
     for i, action in enumerate(plan):
         cmd = action.command
-        if cmd is None or max_tokens <= 0 or _answer_tokens(action.text, tool, cmd) <= max_tokens:
+        if cmd is None or max_tokens <= 0 or answer_tokens(action.text, tool, cmd) <= max_tokens:
             out.append(action)
             continue
         path = f'f="${{TMPDIR:-/tmp}}/gate-sim-{stem}-{i}.sh"; '
-        parts = _parts(cmd, tool, max_tokens, path)
+        parts = parts_of(cmd, tool, max_tokens, path)
         if parts is None:  # no room to write anything: the answer is cut, as before
             out.append(action)
             continue
@@ -393,62 +374,6 @@ def in_parts(plan: list[Action], tool: str, max_tokens: int, stem: str) -> list[
                        f"({k + 1} of {n}).", part) for k, part in enumerate(parts)]
         out.append(Action(action.phase, "Now I'll run what I wrote.",
                           path + 's=$(cat "$f") && rm -f "$f" && eval "$s"'))
-    return out
-
-
-_PART_TEXT = "This is long, so I'll write it to a file in parts (999 of 999)."
-
-
-def _parts(cmd: str, tool: str, max_tokens: int, path: str) -> list[str] | None:
-    """The commands that write ``cmd`` (plus a final newline) to ``$f``, each one's answer
-    under ``max_tokens``; None when an answer leaves too little room."""
-    fixed = (block_tokens({"type": "text", "text": _PART_TEXT}) + BLOCK_OVERHEAD
-             + text_tokens(tool) + text_tokens('{"command":""}') + PART_SLACK)
-    end = _delimiter(cmd, "GATE_SIM_PART")
-    wrapper = len(json.dumps(f"{path}cat >> \"$f\" <<'{end}'\n{end}")[1:-1].encode())
-    room = (max_tokens - fixed) * 4 - wrapper
-    if room < MIN_PART_BYTES:
-        return None
-    ops: list[tuple[str, str]] = []  # ("lines" | "piece", text)
-    batch, used = "", 0
-    for line in (cmd if cmd.endswith("\n") else cmd + "\n").splitlines(keepends=True):
-        size = _json_bytes(line)
-        if size > room:  # a line longer than an answer: in printf pieces
-            if batch:
-                ops.append(("lines", batch))
-                batch, used = "", 0
-            ops += [("piece", p) for p in _pieces(line, room)]
-            continue
-        if used + size > room:
-            ops.append(("lines", batch))
-            batch, used = "", 0
-        batch, used = batch + line, used + size
-    if batch:
-        ops.append(("lines", batch))
-    out: list[str] = []
-    for k, (kind, text) in enumerate(ops):
-        to = ">" if k == 0 else ">>"
-        out.append(f"{path}cat {to} \"$f\" <<'{end}'\n{text}{end}" if kind == "lines"
-                   else f"{path}printf %s {shlex.quote(text)} {to} \"$f\"")
-    return out if all(_answer_tokens(_PART_TEXT, tool, c) <= max_tokens for c in out) else None
-
-
-def _json_bytes(text: str) -> int:
-    return len(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
-
-
-def _pieces(line: str, room: int) -> list[str]:
-    """``line`` cut into pieces whose quoted form (``printf %s '...'``) fits ``room``."""
-    out: list[str] = []
-    piece, used = "", 2  # the quotes
-    for ch in line:
-        size = 7 if ch == "'" else _json_bytes(ch)  # ' is written '"'"'
-        if used + size > room:
-            out.append(piece)
-            piece, used = "", 2
-        piece, used = piece + ch, used + size
-    if piece:
-        out.append(piece)
     return out
 
 
