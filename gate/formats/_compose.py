@@ -147,7 +147,7 @@ def map_compose(data: dict[str, Any], *, cpus: float, memory_mb: int,
     if env.refused:
         names = ", ".join(f"{k} ({why})" for k, why in sorted(env.refused.items()))
         raise Refused(f"{WHERE}: takes host variables the gate withholds from every task: "
-                      f"{names}; no credential is passed into a container")
+                      f"{names}; what it withholds never reaches a container")
     _check_build(filled)
     out.cpus, out.memory_mb = _resources(filled)
     out.log_dirs = _log_volumes(filled.get("volumes"))
