@@ -50,8 +50,10 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   after each verify, the files of ``/logs/artifacts`` and of each listed path (a file or a
   folder; ``destination`` renames it) are kept with the run beside the verifier's files, under
   ``artifacts/`` at their container path; a path that is not there is skipped.
-- **Multi-container tasks** (``environment/docker-compose.yaml``, ``environments/docker/
-  docker.py``) are refused by name: their services would never start here. So is a separate
+- **Compose** (``environment/docker-compose.yaml``, ``environments/docker/docker.py``): a
+  one-service override of ``main`` (SkillsBench's: variables, resource limits, the log
+  folders) is mapped onto the one container (:mod:`gate.formats._compose`); a second service,
+  or a key one container cannot honour, is refused naming it. So is a separate
   verifier (``[verifier] environment_mode = "separate"`` or ``[verifier.environment]``, per
   step too): the gate builds no verifier sandbox yet, and never widens one to the agent's.
 - **Network per phase** (``trial/network_policy.py``): the agent's and the verifier's
@@ -70,6 +72,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import shlex
 import time
@@ -100,6 +103,7 @@ from gate.formats import (
     Workspace,
     reading,
 )
+from gate.formats._compose import ComposeMain, Refused, compose_main
 from gate.harbor import (
     AGENT_LOGS,
     ARTIFACTS_DIR,
@@ -116,9 +120,6 @@ from gate.harbor import (
     parse_harbor_toml,
 )
 
-#: a multi-container task's services (Harbor reads ``environment/docker-compose.yaml``,
-#: ``environments/docker/docker.py``)
-COMPOSE_FILES = ("docker-compose.yaml",)
 REWARD_LIMIT = 100_000  # bytes of a reward file
 REREAD_S = 0.5  # how long after the verifier's exit the reward files are looked at again
 TAMPERED = "reward changed after the verifier wrote it: tampering"
@@ -298,6 +299,13 @@ class HarborFormat(TaskFormat):
             environment=TaskEnvironment(image=env.docker_image, cpus=env.cpus,
                                         memory_mb=env.memory_mb),
         )
+        try:  # a malformed compose file is bad input; what it asks is judged by refusal()
+            compose_main(path, cpus=env.cpus, memory_mb=env.memory_mb, task_env=env.env,
+                         environ=os.environ)
+        except Refused:
+            pass
+        except BadInput as exc:
+            raise BadInput(f"{name}: {exc}") from exc
         own_skills = skills_source(path, env.skills_dir)
         return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
                     meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
@@ -305,11 +313,20 @@ class HarborFormat(TaskFormat):
 
     def refusal(self, task: Task) -> str | None:
         assert task.harbor is not None
-        for name in COMPOSE_FILES:
-            if (task.path / "environment" / name).is_file():
-                return (f"environment/{name}: a multi-container Harbor task (its services "
-                        "would never start here; the gate runs the main image alone)")
+        try:
+            self._compose(task)
+        except Refused as exc:
+            return str(exc)
         return task.harbor.refusal()
+
+    @staticmethod
+    def _compose(task: Task) -> ComposeMain | None:
+        """The task's one-service override of ``main`` (None: it has no compose file), with
+        the host's variables as they are now (:mod:`gate.formats._compose`)."""
+        assert task.harbor is not None
+        env = task.harbor.config.environment
+        return compose_main(task.path, cpus=env.cpus, memory_mb=env.memory_mb,
+                            task_env=env.env, environ=os.environ)
 
     # ----- the container ------------------------------------------------------------------
 
@@ -317,10 +334,13 @@ class HarborFormat(TaskFormat):
         assert task.harbor is not None
         cfg, h = task.harbor.config, task.harbor
         user = h.user("agent", self._step(task, 0))
+        compose = self._compose(task) or ComposeMain()  # over task.toml's, as Harbor merges it
         return ContainerSpec(
-            workdir=cfg.environment.workdir, user=_user(user), env=dict(cfg.environment.env),
-            network=h.network("agent", self._step(task, 0)), cpus=cfg.environment.cpus,
-            memory_mb=cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
+            workdir=cfg.environment.workdir, user=_user(user),
+            env={**compose.env, **cfg.environment.env},
+            network=h.network("agent", self._step(task, 0)),
+            cpus=compose.cpus or cfg.environment.cpus,
+            memory_mb=compose.memory_mb or cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
             baked_skills=tuple(baked_skill_dirs(task)))
 
     @staticmethod
@@ -334,6 +354,10 @@ class HarborFormat(TaskFormat):
         step's agent, its ``workdir/``, ``setup.sh`` and healthcheck."""
         task = sandbox.task
         assert task.harbor is not None
+        compose = self._compose(task)
+        for folder in compose.log_dirs if compose else ():  # empty, as Harbor's mount is
+            if folder != AGENT_LOGS:  # the runner's, made so by the sandbox
+                self._container(sandbox).reset_dir(folder)
         check = task.harbor.config.environment.healthcheck
         if check is not None:
             healthcheck(self._container(sandbox), check, "[environment]")

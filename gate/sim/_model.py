@@ -20,6 +20,13 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
 verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
 
+An act whose tool call does not fit in one answer of the request's ``max_tokens`` (a 100 KB
+solution) is written in parts, as a model would: one tool call per turn appends the next lines
+of the command to a file under ``$TMPDIR`` (a heredoc of whole lines; a line longer than an
+answer, in ``printf`` pieces), each call under ``max_tokens``, then one more turn runs what was
+written in the tool's shell (``eval``, as the command itself would have run) and removes the
+file (:func:`in_parts`). The episode costs those extra turns, like a real model's.
+
 A Harbor task's oracle is ``bash /solution/solve.sh`` in one process (Harbor uploads
 ``solution/`` to ``/solution`` for the oracle only; an agent never sees it), so its steps are
 not independent: a ``cd``, a variable or a function carries over, and the script may read its
@@ -62,6 +69,7 @@ from typing import Any
 
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
+from gate.sim._parts import answer_tokens, delimiter, parts_of
 from gate.sim._tokens import block_tokens
 from gate.tasks import Task
 
@@ -197,15 +205,6 @@ def _group(steps: list[str], n: int) -> list[str]:
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _delimiter(text: str, stem: str) -> str:
-    """A heredoc delimiter that is no line of ``text``."""
-    lines = set(text.splitlines())
-    n = 0
-    while (word := f"{stem}_{n}" if n else stem) in lines:
-        n += 1
-    return word
-
-
 def whole_solution(task: Task) -> str | None:
     """For a Harbor task with ``solution/solve.sh``: one shell command that runs the script as
     Harbor's oracle does (in one process, from the solution directory, with ``TASK_DIR`` and
@@ -226,9 +225,9 @@ def whole_solution(task: Task) -> str | None:
             for p in others:
                 tf.add(p, arcname=p.relative_to(script.parent).as_posix(), recursive=False)
         packed = base64.encodebytes(buf.getvalue()).decode("ascii")
-        end = _delimiter(packed, "GATE_SIM_FILES")
+        end = delimiter(packed, "GATE_SIM_FILES")
         lines.append(f"base64 -d <<'{end}' | tar -xzf - -C \"$d\"\n{packed}{end}")
-    end = _delimiter(body, "GATE_SIM_SOLVE")
+    end = delimiter(body, "GATE_SIM_SOLVE")
     lines.append(f"cat > \"$d/solve.sh\" <<'{end}'\n{body}{end}")
     env = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.harbor.env("solution").items()
                   if _ENV_NAME.match(k))
@@ -351,6 +350,33 @@ def skill_works(read: list[str], name: str) -> bool:
             and NO_EFFECT_MARKER not in text)
 
 
+def tool_id_stem(seed: int, task_id: str, episode: int, model: str) -> str:
+    """A short name unique to one episode (the file its parts are written to)."""
+    return hashlib.sha256(f"{seed}\0{task_id}\0{episode}\0{model}".encode()).hexdigest()[:12]
+
+
+def in_parts(plan: list[Action], tool: str, max_tokens: int, stem: str) -> list[Action]:
+    """``plan`` with each act too large for one answer of ``max_tokens`` written over several
+    turns (the module docstring); every other action, and a plan that fits, unchanged."""
+    out: list[Action] = []
+    for i, action in enumerate(plan):
+        cmd = action.command
+        if cmd is None or max_tokens <= 0 or answer_tokens(action.text, tool, cmd) <= max_tokens:
+            out.append(action)
+            continue
+        path = f'f="${{TMPDIR:-/tmp}}/gate-sim-{stem}-{i}.sh"; '
+        parts = parts_of(cmd, tool, max_tokens, path)
+        if parts is None:  # no room to write anything: the answer is cut, as before
+            out.append(action)
+            continue
+        n = len(parts)
+        out += [Action(action.phase, f"This is long, so I'll write it to a file in parts "
+                       f"({k + 1} of {n}).", part) for k, part in enumerate(parts)]
+        out.append(Action(action.phase, "Now I'll run what I wrote.",
+                          path + 's=$(cat "$f") && rm -f "$f" && eval "$s"'))
+    return out
+
+
 def _look_text(i: int) -> str:
     return ["I'll start by looking at the project layout.", "Let me see which files are here.",
             "Let me read the relevant code."][min(i, 2)]
@@ -469,7 +495,9 @@ class SimModel:
                                  lift=SKILL_LIFT if skill and skill.works else 0.0)
         script = self.script(task)
         rng = random.Random(f"plan\0{self.seed}\0{task.id}\0{episode}")
-        plan = script.plan(outcome, rng, skill)
+        plan = in_parts(script.plan(outcome, rng, skill), tool,
+                        int(request.get("max_tokens") or 0), tool_id_stem(
+                            self.seed, task.id, episode, model))
         if outcome == "loop":  # after the skill's read, if any: re-reading until out of turns
             action: Action | None = plan[turn] if turn < len(plan) else (
                 Action("look", "Let me re-read that to be sure.",

@@ -322,3 +322,48 @@ def test_interrupt_stops_running_agents_promptly(make_task, suite_dir: Path, tmp
     time.sleep(0.3)
     assert not any(_alive(p) for p in agent_pids), "an agent outlived the gate"
     assert load_results(out).runs == []  # nothing half-measured was recorded
+
+
+def _big_file(lines: int = 1600) -> str:
+    """About 100 KB of lines no shorter form holds (a digest chain)."""
+    import hashlib
+
+    out, h = [], b"seed"
+    for _ in range(lines):
+        h = hashlib.sha256(h).digest()
+        out.append(h.hex())
+    return "\n".join(out) + "\n"
+
+
+def test_a_solution_larger_than_max_tokens_is_replayed_over_several_turns(
+        make_task, suite_dir: Path, tmp_path: Path) -> None:
+    """A 100 KB solution does not fit in one answer of 4,096 tokens: the simulator writes it
+    in parts, one tool call per turn, then runs it, as a model would (it was cut at
+    ``max_tokens`` on every solving episode, and the task failed while its oracle passed)."""
+    import hashlib
+
+    from gate.sim import decide_outcome
+
+    body = _big_file()
+    assert len(body) > 100_000
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    make_task("big", toml='difficulty = "easy"\n', prompt="Write big.txt as specified.",
+              solve=f"set -e\ncat > big.txt <<'EOF_BIG'\n{body}EOF_BIG\necho wrote big.txt\n",
+              verify=f'set -e\n[ "$(sha256sum big.txt | cut -d" " -f1)" = "{digest}" ]\n')
+    seed = next(s for s in range(100)
+                if decide_outcome(s, "claude-sonnet-5-5", "big", "easy", 0) == "solve")
+    oracle = gate("run", "--tasks", str(suite_dir), "--agent", "oracle", "-k", "1",
+                  "-o", str(tmp_path / "oracle.json"))
+    assert oracle.returncode == 0, oracle.stderr
+    out = tmp_path / "results.json"
+    p = gate("run", "--sim", "--tasks", str(suite_dir), "-k", "1", "--seed", str(seed),
+             "-o", str(out))
+    results = load_results(out)
+    run = results.runs[0]
+    assert run.status == "passed", (run.reason, p.stderr[-2000:])
+    assert run.turns > 4 + 5  # easy's four turns, and the parts: each under max_tokens
+    assert p.returncode == 0, p.stderr
+    _assert_meter_equals_ledger(results)
+    served = [e for e in read_ledger(results.model_extra["simulator"]["ledger"])  # type: ignore[index]
+              if e.get("usage")]
+    assert max(e["usage"]["output_tokens"] for e in served) < 4096  # never cut at max_tokens

@@ -143,3 +143,39 @@ def test_each_step_of_a_multi_step_task_is_known_with_its_own_solution(tmp_path:
             acted = [c for c in commands if "GATE_SIM_SOLVE" in c]
             assert len(acted) == 1 and f"echo \"{step.name} done\"" in acted[0], (
                 step.name, commands)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_sim_replays_a_harbor_solution_larger_than_max_tokens_over_several_turns(
+        tmp_path: Path) -> None:
+    """A 100 KB ``solve.sh`` does not fit in one answer of 4,096 tokens: through ``gate run
+    --sim`` the simulator writes it in parts, one tool call per turn, and runs it in the
+    task's container (it was cut at ``max_tokens`` every time, while the oracle passed)."""
+    import hashlib
+
+    from tests.helpers.process import gate
+
+    lines, h = [], b"seed"
+    for _ in range(1600):
+        h = hashlib.sha256(h).digest()
+        lines.append(h.hex())
+    body = "\n".join(lines) + "\n"
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    root = tmp_path / "suite"
+    d = _task(root)
+    (d / "solution" / "solve.sh").write_text(
+        SOLVE + f"cat > /app/big.txt <<'EOF_BIG'\n{body}EOF_BIG\n")
+    (d / "tests" / "test.sh").write_text(TEST.replace(
+        "; then r=1", f' && [ "$(sha256sum /app/big.txt | cut -d" " -f1)" = "{digest}" ]'
+        "; then r=1"))
+    seed = next(s for s in range(100)
+                if decide_outcome(s, "claude-sonnet-5-5", "carry-state", "easy", 0) == "solve")
+    p = gate("run", "--tasks", root, "--agent", "oracle", "-k", "1", "-o", tmp_path / "o.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = tmp_path / "sim.json"
+    p = gate("run", "--sim", "--tasks", root, "-k", "1", "--seed", str(seed), "-o", out)
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["status"] == "passed", (run["reason"], p.stderr[-2000:])
+    assert run["turns"] > 4 + 5

@@ -513,7 +513,7 @@ def test_a_service_the_agent_started_serves_the_verifier_only_where_the_suite_sa
     assert "http.server 8765" in verify["files"]["(services kept running from the agent phase)"]
 
 
-def test_keys_at_harbors_defaults_ask_nothing_and_compose_tasks_are_refused(
+def test_keys_at_harbors_defaults_ask_nothing_and_a_second_compose_service_is_refused(
         tmp_path: Path) -> None:
     from gate.formats import get_format
 
@@ -525,8 +525,13 @@ def test_keys_at_harbors_defaults_ask_nothing_and_compose_tasks_are_refused(
                      ).unhonoured == ["environment.storage"]
     compose = harbor(tmp_path, "compose", files={
         "environment/docker-compose.yaml": "services:\n  main:\n    build: .\n"})
+    assert get_format("harbor").refusal(load_task(compose)) is None  # one container, as Harbor
+    (compose / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n  redis:\n    image: redis:7\n")
     why = get_format("harbor").refusal(load_task(compose))
-    assert why is not None and why.startswith("environment/docker-compose.yaml: a multi-container")
+    assert why is not None and why.startswith(
+        "environment/docker-compose.yaml: 2 services (main, redis): the gate runs the task in "
+        "one container"), why
 
 
 @pytest.mark.docker
