@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from gate._files import atomic_write_text
 from gate.ci._context import Context, num
-from gate.ci._judge import Judgement
-from gate.compare import Comparison
 from gate.config import CISettings, GateConfig
 from gate.errors import GateError
 from gate.github import (
@@ -32,6 +31,10 @@ from gate.github import (
 )
 from gate.report import code_span, link_url, md
 from gate.results import Results
+
+if TYPE_CHECKING:  # the comment job's path imports no statistics (numpy): types only
+    from gate.ci._judge import Judgement
+    from gate.compare import Comparison
 
 DEPENDABOT = "dependabot[bot]"  # the actor of Dependabot's PRs: Dependabot secrets only
 

@@ -21,7 +21,7 @@ from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gate.report._effects import render_effects_markdown, render_effects_text
-    from gate.report._escape import code_span, defuse_markdown, md, plain
+    from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
     from gate.report._format import (
         FILTERS,
         MINUS,
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
         BUDGET,
         GITHUB_LIMIT,
         is_interesting,
-        link_url,
         metric_change,
         metric_verdict,
         overhead_note,
@@ -62,11 +61,12 @@ if TYPE_CHECKING:
 _WHERE = {
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
+    "link_url": "_escape",
     **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "dollars", "interval",
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
     "render_html": "_html", "transcript_dir": "_html", "preload_html": "_html:preload",
-    **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "link_url", "metric_change",
+    **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "metric_change",
                      "metric_verdict", "overhead_note", "preload_templates", "render_markdown",
                      "render_summary", "render_text", "schedule_note", "task_rank", "task_row",
                      "template_env"), "_render"),

@@ -18,6 +18,7 @@ inert.
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from markupsafe import Markup
 
@@ -116,3 +117,10 @@ def plain(value: object, limit: int = 200) -> str:
 def slug(value: object, limit: int = 40) -> str:
     """Letters, digits, ``.``, ``_``, ``-`` only: for Mermaid labels, which escape nothing."""
     return re.sub(r"[^A-Za-z0-9._-]", "", str(value))[:limit] or "?"
+
+
+def link_url(url: str | None) -> Markup | None:
+    """An http(s) URL as a link target, its unsafe characters escaped; None for any other."""
+    if not url or not url.startswith(("https://", "http://")):
+        return None
+    return Markup(quote(url, safe=":/?#&=%+,;~@!$*'"))

@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
-from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gate.compare import Comparison, MetricResult, TaskChange
-from gate.report._escape import md, no_mentions, no_references, plain, slug
+from gate.report._escape import link_url, md, no_mentions, no_references, plain, slug
 from gate.report._format import (
     FILTERS,
     MINUS,
@@ -148,12 +147,6 @@ def _note(text: str) -> Markup:
     or ``#123`` reference even when a line quotes untrusted text."""
     text = no_references(no_mentions(plain(text, 1000)))
     return Markup(text.replace("<", "&lt;").replace(">", "&gt;"))
-
-
-def link_url(url: str | None) -> Markup | None:
-    if not url or not url.startswith(("https://", "http://")):
-        return None
-    return Markup(quote(url, safe=":/?#&=%+,;~@!$*'"))
 
 
 def _trend(trend: Sequence[Mapping[str, Any]] | None) -> dict[str, Any] | None:

@@ -126,7 +126,7 @@ def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyP
     """e.g. git echoing a remote URL with credentials in it."""
     import io
 
-    import gate.ci._run
+    import gate.ci._jobs
     from gate.ci import run_ci
     from gate.config import GateConfig
     from gate.github import ActionsIO, CIEnvironment
@@ -137,7 +137,7 @@ def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyP
     def boom(*args: object) -> int:
         raise BadInput(f"cannot push to https://x-access-token:{token}@github.com/a/b")
 
-    monkeypatch.setattr(gate.ci._run, "refresh_plan", boom)
+    monkeypatch.setattr(gate.ci._jobs, "refresh_plan", boom)
     env = CIEnvironment(token=SecretStr(token), event_name="push", ref="refs/heads/main")
     stream = io.StringIO()
     aio = ActionsIO(tmp_path / "out", tmp_path / "summary", stream=stream,

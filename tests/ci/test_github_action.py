@@ -28,6 +28,7 @@ from tests.helpers.action import (
     _gate_step_env,
     _prepare_runner,
     _read_file_command,
+    _run_setup_steps,
     _run_step,
     _triggers,
     play_after_gate,
@@ -246,6 +247,46 @@ def test_the_action_installs_pinned_into_a_private_venv_and_leaves_the_job_alone
     assert re.fullmatch(r"agent-gate-pip-Linux-py3\.\d+-[0-9a-f]{20}", cache["key"])
     (setup,) = [w for u, w in installed.uses if u.startswith("actions/setup-python@")]
     assert setup == {"python-version": "3.12", "update-environment": "false"}
+
+
+@pytest.mark.slow
+def test_the_comment_job_installs_only_what_posting_needs_and_posts(
+        action: dict[str, Any], project: Project, tmp_path: Path) -> None:
+    """The posting half of the fork pattern (`mode: comment`) installs the gate without its
+    model client, runner or statistics (constraints/post.txt), and that install posts the
+    report a fork's run uploaded: the comment path imports nothing else."""
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    inst = _prepare_runner(runner)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    _run_setup_steps(action, inst, {"mode": "comment"}, workspace, runner)
+    venv = inst.runner_temp / "agent-gate-venv"
+    frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all",
+                             "--disable-pip-version-check"],
+                            capture_output=True, text=True, check=True).stdout
+    names = {re.sub(r"[-_.]+", "-", re.split(r"==| @ ", line)[0]).lower()
+             for line in frozen.splitlines()}
+    assert "agent-gate" in names and "pydantic" in names
+    assert not {"numpy", "scipy", "anthropic", "docker", "httpx", "rich"} & names, names
+    # the comment job, as the fork pattern runs it: its own checkout-less directory
+    project.gh.pulls = [{"number": PR, "head": {"sha": "a" * 40}, "_head": "stranger:feature"}]
+    work = tmp_path / "comment-job"
+    work.mkdir()
+    (work / "gate-report.md").write_text("### agent-gate: skipped\n\nfrom the fork\n")
+    event = tmp_path / "workflow-run.json"
+    event.write_text(json.dumps({"workflow_run": {
+        "event": "pull_request", "head_sha": "a" * 40, "head_branch": "feature",
+        "head_repository": {"full_name": "stranger/agent"}, "pull_requests": []}}))
+    _, step_env, _ = _gate_step_env(action, {"mode": "comment"}, TOKEN)
+    env, out, _ = project.ci_env(work, event="workflow_run", event_path=event,
+                                 ref="refs/heads/main")
+    p = subprocess.run([str(venv / "bin" / "gate"), "ci"], cwd=work,
+                       env={**env, **step_env, "PATH": inst.path}, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    (comment,) = [c for c in project.gh.comments.get(PR, []) if "from the fork" in c["body"]]
+    assert _read_file_command(out)["comment_url"] == comment["html_url"]
 
 
 @pytest.mark.slow
