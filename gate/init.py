@@ -17,6 +17,7 @@ the workflows name the repository's default branch and the action's ``uses:`` re
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -29,9 +30,31 @@ import jinja2
 from gate.errors import BadInput
 
 EXAMPLE_TASK = "example-count-words"
-#: what the workflows' ``uses:`` names unless ``--action`` says otherwise: where this action
-#: lives (a repository with its action.yml at the root), best pinned at a commit SHA
+#: what the workflows' ``uses:`` names when neither ``--action`` nor the install says where this
+#: action lives (a repository with its action.yml at the root): a placeholder to replace
 DEFAULT_ACTION = "agent-gate/agent-gate@v1"
+_GITHUB_REPO = re.compile(r"(?:git\+)?https://github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)"
+                          r"(?:\.git)?/?")
+
+
+def installed_action() -> str | None:
+    """``owner/repo@<commit>`` when this gate was installed from a GitHub repository by git
+    (pip's ``direct_url.json``: ``pip install "git+https://github.com/OWNER/REPO@REF"``, as
+    the README says), so the workflows run the very commit the user installed; else None."""
+    from importlib import metadata
+
+    try:
+        text = metadata.distribution("agent-gate").read_text("direct_url.json")
+        info = json.loads(text) if text else {}
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    vcs = info.get("vcs_info") if isinstance(info, dict) else None
+    if not isinstance(vcs, dict) or vcs.get("vcs") != "git":
+        return None
+    commit, m = str(vcs.get("commit_id", "")), _GITHUB_REPO.fullmatch(str(info.get("url", "")))
+    if m is None or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    return f"{m.group(1)}/{m.group(2)}@{commit}"
 _TEMPLATES = "templates/init"
 _GITIGNORE = ".gitignore"
 _DEPENDABOT = ".github/dependabot.yml"
@@ -59,6 +82,16 @@ class InitResult:
     branch: str
     appended: tuple[Path, ...] = ()  # shared files the gate's lines were added to
     kept: tuple[Path, ...] = ()  # shared files left alone (they exist)
+    action: str = DEFAULT_ACTION  # what the workflows' `uses:` names
+
+    def _uses_step(self) -> str:
+        if self.action == DEFAULT_ACTION:
+            return (f"  5. The workflows' `uses: {DEFAULT_ACTION}` is a placeholder: replace it "
+                    "in .github/workflows/agent-gate*.yml\n     with where you keep this "
+                    "action, pinned at a commit SHA (see agent-gate's README, \"Use it in\n"
+                    "     your repository\", or gate init --action OWNER/REPO@SHA), and commit:")
+        return (f"  5. The workflows' `uses:` is pinned to the gate you installed "
+                f"({self.action}); commit:")
 
     def next_steps(self) -> str:
         dependabot = "" if not self.kept else (
@@ -83,8 +116,7 @@ Next steps:
      A simulator baseline never judges a real run: `gate compare` calls that inconclusive.
   4. Replace tasks/{EXAMPLE_TASK} with tasks from your own project, and point [agent] in
      gate.toml at your agent (its model, agent/system.md, tools, or your own command).
-  5. Point `uses:` in .github/workflows/agent-gate*.yml at this action, pinned at a commit
-     SHA (see agent-gate's README, "Use it in your repository"), and commit:
+{self._uses_step()}
        git add gate.toml agent tasks .github .gitignore && git commit
   6. Add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions)
      and push to {self.branch}: the refresh makes the first baseline (6 runs per task, on the
@@ -135,10 +167,12 @@ def _check_action(action: str) -> str:
 
 
 def init_repository(root: Path, *, branch: str | None = None,
-                    action: str = DEFAULT_ACTION) -> InitResult:
+                    action: str | None = None) -> InitResult:
     """Write the gate's files into ``root``; refuse (BadInput, nothing written) if any exists.
-    The shared files (``.gitignore``, ``.github/dependabot.yml``) are appended to / kept."""
-    action = _check_action(action)
+    The shared files (``.gitignore``, ``.github/dependabot.yml``) are appended to / kept.
+    ``action``: the workflows' ``uses:``; None: the commit this gate was installed from, when
+    known, else the placeholder."""
+    action = _check_action(action or installed_action() or DEFAULT_ACTION)
     root = root.resolve()
     if not root.is_dir():
         raise BadInput(f"{root}: not a directory")
@@ -164,7 +198,7 @@ def init_repository(root: Path, *, branch: str | None = None,
             os.chmod(dest, 0o755)
         written.append(dest)
     appended, kept = _shared_files(root, written)
-    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept))
+    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action)
 
 
 def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:

@@ -14,10 +14,12 @@ from gate.init import DEFAULT_ACTION, init_repository
 @click.option("--branch", metavar="NAME",
               help="Branch the baseline refresh runs on (default: origin's default branch, "
                    "else the current one, else main).")
-@click.option("--action", metavar="OWNER/REPO@REF", default=DEFAULT_ACTION, show_default=True,
+@click.option("--action", metavar="OWNER/REPO@REF",
               help="What the workflows' `uses:` names: where you keep this action, best "
-                   "pinned at a commit SHA.")
-def init_cmd(directory: Path, branch: str | None, action: str) -> None:
+                   "pinned at a commit SHA. Default: the commit this gate was installed from "
+                   f"(pip install \"git+https://github.com/OWNER/REPO@REF\"), else the "
+                   f"placeholder {DEFAULT_ACTION} to replace.")
+def init_cmd(directory: Path, branch: str | None, action: str | None) -> None:
     """Adopt the gate in an existing repository: a commented gate.toml, one example task and
     the PR + main workflows.
 

@@ -208,3 +208,38 @@ def test_shared_files_are_appended_to_or_kept(tmp_path: Path) -> None:
         (tmp_path / rel).unlink()
     init_repository(tmp_path, branch="main")
     assert (tmp_path / ".gitignore").read_text() == ignore
+
+
+def _installed_from(site: Path, direct_url: dict[str, object]) -> dict[str, str]:
+    """An environment whose ``agent-gate`` install record says it came from ``direct_url``
+    (pip's ``direct_url.json``, as `pip install "git+https://..."` writes it), found first."""
+    info = site / "agent_gate-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agent-gate\nVersion: 0.1.0\n")
+    (info / "direct_url.json").write_text(json.dumps(direct_url))
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.slow
+def test_init_pins_uses_to_the_commit_it_was_installed_from(tmp_path: Path) -> None:
+    """Installed from git, as the README's line does: both workflows run that very commit.
+    Installed otherwise (a checkout, editable): the placeholder, and the next steps say to
+    replace it."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    env = _installed_from(tmp_path / "site", {
+        "url": "https://github.com/my-org/agent-gate.git",
+        "vcs_info": {"vcs": "git", "commit_id": sha, "requested_revision": "v1"}})
+    repo = empty_repo(tmp_path / "repo")
+    p = run_gate("init", cwd=repo, base=_env(), env=env)
+    assert p.returncode == 0, p.stderr
+    for wf in ("agent-gate.yml", "agent-gate-main.yml"):
+        text = (repo / ".github" / "workflows" / wf).read_text()
+        assert f"uses: my-org/agent-gate@{sha}" in text, text
+    assert f"pinned to the gate you installed (my-org/agent-gate@{sha})" in p.stdout
+    local = empty_repo(tmp_path / "local")
+    p = run_gate("init", cwd=local, base=_env(), env=_installed_from(
+        tmp_path / "site-local", {"url": "file:///src/agent-gate", "dir_info": {"editable": True}}))
+    assert p.returncode == 0, p.stderr
+    assert "uses: agent-gate/agent-gate@v1" in \
+        (local / ".github" / "workflows" / "agent-gate.yml").read_text()
+    assert "is a placeholder: replace it" in p.stdout
