@@ -38,6 +38,8 @@ class TaskCheck:
     oracle: str  # "passes" (good), "fails", "error", "missing"
     problem: str | None
     note: str | None = None  # what was not checked (no oracle), on a sound task
+    #: the run's notes about skills: one the gate could not honour, a SKILL.md elsewhere
+    skill_notes: tuple[str, ...] = ()
 
     @property
     def sound(self) -> bool:
@@ -58,6 +60,13 @@ def _steps_named(task: Task, missing: list[str]) -> str:
     if not task.steps or len(missing) == len(task.steps):
         return ""
     return f" (no steps/<name>/solution/solve.sh for step {', '.join(map(repr, missing))})"
+
+
+def _skill_notes(notes: str | None) -> tuple[str, ...]:
+    """The gate's lines about skills in a run's notes (:mod:`gate.skills`, the sandbox's)."""
+    return tuple(ln.removeprefix("gate: ") for ln in (notes or "").splitlines()
+                 if ln.startswith(("gate: skill ", "gate: SKILL.md ", "gate: the image's "
+                                   "search for SKILL.md")))
 
 
 def validate_suite(
@@ -90,5 +99,6 @@ def validate_suite(
             oracle = {"passed": "passes", "failed": "fails"}.get(res.status, "error")
             if res.status != "passed":
                 problem = problem or f"{NOT_SOLVABLE}: {res.reason}"
-        checks.append(TaskCheck(task.id, untouched, oracle, problem, note))
+        checks.append(TaskCheck(task.id, untouched, oracle, problem, note,
+                                skill_notes=_skill_notes(idle.notes)))
     return sorted(checks, key=lambda c: c.task)
