@@ -200,17 +200,17 @@ def load_skills(root: Path) -> list[Skill]:
     return skills
 
 
-def load_shipped_skill(folder: Path) -> Skill:
+def load_shipped_skill(folder: Path) -> tuple[Skill, str | None]:
     """A skill a task ships, read as a skill-loading agent reads it (Claude Code: every field
     of the front matter optional; the name, when the front matter gives none that is valid, is
     the folder's; the description, when it gives none, the body's first paragraph). It keeps
-    its folder (:attr:`Skill.folder`) whatever its name. ``BadInput``: why it cannot be
-    honoured."""
+    its folder (:attr:`Skill.folder`) whatever its name. With it, the name its front matter
+    writes (``None``: none). ``BadInput``: why it cannot be honoured."""
     where = folder / SKILL_FILE
     text = read_text(where, PROMPT_LIMIT, SKILL_FILE)
     has_front = (text.lstrip("\ufeff").splitlines() or [""])[0].strip() == "---"
     data = _front_matter(text, where) if has_front else {}
-    name = data.get("name")
+    written = name = data.get("name")
     if not (isinstance(name, str) and _SKILL_NAME.fullmatch(name)):
         name = folder.name
         if not _SHIPPED_NAME.fullmatch(name):
@@ -220,7 +220,7 @@ def load_shipped_skill(folder: Path) -> Skill:
     description = data.get("description")
     if not (isinstance(description, str) and description.strip()):
         description = _first_paragraph(text, has_front)
-    return _skill(folder, name, description)
+    return _skill(folder, name, description), None if written is None else str(written)
 
 
 def _first_paragraph(text: str, has_front: bool) -> str:
@@ -254,7 +254,7 @@ def shipped_skills(task: Task) -> tuple[list[Skill], list[str]]:
         try:
             if d.is_symlink():
                 raise BadInput(f"{rel}: a symlink (a skill must be a folder)")
-            skill = load_shipped_skill(d)
+            skill, written = load_shipped_skill(d)
         except BadInput as exc:
             notes.append(f"gate: skill {rel} not honoured ({exc}): the gate neither offers "
                          "nor switches it; a condition removes it from the skill folders")
@@ -263,9 +263,10 @@ def shipped_skills(task: Task) -> tuple[list[Skill], list[str]]:
             notes.append(f"gate: skill {rel} not honoured: its name {skill.name!r} is another "
                          "skill's; a condition removes it from the skill folders")
             continue
-        if skill.name != d.name:
-            notes.append(f"gate: skill {rel} is named {skill.name!r} (not its folder's name): "
-                         f"honoured as its folder, {d.name}/, where the agent loads it")
+        if written is not None and written != d.name:
+            notes.append(f"gate: skill {rel} is named {printable(written)!r} (not its "
+                         f"folder's name): honoured as its folder, {printable(d.name)}/, where "
+                         f"the agent loads it, by the name {skill.name!r}")
         found.append(skill)
     return found, notes
 
