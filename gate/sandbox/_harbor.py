@@ -366,17 +366,11 @@ class DockerRunContainer(RunContainer):
         dirs = self._skill_dirs(homes.values())
         found, searched = self._skill_files()
         keep, shipped = {s.folder for s in skills}, {s.folder for s in own}
-        drop: set[str] = set()
-        elsewhere: list[str] = []
-        for path in found:
-            d = next((d for d in dirs if path.startswith(d.rstrip("/") + "/")), None)
-            folder = path[len(d.rstrip("/")) + 1:].split("/")[0] if d is not None else ""
-            if d is None or "/" not in path[len(d.rstrip("/")) + 1:]:
-                elsewhere.append(path)  # not in a skill folder's own folder
-            elif folder not in keep and (only or folder in shipped):
-                drop.add(posixpath.join(d, folder))
+        in_dirs, elsewhere = _skill_folders(found, dirs)
+        drop = [p for p in in_dirs if posixpath.basename(p) not in keep
+                and (only or posixpath.basename(p) in shipped)]
         if drop:
-            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, sorted(drop)))}")
+            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, drop))}")
         for user, home in homes.items():
             for skill in skills:
                 self._put_tree(skill.path, f"{home.rstrip('/')}/.claude/skills/{skill.folder}",
@@ -403,7 +397,7 @@ class DockerRunContainer(RunContainer):
         dirs = {posixpath.join(h, ".claude/skills") for h in homes}
         dirs.add(posixpath.join(self.workdir, ".claude/skills"))
         dirs.update(self.spec.baked_skills)
-        return sorted({posixpath.normpath(d) for d in dirs}, key=len, reverse=True)
+        return sorted({posixpath.normpath(d) for d in dirs} - {"/"})
 
     def _skill_files(self) -> tuple[list[str], bool]:
         """Every ``SKILL.md`` in the container's own filesystem (at most :data:`SKILL_FINDS`),
@@ -586,6 +580,15 @@ class DockerRunContainer(RunContainer):
 
 
 HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it
+
+
+def _skill_folders(found: list[str], dirs: list[str]) -> tuple[list[str], list[str]]:
+    """Of the ``SKILL.md`` paths ``found``: the skill folders in ``dirs`` (``<dir>/<folder>/``
+    holding one), and the paths outside every such folder."""
+    folders = sorted({posixpath.dirname(p) for p in found
+                      if posixpath.dirname(posixpath.dirname(p)) in dirs})
+    elsewhere = [p for p in found if not any(p.startswith(f + "/") for f in folders)]
+    return folders, elsewhere
 
 
 def _elsewhere_notes(paths: list[str], searched: bool) -> list[str]:
