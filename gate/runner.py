@@ -176,6 +176,7 @@ class _Run:
     notes: str | None = None
     score: dict[str, Any] | None = None
     withheld: list[str] = field(default_factory=list)  # credentials kept from its commands
+    skill_notes: list[str] = field(default_factory=list)  # about skills (the sandbox's)
 
 
 def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
@@ -197,8 +198,10 @@ def _set_up(run: _Run, sandbox: Sandbox) -> list[Skill]:
 
     task, record = run.task, run.record
     skills = run_skills(task, run.opts.skills_of(task), run.opts.condition)
-    if skills or task.skills_root is not None:  # before setup and the agent; only what
-        sandbox.install_skills(skills)            # this run's condition has
+    # before setup and the agent; only what this run's condition has (a container's image
+    # may hold skills the gate did not put there: always asked)
+    skills = sandbox.install_skills(skills, only=run.opts.condition is not None)
+    if skills or task.skills_root is not None:
         record({"type": "skills", "installed": {s.name: s.digest for s in skills}})
     if task.setup_script:
         res = sandbox.run_script("setup.sh", timeout=task.task_timeout(run.opts.task_timeout))
@@ -304,11 +307,12 @@ def _close_meter(run: _Run) -> tuple[RunTotals, str | None]:
 def _notes(run: _Run) -> str | None:
     """The run's notes (``.runner/notes.txt``), then the credentials its commands did not get
     (named, never their values: a task that needed one fails with a visible reason)."""
-    if not run.withheld:
-        return run.notes
-    line = (f"gate: kept from this run's environment: {', '.join(run.withheld)} (list a name "
-            "in [suite] pass_env of the base branch's gate.toml to pass it)")
-    return f"{run.notes}\n{line}" if run.notes else line
+    lines = [run.notes] if run.notes else []
+    if run.withheld:
+        lines.append(f"gate: kept from this run's environment: {', '.join(run.withheld)} (list "
+                     "a name in [suite] pass_env of the base branch's gate.toml to pass it)")
+    lines += run.skill_notes  # a skill not honoured, a SKILL.md outside the skill folders
+    return "\n".join(lines) or None
 
 
 def _unmetered(run: _Run, why: str, by: str | None) -> None:
@@ -379,6 +383,7 @@ def run_one(
     finally:
         if sandbox is not None:
             run.withheld = sandbox.withheld_env()
+            run.skill_notes = list(sandbox.skill_notes)
             sandbox.close()
         totals, capped = _close_meter(run)
     return _record(run, totals, capped)

@@ -4,12 +4,16 @@ A skill is a subfolder of the skills directory holding ``SKILL.md``, whose YAML 
 names it (``name``, the folder's own name) and says when to use it (``description``), plus
 any files it ships (scripts, references). Skills are part of the agent under test; a run puts
 the skills of its *condition* into the workspace at ``.claude/skills/<name>/`` (where Claude
-Code looks for project skills) and nowhere else.
+Code looks for project skills) and nowhere else; a Harbor task's run puts them into the agent
+user's own ``~/.claude/skills/`` instead, as Harbor does (the task's working directory is the
+task's: its verifier may list it).
 
 A task may ship skills itself (a Harbor / SkillsBench task's ``environment/skills/``,
 which its Dockerfile copies into the image): they are skills like any other here, offered to
-the agent in a run without conditions and switched by the conditions (a run whose condition
-leaves them out has them removed from the image's skill folders).
+the agent in a run without conditions and switched by the conditions (a run under a condition
+has every skill it does not get removed from each folder a skill-loading agent reads). They are
+read as the agent reads them (:func:`load_shipped_skill`: a name that is not the folder's, or
+none, does not drop one), and one that cannot be honoured is named in the run's notes.
 
 Conditions say which skills a run gets. The standard set comes from each task's
 ``metadata.json`` (the effectiveness-benchmark layout: ``target_skill``, ``irrelevant_skill``):
@@ -50,6 +54,9 @@ if TYPE_CHECKING:
 SKILLS_DIR = ".claude/skills"
 SKILL_FILE = "SKILL.md"
 _SKILL_NAME = re.compile(SKILL_NAME_PATTERN)
+#: a task's own skill may be named more loosely (SkillsBench ships ``image_editing``): what
+#: the agent loads, and still safe in a path, a prompt's markup and a report
+_SHIPPED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 DESCRIPTION_LIMIT = 1024  # characters, as the Agent Skills rules say
 _XML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 #: a skill is copied into every workspace of its runs: bounded in bytes and files
@@ -72,11 +79,21 @@ class Skill:
     description: str
     path: Path
     digest: str
+    #: where the sandbox put its ``SKILL.md`` (an absolute path: a Harbor task's skills are in
+    #: the agent user's ``~/.claude/skills``); ``None``: in the workspace (:attr:`workspace_path`)
+    location: str | None = None
+
+    @property
+    def folder(self) -> str:
+        """The folder it is installed as: its own folder's name (a task's own skill keeps the
+        folder it ships in, whatever its front matter names it, as every agent finds it)."""
+        return self.path.name
 
     @property
     def workspace_path(self) -> str:
-        """Where its ``SKILL.md`` is in a workspace, relative to the workspace's root."""
-        return f"{SKILLS_DIR}/{self.name}/{SKILL_FILE}"
+        """Where its ``SKILL.md`` is: relative to the workspace's root, or where the sandbox
+        installed it (:attr:`location`)."""
+        return self.location or f"{SKILLS_DIR}/{self.folder}/{SKILL_FILE}"
 
 
 def _front_matter(text: str, where: Path) -> dict[str, Any]:
@@ -144,6 +161,11 @@ def load_skill(folder: Path) -> Skill:
     description = data.get("description")
     if description is None:
         raise BadInput(f"{where}: description: missing from the front matter")
+    return _skill(folder, name, description)
+
+
+def _skill(folder: Path, name: str, description: Any) -> Skill:
+    where = folder / SKILL_FILE
     if not isinstance(description, str) or not description.strip():
         raise BadInput(f"{where}: description: must be non-empty text")
     description = " ".join(description.split())
@@ -178,21 +200,80 @@ def load_skills(root: Path) -> list[Skill]:
     return skills
 
 
-def own_skills(task: Task) -> list[Skill]:
+def load_shipped_skill(folder: Path) -> tuple[Skill, str | None]:
+    """A skill a task ships, read as a skill-loading agent reads it (Claude Code: every field
+    of the front matter optional; the name, when the front matter gives none that is valid, is
+    the folder's; the description, when it gives none, the body's first paragraph). It keeps
+    its folder (:attr:`Skill.folder`) whatever its name. With it, the name its front matter
+    writes (``None``: none). ``BadInput``: why it cannot be honoured."""
+    where = folder / SKILL_FILE
+    text = read_text(where, PROMPT_LIMIT, SKILL_FILE)
+    has_front = (text.lstrip("\ufeff").splitlines() or [""])[0].strip() == "---"
+    data = _front_matter(text, where) if has_front else {}
+    written = name = data.get("name")
+    if not (isinstance(name, str) and _SKILL_NAME.fullmatch(name)):
+        name = folder.name
+        if not _SHIPPED_NAME.fullmatch(name):
+            raise BadInput(f"{where}: no valid skill name (the front matter's name: is "
+                           f"{printable(str(data.get('name')))!r}, the folder's "
+                           f"{printable(folder.name)!r})")
+    description = data.get("description")
+    if not (isinstance(description, str) and description.strip()):
+        description = _first_paragraph(text, has_front)
+    return _skill(folder, name, description), None if written is None else str(written)
+
+
+def _first_paragraph(text: str, has_front: bool) -> str:
+    lines = text.lstrip("\ufeff").splitlines()
+    if has_front:
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
+        lines = lines[end + 1:]
+    para: list[str] = []
+    for line in lines:
+        if line.strip() and not line.lstrip().startswith(("#", "```")):
+            para.append(line.strip())
+        elif para:
+            break
+    return " ".join(para)[:DESCRIPTION_LIMIT]
+
+
+def shipped_skills(task: Task) -> tuple[list[Skill], list[str]]:
     """The skills ``task`` ships itself (a Harbor / SkillsBench task's ``environment/skills/``,
-    :attr:`~gate.tasks.Task.skills_root`): each folder there with a ``SKILL.md`` that loads as
-    a skill. One that does not (no front matter, a name outside the Agent Skills rules) stays
-    in the image as the task ships it, unswitched."""
+    :attr:`~gate.tasks.Task.skills_root`): each folder there with a ``SKILL.md``, read as the
+    agent reads it (:func:`load_shipped_skill`); and, for each one that cannot be honoured
+    (or whose name is not its folder's), a line saying so for the run's notes: none is
+    dropped silently."""
     if task.skills_root is None or not task.skills_root.is_dir():
-        return []
+        return [], []
     found: list[Skill] = []
+    notes: list[str] = []
     for d in sorted(task.skills_root.iterdir()):
-        if d.is_dir() and not d.is_symlink() and (d / SKILL_FILE).is_file():
-            try:
-                found.append(load_skill(d))
-            except BadInput:
-                continue
-    return found
+        rel = printable(d.relative_to(task.path).as_posix())
+        if not (d / SKILL_FILE).is_file():
+            continue
+        try:
+            if d.is_symlink():
+                raise BadInput(f"{rel}: a symlink (a skill must be a folder)")
+            skill, written = load_shipped_skill(d)
+        except BadInput as exc:
+            notes.append(f"gate: skill {rel} not honoured ({exc}): the gate neither offers "
+                         "nor switches it; a condition removes it from the skill folders")
+            continue
+        if any(s.name == skill.name for s in found):
+            notes.append(f"gate: skill {rel} not honoured: its name {skill.name!r} is another "
+                         "skill's; a condition removes it from the skill folders")
+            continue
+        if written is not None and written != d.name:
+            notes.append(f"gate: skill {rel} is named {printable(written)!r} (not its "
+                         f"folder's name): honoured as its folder, {printable(d.name)}/, where "
+                         f"the agent loads it, by the name {skill.name!r}")
+        found.append(skill)
+    return found, notes
+
+
+def own_skills(task: Task) -> list[Skill]:
+    """The skills ``task`` ships itself (:func:`shipped_skills`)."""
+    return shipped_skills(task)[0]
 
 
 def run_skills(task: Task, chosen: Sequence[Skill], condition: str | None) -> list[Skill]:

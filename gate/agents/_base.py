@@ -26,7 +26,8 @@ class RunContext:
     api_key: str | None = None
     # Appends one JSON-able event to the run's transcript (already redacted by the runner).
     record: Callable[[dict[str, Any]], None] = lambda event: None
-    # the skills installed in the workspace (at .claude/skills/<name>/) for this run
+    # the skills installed for this run (at .claude/skills/<name>/ in the workspace; a Harbor
+    # task's in the agent user's ~/.claude/skills: each one's workspace_path says where)
     skills: tuple[Skill, ...] = ()
 
 

@@ -63,6 +63,9 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
     with suite_sandboxes(cfg.suite, registry=in_actions()) as provider:
         checks = validate_suite(suite, provider=provider, options=opts)
     print_checks(checks)
+    for check in checks:  # a skill not honoured, a SKILL.md outside the skill folders
+        for line in check.skill_notes:
+            click.echo(f"note: {check.task}: {line}")
     for task in suite.tasks:
         if keys := task.unhonoured:  # left out: keys empty or at Harbor's default
             click.echo(f"note: {task.id}: task.toml keys the gate does not honour: "

@@ -69,6 +69,9 @@ class ContainerSpec:
     memory_mb: int = 2048
     runner_dir: str | None = None
     baked_skills: tuple[str, ...] = ()  # folders in the image holding the task's own skills
+    #: the users whose own ``~/.claude/skills`` get the run's skills (each phase's agent user;
+    #: ``""``: the image's ``USER``); empty: skills go into the working directory
+    skill_users: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # the container's variables (literal)
 
 

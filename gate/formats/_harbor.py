@@ -63,8 +63,14 @@ through a public mirror at commit 7d91dbfa; file names are Harbor's):
   the agents' skill folders): the task's own skills (``environment/skills/``, else the folder
   the Dockerfile copies to ``skills_dir``) are skills like any other for the gate's conditions;
   a run without one has it removed from ``skills_dir`` and from every place the Dockerfile
-  copies that folder to. Skills that exist only inside the image (not from the build context)
-  stay as the image has them.
+  copies that folder to. The run's skills go into each agent user's own ``~/.claude/skills``
+  (Harbor's ``agents/installed/claude_code.py`` copies ``~/.claude/skills`` and ``skills_dir``
+  into Claude Code's config directory at the agent's start), never into the working directory.
+  *Where the gate differs*: a run under a condition has every skill it does not get removed
+  from each folder a skill-loading agent reads (each agent user's ``~/.claude/skills``, the
+  working directory's ``.claude/skills``, ``skills_dir`` and the Dockerfile's copies), skills
+  only the image holds included; a ``SKILL.md`` elsewhere in the image is named in the run's
+  notes (:mod:`gate.sandbox._harbor`).
 """
 
 from __future__ import annotations
@@ -241,6 +247,14 @@ def baked_skill_dirs(task: Task) -> list[str]:
     return sorted(set(dirs))
 
 
+def _agent_users(task: Task) -> tuple[str, ...]:
+    """Every user an agent phase of ``task`` runs as (the task's, each step's), in order."""
+    assert task.harbor is not None
+    h = task.harbor
+    users = [_user(h.user("agent", step)) for step in h.steps] or [_user(h.user("agent"))]
+    return tuple(dict.fromkeys(users))
+
+
 def _copy_words(args: str) -> list[str]:
     """A ``COPY`` / ``ADD`` line's sources and destination (shell or JSON form)."""
     try:
@@ -341,7 +355,7 @@ class HarborFormat(TaskFormat):
             network=h.network("agent", self._step(task, 0)),
             cpus=compose.cpus or cfg.environment.cpus,
             memory_mb=compose.memory_mb or cfg.environment.memory_mb, runner_dir=AGENT_LOGS,
-            baked_skills=tuple(baked_skill_dirs(task)))
+            baked_skills=tuple(baked_skill_dirs(task)), skill_users=_agent_users(task))
 
     @staticmethod
     def _step(task: Task, index: int) -> HarborStep | None:

@@ -52,6 +52,9 @@ class Sandbox(abc.ABC):
     task: Task  # set by SandboxProvider.create
     cancel: threading.Event | None = None
     pass_env: tuple[str, ...] = ()  # set by SandboxProvider.create ([suite] pass_env)
+    #: lines for the run's notes about skills: one the gate could not honour, a ``SKILL.md``
+    #: it found outside the skill folders (set by :meth:`install_skills`)
+    skill_notes: tuple[str, ...] = ()
     _closed: bool = False
     _started: bool = False  # its format's start() has run
 
@@ -166,14 +169,17 @@ class Sandbox(abc.ABC):
         self.check_open()
         self._write_file(path, content)
 
-    def install_skills(self, skills: Sequence[Skill]) -> None:
+    def install_skills(self, skills: Sequence[Skill], *, only: bool = False) -> list[Skill]:
         """Put each skill's folder at ``.claude/skills/<name>/`` in the workspace, before
-        setup and the agent: a run's workspace holds exactly its condition's skills."""
+        setup and the agent: a run's workspace holds exactly its condition's skills (``only``:
+        the run has a condition; a fresh workspace holds no other skill). The skills as
+        installed (where each ``SKILL.md`` is, for the agent)."""
         from gate.skills import SKILLS_DIR
 
         self.check_open()
         for skill in skills:
-            self._put_dir(skill.path, f"{SKILLS_DIR}/{skill.name}")
+            self._put_dir(skill.path, f"{SKILLS_DIR}/{skill.folder}")
+        return list(skills)
 
     def close(self) -> None:
         """Tear down. Safe to call twice; never raises for a teardown that half failed."""

@@ -32,6 +32,7 @@ it started, found by a per-command variable in ``/proc/*/environ``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import io
 import itertools
@@ -44,7 +45,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -80,6 +81,9 @@ METER_DIR = "/run/gate-meter"
 RELAY_PORT = 8765
 NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
 _IGNORED = {"__pycache__", ".DS_Store", ".git"}
+SKILL_FINDS = 1000  # SKILL.md files listed at most
+SKILL_FIND_S = 60  # seconds the search for them may take
+SKILL_NAMED = 10  # named in the run's notes at most
 # Go's os.FileMode bits, as the engine reports a path's mode
 _DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
     1 << 19)
@@ -342,18 +346,65 @@ class DockerRunContainer(RunContainer):
         self._own.add((int(pid), start))
         return None
 
-    def install_skills(self, skills: Sequence[Skill]) -> None:
-        """The run's skills, and only those: the task's own skills the run does not get are
-        removed from where the image holds them (:attr:`ContainerSpec.baked_skills`)."""
-        from gate.skills import own_skills
+    def install_skills(self, skills: Sequence[Skill], *, only: bool = False) -> list[Skill]:
+        """The run's skills where a skill-loading agent finds them: each agent user's own
+        ``~/.claude/skills/<folder>/`` (:attr:`ContainerSpec.skill_users`), as Harbor puts
+        them (``src/harbor/agents/installed/claude_code.py`` in harbor-framework/harbor: at
+        the agent's start it copies ``~/.claude/skills`` and the task's ``skills_dir`` into
+        Claude Code's config directory), never into the task's working directory, which is
+        the task's. The task's own skills the run does not get are removed from every folder
+        an agent reads (:meth:`_skill_dirs`); under a condition (``only``) every other skill
+        there too. Each ``SKILL.md`` elsewhere in the image, and each skill of the task the
+        gate could not honour, is named in the run's notes (:attr:`skill_notes`)."""
+        from gate.skills import shipped_skills
 
         self.check_open()
-        keep = {s.name for s in skills}
-        drop = [s.name for s in own_skills(self.task) if s.name not in keep]
-        paths = [posixpath.join(d, n) for d in self.spec.baked_skills for n in drop]
-        if paths:
-            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, paths))}")
-        super().install_skills(skills)
+        if not self.spec.skill_users:
+            return super().install_skills(skills, only=only)
+        homes = {u: self._home(u) for u in self.spec.skill_users}
+        own, notes = shipped_skills(self.task)
+        dirs = self._skill_dirs(homes.values())
+        found, searched = self._skill_files()
+        keep, shipped = {s.folder for s in skills}, {s.folder for s in own}
+        in_dirs, elsewhere = _skill_folders(found, dirs)
+        drop = [p for p in in_dirs if posixpath.basename(p) not in keep
+                and (only or posixpath.basename(p) in shipped)]
+        if drop:
+            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, drop))}")
+        for user, home in homes.items():
+            for skill in skills:
+                self._put_tree(skill.path, f"{home.rstrip('/')}/.claude/skills/{skill.folder}",
+                               user, home)
+        self.skill_notes = (*notes, *_elsewhere_notes(elsewhere, searched))
+        home = homes.get(self.spec.user or "", next(iter(homes.values())))
+        return [dataclasses.replace(s, location=f"{home.rstrip('/')}/.claude/skills/"
+                                    f"{s.folder}/SKILL.md") for s in skills]
+
+    def _home(self, user: str) -> str:
+        """``user``'s home directory in the container (``$HOME`` as ``docker exec`` sets it
+        from the image's ``/etc/passwd``)."""
+        res = self._run(["sh", "-c", 'printf %s "$HOME"'], user=user, env={}, timeout=30)
+        home = res.stdout.strip()
+        if res.returncode != 0 or not home.startswith("/"):
+            raise SandboxError(f"cannot find the home directory of the user "
+                               f"{user or '(image default)'!r}: {_tail(res.output)}")
+        return home
+
+    def _skill_dirs(self, homes: Iterable[str]) -> list[str]:
+        """Every folder a skill-loading agent reads skills from: each agent user's
+        ``~/.claude/skills``, the working directory's ``.claude/skills``, the task's
+        ``skills_dir`` and every place its Dockerfile copies its skills to."""
+        dirs = {posixpath.join(h, ".claude/skills") for h in homes}
+        dirs.add(posixpath.join(self.workdir, ".claude/skills"))
+        dirs.update(self.spec.baked_skills)
+        return sorted({posixpath.normpath(d) for d in dirs} - {"/"})
+
+    def _skill_files(self) -> tuple[list[str], bool]:
+        """Every ``SKILL.md`` in the container's own filesystem (at most :data:`SKILL_FINDS`),
+        and whether the search finished."""
+        res = self._run(["sh", "-c", "find / -xdev -type f -name SKILL.md 2>/dev/null | "
+                         f"head -n {SKILL_FINDS}"], user="0", env={}, timeout=SKILL_FIND_S)
+        return [ln for ln in res.stdout.splitlines() if ln.startswith("/")], not res.timed_out
 
     def _abs(self, path: str) -> str:
         """Paths as the runner and the agent name them, to absolute paths in the container
@@ -436,10 +487,14 @@ class DockerRunContainer(RunContainer):
     def _put_dir(self, source: Path, dest: str) -> None:
         """``dest`` (in the image's ``WORKDIR``) replaced by a copy of ``source``, owned by the
         agent's user (it may edit a skill's files as in any workspace)."""
-        target = self._abs(dest)
-        uid, gid = self._uid_gid(self.spec.user or "")
+        self._put_tree(source, self._abs(dest), self.spec.user or "", self.workdir)
+
+    def _put_tree(self, source: Path, target: str, user: str, top: str) -> None:
+        """``target`` replaced by a copy of ``source``, owned by ``user``, as are the folders
+        made for it below ``top`` (``.claude/skills``, ``.claude``)."""
+        uid, gid = self._uid_gid(user)
         owned, parent = [target], posixpath.dirname(target)
-        while parent.startswith(self.workdir.rstrip("/") + "/"):  # .claude/skills, .claude
+        while parent.startswith(top.rstrip("/") + "/") and parent != top:  # .claude/skills
             owned.append(parent)
             parent = posixpath.dirname(parent)
         self._root_sh(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)} && "
@@ -525,6 +580,31 @@ class DockerRunContainer(RunContainer):
 
 
 HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it
+
+
+def _skill_folders(found: list[str], dirs: list[str]) -> tuple[list[str], list[str]]:
+    """Of the ``SKILL.md`` paths ``found``: the skill folders in ``dirs`` (``<dir>/<folder>/``
+    holding one), and the paths outside every such folder."""
+    folders = sorted({posixpath.dirname(p) for p in found
+                      if posixpath.dirname(posixpath.dirname(p)) in dirs})
+    elsewhere = [p for p in found if not any(p.startswith(f + "/") for f in folders)]
+    return folders, elsewhere
+
+
+def _elsewhere_notes(paths: list[str], searched: bool) -> list[str]:
+    """The run's notes on ``SKILL.md`` files outside every skill folder: left as the image has
+    them (a skill-loading agent may still be pointed at one), named so a condition's numbers
+    are never silently wrong."""
+    notes = []
+    if paths:
+        shown = ", ".join(sorted(paths)[:SKILL_NAMED])
+        more = f" and {len(paths) - SKILL_NAMED} more" if len(paths) > SKILL_NAMED else ""
+        notes.append(f"gate: SKILL.md outside the skill folders, left as the image has it "
+                     f"(no condition switches it): {shown}{more}")
+    if not searched:
+        notes.append(f"gate: the image's search for SKILL.md files took longer than "
+                     f"{SKILL_FIND_S} s and was stopped: a skill elsewhere may be unnamed")
+    return notes
 
 
 def _tar_of(source: Path, uid: int, gid: int, owner: str) -> bytes:

@@ -228,12 +228,15 @@ class _Lister(Agent):
 
     kind = "lister"
 
-    def __init__(self, probe: Path) -> None:
+    def __init__(self, probe: Path, home: bool = False) -> None:
         self.probe = probe
+        self.home = home  # list the agent user's own ~/.claude (a Harbor task's skills)
         self.said: list[str] = []
 
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:
-        res = sandbox.exec("find .claude -type f 2>/dev/null | sort; "
+        res = sandbox.exec(("test -e .claude && echo WORKDIR-CLAUDE; cd \"$HOME\"; "
+                            if self.home else "") +
+                           "find .claude -type f 2>/dev/null | sort; "
                            f"test -e {self.probe} && echo HOST-SKILLS-VISIBLE; "
                            "test -x .claude/skills/context-offloading/scripts/offload.sh "
                            "&& echo EXECUTABLE; for d in .claude/skills/*/; do "
@@ -456,7 +459,7 @@ def test_a_harbor_tasks_container_gets_exactly_its_conditions_skills(
                                 ("target", [".claude/skills/context-offloading/SKILL.md",
                                             ".claude/skills/context-offloading/scripts/"
                                             "offload.sh"])]:
-            agent = _Lister(BUNDLED_SKILLS)
+            agent = _Lister(BUNDLED_SKILLS, home=True)  # where Harbor puts them
             picked = [s for s in skills if s.name == "context-offloading"] \
                 if condition == "target" else []
             res = run_one(task, 0, agent, provider=provider,
@@ -464,7 +467,7 @@ def test_a_harbor_tasks_container_gets_exactly_its_conditions_skills(
             assert res.status == "failed", res.reason  # the verifier ran: reward 0
             said = agent.said[0].split()
             assert [f for f in said if f.startswith(".claude")] == want
-            assert "HOST-SKILLS-VISIBLE" not in said
+            assert "HOST-SKILLS-VISIBLE" not in said and "WORKDIR-CLAUDE" not in said
             if want:
                 assert "EXECUTABLE" in said and "WRITABLE" in said
 

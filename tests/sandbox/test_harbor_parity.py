@@ -336,7 +336,7 @@ def test_a_failed_build_shows_the_builds_own_error(tmp_path: Path) -> None:
 
 SKILLS_DOCKERFILE = BASE + "COPY skills /root/.claude/skills\n"
 LIST_SKILLS = ("#!/bin/bash\necho baked: $(ls /root/.claude/skills)\n"
-               "echo run: $(ls .claude/skills)\n")
+               "echo workdir: $(ls -A)\n")
 
 
 @pytest.mark.docker
@@ -351,8 +351,9 @@ def test_conditions_switch_the_skills_a_task_ships(tmp_path: Path) -> None:
         _, events = run(path, tmp=tmp_path / str(len(options)), **options)
         return next(e["stdout"] for e in events if e["type"] == "oracle")
 
-    assert seen() == "baked: csv-tips\nrun: csv-tips\n"  # as the task runs elsewhere
-    assert seen(condition="control") == "baked:\nrun:\n"  # gone, from the image's folder too
+    # as the task runs elsewhere: in the agent user's own folder (root's), not the workdir
+    assert seen() == "baked: csv-tips\nworkdir:\n"
+    assert seen(condition="control") == "baked:\nworkdir:\n"  # gone, from the image too
 
 
 PLANTER = ("setsid nohup sh -c 'while :; do mkdir -p /logs/verifier; "
