@@ -40,7 +40,7 @@ from gate.agents import agent_kind
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
-from gate.fingerprint import fingerprint, fingerprint_parts
+from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
 from gate.meter import METERING
 from gate.report import dollars, rate
 from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
@@ -196,7 +196,8 @@ def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
         transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
         max_run_cost=req.max_run_cost)
     return _ArmSetup(Arm(name, agent, options),
-                     AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts),
+                     AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts,
+                               values=fingerprint_values(arm_cfg, spec)),
                      agent.model_label(), spec.uses_model)
 
 

@@ -18,7 +18,7 @@ from gate.config import GateConfig
 from gate.errors import BadInput
 from gate.tasks import digest_dir
 
-__all__ = ["PartsSource", "digest_of", "fingerprint", "fingerprint_parts"]
+__all__ = ["PartsSource", "digest_of", "fingerprint", "fingerprint_parts", "fingerprint_values"]
 
 
 class PartsSource(Protocol):
@@ -29,6 +29,8 @@ class PartsSource(Protocol):
     def uses_model(self) -> bool: ...
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]: ...
+
+    def fingerprint_values(self, cfg: GateConfig) -> dict[str, dict[str, object]]: ...
 
 
 def digest_of(obj: Any) -> str:
@@ -47,6 +49,12 @@ def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
         config_skills(cfg)  # a broken skill is bad configuration, before anything runs
         parts["skills"] = digest_dir(skills)
     return parts
+
+
+def fingerprint_values(cfg: GateConfig, source: PartsSource) -> dict[str, dict[str, object]]:
+    """What the readable parts hash (the kind's ``fingerprint_values``): recorded in results
+    beside the digests, so a comparison names the setting that changed and its values."""
+    return source.fingerprint_values(cfg)
 
 
 def fingerprint(parts: dict[str, str], kind: str) -> str:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -134,6 +134,9 @@ class AgentInfo(_Open):
     kind: str
     fingerprint: str
     parts: dict[str, str] = Field(default_factory=dict)
+    # what some parts hash, readably ({"sampling": {"max_turns": 30, ...}}): absent in files
+    # written before it was recorded, where a change is shown as the parts' digests
+    values: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class TaskInfo(_Open):

@@ -29,7 +29,7 @@ from gate.agents import Agent, agent_kind
 from gate.config import GateConfig
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
-from gate.fingerprint import fingerprint, fingerprint_parts
+from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
 from gate.meter import METERING
 from gate.results import (
     AgentInfo,
@@ -208,6 +208,7 @@ class _Prepared:
     model: str
     label: str
     parts: dict[str, str]
+    values: dict[str, dict[str, object]]
     replications: int
     jobs: int
     stem: Path
@@ -251,7 +252,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
     return _Prepared(cfg=cfg, kind=kind, uses_model=spec.uses_model, suite=suite,
                      provider=provider, cancel=cancel, model=model, label=label,
-                     parts=fingerprint_parts(cfg, spec),
+                     parts=fingerprint_parts(cfg, spec), values=fingerprint_values(cfg, spec),
                      replications=req.replications or cfg.suite.replications,
                      jobs=req.jobs or cfg.suite.jobs, stem=stem, commit=commit,
                      options=options, prices=prices, agent=agent)
@@ -386,7 +387,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     def header(upstream: str) -> Results:
         return new_results(
             model=p.agent.model_label(),
-            agent=AgentInfo(kind=p.kind, fingerprint=fp, parts=p.parts),
+            agent=AgentInfo(kind=p.kind, fingerprint=fp, parts=p.parts, values=p.values),
             suite=suite_info(p.suite, p.cfg.suite.net_raw), commit=p.commit, runs=kept,
             schedule=Schedule(replications=req.first_replication + p.replications,
                               jobs=p.jobs, sequential=req.sequential, metering=METERING,

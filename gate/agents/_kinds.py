@@ -37,6 +37,12 @@ class AgentKind(abc.ABC):
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         """Named hashes of what defines this kind's behaviour (besides the skills)."""
 
+    def fingerprint_values(self, cfg: GateConfig) -> dict[str, dict[str, object]]:
+        """What some of those parts hash, readably (``sampling``: its settings; ``prompt``:
+        its length, never its text), recorded so a comparison can say ``max_turns: 30 → 1``
+        instead of two digests. A part left out is shown as its digest."""
+        return {}
+
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
         condition); ``None``: this kind does not say."""
@@ -124,14 +130,24 @@ class BuiltinKind(AgentKind):
         a = cfg.agent
         return {
             "model": a.model,
-            "sampling": digest_of({"max_tokens": a.max_tokens, "temperature": a.temperature,
-                                   "top_p": a.top_p, "max_turns": a.max_turns,
-                                   "cache": a.cache}),
+            "sampling": digest_of(self._sampling(cfg)),
             "prompt": digest_of(effective_prompt(cfg)),
             "tools": digest_of([TOOLS[t].schema() for t in a.tools if t in TOOLS]),
             # what it runs: its tool loop, tools and prompt handling, as the gate ships them
             "code": code_digest(BUILTIN_CODE),
         }
+
+    @staticmethod
+    def _sampling(cfg: GateConfig) -> dict[str, object]:
+        a = cfg.agent
+        return {"max_tokens": a.max_tokens, "temperature": a.temperature, "top_p": a.top_p,
+                "max_turns": a.max_turns, "cache": a.cache}
+
+    def fingerprint_values(self, cfg: GateConfig) -> dict[str, dict[str, object]]:
+        from gate.agents._parts import effective_prompt
+
+        return {"sampling": self._sampling(cfg), "tools": {"tools": list(cfg.agent.tools)},
+                "prompt": {"characters": len(effective_prompt(cfg))}}
 
 
 class CommandKind(AgentKind):
@@ -152,6 +168,9 @@ class CommandKind(AgentKind):
         a = cfg.agent
         return {"model": a.model, "command": digest_of(a.command or ""),
                 "sampling": digest_of({"env": sorted(a.env)})}
+
+    def fingerprint_values(self, cfg: GateConfig) -> dict[str, dict[str, object]]:
+        return {"sampling": {"env": sorted(cfg.agent.env)}}  # names, never their values
 
 
 for _kind in (BuiltinKind(), CommandKind(), OracleKind()):

@@ -180,20 +180,50 @@ def _agent_changes(baseline: Results, candidate: Results) -> list[AgentChange]:
         # the label (e.g. "... (simulator)") differs though the model part does not, or there
         # are no parts to tell: show the labels
         out.append(AgentChange(part="model name", baseline=baseline.model,
-                               candidate=candidate.model))
+                               candidate=candidate.model, digest=False))
     if baseline.agent.kind != candidate.agent.kind:
         out.append(AgentChange(part="kind", baseline=baseline.agent.kind,
-                               candidate=candidate.agent.kind))
+                               candidate=candidate.agent.kind, digest=False))
     order = ["model", "sampling", "prompt", "tools", "code", "skills", "command"]
-    for part in order + sorted((set(bp) | set(cp)) - set(order)):
-        if (part in bp or part in cp) and bp.get(part) != cp.get(part):
-            out.append(AgentChange(part=part, baseline=_short(bp.get(part)),
-                                   candidate=_short(cp.get(part))))
-    if baseline.agent.fingerprint != candidate.agent.fingerprint and not any(
-            c.part in bp or c.part in cp for c in out):
+    changed = [part for part in order + sorted((set(bp) | set(cp)) - set(order))
+               if (part in bp or part in cp) and bp.get(part) != cp.get(part)]
+    for part in changed:
+        out += _part_changes(part, baseline, candidate)
+    if baseline.agent.fingerprint != candidate.agent.fingerprint and not changed:
         out.append(AgentChange(part="fingerprint", baseline=_short(baseline.agent.fingerprint),
-                               candidate=_short(candidate.agent.fingerprint)))
+                               candidate=_short(candidate.agent.fingerprint), digest=True))
     return out
+
+
+def _shown(value: object) -> str:
+    """A recorded setting as gate.toml would spell it (``None``: unset)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ", ".join(str(x) for x in value) or "none"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _part_changes(part: str, baseline: Results, candidate: Results) -> list[AgentChange]:
+    """One changed fingerprint part: the settings behind it that differ, by key and value,
+    when both arms recorded them (``values``); else the part's digests. The prompt is said
+    by its length, never its text."""
+    bv, cv = baseline.agent.values.get(part), candidate.agent.values.get(part)
+    bp, cp = baseline.agent.parts.get(part), candidate.agent.parts.get(part)
+    if part == "model" or bv is None or cv is None:
+        return [AgentChange(part=part, baseline=_short(bp), candidate=_short(cp),
+                            digest=part != "model")]
+    if part == "prompt" and "characters" in bv and "characters" in cv:
+        return [AgentChange(part="system prompt", baseline=f"{_shown(bv['characters'])} "
+                            "characters", candidate=f"{_shown(cv['characters'])} characters",
+                            digest=None)]
+    keys = [k for k in [*bv, *(k for k in cv if k not in bv)] if bv.get(k) != cv.get(k)]
+    if not keys:  # the digest moved but no recorded setting did (more went into it)
+        return [AgentChange(part=part, baseline=_short(bp), candidate=_short(cp), digest=True)]
+    return [AgentChange(part=k, baseline=_shown(bv.get(k)), candidate=_shown(cv.get(k)),
+                        digest=False) for k in keys]
 
 
 def _pct(x: float) -> str:
@@ -374,11 +404,14 @@ def _inconclusive(b_info: ArmInfo, c_info: ArmInfo, compared: list[str], n_basel
     share = len(compared) / n_baseline
     if share < settings.min_comparable:
         inconclusive.append(
-            f"only {len(compared)} of {n_baseline} baseline tasks are comparable "
+            f"only {len(compared)} of {n_baseline} baseline "
+            f"task{'s' if n_baseline != 1 else ''} {'are' if len(compared) != 1 else 'is'} "
+            "comparable "
             f"(need {settings.min_comparable:.0%})")
     for who, info in (("baseline", b_info), ("candidate", c_info)):
         if over_infra_limit(info.infra_rate, settings.max_infra_rate):
-            inconclusive.append(f"infra errors in {info.errors} of {info.runs} {who} runs "
+            inconclusive.append(f"infra errors in {info.errors} of {info.runs} {who} "
+                                f"run{'s' if info.runs != 1 else ''} "
                                 f"({info.infra_rate:.0%} > {settings.max_infra_rate:.0%})")
     if p_infra <= settings.infra_alpha and c_info.infra_rate > b_info.infra_rate:
         inconclusive.append(

@@ -85,11 +85,16 @@ class TaskChange(_Frozen):
 
 
 class AgentChange(_Frozen):
-    """A part of the agent configuration that differs (hashes shortened; model names kept)."""
+    """A part of the agent configuration that differs: a setting by key and value
+    (``max_turns``: 30 → 1), the system prompt by its length, or an opaque part by its digest
+    (shortened; model names kept)."""
 
     part: str
     baseline: str | None
     candidate: str | None
+    # True: the values are digests (an opaque part, or one recorded before values were);
+    # False: readable values; None: a description (the prompt's length), not the part itself
+    digest: bool | None = True
 
 
 class ArmInfo(_Frozen):

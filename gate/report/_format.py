@@ -52,6 +52,11 @@ def p_is(x: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
+def count(n: float, noun: str) -> str:
+    """``1 task``, ``2 tasks``: a count said as a person would."""
+    return f"{n:g} {noun}{'s' if n != 1 else ''}"
+
+
 def usd(x: float | None) -> str:
     """Dollars in a report: four decimals under a dollar, cents above."""
     if x is None:

@@ -461,6 +461,17 @@ _LABELS = {"pass_rate": "Pass rate", "turns": "Mean turns", "cost": "Cost per ta
            "cache_hit_rate": "Cache-hit rate"}
 
 
+
+def _verdict_class(m: MetricResult, c: Comparison) -> str:
+    """The row's colour: a metric that could not have blocked (blind, not gating, not
+    comparable) is never the green "ok"."""
+    if m.blocks:
+        return "bad"
+    blind = c.resolution is not None and m.name in c.resolution.blind
+    if m.verdict == "regression" or not m.comparable or blind or not m.gating:
+        return "warn"
+    return "ok"
+
 def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str, str]]:
     rows = []
     lvl = f"{iv.level * 100:g} %"
@@ -476,9 +487,8 @@ def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str,
                        candidate=metric_value(name, m.candidate),
                        baseline_iv=interval(name, b.intervals[name]),
                        change=metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
-                       verdict=metric_verdict(m)[2:],
-                       verdict_class="bad" if m.blocks else ("warn" if m.verdict == "regression"
-                                                             or not m.comparable else "ok"))
+                       verdict=metric_verdict(m, comparison.resolution)[2:],
+                       verdict_class=_verdict_class(m, comparison))
             if name != "pass_rate" and m.delta is not None:
                 change = iv.changes[name]
                 row["change_iv"] = (f"bootstrap {lvl} interval {change_interval(name, change)}"

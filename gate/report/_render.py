@@ -8,6 +8,7 @@ so forgetting a filter fails safe (escaped twice at worst), never open.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -15,11 +16,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from gate.compare import Comparison, MetricResult, TaskChange
+from gate.compare import AgentChange, Comparison, MetricResult, Resolution, TaskChange
 from gate.report._escape import link_url, md, no_mentions, no_references, plain, slug
 from gate.report._format import (
     FILTERS,
     MINUS,
+    count,
     metric_value,
     num,
     p_is,
@@ -30,6 +32,7 @@ from gate.report._format import (
     signed,
     usd,
 )
+from gate.report._screen import lead_room, short_headline, split_lead
 from gate.report._skill_effect import skill_effect_context, skill_effect_lines
 
 #: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
@@ -83,17 +86,32 @@ def metric_change(m: MetricResult) -> str:
     return f"{change} · p {pval(m.p_value)}{margin}"
 
 
-def metric_verdict(m: MetricResult) -> str:
-    """The metric's verdict with its icon."""
+def metric_verdict(m: MetricResult, resolution: Resolution | None = None) -> str:
+    """The metric's verdict with its icon. A metric that passed but could not have blocked
+    (not gating, or its test blind at these runs: ``resolution.blind``) is never "✅ ok":
+    next to 100 % → 0 % a green mark would be a lie."""
     if not m.comparable:
         return "⚠️ not comparable (reported, not gating)"
     if m.verdict == "n/a":
         return "— n/a"
     if m.verdict == "regression":
         return "❌ regression" if m.blocks else "⚠️ regression (not gating)"
+    if resolution is not None and m.name in resolution.blind:
+        return "⚪ could not block (too few runs)"
+    if not m.gating:
+        return "⚪ reported, not gating"
     if m.significant and not m.exceeds_margin:
         return "✅ ok (within margin)"
     return "✅ ok"
+
+
+def metric_change_short(m: MetricResult) -> str:
+    """The change and its deciding p-value, for the first screen (the interval and margin
+    are in the full table)."""
+    if m.delta is None:
+        return m.note or "n/a"
+    change = pts(m.delta) if m.name in ("pass_rate", "cache_hit_rate") else rel(m.delta)
+    return change + (f" · {_p_is(m.p_value)}" if m.p_value is not None else "")
 
 
 _change, _verdict = metric_change, metric_verdict
@@ -180,7 +198,7 @@ def _method(c: Comparison) -> list[Markup]:
     if c.pass_rate_test is not None:
         t = c.pass_rate_test
         lines.append(Markup(
-            f"Pass rate: exact stratified tests on the {c.suite.compared} compared tasks "
+            f"Pass rate: exact stratified tests on the {count(c.suite.compared, 'compared task')} "
             f"(sum test {_p_is(t.p_sum)}, max test {_p_is(t.p_max)}); block if "
             f"{t.rule}. The interval is a stratified Newcombe (Wilson) interval."))
     lines.append(Markup(
@@ -234,8 +252,39 @@ def _behaviour_rows(c: Comparison) -> list[dict[str, Markup]]:
             for t in rows[:MAX_BEHAVIOUR_ROWS]]
 
 
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def _agent_change(x: AgentChange) -> dict[str, Markup]:
+    """``max_turns``: 30 → 1 (a setting's key in code, when it is a plain identifier), or an
+    opaque part's shortened digests."""
+    key = Markup(f"`{x.part}`") if _KEY.fullmatch(x.part) and x.digest is False else md(x.part, 40)
+    return {"part": key + (Markup(" (digest)") if x.digest else Markup("")),
+            "baseline": md(x.baseline or "—", 60), "candidate": md(x.candidate or "—", 60)}
+
+
+def _one_line(x: Markup) -> Markup:
+    return Markup(" ".join(str(x).split()))
+
+
+def _screen(c: Comparison, notes: Sequence[str], mode: Markup | None,
+            yardstick: Markup | None) -> dict[str, Any]:
+    """The first screen's headline and lead lines, and the lines that did not fit
+    (gate/report/_screen.py)."""
+    headline, details = short_headline(c)
+    ours = [_note(n) for n in [*c.notes, *notes][:MAX_NOTES]]
+    reason = _schedule_reason(c)
+    lines = [*(md(d, 600) for d in details),
+             *([Markup("⚠️ ") + md(reason, 500) + Markup(".")] if reason else []),
+             *(_one_line(x) for x in (mode, yardstick) if x), *ours]
+    lead, more = split_lead(lines, lead_room(len(c.metrics)), keep_last=bool(notes))
+    return {"headline": md(headline, 200), "lead": lead, "more": more,
+            "hard_break": Markup("\\")}  # one quote, a line each (a backslash line end)
+
+
 def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
-             trend: Sequence[Mapping[str, Any]] | None, max_tasks: int | None) -> dict[str, Any]:
+             trend: Sequence[Mapping[str, Any]] | None, max_tasks: int | None,
+             mode: Markup | None = None, yardstick: Markup | None = None) -> dict[str, Any]:
     metrics = []
     for m in c.metrics:
         b, p = _value(m, m.baseline), _value(m, m.candidate)
@@ -243,7 +292,9 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
             b += f" ({_counts(c.tasks, 'baseline')})"
             p += f" ({_counts(c.tasks, 'candidate')})"
         metrics.append({"label": Markup(m.label), "baseline": Markup(b), "candidate": Markup(p),
-                        "change": Markup(_change(m)), "verdict": Markup(_verdict(m))})
+                        "from": Markup(_value(m, m.baseline)), "to": Markup(_value(m, m.candidate)),
+                        "change": Markup(_change(m)), "short": Markup(metric_change_short(m)),
+                        "verdict": Markup(_verdict(m, c.resolution))})
     interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
     shown = interesting if max_tasks is None else interesting[:max_tasks]
     kinds: dict[str, int] = {}
@@ -257,7 +308,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         ("added (not gated)", c.suite.added), ("removed", c.suite.removed),
         ("changed, not compared", c.suite.changed),
         ("no valid run in one arm", c.suite.unmeasured)) if items]
-    suite_bits = [f"{c.suite.compared} of {c.suite.baseline_tasks} baseline tasks compared"]
+    suite_bits = [f"{c.suite.compared} of {count(c.suite.baseline_tasks, 'baseline task')} "
+                  "compared"]
     suite_bits += [f"{len(x)} {w}" for w, x in (("added", c.suite.added),
                    ("removed", c.suite.removed), ("changed", c.suite.changed)) if x]
     if c.suite.digest_changed and len(suite_bits) == 1:
@@ -267,29 +319,25 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         return {"model": md(a.model, 80), "kind": md(a.kind, 40),
                 "fingerprint": md(a.fingerprint[:24], 40),
                 "commit": md((a.commit or "unknown")[:12], 12),
-                "created_at": md(a.created_at, 40), "runs_per_task": Markup(f"{a.runs_per_task:g}")}
+                "created_at": md(a.created_at, 40),
+                "runs_per_task": Markup(count(a.runs_per_task, "run") + "/task")}
 
-    agent = [{"part": md(x.part, 40), "baseline": md(x.baseline or "—", 60),
-              "candidate": md(x.candidate or "—", 60)} for x in c.agent_changes[:MAX_AGENT_ROWS]]
+    agent = [_agent_change(x) for x in c.agent_changes[:MAX_AGENT_ROWS]]
     n_agent = len(c.agent_changes)
     return {
         "icon": Markup(_ICON[c.verdict]), "verdict_word": Markup(_WORD[c.verdict]),
-        "headline": md(c.headline, 1000),
-        "notes": [_note(n) for n in [*c.notes, *notes][:MAX_NOTES]],
+        **_screen(c, notes, mode, yardstick),
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,
         "resolution": (md(c.resolution.statement, 600)  # blind: the headline says it
                        if c.resolution and c.resolution.detectable else None),
-        "not_comparable": md(reason, 500) if (reason := _schedule_reason(c)) else None,
         "overhead": Markup(o) if (o := _overhead(c)) else None,
-        "reasons": [md(r, 300) for r in c.reasons] if c.verdict == "inconclusive" else [],
         "task_summary": Markup(", ".join(parts) if parts else "none"),
         "task_rows": [_task_row(t) for t in shown],
         "behaviour_rows": _behaviour_rows(c),
         "skill_effect": skill_effect_context(c),
         "tasks_hidden": len(interesting) - len(shown),
-        "agent_summary": Markup(f"{n_agent} change{'s' if n_agent != 1 else ''}"
-                                if n_agent else "unchanged"),
+        "agent_summary": Markup(count(n_agent, "change") if n_agent else "unchanged"),
         "agent_changes": agent,
         "baseline": arm(c.baseline), "candidate": arm(c.candidate),
         "suite_summary": Markup(", ".join(suite_bits)), "suite_lines": suite_lines,
@@ -349,8 +397,9 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
 
     def render(max_tasks: int | None) -> str:
         return template.render(**_context(comparison, run_url=run_url, notes=notes,
-                                          trend=trend, max_tasks=max_tasks),
-                               yardstick=yardstick, mode=mode, evidence=evidence,
+                                          trend=trend, max_tasks=max_tasks, mode=mode,
+                                          yardstick=yardstick),
+                               same_job=mode is not None, evidence=evidence,
                                accepted=accepted and comparison.verdict == "regression")
 
     body = render(None)
@@ -383,7 +432,7 @@ def render_text(comparison: Comparison) -> str:
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")
         lines.append(f"  {m.label:<{width}}  {_value(m, m.baseline):>10} → "
-                     f"{_value(m, m.candidate):>10}  {change}  [{_verdict(m)[2:]}]")
+                     f"{_value(m, m.candidate):>10}  {change}  [{_verdict(m, c.resolution)[2:]}]")
     if (reason := _schedule_reason(c)):
         lines += ["", f"Note: {plain(reason, 500)}"]
     if (overhead := _overhead(c)):

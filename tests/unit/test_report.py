@@ -84,7 +84,7 @@ def test_hostile_text_is_escaped_everywhere() -> None:
     body = render_markdown(c, notes=["note\nwith a newline <script>"])
     assert "<img" not in body and "<script>" not in body and "<b>" not in body
     assert "<!--" not in body
-    assert body.count("<details>") == body.count("</details>") == 4
+    assert body.count("<details>") == body.count("</details>") == 5
     assert re.search(r"@(everyone|here|octocat)", body) is None  # a ZWJ follows every @
     assert "@\u200deveryone" in body
     assert "`x`" not in body and "`code`" not in body and "`tools`" not in body
@@ -338,3 +338,19 @@ def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
     body = render_markdown(_big_comparison(), notes=["n" * 900] * 12, yardstick=note)
     assert len(body) <= BUDGET
     assert "| pass rate |" in body and "newly failing" in body
+
+
+def test_the_first_screen_fits_a_phone_whatever_the_notes() -> None:
+    """Ten notes and the action line: the first screen stays at 15 lines and tables of four
+    columns; what did not fit is in the first collapsed block, the action line stays."""
+    notes = [f"note {i}: something the CI layer said" for i in range(9)]
+    action = "A maintainer who accepts this regression can add the `x` label."
+    body = render_markdown(_comparison(), notes=[*notes, action])
+    head = body[:body.index("<details>")]
+    lines = head[:-1].split("\n")
+    assert len(lines) <= 15, head
+    assert all(ln.count("|") <= 5 for ln in lines if ln.startswith("|"))
+    assert f"> {action}" in head
+    first = body.index("<details>")
+    assert "note 8: something" in body[first:body.index("</details>")]  # collapsed, kept
+    assert "more notes</summary>" in body
