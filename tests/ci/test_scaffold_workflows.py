@@ -98,6 +98,13 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
                     env={"ANTHROPIC_API_KEY": ""})
     assert refresh.code == 0, refresh.stderr
     assert refresh.outputs["refresh"] == "committed", refresh.outputs
+    # the run is uploaded once, by the action (its report artifact holds the results); the
+    # scaffold's main workflow has no upload step of its own
+    assert refresh.outputs["report_artifact"] == "agent-gate-report"
+    assert str(main / "results.json") in refresh.outputs["report_files"].splitlines()
+    steps = yaml.safe_load((main / ".github/workflows/agent-gate-main.yml").read_text())
+    assert not any("upload-artifact" in str(s.get("uses", ""))
+                   for job in steps["jobs"].values() for s in job["steps"])
     data = subprocess.run(["git", "--git-dir", str(scaffold.origin), "show",
                            "agent-gate-data:main/baseline.json"], capture_output=True, text=True)
     assert data.returncode == 0 and '"runs"' in data.stdout, data.stderr
