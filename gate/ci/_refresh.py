@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from gate import _git
+from gate.baseline import dump_baseline, promote, same_agent
 from gate.ci._context import Context
 from gate.ci._obtain import run_fresh, with_conditions
 from gate.ci._plan import RefreshPlan, code, seed
@@ -24,6 +25,7 @@ from gate.errors import GateError, Unmeasurable
 from gate.github import (
     HistoryEntry,
     Outcome,
+    Pooling,
     Refresh,
     config_state,
     entry_for,
@@ -36,6 +38,9 @@ from gate.report import md
 from gate.results import Results, parse_results
 from gate.sandbox import assert_no_task_alive
 from gate.traces import Trace, parse_sidecar, pooled_sidecar
+
+#: the judge's pooling rules, handed to the push loop of gate.github
+POOLING = Pooling(promote=promote, same_agent=same_agent, dump=dump_baseline)
 
 
 def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
@@ -124,7 +129,7 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
 
     cfg = plan.request.config
     job = Refresh(
-        root=root, place=place, results=results, entry=entry,
+        root=root, place=place, results=results, entry=entry, pooling=POOLING,
         pool_size=cfg.gate.pool_size, history_size=plan.settings.history_size,
         token=ctx.token, server_url=ctx.env.server_url,
         source_branch=ctx.env.branch or "", guard=guard, log=ctx.log,
@@ -138,18 +143,16 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
                           f"gate: refresh {place.baseline_rel} from {short or 'HEAD'}")
     except GateError:
         if job.last is not None:  # pooled but not pushed (a protected branch)
-            write_files(job.last, plan.baseline_path, plan.history_path)
+            write_files(job.last, plan.baseline_path, plan.history_path, dump_baseline)
             ctx.io.set_outputs({"refresh": "artifact"})
         raise
-    write_files(outcome, plan.baseline_path, plan.history_path)
+    write_files(outcome, plan.baseline_path, plan.history_path, dump_baseline)
     return outcome
 
 
 def _pool_files(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry,
                 traces: Sequence[Trace]) -> Outcome:
     """``baseline_refresh = "artifact"``: pool into the workspace's files."""
-    from gate.baseline import promote
-
     start = plan.start
     baseline = (parse_results(start.baseline_text.encode(), plan.baseline_path, "baseline")
                 if start.baseline_text is not None else None)
@@ -157,7 +160,7 @@ def _pool_files(ctx: Context, plan: RefreshPlan, results: Results, entry: Histor
     entries = [*parse_history(start.history_text or ""), entry][-plan.settings.history_size:]
     outcome = Outcome("artifact", message, baseline=pooled, entries=entries,
                       traces=pooled_sidecar(pooled, traces, parse_sidecar(start.traces_text)))
-    write_files(outcome, plan.baseline_path, plan.history_path)
+    write_files(outcome, plan.baseline_path, plan.history_path, dump_baseline)
     if pooled is baseline:
         outcome.status = "unchanged"
     return outcome

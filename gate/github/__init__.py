@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from gate.github._refresh import (
         Outcome,
         Place,
+        Pooling,
         Refresh,
         State,
         data_paths,
@@ -115,7 +116,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
     "_refresh": (
-        "Outcome", "Place", "Refresh", "State", "data_paths", "read_state", "traces_path",
+        "Outcome", "Place", "Pooling", "Refresh", "State", "data_paths", "read_state",
+        "traces_path",
         "write_files",
     ),
     "_rest": ("GitHubClient", "GitHubError"),
@@ -143,6 +145,7 @@ __all__ = [
     "PRComment",
     "PendingComment",
     "Place",
+    "Pooling",
     "ProtectedBranch",
     "PullRequestInfo",
     "Refresh",

@@ -31,7 +31,6 @@ from typing import Literal
 
 from gate import _git as plain_git
 from gate._files import HISTORY_LIMIT, RESULTS_LIMIT, atomic_write_text
-from gate.baseline import dump_baseline, promote, same_agent
 from gate.errors import BadInput, GateError
 from gate.github import _git
 from gate.github._history import HistoryEntry, parse_history
@@ -91,6 +90,16 @@ class Outcome:
     traces: str = ""  # the pooled baseline's traces sidecar ("" when none)
 
 
+@dataclass(frozen=True)
+class Pooling:
+    """How a run is pooled into a baseline: the judge's rules (``gate.baseline``), handed in
+    by ``gate ci``, so the push loop that re-pools on a moved branch decides nothing itself."""
+
+    promote: Callable[..., tuple[Results, str]]  # (results, baseline, pool_size=) → pooled
+    same_agent: Callable[[Results, Results], bool]
+    dump: Callable[[Results], str]  # the baseline file's text
+
+
 @dataclass
 class Refresh:
     """One refresh's push to ``place``, with the knobs it needs from ``gate ci``."""
@@ -99,6 +108,7 @@ class Refresh:
     place: Place
     results: Results
     entry: HistoryEntry
+    pooling: Pooling
     pool_size: int
     history_size: int
     token: str | None
@@ -144,7 +154,8 @@ class Refresh:
                                       f"{self.place.baseline_rel} on {self.place.name}",
                                       "baseline")
                         if state.baseline_text is not None else None)
-            pooled, message = promote(self.results, baseline, pool_size=self.pool_size)
+            pooled, message = self.pooling.promote(self.results, baseline,
+                                                   pool_size=self.pool_size)
             if pooled is baseline:
                 return Outcome("unchanged", message, attempts=attempt + 1, lines=lines,
                                baseline=baseline, entries=parse_history(state.history_text
@@ -155,7 +166,7 @@ class Refresh:
             last = self.last = Outcome("artifact", message, attempts=attempt + 1,
                                        lines=lines, baseline=pooled, entries=entries,
                                        traces=sidecar)
-            files = {self.place.baseline_rel: dump_baseline(pooled),
+            files = {self.place.baseline_rel: self.pooling.dump(pooled),
                      self.place.history_rel: history}
             if sidecar or state.traces_text:
                 files[self.place.traces_rel] = sidecar
@@ -184,7 +195,7 @@ class Refresh:
                                    f"{self.place.name}", "baseline")
         except GateError:
             return None  # a damaged baseline is replaced (promote says so)
-        if same_agent(theirs, self.results):
+        if self.pooling.same_agent(theirs, self.results):
             return None  # the same agent: pooled, whichever commit is newer
         ours, their = self.results.commit, theirs.commit
         newer = None
@@ -244,10 +255,12 @@ def traces_path(baseline_path: Path) -> Path:
     return baseline_path.with_name(sidecar_rel(baseline_path.name))
 
 
-def write_files(outcome: Outcome, baseline_path: Path, history_path: Path) -> None:
-    """The refreshed files in the workspace, as pushed (or as they would have been)."""
+def write_files(outcome: Outcome, baseline_path: Path, history_path: Path,
+                dump: Callable[[Results], str]) -> None:
+    """The refreshed files in the workspace, as pushed (or as they would have been);
+    ``dump``: the baseline file's text."""
     if outcome.baseline is not None and outcome.status != "unchanged":
-        atomic_write_text(baseline_path, dump_baseline(outcome.baseline))
+        atomic_write_text(baseline_path, dump(outcome.baseline))
         atomic_write_text(history_path, "".join(e.model_dump_json(exclude_none=True) + "\n"
                                                 for e in outcome.entries))
         sidecar = traces_path(baseline_path)

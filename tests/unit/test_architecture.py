@@ -39,9 +39,9 @@ KNOWN: dict[str, set[str]] = {
     # the start-up hand-over of credentials out of the process environment (gate.secrets):
     # not a setting; it removes the secrets before anything else runs
     "environ": {"gate/secrets.py"},
-    # the forbidden directions still found (docs/architecture.md): the GitHub adapters pool
-    # baselines in the refresh's push loop and decide the comment mode on the comparison
-    "layer": {"gate/github/_refresh.py", "gate/github/_sticky.py"},
+    # the forbidden directions still found (docs/architecture.md): the GitHub adapters decide
+    # the comment mode on the comparison
+    "layer": {"gate/github/_sticky.py"},
 }
 
 # ---- the layers: import directions that must never exist (unit prefixes; a unit is a
