@@ -22,11 +22,11 @@ from gate.config import CISettings, GateConfig
 from gate.errors import GateError
 from gate.github import (
     DEFAULT_COMMENT_ID,
+    CommentMode,
     CommentRef,
     GitHubError,
     PullRequestInfo,
     comment_mode,
-    creates,
     render_body,
 )
 from gate.report import code_span, link_url, md
@@ -45,6 +45,26 @@ def failure_markdown(what: str, reason: str, run_url: str | None) -> str:
     return render_body("failure.md.j2", what=what, reason=md(reason, 4000),
                        run_url=link_url(run_url))
 
+
+def shows_change(c: Comparison) -> bool:
+    """A pass that still has something to say: a metric that moved significantly (either way)
+    or a task that newly fails or newly passes."""
+    return (any(m.significant and m.comparable for m in c.metrics)
+            or any(t.change in ("newly_failing", "newly_passing") for t in c.tasks))
+
+
+def creates(mode: CommentMode, comparison: Comparison | None, *, failed: bool = False) -> bool:
+    """Whether ``mode`` creates a comment for this outcome when none exists. ``comparison``
+    None: the gate reached no verdict (``failed``: the check is red all the same)."""
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if comparison is None:
+        return failed
+    if comparison.verdict != "pass":
+        return True
+    return mode == "on-change" and shows_change(comparison)
 
 class Publisher:
     """Where one job's results go, by ``settings`` (``[ci]`` in force, with the overrides)."""

@@ -90,7 +90,6 @@ if TYPE_CHECKING:
         CommentMode,
         PRComment,
         comment_mode,
-        creates,
     )
 
 #: each name's private module, loaded on first use
@@ -122,7 +121,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "_rest": ("GitHubClient", "GitHubError"),
     "_session": ("GitHubSession",),
-    "_sticky": ("CommentMode", "PRComment", "comment_mode", "creates"),
+    "_sticky": ("CommentMode", "PRComment", "comment_mode"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -156,7 +155,6 @@ __all__ = [
     "comment_body",
     "comment_mode",
     "config_state",
-    "creates",
     "data_paths",
     "default_comment_id",
     "ensure_base_ref",

@@ -5,10 +5,11 @@ it shows while a run is under way or after one was cancelled.
   path) that the token's identity wrote, so two suites — or a matrix over models — in one
   repository keep one comment each. The default config's suite adopts a comment with the old
   id-less marker (it is rewritten with the new one).
-- **When** (``comment-mode``): ``always`` creates one on every run; ``on-regression`` only when
-  the check blocks or would block (a regression, accepted or not; an inconclusive or failed
-  gate); ``on-change`` also when a pass shows a change (a metric moved significantly either
-  way, a task newly fails or newly passes); ``never`` touches nothing. Whatever the mode
+- **When** (``comment-mode``; ``gate.ci``'s publisher decides): ``always`` creates one on every
+  run; ``on-regression`` only when the check blocks or would block (a regression, accepted or
+  not; an inconclusive or failed gate); ``on-change`` also when a pass shows a change (a
+  metric moved significantly either way, a task newly fails or newly passes); ``never``
+  touches nothing. Whatever the mode
   (``never`` aside), a comment that exists is always kept current: a stale verdict is never
   left standing.
 - **While running**: at the start of a PR run, an existing comment says "running for <sha>…"
@@ -31,7 +32,6 @@ from gate.github._comment import (
 from gate.github._rest import GitHubClient, GitHubError
 
 if TYPE_CHECKING:
-    from gate.compare import Comparison
     from gate.config import CISettings
 
 CommentMode = Literal["always", "on-change", "on-regression", "never"]
@@ -40,27 +40,6 @@ CommentMode = Literal["always", "on-change", "on-regression", "never"]
 def comment_mode(settings: CISettings) -> CommentMode:
     """The mode in force: ``comment = false`` (the older switch) is ``never``."""
     return "never" if not settings.comment else settings.comment_mode
-
-
-def shows_change(c: Comparison) -> bool:
-    """A pass that still has something to say: a metric that moved significantly (either way)
-    or a task that newly fails or newly passes."""
-    return (any(m.significant and m.comparable for m in c.metrics)
-            or any(t.change in ("newly_failing", "newly_passing") for t in c.tasks))
-
-
-def creates(mode: CommentMode, comparison: Comparison | None, *, failed: bool = False) -> bool:
-    """Whether ``mode`` creates a comment for this outcome when none exists. ``comparison``
-    None: the gate reached no verdict (``failed``: the check is red all the same)."""
-    if mode == "always":
-        return True
-    if mode == "never":
-        return False
-    if comparison is None:
-        return failed
-    if comparison.verdict != "pass":
-        return True
-    return mode == "on-change" and shows_change(comparison)
 
 
 @dataclass

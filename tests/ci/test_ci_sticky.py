@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from gate.ci import CIOverrides
+from gate.ci._publish import creates
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import CISettings, GateSettings
 from gate.errors import BadInput
-from gate.github import MARKER, comment_body, find_comment, marker
+from gate.github import MARKER, comment_body, comment_mode, find_comment, marker
 from gate.github._comment import default_comment_id
-from gate.github._sticky import comment_mode, creates
 from tests.helpers.fake_github import FakeGitHub, client
 
 BOT = "github-actions[bot]"
