@@ -37,6 +37,11 @@ class AgentKind(abc.ABC):
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         """Named hashes of what defines this kind's behaviour (besides the skills)."""
 
+    def installs(self, cfg: GateConfig) -> bool:
+        """Whether ``[agent] install`` is done into each task's image for this kind (only a
+        command agent's runs there; the others ignore it)."""
+        return False
+
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
         condition); ``None``: this kind does not say."""
@@ -138,20 +143,34 @@ class CommandKind(AgentKind):
     name = "command"
     in_sandbox = True
 
+    def installs(self, cfg: GateConfig) -> bool:
+        return bool(cfg.agent.install)
+
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         from gate.agents._command import CommandAgent
+        from gate.agents._parts import install_text
+        from gate.sandbox import AgentInstall
 
         if not cfg.agent.command:
             raise BadInput("[agent].command is required when kind = \"command\"")
-        return CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
-                            label=label)
+        agent = CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
+                             label=label)
+        script = install_text(cfg)
+        if script is not None:
+            agent.install = AgentInstall(script, cfg.agent.install_timeout_sec)
+        return agent
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.agents._parts import install_text
         from gate.fingerprint import digest_of
 
         a = cfg.agent
-        return {"model": a.model, "command": digest_of(a.command or ""),
-                "sampling": digest_of({"env": sorted(a.env)})}
+        parts = {"model": a.model, "command": digest_of(a.command or ""),
+                 "sampling": digest_of({"env": sorted(a.env)})}
+        script = install_text(cfg)
+        if script is not None:  # a pinned version bump is an agent change
+            parts["install"] = digest_of(script)
+        return parts
 
 
 for _kind in (BuiltinKind(), CommandKind(), OracleKind()):

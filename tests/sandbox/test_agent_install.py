@@ -1,0 +1,183 @@
+"""``[agent] install``: the agent under test installed into each task's image, as Harbor
+installs its agents, once per image and script within a job, through ``gate run`` on real
+containers (the offline base image: the install script needs no registry here; the shim it
+installs is tests/agents/stdlib_agent.py, which talks to the meter with python3's urllib)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import socketserver
+import subprocess
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.docker import IMAGE, LAUNCHED, ours
+from tests.helpers.harbor import harbor_task
+from tests.helpers.process import gate
+from tests.helpers.suites import write_task
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.usefixtures("engine")]
+
+SHIM = Path(__file__).parents[1] / "agents" / "stdlib_agent.py"
+# what the agent's command shows of the install before it starts the installed agent: the
+# install's nonce (the same in every run of an image: installed once) and any process the
+# install left (none: the agent phase starts from the committed image)
+COMMAND = ("echo NONCE $(cat /opt/agent/nonce) >&2; "
+           "echo LEFT $(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | "
+           "grep -o 'sleep 100[3]' | wc -l) >&2; exec /opt/agent/claude")
+
+
+def install_script(host: str, port: int, *, sleep: int = 4) -> str:
+    return f"""#!/bin/sh
+set -e
+echo "installing the agent"
+grep -q eth0 /proc/net/dev || {{ echo "the install has no network"; exit 9; }}
+if python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)' \\
+    {host} {port} 2>/dev/null; then
+  echo "the install reached a host service"; exit 8
+fi
+[ "$(id -u)" = 0 ] || {{ echo "the install is not root"; exit 7; }}
+mkdir -p /opt/agent
+cat > /opt/agent/claude <<'SHIM'
+#!/usr/bin/env python3
+{SHIM.read_text()}
+SHIM
+chmod 755 /opt/agent/claude
+od -An -N8 -tx1 /dev/urandom | tr -d ' \\n' > /opt/agent/nonce
+setsid sleep 1003 < /dev/null > /dev/null 2>&1 &
+sleep {sleep}
+"""
+
+
+@pytest.fixture
+def host_service() -> Iterator[tuple[str, int]]:
+    """A TCP service on every address of the host, and the host's address on the default
+    bridge (where a container would reach it)."""
+    server = socketserver.TCPServer(("0.0.0.0", 0), socketserver.BaseRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ipam = json.loads(subprocess.run(["docker", "network", "inspect", "bridge", "--format",
+                                      "{{json .IPAM.Config}}"], capture_output=True,
+                                     text=True, check=True).stdout)[0]
+    gw = ipam.get("Gateway") or str(ipaddress.ip_network(ipam["Subnet"])[1])
+    try:
+        yield gw, server.server_address[1]
+    finally:
+        server.shutdown()
+
+
+def _config(tmp: Path, suite: Path, script: str, extra: str = "") -> Path:
+    (tmp / "agent").mkdir(exist_ok=True)
+    (tmp / "agent" / "install.sh").write_text(script)
+    cfg = tmp / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = {json.dumps(COMMAND)}\n'
+                   f'install = "agent/install.sh"\n{extra}'
+                   f'[suite]\ntasks = "{suite}"\nsandbox = "docker"\n')
+    return cfg
+
+
+def _installs_left() -> list[str]:
+    """Committed installs a gate of these tests made and left."""
+    out = subprocess.run(["docker", "images", "--filter", "label=agent-gate.install",
+                          "--format", '{{.ID}} {{.Label "agent-gate.owner"}}'],
+                         capture_output=True, text=True, check=True).stdout
+    owners = {f"{socket.gethostname()}:{pid}" for pid in LAUNCHED}
+    return [i for i, _, o in (ln.partition(" ") for ln in out.splitlines()) if o in owners]
+
+
+def _stderr_lines(run: dict, prefix: str) -> list[str]:
+    events = [json.loads(ln) for ln in Path(run["transcript"]).read_text().splitlines()]
+    return [ln for e in events if e["type"] == "command"
+            for ln in e["stderr"].splitlines() if ln.startswith(prefix)]
+
+
+def test_installed_once_per_image_guarded_its_time_apart_its_leftovers_gone(
+        tmp_path: Path, host_service: tuple[str, int]) -> None:
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-a")
+    harbor_task(suite, "count-b")  # the same environment/: the same image
+    cfg = _config(tmp_path, suite, install_script(*host_service))
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "3", "-j", "2", "-o", out,
+             timeout=600, cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    data = json.loads(out.read_text())
+    runs = data["runs"]
+    statuses = [r["status"] for r in runs]  # the simulated model may fail a run
+    assert len(runs) == 6 and "passed" in statuses and "error" not in statuses, runs
+    # installed once: one nonce in every replication of both tasks
+    nonces = {ln for r in runs for ln in _stderr_lines(r, "NONCE ")}
+    assert len(nonces) == 1 and len(next(iter(nonces))) > len("NONCE "), nonces
+    # what the install left running never met the agent
+    assert {ln for r in runs for ln in _stderr_lines(r, "LEFT ")} == {"LEFT 0"}
+    # its time is recorded apart (at least the first run waited the install's sleep), and
+    # the run's duration is the run's alone: start to end, less the install
+    assert max(r["install_s"] for r in runs) >= 4, runs
+    for r in runs:
+        wall = (datetime.fromisoformat(r["created_at"])
+                - datetime.fromisoformat(r["started_at"])).total_seconds()
+        assert abs(wall - r["duration_s"] - r["install_s"]) < 1.5, r
+    assert data["agent"]["parts"]["install"].startswith("sha256:")
+    # the committed image went with the job, as did every container
+    assert _installs_left() == [] and ours() == []
+
+
+FAILING = """#!/bin/sh
+echo "fetching @anthropic-ai/claude-code"
+echo "npm error code ECONNREFUSED" >&2
+echo "npm error network the registry is unreachable" >&2
+exit 7
+"""
+
+
+def test_a_failed_install_is_an_infra_error_naming_its_end_and_the_agent_never_runs(
+        tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-a")
+    harbor_task(suite, "count-b")
+    cfg = _config(tmp_path, suite, FAILING)
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "2", "-o", out,
+             timeout=300, cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    data = json.loads(out.read_text())
+    for r in data["runs"]:
+        assert r["status"] == "error", r
+        assert r["reason"].startswith("infra: the agent's install ([agent] install) failed "
+                                      "(exit 7); its output ends:"), r["reason"]
+        assert "npm error network the registry is unreachable" in r["reason"], r["reason"]
+        events = [json.loads(ln) for ln in Path(r["transcript"]).read_text().splitlines()]
+        assert not [e for e in events if e["type"] == "command"], events  # never ran
+        assert r["turns"] == 0
+    assert _installs_left() == [] and ours() == []
+    # another script is another agent: its fingerprint's install part moves, nothing else
+    first = data["agent"]
+    cfg2 = _config(tmp_path, suite, FAILING.replace("exit 7", "exit 7  # pinned 2.1.198"))
+    out2 = tmp_path / "r2.json"
+    p = gate("run", "--config", cfg2, "--sim", "-k", "1", "-j", "1", "-o", out2,
+             "--tasks", suite, timeout=300, cwd=tmp_path)
+    second = json.loads(out2.read_text())["agent"]
+    assert second["fingerprint"] != first["fingerprint"]
+    assert {k for k in first["parts"] if first["parts"][k] != second["parts"][k]} == {
+        "install"}
+
+
+def test_install_on_a_gate_format_task_with_an_image(tmp_path: Path,
+                                                     host_service: tuple[str, int]) -> None:
+    suite = tmp_path / "suite"
+    write_task(suite, "hello", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    cfg = _config(tmp_path, suite, install_script(*host_service, sleep=0))
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "2", "-o", out,
+             timeout=300, cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    runs = json.loads(out.read_text())["runs"]
+    statuses = [r["status"] for r in runs]  # the simulated model may fail a run
+    assert "passed" in statuses and "error" not in statuses, runs
+    assert len({ln for r in runs for ln in _stderr_lines(r, "NONCE ")}) == 1
+    assert _installs_left() == [] and ours() == []
