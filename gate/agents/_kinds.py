@@ -144,7 +144,9 @@ class CommandKind(AgentKind):
     in_sandbox = True
 
     def installs(self, cfg: GateConfig) -> bool:
-        return bool(cfg.agent.install)
+        from gate.agents._parts import install_text
+
+        return install_text(cfg) is not None  # an unreadable script is exit 2 here, first
 
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         from gate.agents._command import CommandAgent

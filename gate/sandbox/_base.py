@@ -288,7 +288,7 @@ class SandboxProvider(abc.ABC):
     def _create_installed(self, task: Task, run_name: str, install: AgentInstall) -> Sandbox:
         """A sandbox whose image has the agent's install in it (a container backend's)."""
         raise SandboxError(f"[agent] install needs a container: the {self.name} sandbox "
-                           "runs on the host (give the task an image, or [suite].image)")
+                           "runs on the host (sandbox = \"docker\" in [suite], with an image)")
 
     def close(self) -> None:
         """Release what the provider holds. Safe to call twice."""

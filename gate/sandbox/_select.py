@@ -124,7 +124,7 @@ def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,
         why = provider.refusal(task) or backend.refuses_agent(agent_kind, agent_in_sandbox)
         if why is None and installs and not backend.runs_containers:
             why = (f"[agent] install needs a container: the {backend.name} sandbox runs on "
-                   "the host (give the task an image, or set [suite].image)")
+                   "the host (sandbox = \"docker\" in [suite], with an image)")
         if why:
             problems.append(TaskProblem(task.id, why))
         else:

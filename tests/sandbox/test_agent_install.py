@@ -22,7 +22,7 @@ from tests.helpers.harbor import harbor_task
 from tests.helpers.process import gate
 from tests.helpers.suites import write_task
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.usefixtures("engine")]
+in_docker = pytest.mark.usefixtures("engine")
 
 SHIM = Path(__file__).parents[1] / "agents" / "stdlib_agent.py"
 # what the agent's command shows of the install before it starts the installed agent: the
@@ -96,6 +96,9 @@ def _stderr_lines(run: dict, prefix: str) -> list[str]:
             for ln in e["stderr"].splitlines() if ln.startswith(prefix)]
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
 def test_installed_once_per_image_guarded_its_time_apart_its_leftovers_gone(
         tmp_path: Path, host_service: tuple[str, int]) -> None:
     suite = tmp_path / "suite"
@@ -135,6 +138,9 @@ exit 7
 """
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
 def test_a_failed_install_is_an_infra_error_naming_its_end_and_the_agent_never_runs(
         tmp_path: Path) -> None:
     suite = tmp_path / "suite"
@@ -167,6 +173,9 @@ def test_a_failed_install_is_an_infra_error_naming_its_end_and_the_agent_never_r
         "install"}
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
 def test_install_on_a_gate_format_task_with_an_image(tmp_path: Path,
                                                      host_service: tuple[str, int]) -> None:
     suite = tmp_path / "suite"
@@ -181,3 +190,35 @@ def test_install_on_a_gate_format_task_with_an_image(tmp_path: Path,
     assert "passed" in statuses and "error" not in statuses, runs
     assert len({ln for r in runs for ln in _stderr_lines(r, "NONCE ")}) == 1
     assert _installs_left() == [] and ours() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("script", "said"), [
+    (None, "agent.install: {dir}/agent/install.sh: install script not found"),
+    ("", "agent.install: {dir}/agent/install.sh is empty"),
+])
+def test_an_unreadable_install_script_is_exit_2_naming_file_and_field(
+        tmp_path: Path, script: str | None, said: str) -> None:
+    write_task(tmp_path / "suite", "hello", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    cfg = _config(tmp_path, tmp_path / "suite", "true\n")
+    if script is None:
+        (tmp_path / "agent" / "install.sh").unlink()
+    else:
+        (tmp_path / "agent" / "install.sh").write_text(script)
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "-o", tmp_path / "r.json",
+             cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.strip() == f"gate: error: {cfg}: {said.format(dir=tmp_path)}"
+
+
+@pytest.mark.slow
+def test_a_task_on_the_host_is_refused_an_install(tmp_path: Path) -> None:
+    write_task(tmp_path / "suite", "hello")
+    write_task(tmp_path / "suite", "boxed", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    cfg = _config(tmp_path, tmp_path / "suite", "true\n").read_text()
+    (tmp_path / "gate.toml").write_text(cfg.replace('sandbox = "docker"', 'sandbox = "local"'))
+    p = gate("run", "--config", tmp_path / "gate.toml", "--sim", "-k", "1", "--task", "hello",
+             "-o", tmp_path / "r.json", cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert ("hello: [agent] install needs a container: the local sandbox runs on the host"
+            in p.stderr), p.stderr
