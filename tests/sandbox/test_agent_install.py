@@ -126,6 +126,10 @@ def test_installed_once_per_image_guarded_its_time_apart_its_leftovers_gone(
                 - datetime.fromisoformat(r["started_at"])).total_seconds()
         assert abs(wall - r["duration_s"] - r["install_s"]) < 1.5, r
     assert data["agent"]["parts"]["install"].startswith("sha256:")
+    # the report's run details say it
+    html = tmp_path / "r.html"
+    assert gate("report", out, "--html", html).returncode == 0
+    assert html.read_text().count("agent install: waited ") == 6
     # the committed image went with the job, as did every container
     assert _installs_left() == [] and ours() == []
 
@@ -222,3 +226,81 @@ def test_a_task_on_the_host_is_refused_an_install(tmp_path: Path) -> None:
     assert p.returncode == 2, p.stderr
     assert ("hello: [agent] install needs a container: the local sandbox runs on the host"
             in p.stderr), p.stderr
+
+
+# ----- Claude Code, installed from the npm registry by the documented script -----------------
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE_INSTALL = REPO / "docs" / "claude-code" / "install.sh"
+
+
+def _migration_guide_command() -> str:
+    """The Claude Code line of docs/harbor-migration.md's gate.toml, as written there."""
+    import re
+
+    text = (REPO / "docs" / "harbor-migration.md").read_text()
+    m = re.search(r"^command = '(.*claude .*)'$", text, re.MULTILINE)
+    assert m, "docs/harbor-migration.md has no Claude Code command line"
+    return m.group(1)
+
+
+def _registry_from_a_container() -> tuple[str, str]:
+    """npm's registry as this host's npm has it, and the CA file the host trusts for it
+    (``NODE_EXTRA_CA_CERTS``, else none), when a container on the default bridge reaches
+    it; else the test skips saying why (a host that reaches it only itself)."""
+    import os
+    import shutil
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("no npm on this host to say which registry to install Claude Code from")
+    registry = subprocess.run([npm, "config", "get", "registry"], capture_output=True,
+                              text=True).stdout.strip().rstrip("/")
+    ca = os.environ.get("NODE_EXTRA_CA_CERTS", "")
+    ca_text = Path(ca).read_text() if ca and Path(ca).is_file() else ""
+    probe = ("import ssl,sys,urllib.request as u; c=ssl.create_default_context(); "
+             "ca=sys.stdin.read(); ca and c.load_verify_locations(cadata=ca); "
+             "print(u.urlopen(sys.argv[1]+'/@anthropic-ai%2fclaude-code',timeout=20,"
+             "context=c).status)")
+    p = subprocess.run(["docker", "run", "-i", "--rm", IMAGE, "python3", "-c", probe, registry],
+                       input=ca_text, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0 or p.stdout.strip() != "200":
+        tail = (p.stderr.strip().splitlines() or ["?"])[-1][:200]
+        pytest.skip(f"a container on the default bridge does not reach npm's registry: {tail}")
+    return registry, ca_text
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.claude_code
+@in_docker
+def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
+        tmp_path: Path) -> None:
+    registry, ca = _registry_from_a_container()
+    # this host's egress: its registry and the CA it trusts (a self-hosted runner's TLS proxy
+    # is the same), then the documented script as it is
+    prefix = f"export NPM_CONFIG_REGISTRY={registry}\n"
+    if ca:
+        prefix += ("mkdir -p /usr/local/share/gate-test && cat > "
+                   f"/usr/local/share/gate-test/ca.crt <<'CA'\n{ca.strip()}\nCA\n"
+                   "export NODE_EXTRA_CA_CERTS=/usr/local/share/gate-test/ca.crt\n")
+    script = CLAUDE_INSTALL.read_text().replace("set -eu\n", "set -eu\n" + prefix, 1)
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-lines")  # [agent] timeout_sec = 60: the install is not in it
+    (tmp_path / "install.sh").write_text(script)
+    cfg = tmp_path / "gate.toml"
+    command = json.dumps(_migration_guide_command())
+    cfg.write_text(f"[agent]\nkind = \"command\"\ncommand = {command}"
+                   f"\ninstall = \"install.sh\"\ninstall_timeout_sec = 1200\n"
+                   f'[suite]\ntasks = "{suite}"\nsandbox = "docker"\n')
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "1", "-o", out, timeout=1800,
+             cwd=tmp_path)
+    runs = json.loads(out.read_text())["runs"] if out.exists() else []
+    assert [r["status"] for r in runs] == ["passed", "passed"], (p.stderr[-3000:], runs)
+    assert [r["score"] for r in runs] == [{"reward": 1.0}] * 2
+    # the first run waited for the install; the second reused it
+    first, second = sorted(runs, key=lambda r: r["replication"])
+    assert first["install_s"] > 10 and second["install_s"] < 5, runs
+    assert all(r["duration_s"] < 60 for r in runs), runs
+    assert _installs_left() == [] and ours() == []
