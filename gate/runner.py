@@ -369,7 +369,7 @@ def run_one(
     run = _prepare(task, replication, options or RunOptions(), meter)
     sandbox: Sandbox | None = None
     try:
-        sandbox = provider.create(task, run.name, install=agent.install)
+        sandbox = provider.create(task, run.name, install=getattr(agent, "install", None))
         run.install_s = sandbox.install_s
         skills = _set_up(run, sandbox)
         for index in range(len(task.steps) or 1):  # a multi-step task: its steps in turn

@@ -83,9 +83,14 @@ def _config(tmp: Path, suite: Path, script: str, extra: str = "") -> Path:
 
 def _installs_left() -> list[str]:
     """Committed installs a gate of these tests made and left."""
-    out = subprocess.run(["docker", "images", "--filter", "label=agent-gate.install",
-                          "--format", '{{.ID}} {{.Label "agent-gate.owner"}}'],
-                         capture_output=True, text=True, check=True).stdout
+    ids = subprocess.run(["docker", "images", "-q", "--no-trunc", "--filter",
+                          "label=agent-gate.install"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    if not ids:
+        return []
+    out = subprocess.run(["docker", "image", "inspect", "--format",
+                          '{{.Id}} {{index .Config.Labels "agent-gate.owner"}}', *ids],
+                         capture_output=True, text=True).stdout
     owners = {f"{socket.gethostname()}:{pid}" for pid in LAUNCHED}
     return [i for i, _, o in (ln.partition(" ") for ln in out.splitlines()) if o in owners]
 
@@ -303,4 +308,39 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     first, second = sorted(runs, key=lambda r: r["replication"])
     assert first["install_s"] > 10 and second["install_s"] < 5, runs
     assert all(r["duration_s"] < 60 for r in runs), runs
+    assert _installs_left() == [] and ours() == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
+def test_the_install_of_a_gate_that_died_goes_with_the_next_gates_start(
+        tmp_path: Path, host_service: tuple[str, int]) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    from tests.helpers.docker import launch
+
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-a")
+    cfg = _config(tmp_path, suite, install_script(*host_service, sleep=0))
+    cfg.write_text(cfg.read_text().replace(json.dumps(COMMAND), json.dumps("sleep 120")))
+    proc = launch([sys.executable, "-m", "gate", "run", "--config", str(cfg), "--sim", "-k",
+                   "1", "-o", str(tmp_path / "dead.json")], cwd=tmp_path,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                  env={**os.environ})
+    try:
+        deadline = time.monotonic() + 120
+        while not _installs_left() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _installs_left(), "the install was never committed"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert _installs_left()  # a gate killed mid-job leaves its install behind
+    cfg.write_text(cfg.read_text().replace(json.dumps("sleep 120"), json.dumps("true")))
+    gate("run", "--config", cfg, "--sim", "-k", "1", "-o", tmp_path / "r.json", cwd=tmp_path,
+         timeout=300)
     assert _installs_left() == [] and ours() == []
