@@ -33,17 +33,24 @@ import requests.exceptions
 
 from gate._files import clip
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
+from gate.sandbox._harbor import DockerRunContainer
 from gate.tasks import Task, task_format
 
 if TYPE_CHECKING:
     from gate.sandbox._docker import DockerSandboxProvider
-    from gate.sandbox._harbor import DockerRunContainer
 
 REPOSITORY = "agent-gate-install"
 INSTALL_LABEL = "agent-gate.install"  # on a committed image: the digest of (image, script)
 TAIL_LINES = 15  # lines of a failed install's output in its error
 TAIL_CHARS = 2000
 SCRIPT_PATH = "/tmp/.gate-agent-install"
+
+
+class _InstallContainer(DockerRunContainer):
+    def _cap_drop(self) -> list[str]:
+        """``NET_RAW`` always: ``[suite].net_raw`` grants a task's own phases raw sockets,
+        never the agent's install (PR code, shared by every task of the image)."""
+        return ["NET_RAW"]
 
 
 def install_tag(image_id: str, script: str, owner: str) -> str:
@@ -80,8 +87,6 @@ def installed_image(provider: DockerSandboxProvider, task: Task, image: str,
 
 def _install(provider: DockerSandboxProvider, task: Task, image: str, install: AgentInstall,
              tag: str) -> None:
-    from gate.sandbox._harbor import DockerRunContainer
-
     fmt = task_format(task)
     base = fmt.container_spec(task) if fmt.lifecycle == "per_run" else ContainerSpec()
     # the task's limits, none of its run's settings: the image's user and workdir, no
@@ -89,7 +94,7 @@ def _install(provider: DockerSandboxProvider, task: Task, image: str, install: A
     spec = dataclasses.replace(base, workdir=None, user=None, network="no-network",
                                runner_dir=None, baked_skills=(), env={})
     root = Path(tempfile.mkdtemp(prefix="gate-install-"))
-    box = DockerRunContainer(provider, task, image, root, spec)
+    box = _InstallContainer(provider, task, image, root, spec)
     box.cancel = provider.cancel
     try:
         box.start()

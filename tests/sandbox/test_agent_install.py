@@ -43,6 +43,8 @@ if python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys
   echo "the install reached a host service"; exit 8
 fi
 [ "$(id -u)" = 0 ] || {{ echo "the install is not root"; exit 7; }}
+python3 -c 'import sys; c = [ln for ln in open("/proc/self/status") if ln.startswith("CapEff")]
+sys.exit(int(c[0].split()[1], 16) >> 13 & 1)' || {{ echo "the install kept NET_RAW"; exit 6; }}
 mkdir -p /opt/agent
 cat > /opt/agent/claude <<'SHIM'
 #!/usr/bin/env python3
@@ -189,7 +191,9 @@ def test_install_on_a_gate_format_task_with_an_image(tmp_path: Path,
                                                      host_service: tuple[str, int]) -> None:
     suite = tmp_path / "suite"
     write_task(suite, "hello", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    # a task granted NET_RAW keeps it for its own phases, never for the agent's install
     cfg = _config(tmp_path, suite, install_script(*host_service, sleep=0))
+    cfg.write_text(cfg.read_text() + 'net_raw = ["hello"]\n')
     out = tmp_path / "r.json"
     p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "2", "-o", out,
              timeout=300, cwd=tmp_path)
