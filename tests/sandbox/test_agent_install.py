@@ -241,6 +241,9 @@ def test_a_task_on_the_host_is_refused_an_install(tmp_path: Path) -> None:
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_INSTALL = REPO / "docs" / "claude-code" / "install.sh"
+REAL_SAMPLE = REPO / "tests" / "fixtures" / "harbor_real"
+REAL_TASK = "cookbook-simple-task"
+REAL_BASE = "gate-harbor-standin/ubuntu:24.04"
 
 
 def _migration_guide_command() -> str:
@@ -294,10 +297,25 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
                    f"/usr/local/share/gate-test/ca.crt <<'CA'\n{ca.strip()}\nCA\n"
                    "export NODE_EXTRA_CA_CERTS=/usr/local/share/gate-test/ca.crt\n")
     script = CLAUDE_INSTALL.read_text().replace("set -eu\n", "set -eu\n" + prefix, 1)
+    import shutil
+
+    from gate.sim import decide_outcome
+    from gate.tasks import load_suite
+
+    standin = subprocess.run(["docker", "image", "inspect", REAL_BASE], capture_output=True)
+    if standin.returncode != 0:
+        pytest.skip(f"{REAL_BASE} missing: .ci/harbor-images builds it")
     suite = tmp_path / "suite"
-    harbor_task(suite, "count-lines")  # [agent] timeout_sec = 60: the install is not in it
+    # a real public Harbor task, unchanged but for its FROM (tests/fixtures/harbor_real): its
+    # [agent] timeout_sec is 120 s, the install is not in it
+    shutil.copytree(REAL_SAMPLE / REAL_TASK, suite / REAL_TASK)
     # a gate-format task too: its commands run as an unprivileged user, read-only root
     write_task(suite, "hello", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    # a seed under which the simulated model solves every run's first conversation
+    tasks = load_suite(suite).tasks
+    seed = next(s for s in range(1000) if all(
+        decide_outcome(s, "claude-sonnet-5-5", t.id, t.difficulty, r) == "solve"
+        for t in tasks for r in (0, 1)))
     (tmp_path / "install.sh").write_text(script)
     cfg = tmp_path / "gate.toml"
     command = json.dumps(_migration_guide_command())
@@ -305,19 +323,13 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
                    f"\ninstall = \"install.sh\"\ninstall_timeout_sec = 1200\n"
                    f'[suite]\ntasks = "{suite}"\nsandbox = "docker"\n')
     out = tmp_path / "r.json"
-    p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "1", "-o", out, timeout=1800,
-             cwd=tmp_path)
+    p = gate("run", "--config", cfg, "--sim", "--seed", str(seed), "-k", "2", "-j", "1",
+             "-o", out, timeout=1800, cwd=tmp_path)
     runs = json.loads(out.read_text())["runs"] if out.exists() else []
-    status = {(r["task"], r["replication"]): r["status"] for r in runs}
-    assert len(runs) == 4 and "error" not in status.values(), (p.stderr[-3000:], runs)
-    # the Harbor task solved by Claude Code every time, with reward 1; the gate-format task
-    # at least once (the simulated model may fail a run: it flails in some episodes)
-    harbor = sorted((r for r in runs if r["task"] == "count-lines"),
-                    key=lambda r: r["replication"])
-    assert [(r["status"], r["score"]) for r in harbor] == [("passed", {"reward": 1.0})] * 2
-    assert "passed" in (status[("hello", 0)], status[("hello", 1)]), runs
+    assert [r["status"] for r in runs] == ["passed"] * 4, (p.stderr[-3000:], runs)
+    assert [r["score"] for r in runs if r["task"] == REAL_TASK] == [{"reward": 1.0}] * 2
     # each image's first run waited for its install; its second reused it
-    for task in ("count-lines", "hello"):
+    for task in (REAL_TASK, "hello"):
         first, second = sorted((r for r in runs if r["task"] == task),
                                key=lambda r: r["replication"])
         assert first["install_s"] > 10 and second["install_s"] < 5, runs
