@@ -202,12 +202,12 @@ def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
 
 
 def _load_suite(req: RunRequest, kinds: list[str],
-                provider: SandboxProvider) -> Suite:
+                provider: SandboxProvider, installs: bool = False) -> Suite:
     """The suite both arms can run: what either arm's kind cannot run is run by neither."""
     tasks_dir = req.tasks_dir or req.config.path(req.config.suite.tasks)
     suite = load_suite(tasks_dir, req.task_ids or None)
     for kind in dict.fromkeys(kinds):
-        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox)
+        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox, installs=installs)
     if not suite.tasks:
         provider.close()
         raise BadInput(f"{tasks_dir}: no loadable task"
@@ -263,7 +263,8 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
                                registry=req.registry)
     suite = _load_suite(req, [req.agent_kind or c.agent.kind for c in configs.values()],
-                        provider)
+                        provider, installs=any(agent_kind(req.agent_kind or c.agent.kind)
+                                               .installs(c) for c in configs.values()))
     replications = req.replications or cfg.suite.replications
     jobs = req.jobs or cfg.suite.jobs
     outputs = {BASE: base_output(req.output), PR: req.output}

@@ -63,6 +63,11 @@ class AgentConfig(_Strict):
     top_p: float | None = Field(default=None, gt=0, le=1)
     cache: Literal["5m", "1h", "off"] = "5m"
     command: str | None = None
+    # a shell script (a path, relative to gate.toml) run as root, with network, in each task's
+    # image before a command agent's runs: once per image and script within a job, its layer
+    # committed and reused (gate/sandbox/_install.py); its text is in the agent's fingerprint
+    install: str | None = Field(default=None, min_length=1, max_length=4096)
+    install_timeout_sec: float = Field(default=600, gt=0, le=86_400)
     skills: str | None = None
     env: list[str] = Field(default_factory=list,
                            description="extra non-secret variables passed to a command agent")

@@ -97,6 +97,9 @@ class RunResult(_Open):
     cost_usd: float = Field(ge=0, le=MAX_RUN_USD)
     duration_s: float = Field(ge=0, le=MAX_SECONDS)
     notes: str | None
+    # seconds the run waited for its agent's install into the task's image ([agent] install:
+    # the install itself, or another run's holding it): outside ``duration_s``, never a metric
+    install_s: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
     # optional extras
     task_digest: str | None = None
     score: dict[str, object] | None = None

@@ -229,7 +229,8 @@ def _prepare(req: RunRequest) -> _Prepared:
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
                                registry=req.registry)
     # tasks this sandbox cannot run (a container task without an engine) are reported
-    suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox)
+    suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox,
+                  installs=spec.installs(cfg))
     if not suite.tasks:
         raise BadInput(f"{tasks_dir}: no loadable task"
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"

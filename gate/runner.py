@@ -177,6 +177,7 @@ class _Run:
     score: dict[str, Any] | None = None
     withheld: list[str] = field(default_factory=list)  # credentials kept from its commands
     skill_notes: list[str] = field(default_factory=list)  # about skills (the sandbox's)
+    install_s: float | None = None  # waited for the agent's install: not the run's duration
 
 
 def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
@@ -339,7 +340,8 @@ def _record(run: _Run, totals: RunTotals, capped: str | None) -> RunResult:
         cost_usd=round(totals.cost_usd, 8),
         billed_usage=RunUsage(**totals.billed_usage.model_dump()),
         overhead_usd=round(totals.overhead_usd, 8),
-        duration_s=round(time.monotonic() - run.start, 3),
+        duration_s=round(max(0.0, time.monotonic() - run.start - (run.install_s or 0)), 3),
+        install_s=round(run.install_s, 3) if run.install_s is not None else None,
         notes=redact(notes) if (notes := _notes(run)) else None,
         task_digest=run.task.digest,
         score=run.score,
@@ -371,7 +373,8 @@ def run_one(
     run = _prepare(task, replication, options or RunOptions(), meter)
     sandbox: Sandbox | None = None
     try:
-        sandbox = provider.create(task, run.name)
+        sandbox = provider.create(task, run.name, install=getattr(agent, "install", None))
+        run.install_s = sandbox.install_s
         skills = _set_up(run, sandbox)
         for index in range(len(task.steps) or 1):  # a multi-step task: its steps in turn
             step = task.for_step(index) if task.steps else task

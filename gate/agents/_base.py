@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gate.sandbox import Sandbox
+from gate.sandbox import AgentInstall, Sandbox
 from gate.tasks import Task
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ class AgentOutcome:
 
 class Agent(abc.ABC):
     kind: str = "agent"
+    # what is installed into the task's image before its runs ([agent] install; a command
+    # agent's): the sandbox does it, once per image and script, outside the run's time
+    install: AgentInstall | None = None
 
     @abc.abstractmethod
     def run(self, sandbox: Sandbox, ctx: RunContext) -> AgentOutcome:

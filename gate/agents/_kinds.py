@@ -43,6 +43,11 @@ class AgentKind(abc.ABC):
         instead of two digests. A part left out is shown as its digest."""
         return {}
 
+    def installs(self, cfg: GateConfig) -> bool:
+        """Whether ``[agent] install`` is done into each task's image for this kind (only a
+        command agent's runs there; the others ignore it)."""
+        return False
+
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
         condition); ``None``: this kind does not say."""
@@ -154,20 +159,36 @@ class CommandKind(AgentKind):
     name = "command"
     in_sandbox = True
 
+    def installs(self, cfg: GateConfig) -> bool:
+        from gate.agents._parts import install_text
+
+        return install_text(cfg) is not None  # an unreadable script is exit 2 here, first
+
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         from gate.agents._command import CommandAgent
+        from gate.agents._parts import install_text
+        from gate.sandbox import AgentInstall
 
         if not cfg.agent.command:
             raise BadInput("[agent].command is required when kind = \"command\"")
-        return CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
-                            label=label)
+        agent = CommandAgent(cfg.agent.command, model=model, passthrough=cfg.agent.env,
+                             label=label)
+        script = install_text(cfg)
+        if script is not None:
+            agent.install = AgentInstall(script, cfg.agent.install_timeout_sec)
+        return agent
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
+        from gate.agents._parts import install_text
         from gate.fingerprint import digest_of
 
         a = cfg.agent
-        return {"model": a.model, "command": digest_of(a.command or ""),
-                "sampling": digest_of({"env": sorted(a.env)})}
+        parts = {"model": a.model, "command": digest_of(a.command or ""),
+                 "sampling": digest_of({"env": sorted(a.env)})}
+        script = install_text(cfg)
+        if script is not None:  # a pinned version bump is an agent change
+            parts["install"] = digest_of(script)
+        return parts
 
     def fingerprint_values(self, cfg: GateConfig) -> dict[str, dict[str, object]]:
         return {"sampling": {"env": sorted(cfg.agent.env)}}  # names, never their values

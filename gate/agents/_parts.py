@@ -34,6 +34,21 @@ def system_prompt_text(cfg: GateConfig) -> str | None:
         raise BadInput(f"[agent].system_prompt: {exc}") from None
 
 
+def install_text(cfg: GateConfig) -> str | None:
+    """The text of ``[agent].install`` (the script that installs a command agent into each
+    task's image), ``None`` when there is none."""
+    if not cfg.agent.install:
+        return None
+    path = cfg.path(cfg.agent.install)
+    try:
+        text = read_text(path, PROMPT_LIMIT, "install script")
+    except BadInput as exc:
+        raise BadInput(f"{cfg.where('agent.install')}: {exc}") from None
+    if not text.strip():
+        raise BadInput(f"{cfg.where('agent.install')}: {path} is empty")
+    return text
+
+
 def effective_prompt(cfg: GateConfig) -> str:
     """The template the builtin agent renders: the configured file's, else its default."""
     from gate.agents._prompt import DEFAULT_SYSTEM_PROMPT  # jinja2, only when needed

@@ -74,6 +74,7 @@ class RunView:
     condition: str | None = None  # the skill condition it ran under (gate run --condition)
     trace: TraceView | None = None  # no transcript: the run's kept trace (gate/traces.py)
     estimated: str | None = None  # part of its usage is an estimate (a stream the agent cut)
+    install_s: float | None = None  # waited for the agent's install ([agent] install)
 
 
 @dataclass
@@ -257,7 +258,8 @@ def _run_views(runs: Sequence[RunResult], results_path: Path | None,
     for r in sorted(runs, key=lambda r: (r.replication, r.condition or ""))[-MAX_RUNS:]:
         events, why = read_transcript(r, results_path) if with_transcripts else (None, "")
         view = RunView(r.replication, r.status, r.reason, r.turns, usd(r.cost_usd),
-                       r.notes, events, why or None, r.condition, estimated=r.estimated)
+                       r.notes, events, why or None, r.condition, estimated=r.estimated,
+                       install_s=r.install_s)
         if events is None and traces is not None:
             trace = traces.get(_trace_key(r))
             if trace is not None:

@@ -15,6 +15,7 @@ cancel check, the credential-free environment and the once-only teardown.
 from gate._files import clip
 from gate.sandbox._base import (
     READ_LIMIT,
+    AgentInstall,
     ContainerSpec,
     ExecResult,
     RunContainer,
@@ -48,6 +49,7 @@ register_backend("docker", _docker)
 
 __all__ = [
     "READ_LIMIT",
+    "AgentInstall",
     "ContainerSpec",
     "ExecResult",
     "LocalSandbox",

@@ -50,6 +50,8 @@ class Sandbox(abc.ABC):
     workdir: str
     task_dir: str
     task: Task  # set by SandboxProvider.create
+    # seconds this run waited for its agent's install (None: no install): not the run's time
+    install_s: float | None = None
     cancel: threading.Event | None = None
     pass_env: tuple[str, ...] = ()  # set by SandboxProvider.create ([suite] pass_env)
     #: lines for the run's notes about skills: one the gate could not honour, a ``SKILL.md``
@@ -197,6 +199,16 @@ class Sandbox(abc.ABC):
         self.close()
 
 
+@dataclass(frozen=True)
+class AgentInstall:
+    """``[agent] install``: a script run as root, with network, in a task's image before the
+    agent's runs (once per image and script within a job; a container backend's), under its
+    own ``timeout`` (seconds), never the agent's."""
+
+    script: str
+    timeout: float
+
+
 @dataclass
 class SandboxOptions:
     """What every backend is built from (``[suite]`` in gate.toml, and the run's flags)."""
@@ -255,12 +267,15 @@ class SandboxProvider(abc.ABC):
         sandbox and must reach the meter from there)."""
         return None
 
-    def create(self, task: Task, run_name: str) -> Sandbox:
-        """A fresh sandbox with ``starting/`` copied in (``setup.sh`` is run by the runner)."""
+    def create(self, task: Task, run_name: str, *,
+               install: AgentInstall | None = None) -> Sandbox:
+        """A fresh sandbox with ``starting/`` copied in (``setup.sh`` is run by the runner);
+        ``install``: the agent's install, in the image the sandbox starts from."""
         why = self.refusal(task)
         if why:
             raise SandboxError(why)
-        sandbox = self._create(task, run_name)
+        sandbox = (self._create(task, run_name) if install is None
+                   else self._create_installed(task, run_name, install))
         sandbox.cancel = self.cancel
         sandbox.pass_env = self.options.pass_env
         sandbox.task = task
@@ -275,6 +290,11 @@ class SandboxProvider(abc.ABC):
 
     @abc.abstractmethod
     def _create(self, task: Task, run_name: str) -> Sandbox: ...
+
+    def _create_installed(self, task: Task, run_name: str, install: AgentInstall) -> Sandbox:
+        """A sandbox whose image has the agent's install in it (a container backend's)."""
+        raise SandboxError(f"[agent] install needs a container: the {self.name} sandbox "
+                           "runs on the host (sandbox = \"docker\" in [suite], with an image)")
 
     def close(self) -> None:
         """Release what the provider holds. Safe to call twice."""

@@ -45,6 +45,7 @@ from docker.types import LogConfig, Mount
 from gate._files import clip, printable
 from gate.sandbox._base import (
     READ_LIMIT,
+    AgentInstall,
     ExecResult,
     Sandbox,
     SandboxError,
@@ -341,6 +342,8 @@ class DockerSandboxProvider(SandboxProvider):
         self._client: docker.DockerClient | None = None
         self._lock = threading.Lock()
         self._image_locks: dict[str, threading.Lock] = {}
+        self.installed: list[str] = []  # the agent's installs this gate committed (_install)
+        self.failed_installs: dict[str, str] = {}  # tag → why its install failed
 
     @property
     def pull(self) -> bool:
@@ -374,6 +377,11 @@ class DockerSandboxProvider(SandboxProvider):
             if h == host and pid.isdigit() and not _alive(int(pid)):
                 with contextlib.suppress(docker.errors.DockerException):
                     client.api.remove_container(c["Id"], force=True)
+        from gate.sandbox._install import installs_left_behind
+
+        for image_id in installs_left_behind(client, _alive):
+            with contextlib.suppress(docker.errors.DockerException):
+                client.api.remove_image(image_id, force=True)
 
     def unavailable(self) -> str | None:
         try:
@@ -405,6 +413,9 @@ class DockerSandboxProvider(SandboxProvider):
         except SandboxError as exc:
             return str(exc)
         return None
+
+    def present(self, image: str) -> bool:
+        return self._present(image)
 
     def _present(self, image: str) -> bool:
         try:
@@ -463,6 +474,9 @@ class DockerSandboxProvider(SandboxProvider):
             except docker.errors.DockerException:
                 h.update(f"\0{base}\0?".encode())  # to be pulled: its name is all there is
         return h.hexdigest()[:20]
+
+    def image_lock(self, key: str) -> threading.Lock:
+        return self._image_lock(key)
 
     def _image_lock(self, key: str) -> threading.Lock:
         with self._lock:
@@ -525,7 +539,20 @@ class DockerSandboxProvider(SandboxProvider):
                                f"the build's output ends:\n{said}")
 
     def _create(self, task: Task, run_name: str) -> Sandbox:
-        image = self.image_for(task)
+        return self._make(task, run_name, self.image_for(task))
+
+    def _create_installed(self, task: Task, run_name: str, install: AgentInstall) -> Sandbox:
+        """From the task's image with the agent's install committed in it (:mod:`._install`:
+        once per image and script; the seconds this run waited for it are its
+        ``install_s``)."""
+        from gate.sandbox._install import installed_image
+
+        image, waited = installed_image(self, task, self.image_for(task), install)
+        sandbox = self._make(task, run_name, image)
+        sandbox.install_s = waited
+        return sandbox
+
+    def _make(self, task: Task, run_name: str, image: str) -> Sandbox:
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
         fmt = task_format(task)
         if fmt.lifecycle == "per_run":  # one long-lived container for the whole run
@@ -554,6 +581,12 @@ class DockerSandboxProvider(SandboxProvider):
         return sandbox
 
     def close(self) -> None:
+        if self.installed:
+            from gate.sandbox._install import remove_installed
+
+            with contextlib.suppress(SandboxError):
+                remove_installed(self, self.installed)
+            self.installed = []
         with self._lock:
             client, self._client = self._client, None
         if client is not None:

@@ -452,6 +452,14 @@ class DockerRunContainer(RunContainer):
     # ----- the engine ---------------------------------------------------------------------
 
     @property
+    def container_id(self) -> str:
+        return self._cid
+
+    def put_script(self, target: str, text: str) -> None:
+        """``text`` at ``target``, root's, executable (the agent's install script)."""
+        self._put(target, text.encode("utf-8"), "0", mode=0o755)
+
+    @property
     def _cid(self) -> str:
         if self._container_id is None:
             raise SandboxError("the container is not running")

@@ -11,7 +11,13 @@ import threading
 from typing import TYPE_CHECKING
 
 from gate.errors import BadInput
-from gate.sandbox._base import Sandbox, SandboxOptions, SandboxProvider, make_provider
+from gate.sandbox._base import (
+    AgentInstall,
+    Sandbox,
+    SandboxOptions,
+    SandboxProvider,
+    make_provider,
+)
 from gate.tasks import Suite, Task, TaskProblem
 
 if TYPE_CHECKING:
@@ -63,6 +69,9 @@ class RoutedProvider(SandboxProvider):
     def _create(self, task: Task, run_name: str) -> Sandbox:
         return self.backend_for(task).create(task, run_name)
 
+    def _create_installed(self, task: Task, run_name: str, install: AgentInstall) -> Sandbox:
+        return self.backend_for(task).create(task, run_name, install=install)
+
     def close(self) -> None:
         self.host.close()
         if self._containers is not None:
@@ -104,14 +113,18 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,
-          agent_in_sandbox: bool) -> Suite:
+          agent_in_sandbox: bool, *, installs: bool = False) -> Suite:
     """``suite`` with the tasks ``provider`` cannot run (for this agent kind) moved into its
-    problems: they are reported, never run elsewhere instead."""
+    problems: they are reported, never run elsewhere instead. ``installs``: the agent is
+    installed into each task's image ([agent] install), which only a container backend does."""
     runnable: list[Task] = []
     problems = list(suite.problems)
     for task in suite.tasks:
-        why = provider.refusal(task) or provider.backend_for(task).refuses_agent(
-            agent_kind, agent_in_sandbox)
+        backend = provider.backend_for(task)
+        why = provider.refusal(task) or backend.refuses_agent(agent_kind, agent_in_sandbox)
+        if why is None and installs and not backend.runs_containers:
+            why = (f"[agent] install needs a container: the {backend.name} sandbox runs on "
+                   "the host (sandbox = \"docker\" in [suite], with an image)")
         if why:
             problems.append(TaskProblem(task.id, why))
         else:

@@ -1,0 +1,177 @@
+"""The agent's install (``[agent] install``), once per image and script within a job.
+
+Harbor installs its agents into the task's container in a setup phase before the agent runs,
+outside the agent's timeout (``agents/installed/*``: an install script run as root). The gate
+does it once per (image, script) instead of once per run: the script runs as root in a
+container of its own, started from the task's image as a run's long-lived container is
+(:class:`~gate.sandbox._harbor.DockerRunContainer`: started on no network, guarded by
+:mod:`._netguard` before it is attached to the default bridge, ``NET_RAW`` dropped, the pids
+and memory limits), under ``install_timeout_sec``; the container is then committed into an
+image tagged by a digest of the image's id and the script (labelled ``agent-gate``, owned by
+this gate), and removed with every process the script left. Every run of that image, every
+replication and task, starts from the committed image: the install's leftovers never meet the
+agent, and its time is never the run's. A lock per tag keeps two runs from installing at once;
+a failed install (the registry unreachable included) is remembered and every run of that image
+is an infra error naming the end of its output. The images go when the provider closes (the
+end of the job), or with the next gate's start when the one that made them died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import docker.errors
+import requests.exceptions
+
+from gate._files import clip
+from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
+from gate.sandbox._harbor import DockerRunContainer
+from gate.tasks import Task, task_format
+
+if TYPE_CHECKING:
+    from gate.sandbox._docker import DockerSandboxProvider
+
+REPOSITORY = "agent-gate-install"
+INSTALL_LABEL = "agent-gate.install"  # on a committed image: the digest of (image, script)
+TAIL_LINES = 15  # lines of a failed install's output in its error
+TAIL_CHARS = 2000
+SCRIPT_PATH = "/tmp/.gate-agent-install"
+
+
+class _InstallContainer(DockerRunContainer):
+    def _cap_drop(self) -> list[str]:
+        """``NET_RAW`` always: ``[suite].net_raw`` grants a task's own phases raw sockets,
+        never the agent's install (PR code, shared by every task of the image)."""
+        return ["NET_RAW"]
+
+
+def install_tag(image_id: str, script: str, owner: str) -> str:
+    """``agent-gate-install:<digest>-<pid>``: the image's id and the script's text, and the
+    gate that made it (each gate removes its own at its end)."""
+    digest = hashlib.sha256(f"{image_id}\0{script}".encode()).hexdigest()[:20]
+    return f"{REPOSITORY}:{digest}-{owner.rpartition(':')[2]}"
+
+
+def installed_image(provider: DockerSandboxProvider, task: Task, image: str,
+                    install: AgentInstall) -> tuple[str, float]:
+    """The image ``image`` with ``install`` done in it, and the seconds this call waited
+    (for the install, or for another run's)."""
+    start = time.monotonic()
+    try:
+        image_id = provider.client().images.get(image).id
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"cannot inspect image {image!r}: {exc}") from exc
+    tag = install_tag(image_id, install.script, provider.owner)
+    with provider.image_lock(tag):
+        failed = provider.failed_installs.get(tag)
+        if failed is not None:
+            raise SandboxError(failed)
+        if not provider.present(tag):
+            try:
+                _install(provider, task, image, install, tag)
+            except SandboxError as exc:
+                if str(exc) != "cancelled":
+                    provider.failed_installs[tag] = str(exc)
+                raise
+            provider.installed.append(tag)
+    return tag, time.monotonic() - start
+
+
+def _install(provider: DockerSandboxProvider, task: Task, image: str, install: AgentInstall,
+             tag: str) -> None:
+    fmt = task_format(task)
+    base = fmt.container_spec(task) if fmt.lifecycle == "per_run" else ContainerSpec()
+    # the task's limits, none of its run's settings: the image's user and workdir, no
+    # variables of the task's baked into the layer, no runner directory
+    spec = dataclasses.replace(base, workdir=None, user=None, network="no-network",
+                               runner_dir=None, baked_skills=(), env={})
+    root = Path(tempfile.mkdtemp(prefix="gate-install-"))
+    box = _InstallContainer(provider, task, image, root, spec)
+    box.cancel = provider.cancel
+    try:
+        box.start()
+        box.set_network("public")  # refused where the guard could not be set
+        res = _run_script(box, install)
+        if res.timed_out:
+            raise SandboxError(f"the agent's install ([agent] install) took longer than "
+                               f"install_timeout_sec ({install.timeout:g} s): stopped"
+                               f"{_said(res.output)}")
+        if res.returncode != 0:
+            raise SandboxError(f"the agent's install ([agent] install) failed (exit "
+                               f"{res.returncode}){_said(res.output)}")
+        box.run_as(["rm", "-f", SCRIPT_PATH], user="0", env={}, timeout=30)
+        _commit(provider, box, image, tag)
+    finally:
+        box.close()
+
+
+def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
+    box.put_script(SCRIPT_PATH, install.script)
+    # a script with a #! line runs with its interpreter, any other with sh
+    argv = ["sh", "-c", 'case "$(head -c2 "$1")" in "#!") exec "$1";; esac; exec sh "$1"',
+            "sh", SCRIPT_PATH]
+    return box.run_as(argv, user="0", env={"HOME": "/root", "DEBIAN_FRONTEND": "noninteractive"},
+                      timeout=install.timeout)
+
+
+def _said(output: str) -> str:
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()][-TAIL_LINES:]
+    if not lines:
+        return "; it printed nothing"
+    return "; its output ends:\n" + clip("\n".join(lines), TAIL_CHARS)
+
+
+def _commit(provider: DockerSandboxProvider, box: DockerRunContainer, image: str,
+            tag: str) -> None:
+    """The container's filesystem as ``tag``: the image's own configuration (its command
+    too, not the keep-alive loop), the gate's labels."""
+    from gate.sandbox._docker import LABEL, OWNER_LABEL
+
+    api = provider.client().api
+    repo, _, name = tag.partition(":")
+    try:
+        config = api.inspect_image(image).get("Config") or {}
+        conf: dict[str, object] = {"Labels": {**(config.get("Labels") or {}), LABEL: "1",
+                                              OWNER_LABEL: provider.owner,
+                                              INSTALL_LABEL: name.rpartition("-")[0]}}
+        if config.get("Cmd"):
+            conf["Cmd"] = config["Cmd"]
+        api.commit(box.container_id, repository=repo, tag=name, conf=conf,
+                   message="agent-gate: [agent] install")
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxError(f"cannot keep the agent's install as an image: {exc}") from exc
+
+
+def remove_installed(provider: DockerSandboxProvider, tags: list[str]) -> None:
+    """Remove the images this gate committed (the end of its job)."""
+    for tag in tags:
+        with contextlib.suppress(docker.errors.DockerException,
+                                 requests.exceptions.RequestException):
+            provider.client().api.remove_image(tag, force=True)
+
+
+def installs_left_behind(client: docker.DockerClient,
+                         alive: Callable[[int], bool]) -> list[str]:
+    """The ids of committed installs whose gate (on this host) is gone."""
+    host = socket.gethostname()
+    out = []
+    try:
+        found = client.api.images(filters={"label": INSTALL_LABEL})
+    except docker.errors.DockerException:
+        return []
+    from gate.sandbox._docker import OWNER_LABEL
+
+    for img in found:
+        owner = (img.get("Labels") or {}).get(OWNER_LABEL, "")
+        h, _, pid = owner.rpartition(":")
+        if h == host and pid.isdigit() and not alive(int(pid)):
+            out.append(img["Id"])
+    return out
