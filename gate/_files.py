@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 import tomllib
@@ -57,6 +58,17 @@ JSON_MAX_DEPTH = 64
 #: the largest integer magnitude any JSON value the gate reads may hold (IEEE doubles hold every
 #: integer up to 2^53 exactly; past it readers disagree, and no count the gate writes gets near)
 JSON_MAX_INT = 2**53
+
+
+#: a terminal's escape sequences: CSI (colours, cursor moves: ``\x1b[91m``) and OSC (titles,
+#: links), as builders and package managers write them
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (a build's or an install's coloured output
+    read into a reason, the comment or the report)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def printable(text: str) -> str:

@@ -42,7 +42,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from gate._files import clip, printable
+from gate._files import clip, printable, strip_ansi
 from gate.sandbox._base import (
     READ_LIMIT,
     AgentInstall,
@@ -509,9 +509,9 @@ class DockerSandboxProvider(SandboxProvider):
                 for item in stream:
                     if isinstance(item, dict):
                         if item.get("error"):
-                            error.append(str(item["error"]).strip())
+                            error.append(strip_ansi(str(item["error"])).strip())
                         elif item.get("stream"):
-                            log.extend(str(item["stream"]).splitlines())
+                            log.extend(strip_ansi(str(item["stream"])).splitlines())
             except Exception as exc:  # the cut connection of a build past its timeout
                 broken.append(exc)
             finally:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import docker.errors
 import requests.exceptions
 
-from gate._files import clip
+from gate._files import clip, strip_ansi
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
 from gate.sandbox._harbor import DockerRunContainer
 from gate.tasks import Task, task_format
@@ -123,7 +123,7 @@ def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
 
 
 def _said(output: str) -> str:
-    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()][-TAIL_LINES:]
+    lines = [ln.rstrip() for ln in strip_ansi(output).splitlines() if ln.strip()][-TAIL_LINES:]
     if not lines:
         return "; it printed nothing"
     return "; its output ends:\n" + clip("\n".join(lines), TAIL_CHARS)

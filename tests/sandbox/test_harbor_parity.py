@@ -327,11 +327,15 @@ def test_the_build_timeout_is_enforced(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("engine")
 def test_a_failed_build_shows_the_builds_own_error(tmp_path: Path) -> None:
-    broken = BASE + "RUN sh -c 'echo \"cause-$((40+2)) is why\" >&2; exit 3'\n"
+    # a builder that colours its output (npm, apt, pip do): the reason is plain text
+    broken = BASE + ("RUN sh -c 'printf \"\\033[91mcause-%s is why\\033[0m\\n\" $((40+2)) >&2; "
+                     "exit 3'\n")
     result, _ = run(harbor(tmp_path, "broken-build", dockerfile=broken))
     assert result.status == "error"
     assert "cause-42 is why" in (result.reason or ""), result.reason
     assert "returned a non-zero code: 3" in (result.reason or "")
+    assert "\x1b" not in (result.reason or "")
+    assert "\ncause-42 is why\n" in (result.reason or "")  # the line itself, uncoloured
 
 
 SKILLS_DOCKERFILE = BASE + "COPY skills /root/.claude/skills\n"
