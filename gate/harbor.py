@@ -303,8 +303,11 @@ class HarborTask:
 
 #: Harbor's own defaults (``EnvironmentConfig``) of keys the gate does not act on: a key left
 #: at its default (or empty) asks nothing of the gate and is not listed
-_DEFAULTS: dict[str, Any] = {"environment.storage_mb": 10240, "environment.storage": 10240,
-                             "environment.gpu_types": None, "environment.mcp_servers": []}
+_DEFAULTS: dict[str, Any] = {"environment.gpu_types": None, "environment.mcp_servers": []}
+#: keys Harbor's docker environment does not act on either, so they change no reward and are
+#: never listed: a storage size (its compose file passes only ``CPUS`` and ``MEMORY``, and the
+#: engine sets no disk quota) and ``image``, which is not Harbor's key (``docker_image`` is)
+_IGNORED_BY_HARBOR = {"environment.storage", "environment.storage_mb", "environment.image"}
 
 
 def _asks(key: str, value: Any) -> bool:
@@ -331,7 +334,8 @@ def _unhonoured(raw: dict[str, Any]) -> list[str]:
             continue
         if isinstance(value, dict):
             out.extend(f"{key}.{sub}" for sub, v in value.items()
-                       if sub not in honoured and _asks(f"{key}.{sub}", v))
+                       if sub not in honoured and f"{key}.{sub}" not in _IGNORED_BY_HARBOR
+                       and _asks(f"{key}.{sub}", v))
     for step in raw.get("steps") or ():
         if isinstance(step, dict):
             out.extend(f"steps.{sub}" for sub, v in step.items()

@@ -526,8 +526,11 @@ def test_keys_at_harbors_defaults_ask_nothing_and_a_second_compose_service_is_re
         '[environment]\nstorage = "10G"\nmcp_servers = []\n[verifier]\n'
         'a_newer_key = "x"\n')))
     assert task.unhonoured == ["verifier.a_newer_key"]  # storage 10G is Harbor's default
-    assert load_task(harbor(tmp_path, "more", toml='[environment]\nstorage = "20G"\n')
-                     ).unhonoured == ["environment.storage"]
+    # what Harbor's docker environment ignores too changes no reward: never listed (a storage
+    # size, an `image` that is not Harbor's docker_image); a key it acts on still is
+    assert load_task(harbor(tmp_path, "more", toml=(
+        '[environment]\nstorage = "5G"\nimage = "unused:1"\ngpu_types = ["a100"]\n'))
+                     ).unhonoured == ["environment.gpu_types"]
     compose = harbor(tmp_path, "compose", files={
         "environment/docker-compose.yaml": "services:\n  main:\n    build: .\n"})
     assert get_format("harbor").refusal(load_task(compose)) is None  # one container, as Harbor

@@ -118,10 +118,11 @@ def test_the_real_sample_loads_completely_unchanged_but_for_from() -> None:
         first = t.path / ("instruction.md" if not t.steps else f"steps/{t.steps[0].name}/"
                           "instruction.md")
         assert t.prompt == first.read_text()
-    # what is noted as not honoured is what asks for more than a run here gives: not the
-    # storage_mb = 10240 (Harbor's default) nearly every task sets
+    # what is noted as not honoured is only what would change a reward: not a storage size
+    # (storage_mb = 10240 nearly everywhere, hvac-control's "5G"), which Harbor's docker
+    # environment ignores as well
     noted = {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}
-    assert noted == {"skillsbench-hvac-control": ["environment.storage"]}  # "5G"
+    assert noted == {}
 
 
 @pytest.mark.docker
