@@ -48,7 +48,7 @@ _HOST = "\0host"  # how a Harbor host path reads once filled in (never a real pa
 _OWN_BUILD = ("\0context", ".", "./")
 _OWN_IMAGE = ("\0main-image", "\0prebuilt-image")
 _MAIN_KEYS = {"environment", "deploy", "cpus", "mem_limit", "volumes", "build", "image",
-              "command"}
+              "command", "network_mode"}
 _KEEPALIVE_PREFIXES: tuple[list[str], ...] = ([], ["sh", "-c"], ["bash", "-c"], ["/bin/sh", "-c"],
                                                ["/bin/bash", "-c"])
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}$]*))?\}|"
@@ -149,6 +149,11 @@ def map_compose(data: dict[str, Any], *, cpus: float, memory_mb: int,
         raise Refused(f"{WHERE}: takes host variables the gate withholds from every task: "
                       f"{names}; what it withholds never reaches a container")
     _check_build(filled)
+    network = filled.get("network_mode")
+    if network not in (None, "bridge"):  # SkillsBench's ${NETWORK_MODE:-bridge}: the default
+        raise Refused(f"{WHERE}: services.main.network_mode {str(network)[:40]!r}: the gate "
+                      "takes each phase's network from task.toml (Harbor's network_mode), on "
+                      "the engine's bridge")
     out.cpus, out.memory_mb = _resources(filled)
     out.log_dirs = _log_volumes(filled.get("volumes"))
     return out

@@ -127,3 +127,32 @@ def test_a_malformed_compose_file_is_exit_2_naming_file_and_field(
     p = gate("run", "--tasks", suite, "--agent", "oracle", "-o", tmp_path / "r.json")
     assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "harbor_compose"
+
+
+@pytest.mark.parametrize("task, environ, refused", [
+    # SkillsBench's usual override: Harbor's own variables, the log folders, the keep-alive
+    ("gh-repo-analytics", {}, None),
+    # ${NETWORK_MODE:-bridge} is the engine's bridge, as every public phase here; a host
+    # variable the gate withholds is refused by name, never passed on
+    ("mhc-layer-impl", {}, None),
+    ("mhc-layer-impl", {"HF_TOKEN": "hf_" + "x" * 30}, "HF_TOKEN"),
+    ("pg-essay-to-audiobook", {"OPENAI_API_KEY": "sk-" + "y" * 40}, "OPENAI_API_KEY"),
+    # a mount of a host path is no log folder: the true reason, not "multi-container"
+    ("scheduling-email-assistant", {}, "/root/google-auth"),
+])
+def test_real_skillsbench_overrides_map_or_are_refused_with_the_true_reason(
+        task: str, environ: dict[str, str], refused: str | None) -> None:
+    from gate.formats._compose import Refused, map_compose, read_compose
+
+    data = read_compose(REAL / f"{task}.yaml")
+    if refused is None:
+        main = map_compose(data, cpus=1, memory_mb=2048, task_env={}, environ=environ)
+        assert main.log_dirs  # Harbor's log folders kept in the one container
+        return
+    with pytest.raises(Refused) as exc:
+        map_compose(data, cpus=1, memory_mb=2048, task_env={}, environ=environ)
+    assert refused in str(exc.value) and "multi-container" not in str(exc.value)
+    assert "x" * 30 not in str(exc.value) and "y" * 40 not in str(exc.value)  # never a value
