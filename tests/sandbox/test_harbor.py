@@ -190,6 +190,8 @@ true
 def test_an_agent_cannot_plant_a_reward_or_see_the_tests_and_validate_works(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     harbor_task(suite, "planted", test=PLANT_TEST)
+    with (suite / "planted" / "task.toml").open("a") as fh:  # a key Harbor acts on, not the gate
+        fh.write('\n[[environment.mcp_servers]]\nname = "notes"\nurl = "http://notes:8000/mcp"\n')
     (suite / "planted" / "environment" / "agent.sh").write_text(PLANT_AGENT)
     cfg = tmp_path / "gate.toml"
     cfg.write_text(f'[agent]\nkind = "command"\ncommand = "bash /opt/agent.sh"\n'
