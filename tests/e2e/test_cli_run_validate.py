@@ -177,7 +177,8 @@ def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path
     # a healthcheck is run and artifacts are kept, not listed (tests/sandbox/test_harbor_parity)
     assert task('artifacts = ["/app/out.txt"]\n[environment.healthcheck]\ncommand = "true"\n'
                 ).unhonoured == []
-    assert task("[environment]\nstorage_mb = 20480\n").unhonoured == ["environment.storage_mb"]
+    # a storage size changes no reward (Harbor's docker environment ignores it too)
+    assert task("[environment]\nstorage_mb = 20480\n").unhonoured == []
     assert task('[environment]\nstorage = "10G"\n').unhonoured == []
 
 
