@@ -73,7 +73,7 @@ def _rich_report(c: Comparison) -> None:
         out.print(Text(note))
     rows = [[m.label, metric_value(m.name, m.baseline), metric_value(m.name, m.candidate),
              metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
-             metric_verdict(m, c.resolution)[2:]]
+             metric_verdict(m, c.resolution, icon=False)]
             for m in c.metrics]
     out.print(_table(["metric", "baseline", "this run", "change", "verdict"], rows, wrap=(3,)))
     if (reason := schedule_note(c)):

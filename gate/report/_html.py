@@ -489,7 +489,7 @@ def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str,
                        candidate=metric_value(name, m.candidate),
                        baseline_iv=interval(name, b.intervals[name]),
                        change=metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
-                       verdict=metric_verdict(m, comparison.resolution)[2:],
+                       verdict=metric_verdict(m, comparison.resolution, icon=False),
                        verdict_class=_verdict_class(m, comparison))
             if name != "pass_rate" and m.delta is not None:
                 change = iv.changes[name]

@@ -86,10 +86,16 @@ def metric_change(m: MetricResult) -> str:
     return f"{change} · p {pval(m.p_value)}{margin}"
 
 
-def metric_verdict(m: MetricResult, resolution: Resolution | None = None) -> str:
-    """The metric's verdict with its icon. A metric that passed but could not have blocked
-    (not gating, or its test blind at these runs: ``resolution.blind``) is never "✅ ok":
-    next to 100 % → 0 % a green mark would be a lie."""
+def metric_verdict(m: MetricResult, resolution: Resolution | None = None, *,
+                   icon: bool = True) -> str:
+    """The metric's verdict with its icon (``icon=False``: the words alone). A metric that
+    passed but could not have blocked (not gating, or its test blind at these runs:
+    ``resolution.blind``) is never "✅ ok": next to 100 % → 0 % a green mark would be a lie."""
+    text = _verdict_text(m, resolution)
+    return text if icon else text.split(" ", 1)[1]
+
+
+def _verdict_text(m: MetricResult, resolution: Resolution | None) -> str:
     if not m.comparable:
         return "⚠️ not comparable (reported, not gating)"
     if m.verdict == "n/a":
@@ -431,8 +437,9 @@ def render_text(comparison: Comparison) -> str:
     width = max(len(m.label) for m in c.metrics)
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")
+        verdict = _verdict(m, c.resolution, icon=False)
         lines.append(f"  {m.label:<{width}}  {_value(m, m.baseline):>10} → "
-                     f"{_value(m, m.candidate):>10}  {change}  [{_verdict(m, c.resolution)[2:]}]")
+                     f"{_value(m, m.candidate):>10}  {change}  [{verdict}]")
     if (reason := _schedule_reason(c)):
         lines += ["", f"Note: {plain(reason, 500)}"]
     if (overhead := _overhead(c)):

@@ -354,3 +354,22 @@ def test_the_first_screen_fits_a_phone_whatever_the_notes() -> None:
     first = body.index("<details>")
     assert "note 8: something" in body[first:body.index("</details>")]  # collapsed, kept
     assert "more notes</summary>" in body
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"comparable": False}, "not comparable (reported, not gating)"),
+    ({"verdict": "regression", "blocks": False}, "regression (not gating)"),
+    ({"verdict": "regression", "blocks": True}, "regression"),
+    ({}, "ok"),
+])
+def test_a_verdict_without_its_icon_is_its_words_alone(fields: dict[str, object],
+                                                       words: str) -> None:
+    """The terminal table, `gate compare`'s and the HTML page's verdict column drop the icon
+    by its own width (⚠️ is two code points: a cut by count left a stray character)."""
+    from gate.compare import MetricResult
+    from gate.report import metric_verdict
+
+    m = MetricResult(name="cost", label="cost", baseline=1.0, candidate=1.0, delta=0.0,
+                     **fields)  # type: ignore[arg-type]
+    assert metric_verdict(m, icon=False) == words
+    assert metric_verdict(m).endswith(" " + words)
