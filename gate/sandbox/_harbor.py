@@ -466,14 +466,18 @@ class DockerRunContainer(RunContainer):
         return self._container_id
 
     def _uid_gid(self, user: str) -> tuple[int, int]:
-        if user not in self._ids:
+        """The user's uid and gid, asked once. Asked twice at most: an exec's output stream
+        cut short (seen once under load: only ``id -u``'s line arrived) is no answer."""
+        for _ in range(2):
+            if user in self._ids:
+                break
             res = self._run(["sh", "-c", "id -u; id -g"], user=user, env={}, timeout=30)
-            try:
-                uid, gid = (int(x) for x in res.stdout.split()[:2])
-            except ValueError:
-                raise SandboxError(f"cannot resolve the user {user or '(image default)'!r}: "
-                                   f"{_tail(res.output)}") from None
-            self._ids[user] = (uid, gid)
+            found = res.stdout.split()[:2]
+            if len(found) == 2 and all(x.isdigit() for x in found):
+                self._ids[user] = (int(found[0]), int(found[1]))
+        if user not in self._ids:
+            raise SandboxError(f"cannot resolve the user {user or '(image default)'!r} (exit "
+                               f"{res.returncode}): {_tail(res.output)}")
         return self._ids[user]
 
     def _put(self, target: str, data: bytes, user: str, mode: int = 0o644) -> None:
