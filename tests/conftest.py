@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,24 @@ import pytest
 from tests.helpers.docker import engine_problem
 from tests.helpers.process import starts_gate
 from tests.helpers.suites import write_task
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temp_files_under_basetemp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The system temp of this test process and of everything it starts is a folder of
+    pytest's basetemp (which pytest prunes, keeping the last three), not the machine's /tmp:
+    what a gate killed on purpose (SIGKILL: no handler runs) leaves there, its runs'
+    workspaces, goes with the basetemp."""
+    temp = tmp_path_factory.getbasetemp() / "tmp"
+    temp.mkdir(exist_ok=True)
+    saved, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(temp), str(temp)
+    yield
+    tempfile.tempdir = saved_dir
+    if saved is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved
 
 
 @pytest.fixture(autouse=True)

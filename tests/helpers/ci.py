@@ -165,6 +165,9 @@ class Project:
             # the oracle "agent" under test is the checkout's helper; the tasks that call it
             # are the base branch's (extracted elsewhere), so they find it through this
             "AGENT_HELPER": str(checkout / "agent" / "solve.sh"),
+            # the runner's temp dir: a deferred comment's file goes there
+            # (gate/github/_deferred.py), never into the machine's /tmp
+            "RUNNER_TEMP": str(self.tmp),
             **(env or {}),
         }
         return full_env, out, summary
