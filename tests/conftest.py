@@ -16,8 +16,16 @@ from typing import Any
 import pytest
 
 from tests.helpers.docker import engine_problem
+from tests.helpers.order import longest_first
 from tests.helpers.process import starts_gate
 from tests.helpers.suites import write_task
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the longest modules start first on every worker (tests/helpers/order.py):
+    a long test left at the end of a worker's share is what the run's wall time waits on."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    items[:] = longest_first(items, workers)
 
 
 @pytest.fixture(scope="session", autouse=True)
