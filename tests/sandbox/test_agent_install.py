@@ -309,8 +309,12 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     # a real public Harbor task, unchanged but for its FROM (tests/fixtures/harbor_real): its
     # [agent] timeout_sec is 120 s, the install is not in it
     shutil.copytree(REAL_SAMPLE / REAL_TASK, suite / REAL_TASK)
-    # a gate-format task too: its commands run as an unprivileged user, read-only root
-    write_task(suite, "hello", toml=f'[environment]\nimage = "{IMAGE}"\n')
+    # a gate-format task too: its commands run as an unprivileged user, read-only root; its
+    # image is the Harbor task's (the same Dockerfile, built from the same context), so the
+    # job installs Claude Code once for both tasks: npm's install is most of this test's time
+    dockerfile = (suite / REAL_TASK / "environment" / "Dockerfile").read_text()
+    write_task(suite, "hello", toml='[environment]\ndockerfile = "environment/Dockerfile"\n',
+               extra={"environment/Dockerfile": dockerfile})
     # a seed under which the simulated model solves every run's first conversation
     tasks = load_suite(suite).tasks
     seed = next(s for s in range(1000) if all(
@@ -328,11 +332,9 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     runs = json.loads(out.read_text())["runs"] if out.exists() else []
     assert [r["status"] for r in runs] == ["passed"] * 4, (p.stderr[-3000:], runs)
     assert [r["score"] for r in runs if r["task"] == REAL_TASK] == [{"reward": 1.0}] * 2
-    # each image's first run waited for its install; its second reused it
-    for task in (REAL_TASK, "hello"):
-        first, second = sorted((r for r in runs if r["task"] == task),
-                               key=lambda r: r["replication"])
-        assert first["install_s"] > 10 and second["install_s"] < 5, runs
+    # the image's first run waited for its install; every other run, of either task, reused it
+    waited = sorted(r["install_s"] for r in runs)
+    assert waited[-1] > 10 and all(w < 5 for w in waited[:-1]), runs
     assert all(r["duration_s"] < 60 for r in runs), runs
     assert _installs_left() == [] and ours() == []
 
