@@ -39,12 +39,15 @@ def _outcome(run: dict) -> tuple:  # what must not depend on the kill: outcome a
 @pytest.mark.slow
 def test_sigkill_then_resume_ends_with_exactly_the_uninterrupted_runs(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
-    args = ["run", "--config", cfg, "--sim", "--seed", "7", "-k", "3", "-j", "1",
+    # 3 tasks x k = 2: six runs, killed once half of them landed (k = 3 took half as long again
+    # for the same check)
+    args = ["run", "--config", cfg, "--sim", "--seed", "7", "-k", "2", "-j", "1",
             "--no-transcripts"]
     full = tmp_path / "full.json"
     p = gate(*args, "-o", full)
     assert p.returncode in (0, 1), p.stderr
-    expected = {(t, r) for t in TASKS for r in range(3)}
+    expected = {(t, r) for t in TASKS for r in range(2)}
+    total = len(expected)
 
     out = tmp_path / "r.json"
     journal = journal_path(out)
@@ -53,13 +56,13 @@ def test_sigkill_then_resume_ends_with_exactly_the_uninterrupted_runs(tmp_path: 
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if journal.exists() and len(_journal_runs(journal)) >= 4:
+        if journal.exists() and len(_journal_runs(journal)) >= total // 2:
             break
         time.sleep(0.02)
     proc.kill()  # SIGKILL: no handler runs, nothing is tidied up
     proc.wait(timeout=30)
     landed = _journal_runs(journal)
-    assert 4 <= len(landed) < 9, landed  # killed halfway
+    assert total // 2 <= len(landed) < total, landed  # killed halfway
 
     # the file the killed run left is marked incomplete: never promoted
     left = load_results(out)
@@ -71,11 +74,11 @@ def test_sigkill_then_resume_ends_with_exactly_the_uninterrupted_runs(tmp_path: 
 
     p = gate(*args, "-o", out, "--resume")
     assert p.returncode in (0, 1), p.stderr
-    assert f"resuming: {len(landed)} runs kept from the journal, {9 - len(landed)} to run" \
+    assert f"resuming: {len(landed)} runs kept from the journal, {total - len(landed)} to run" \
         in p.stderr
     # no run done twice, none missing: the journal holds each exactly once
     journaled = _journal_runs(journal)
-    assert sorted(journaled) == sorted(expected) and len(journaled) == 9
+    assert sorted(journaled) == sorted(expected) and len(journaled) == total
     assert journaled[:len(landed)] == landed  # the killed run's runs were kept, not redone
     done = load_results(out)
     assert done.interrupted is None
