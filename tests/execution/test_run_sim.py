@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.agents._builtin import BuiltinAgent
 from gate.config import GateConfig, load_config
 from gate.cost import price_table
 from gate.results import Results, load_results
@@ -29,6 +30,19 @@ def _config(tmp_path: Path, **agent: object) -> GateConfig:
     cfg = load_config(REPO / "gate.toml")
     update = {"agent": cfg.agent.model_copy(update=agent)} if agent else {}
     return cfg.model_copy(update=update)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The builtin agent's retries back off 10 ms, not 0.5 s doubling (up to ~15 s of sleep a
+    run): these tests check what a retried or failed turn leaves, not how long it waited (the
+    backoff's own test: test_meter.py)."""
+    init = BuiltinAgent.__init__
+
+    def quick(self: BuiltinAgent, *args: object, **kwargs: object) -> None:
+        init(self, *args, **{**kwargs, "backoff_s": 0.01})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BuiltinAgent, "__init__", quick)
 
 
 def _assert_meter_equals_ledger(results: Results) -> None:
@@ -124,6 +138,7 @@ def test_bundled_suite_cache_hit_rate_at_least_0_90(tmp_path: Path) -> None:
     assert res.summary.passed >= 8  # the simulated sonnet solves most of the suite
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_faults_at_ten_percent_never_become_task_failures(tmp_path: Path) -> None:
     faults = FaultConfig(rate_429=0.02, rate_529=0.02, rate_500=0.02, rate_stream_error=0.02,
                          rate_disconnect=0.02, retry_after=0.01)
@@ -174,6 +189,7 @@ def test_unknown_model_exit_2_with_how_to(tmp_path: Path) -> None:
     assert 'agent.prices."claude-nova-9"' in p.stderr
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_model_api_failing_after_retries_is_infra_and_billed_tokens_count(
     tmp_path: Path,
 ) -> None:
