@@ -43,7 +43,7 @@ from gate.errors import BadInput, Unmeasurable
 from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
 from gate.meter import METERING
 from gate.report import dollars, rate
-from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
+from gate.results import AgentInfo, Results, RunResult, Schedule, new_results, transcripts_dir
 from gate.run import RunRequest
 from gate.runner import Arm, RunOptions
 from gate.sandbox import SandboxProvider, admit, suite_sandboxes
@@ -188,12 +188,11 @@ def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
         prices.resolve(model)  # an unknown model is exit 2 before anything runs
     label = f"{model} (simulator)" if req.sim and spec.uses_model else model
     agent = build_agent(arm_cfg, kind, model, label)
-    stem = output.with_name(output.stem)
     options = RunOptions(
         verify_timeout=measuring.suite.verify_timeout,
         task_timeout=measuring.suite.task_timeout,
         max_turns=arm_cfg.agent.max_turns, commit=commit, arm=name,
-        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
+        transcripts_dir=transcripts_dir(output) if req.transcripts else None,
         max_run_cost=req.max_run_cost)
     return _ArmSetup(Arm(name, agent, options),
                      AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts,

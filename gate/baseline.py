@@ -31,7 +31,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult, load_results, summarize, write_results
+from gate.results import (
+    Results,
+    RunResult,
+    load_results,
+    runs_by_task,
+    summarize,
+    valid_runs,
+    write_results,
+)
 
 
 def _with_provenance(results: Results) -> list[RunResult]:
@@ -140,9 +148,7 @@ def promote(results: Results, baseline: Results | None, *,
     if (results.commit, results.created_at) in {(r.commit, r.refresh) for r in old_runs}:
         return baseline, (f"results of {results.commit or 'this commit'} "
                           f"({results.created_at}) are already in the baseline: unchanged")
-    old_by_task: dict[str, list[RunResult]] = defaultdict(list)
-    for r in old_runs:
-        old_by_task[r.task].append(r)
+    old_by_task = runs_by_task(old_runs)
     pooled: list[RunResult] = []
     replaced: list[str] = []
     for task, info in results.suite.tasks.items():
@@ -150,7 +156,7 @@ def promote(results: Results, baseline: Results | None, *,
         keep_old = old is not None and old.digest == info.digest
         if old is not None and not keep_old and old_by_task.get(task):
             replaced.append(task)
-        pooled.extend(old_by_task[task] if keep_old else [])
+        pooled.extend(old_by_task.get(task, []) if keep_old else [])
         pooled.extend(r for r in new_runs if r.task == task)
     merged = _fresh(results, _keep_newest(pooled, pool_size), baseline)
     dropped = sorted(set(baseline.suite.tasks) - set(results.suite.tasks))
@@ -194,7 +200,7 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
     if results.interrupted is not None:
         raise BadInput(f"{results_path}: the {results.interruption_note()}: an incomplete "
                        "run cannot become the baseline; run the suite again")
-    if not any(r.status != "error" for r in results.runs):
+    if not valid_runs(results.runs):
         raise Unmeasurable(f"{results_path}: no valid run to promote (empty or all infra errors)")
     target = Path(baseline_path)
     baseline = load_results(target, "baseline") if target.exists() else None

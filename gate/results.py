@@ -132,6 +132,13 @@ class RunResult(_Open):
     def key(self) -> RunKey:
         return RunKey(self.task, self.condition, self.replication)
 
+    @property
+    def valid(self) -> bool:
+        """Whether the run measured the agent: every run but an infra error (``error``: the
+        sandbox, the meter or the model's API failed, not the agent). Pass rates, turns and
+        every test count valid runs only; cost and tokens count every run (billed)."""
+        return self.status != "error"
+
 
 class AgentInfo(_Open):
     kind: str
@@ -255,6 +262,26 @@ def net_raw_note(*arms: Results) -> str | None:
 _NET_RAW_SHOWN = 4
 
 
+def valid_runs(runs: Iterable[RunResult]) -> list[RunResult]:
+    """The runs that measured the agent (:attr:`RunResult.valid`), in their order."""
+    return [r for r in runs if r.valid]
+
+
+def runs_by_task(runs: Iterable[RunResult]) -> dict[str, list[RunResult]]:
+    """The runs grouped by task id, tasks and runs in the order they came."""
+    out: dict[str, list[RunResult]] = {}
+    for r in runs:
+        out.setdefault(r.task, []).append(r)
+    return out
+
+
+def transcripts_dir(results_path: Path) -> Path:
+    """Where the runs of the results file ``results_path`` keep their transcripts: beside it,
+    ``X.json`` → ``X.transcripts/`` (``gate run -o X.json`` writes them there; the report, a
+    merge of shards and ``gate ci`` read them there)."""
+    return results_path.with_name(f"{results_path.stem}.transcripts")
+
+
 def summarize(runs: Iterable[RunResult]) -> Summary:
     """Summary fields. ``total`` excludes infra errors; cost and tokens include them (billed).
 
@@ -263,7 +290,7 @@ def summarize(runs: Iterable[RunResult]) -> Summary:
     runs really cost (``cost_usd + overhead_usd``).
     """
     runs = list(runs)
-    valid = [r for r in runs if r.status != "error"]
+    valid = valid_runs(runs)
     passed = sum(1 for r in valid if r.status == "passed")
     usage = sum((r.usage for r in runs), Usage())
     overhead = sum(r.overhead_usd or 0.0 for r in runs)

@@ -40,6 +40,7 @@ from gate.results import (
     load_results,
     new_results,
     read_journal,
+    transcripts_dir,
 )
 from gate.runner import Arm, RunOptions, condition_plan, plan
 from gate.sandbox import SandboxProvider, admit, suite_sandboxes
@@ -243,7 +244,7 @@ def _prepare(req: RunRequest) -> _Prepared:
     options = RunOptions(
         verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
         max_turns=cfg.agent.max_turns, commit=commit,
-        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
+        transcripts_dir=transcripts_dir(req.output) if req.transcripts else None,
         max_run_cost=req.max_run_cost,
     )
     prices = price_table(cfg.agent.prices)

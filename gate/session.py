@@ -42,6 +42,7 @@ from gate.results import (
     SuiteInfo,
     TaskInfo,
     read_journal,
+    runs_by_task,
     write_results,
 )
 from gate.runner import Arm, RunOptions, run_many
@@ -144,10 +145,8 @@ class Budget:
                  work: Sequence[Item], kept: list[RunResult]) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        per_task: dict[str, list[float]] = {}
-        for r in baseline.runs if baseline is not None else []:
-            per_task.setdefault(r.task, []).append(spend(r))
-        self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
+        per_task = runs_by_task(baseline.runs if baseline is not None else [])
+        self.per_task = {t: sum(spend(r) for r in rs) / len(rs) for t, rs in per_task.items()}
         self.typical = (sum(self.per_task.values()) / len(self.per_task)
                         if self.per_task else None)
         self.basis = "baseline per-task mean spend" if self.per_task else None

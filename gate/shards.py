@@ -23,14 +23,20 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from gate._files import MiB, printable, read_bytes
 from gate.errors import BadInput
-from gate.results import Interruption, Results, RunKey, new_results
-from gate.traces import TRANSCRIPT_LIMIT, transcripts_dir
+from gate.results import (
+    Interruption,
+    Results,
+    RunKey,
+    new_results,
+    runs_by_task,
+    transcripts_dir,
+)
+from gate.traces import TRANSCRIPT_LIMIT
 
 #: all the transcripts one merge copies: 128 shards' worth of a big suite's (1,000 tasks × 3
 #: runs at ~300 KiB each is ~900 MiB); past it, the rest are skipped with a warning.
@@ -51,10 +57,8 @@ def mean_durations(baseline: Results | None) -> dict[str, float]:
     """Each task's mean run duration (seconds) in the baseline."""
     if baseline is None:
         return {}
-    acc: dict[str, list[float]] = defaultdict(list)
-    for r in baseline.runs:
-        acc[r.task].append(r.duration_s)
-    return {t: sum(v) / len(v) for t, v in acc.items()}
+    return {t: sum(r.duration_s for r in rs) / len(rs)
+            for t, rs in runs_by_task(baseline.runs).items()}
 
 
 def split(task_ids: list[str], count: int,

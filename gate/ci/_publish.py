@@ -113,12 +113,12 @@ class Publisher:
             ctx.io.warning(f"the HTML report was not written (the verdict stands): "
                            f"{type(exc).__name__}: {exc}", title="agent-gate")
             return {}
-        from gate.report import transcript_dir
+        from gate.results import transcripts_dir
 
         files = [path, ctx.opts.report_path]
         for results_file in (results_path, base_arm):
             if results_file is not None and results_file.is_file():
-                files += [results_file, transcript_dir(results_file)]
+                files += [results_file, transcripts_dir(results_file)]
         ctx.log(f"gate ci: wrote the HTML report {path}")
         return {
             "html_report_path": str(path.resolve()),

@@ -244,9 +244,9 @@ class Progress:
         from rich.table import Table
         from rich.text import Text  # a task id is text, never markup
 
-        per: dict[str, list[RunResult]] = defaultdict(list)
-        for r in runs:
-            per[r.task].append(r)
+        from gate.results import runs_by_task
+
+        per = runs_by_task(runs)
         shown = sorted(per)
         hidden = 0
         if len(shown) > TABLE_TASKS:

@@ -35,7 +35,7 @@ from gate.compare._model import (
 )
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult, net_raw_note
+from gate.results import Results, RunResult, net_raw_note, runs_by_task, valid_runs
 
 _EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
 _LABELS: dict[MetricName, str] = {
@@ -50,15 +50,8 @@ _NOTE_CHARS = 80
 
 def _runs_by_task(results: Results) -> dict[str, list[RunResult]]:
     """Runs of the tasks in the file's suite (runs of unknown tasks are not comparable)."""
-    out: dict[str, list[RunResult]] = defaultdict(list)
-    for run in results.runs:
-        if run.task in results.suite.tasks:
-            out[run.task].append(run)
-    return out
-
-
-def _valid(runs: Iterable[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
+    return defaultdict(list, runs_by_task(r for r in results.runs
+                                          if r.task in results.suite.tasks))
 
 
 def _passes(runs: Iterable[RunResult]) -> int:
@@ -89,7 +82,7 @@ def _notes(runs: Sequence[RunResult]) -> dict[str, int]:
 
 def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
           cr: Sequence[RunResult]) -> TaskChange:
-    bv, cv = _valid(br), _valid(cr)
+    bv, cv = valid_runs(br), valid_runs(cr)
     b, nb, c, nc = _passes(bv), len(bv), _passes(cv), len(cv)
     measured = status == "compared"
     return TaskChange(
@@ -131,7 +124,7 @@ def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
          compared: Sequence[str]) -> ArmInfo:
     runs = [r for rs in by_task.values() for r in rs]
     errors = sum(1 for r in runs if r.status == "error")
-    depth = [len(_valid(by_task[t])) for t in compared]
+    depth = [len(valid_runs(by_task[t])) for t in compared]
     recorded = any(r.overhead_usd is not None for r in runs)
     overhead = sum(r.overhead_usd or 0.0 for r in runs) if recorded else None
     return ArmInfo(
@@ -264,7 +257,7 @@ def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list
     out = _Tasks([], [], [], [], [], [])
     for tid in sorted(set(b_tasks) | set(c_tasks)):
         br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
-        bv, cv = _valid(br), _valid(cr)
+        bv, cv = valid_runs(br), valid_runs(cr)
         status: TaskStatus
         if tid not in b_tasks:
             status, bucket = "added", out.added
@@ -347,7 +340,7 @@ def _margin_metrics(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, 
                     compared: list[str], settings: GateSettings,
                     schedule: ScheduleCheck) -> list[MetricResult]:
     """Turns, cost, cache-hit rate: within-task permutations + margins."""
-    samples = [_stats.TaskSamples(_samples(_valid(b_runs[t])), _samples(_valid(c_runs[t])))
+    samples = [_stats.TaskSamples(_samples(valid_runs(b_runs[t])), _samples(valid_runs(c_runs[t])))
                for t in compared]
     perms = _stats.permutation_tests(samples, permutations=settings.permutations,
                                      seed=settings.seed)
@@ -606,7 +599,7 @@ def _info(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunRe
              get: Callable[[RunResult], float]) -> float | None:
         per_task = []
         for t in compared:
-            vals = [get(r) for r in _valid(runs_by[t])]
+            vals = [get(r) for r in valid_runs(runs_by[t])]
             if vals:
                 per_task.append(sum(vals) / len(vals))
         return sum(per_task) / len(per_task) if per_task else None

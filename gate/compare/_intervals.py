@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.compare._stats import wilson
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, runs_by_task, valid_runs
 
 BOOTSTRAP = 1000  # resamples for the turns, cost and cache-hit intervals
 METRICS = ("pass_rate", "turns", "cost", "cache_hit_rate")
@@ -55,17 +55,6 @@ class Intervals:
     changes: dict[str, Interval | None]
 
 
-def by_task(results: Results) -> dict[str, list[RunResult]]:
-    out: dict[str, list[RunResult]] = {}
-    for r in results.runs:
-        out.setdefault(r.task, []).append(r)
-    return out
-
-
-def valid(runs: Sequence[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
-
-
 def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[str],
               level: float, seed: int) -> ArmStats:
     """An arm's metrics over ``tasks`` with their intervals (stratified Wilson for the pass
@@ -74,7 +63,7 @@ def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[s
     samples = [np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
                           r.usage.input_tokens + r.usage.cache_creation_input_tokens
                           + r.usage.cache_read_input_tokens, r.status == "passed"]
-                         for r in valid(runs_by_task.get(t, []))], dtype=float) for t in tasks]
+                         for r in valid_runs(runs_by_task.get(t, []))], dtype=float) for t in tasks]
     samples = [s for s in samples if len(s)]
     if not samples:
         return ArmStats(dict.fromkeys(METRICS), dict.fromkeys(METRICS), {})
@@ -125,7 +114,7 @@ def change_interval(name: str, b: ArmStats, c: ArmStats, level: float) -> Interv
 
 
 def task_interval(runs: Sequence[RunResult], level: float) -> TaskInterval:
-    ok = valid(runs)
+    ok = valid_runs(runs)
     passed = sum(r.status == "passed" for r in ok)
     return TaskInterval(passed, len(ok), wilson(passed, len(ok), level) if ok else None)
 
@@ -136,8 +125,8 @@ def intervals(results: Results, baseline: Results | None = None,
     """The intervals of ``results`` (and ``baseline``) over ``tasks`` (default: the tasks of
     ``results``' suite); the page passes the tasks its comparison compared."""
     stat_tasks = list(tasks) if tasks is not None else sorted(results.suite.tasks)
-    c_by = by_task(results)
-    b_by = by_task(baseline) if baseline is not None else {}
+    c_by = runs_by_task(results.runs)
+    b_by = runs_by_task(baseline.runs) if baseline is not None else {}
     c = arm_stats(c_by, stat_tasks, level, seed)
     b = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
     ids = set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set())

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         usd,
     )
     from gate.report._html import preload as preload_html
-    from gate.report._html import render_html, transcript_dir
+    from gate.report._html import render_html
     from gate.report._render import (
         BUDGET,
         GITHUB_LIMIT,
@@ -65,7 +65,7 @@ _WHERE = {
     **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "dollars", "interval",
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
-    "render_html": "_html", "transcript_dir": "_html", "preload_html": "_html:preload",
+    "render_html": "_html", "preload_html": "_html:preload",
     **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "metric_change",
                      "metric_verdict", "overhead_note", "preload_templates", "render_markdown",
                      "render_summary", "render_text", "schedule_note", "task_rank", "task_row",
@@ -110,7 +110,6 @@ __all__ = [
     "task_rank",
     "task_row",
     "template_env",
-    "transcript_dir",
     "usd",
 ]
 assert sorted(__all__) == sorted(_WHERE)
