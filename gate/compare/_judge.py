@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gate.compare import _stats
 from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
@@ -171,7 +172,7 @@ def decisive_p(c: Comparison) -> float | None:
     t = c.pass_rate_test
     if t is None:
         return None
-    return min(t.p_sum, t.p_max) if t.deep_baseline else t.p_sum
+    return _stats.decisive_p(t.p_sum, t.p_max, t.deep_baseline)
 
 
 def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings) -> str:
