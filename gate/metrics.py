@@ -13,7 +13,7 @@ gives ``None``: the metric is then not available in that comparison, and says so
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -95,6 +95,16 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 GATING: tuple[str, ...] = tuple(m.name for m in METRICS if m.gates)
 #: the metrics a within-task permutation test judges, in the table's order
 PERMUTED: tuple[Metric, ...] = tuple(m for m in METRICS if m.kind != "pass")
+
+
+def said(rows: Sequence[Metric]) -> str:
+    """``rows``' short names as a sentence says them: ``turns, cost and cache-hit rate``."""
+    words = [m.short for m in rows]
+    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
+#: the metrics the permutation tests can block on (those with a margin)
+PERMUTED_GATING: tuple[Metric, ...] = tuple(m for m in PERMUTED if m.gates)
 
 
 def metric(name: str) -> Metric:

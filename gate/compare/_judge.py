@@ -30,6 +30,7 @@ from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reaso
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
 from gate.config import GateSettings
+from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
 
 
@@ -183,8 +184,8 @@ def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings)
         p = decisive_p(c)
         p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
         return (f"Sequential run: {looks[0]} runs per task were enough ({p_text}; block at "
-                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; turns, cost and "
-                f"cache hits at metric_alpha/2 = {metric:g} per look).")
+                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; "
+                f"{said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g} per look).")
     return (f"Sequential run: the first {looks[0]} runs per task were not conclusive, so "
             f"{sum(looks[1:])} more ran; decided on all {sum(looks)} at α/2 = {half:g} "
-            f"(turns, cost and cache hits at metric_alpha/2 = {metric:g}).")
+            f"({said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g}).")

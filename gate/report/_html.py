@@ -38,7 +38,7 @@ from markupsafe import Markup, escape
 
 from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
-from gate.metrics import METRICS
+from gate.metrics import METRICS, said
 from gate.report._format import FILTERS, interval, metric_value, pct, usd
 from gate.report._render import metric_change, metric_verdict
 from gate.results import Results, RunResult, net_raw_note
@@ -463,11 +463,6 @@ def content_security_policy(script: str, style: str) -> str:
 
 
 
-def _listed(words: Sequence[str]) -> str:
-    """``a, b and c``."""
-    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
-
-
 def _verdict_class(m: MetricResult, c: Comparison) -> str:
     """The row's colour: a metric that could not have blocked (blind, not gating, not
     comparable) is never the green "ok"."""
@@ -613,7 +608,7 @@ def render_html(results: Results, *, results_path: Path | None = None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
         net_raw=net_raw_note(*(a for _, a in arms)),
         metrics=_metric_rows(comparison, iv),
-        bootstrapped=_listed([m.short for m in METRICS if m.kind != "pass"]),
+        bootstrapped=said([m for m in METRICS if m.kind != "pass"]),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,
         stat_tasks=len(iv.tasks),
         rows=rows, sections=sections,

@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gate.compare import AgentChange, Comparison, MetricResult, Resolution, TaskChange
-from gate.metrics import BY_NAME, PERMUTED
+from gate.metrics import BY_NAME, PERMUTED, PERMUTED_GATING, said
 from gate.report._escape import link_url, md, no_mentions, no_references, plain, slug
 from gate.report._format import (
     FILTERS,
@@ -212,13 +212,13 @@ def _method(c: Comparison) -> list[Markup]:
             f"Pass rate: exact stratified tests on the {count(c.suite.compared, 'compared task')} "
             f"(sum test {_p_is(t.p_sum)}, max test {_p_is(t.p_max)}); block if "
             f"{t.rule}. The interval is a stratified Newcombe (Wilson) interval."))
-    gating = [m.short for m in PERMUTED if m.gates]
-    reported = [m.short for m in PERMUTED if not m.gates]
+    gating = said(PERMUTED_GATING)
+    reported = [m for m in PERMUTED if not m.gates]
     lines.append(Markup(
-        f"{', '.join(gating).capitalize()}: within-task permutation tests "
+        f"{gating[:1].upper()}{gating[1:]}: within-task permutation tests "
         f"({s.get('permutations')} relabellings); block only if p ≤ "
         f"{float(str(s.get('metric_alpha'))) / 2:g} and the change exceeds the margin"
-        + (f"; {', '.join(reported)} by the same test, reported, never gating (it depends on "
+        + (f"; {said(reported)} by the same test, reported, never gating (it depends on "
            "the runner and the provider)." if reported else ".")))
     lines.append(Markup(
         f"Infra errors: baseline {pct(c.infra.baseline_rate)}, this PR "

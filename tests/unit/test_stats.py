@@ -167,7 +167,8 @@ def test_permutation_pvalues_are_calibrated_under_the_null() -> None:
     ps = []
     for _ in range(200):
         tasks = [_stats.TaskSamples(_samples(rng, 3), _samples(rng, 3)) for _ in range(6)]
-        res = _stats.permutation_tests(tasks, permutations=199, seed=int(rng.integers(1 << 30)), lay=LAY)
+        res = _stats.permutation_tests(tasks, permutations=199,
+                                       seed=int(rng.integers(1 << 30)), lay=LAY)
         assert res["turns"] is not None
         ps.append(res["turns"].p_aggregate)
     assert np.mean(np.array(ps) <= 0.1) <= 0.16  # ~0.10 nominal
