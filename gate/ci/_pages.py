@@ -96,9 +96,9 @@ def _site(ctx: Context, client: GitHubClient, branch: str) -> PagesSite | None:
     a notice."""
     try:
         site = pages_site(client)
-    except GateError as exc:
-        ctx.io.warning(f"cannot tell whether GitHub Pages serves {branch}: {exc}; the "
-                       "comment links the report's artifact", title="agent-gate")
+    except GateError as exc:  # e.g. a token without `pages: read`
+        ctx.io.notice(f"cannot tell whether GitHub Pages serves {branch}: {exc}; reports "
+                      "link their artifact", title="agent-gate")
         return None
     if site is None or not site.serves(branch):
         why = ("GitHub Pages is not enabled for this repository" if site is None else
