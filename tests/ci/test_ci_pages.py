@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,7 @@ def fork_report(project: Project, tmp: Path) -> Path:
     uploads it, then downloaded by the comment job under RUNNER_TEMP; the fork's page then
     carries what a fork can put in it (its own script, a redirect)."""
     ci = project.pr_branch("feature", lambda w: (w / "agent" / "solve.sh").write_text(
-        LOUD_HELPER))
+        LOUD_HELPER + "# the fork's\n"))
     run = project.gate_ci(ci, event_path=project.event(ci, head_repo="stranger/agent"),
                           env={"ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.stderr
@@ -211,3 +212,106 @@ def test_the_token_never_reaches_the_published_files(project: Project, tmp_path:
     job = comment_job(project, artifact, repository={"visibility": "public"})
     assert job.code == 0, job.stderr
     assert TOKEN not in origin(project, "show", f"{DATA}:reports/pr-7/index.html")
+
+
+# ----- in a browser, served as Pages serves the data branch ----------------------------------
+
+@pytest.mark.browser
+def test_published_pages_run_no_foreign_script_in_a_browser(project: Project,
+                                                             tmp_path: Path) -> None:
+    """The data branch's files served over HTTP at the site's path, as Pages serves them, in
+    headless Chromium: main's report runs its own script and shows the agent's hostile output
+    as text; the fork's page runs nothing, does not redirect, and stays in its frame."""
+    from tests.e2e.test_report_html import _browser
+
+    executable = _browser()
+    project.gh.enable_pages()
+    main = loud_main(project)
+    assert refresh(project, main, store="branch").code == 0
+    job = comment_job(project, fork_report(project, tmp_path), repository={
+        "visibility": "public"})
+    assert job.code == 0, job.stderr
+    site = tmp_path / "site"
+    (site / "agent").mkdir(parents=True)
+    archive = tmp_path / "data.tar"
+    origin(project, "archive", "--format=tar", "-o", str(archive), DATA)
+    shutil.unpack_archive(archive, site / "agent")
+    with _serve(site) as base, _chromium(executable) as browser:
+        seen = _visit(browser, f"{base}/agent/reports/main/", expand=True)
+        assert HOSTILE in seen["text"] and seen["count"].endswith("tasks")  # its script ran
+        assert seen["dialogs"] == [] and seen["foreign"] == [], seen
+        seen = _visit(browser, f"{base}/agent/reports/pr-7/")
+        assert seen["url"] == f"{base}/agent/reports/pr-7/"  # the fork's refresh went nowhere
+        assert seen["dialogs"] == [] and seen["foreign"] == [], seen
+        assert "agent-gate" in seen["frame"]  # the fork's report reads, in its frame
+        assert any("sandboxed" in e for e in seen["errors"]), seen["errors"]
+
+
+def _serve(root: Path) -> Any:
+    import contextlib
+    import functools
+    import http.server
+    import threading
+
+    @contextlib.contextmanager
+    def serving() -> Any:
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+        handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=srv.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{srv.server_address[1]}"
+        finally:
+            srv.shutdown()
+            srv.server_close()
+    return serving()
+
+
+def _chromium(executable: str) -> Any:
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def launched() -> Any:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            args = ["--no-sandbox"] if os.geteuid() == 0 else []
+            browser = p.chromium.launch(executable_path=executable, args=args, headless=True)
+            try:
+                yield browser
+            finally:
+                browser.close()
+    return launched()
+
+
+def _visit(browser: Any, url: str, *, expand: bool = False) -> dict[str, Any]:
+    """What a visitor's browser does with the page at ``url``: dialogs, console errors, every
+    request that is not to the site itself (aborted), the page's text and its frame's."""
+    site = url.split("/agent/")[0]
+    context = browser.new_context()
+    page = context.new_page()
+    seen: dict[str, Any] = {"dialogs": [], "errors": [], "foreign": []}
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith((site, "about:", "data:")):
+            r.continue_()
+        else:
+            seen["foreign"].append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+    page.on("console", lambda m: seen["errors"].append(m.text))
+    page.goto(url)
+    page.wait_for_timeout(1000)
+    if expand:
+        page.get_by_role("button", name="expand all").click()
+        seen["count"] = page.locator("#count").inner_text()
+    seen["text"] = page.locator("body").inner_text()
+    frames = page.frames[1:]
+    seen["frame"] = frames[0].locator("body").inner_text() if frames else ""
+    seen["url"] = page.url
+    context.close()
+    return seen
