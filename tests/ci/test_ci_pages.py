@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.browser import find_browser
 from tests.helpers.ci import BROKEN_HELPER, PR, REPO, TOKEN, CIRun, Project, refresh, sh
 
 pytestmark = pytest.mark.slow
@@ -222,9 +223,7 @@ def test_published_pages_run_no_foreign_script_in_a_browser(project: Project,
     """The data branch's files served over HTTP at the site's path, as Pages serves them, in
     headless Chromium: main's report runs its own script and shows the agent's hostile output
     as text; the fork's page runs nothing, does not redirect, and stays in its frame."""
-    from tests.e2e.test_report_html import _browser
-
-    executable = _browser()
+    executable = find_browser()
     project.gh.enable_pages()
     main = loud_main(project)
     assert refresh(project, main, store="branch").code == 0
