@@ -64,7 +64,9 @@ def main_pages(ctx: Context, place: Place | None, html: dict[str, object], resul
     from gate.compare import plain_runs
     from gate.report import render_badge
 
-    files = {BADGE_REL: render_badge(plain_runs(results).summary.pass_rate, verdict)}
+    # one badge per suite: badge.svg, badge-<comment-id>.svg for a suite with its own id
+    badge = BADGE_REL.replace(".svg", artifact.removeprefix("agent-gate-report") + ".svg")
+    files = {badge: render_badge(plain_runs(results).summary.pass_rate, verdict)}
     public, how = repository_public(ctx.env, _client(ctx))
     if not public:
         ctx.log(f"gate ci: the repository is {how}: main's report is not published (a Pages "

@@ -314,3 +314,16 @@ def _visit(browser: Any, url: str, *, expand: bool = False) -> dict[str, Any]:
     seen["url"] = page.url
     context.close()
     return seen
+
+
+def test_a_suite_with_its_own_comment_id_publishes_beside_the_others(project: Project) -> None:
+    """Two suites share the data branch (and a matrix over models one refresh each): each
+    keeps its own page and badge, named as its artifact is."""
+    project.gh.enable_pages()
+    run = refresh(project, project.clone("main-ci"), store="branch",
+                  env={"GATE_COMMENT_ID": "models/opus"})
+    assert run.code == 0, run.stderr
+    assert data_files(project) == [".nojekyll", "badge-models-opus.svg", "main/baseline.json",
+                                   "main/gate-history.jsonl",
+                                   "reports/main-models-opus/index.html"]
+    assert run.outputs["report_url"].endswith("/reports/main-models-opus/")
