@@ -57,8 +57,9 @@ def mean_durations(baseline: Results | None) -> dict[str, float]:
     """Each task's mean run duration (seconds) in the baseline."""
     if baseline is None:
         return {}
-    return {t: sum(r.duration_s for r in rs) / len(rs)
-            for t, rs in runs_by_task(baseline.runs).items()}
+    # a file that did not record a run's duration: that run is unknown
+    known = runs_by_task(r for r in baseline.runs if r.duration_s is not None)
+    return {t: sum(r.duration_s or 0.0 for r in rs) / len(rs) for t, rs in known.items()}
 
 
 def split(task_ids: list[str], count: int,
