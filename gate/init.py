@@ -69,6 +69,7 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("task/solution/solve.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh", True),
     ("workflows/agent-gate.yml", ".github/workflows/agent-gate.yml", False),
     ("workflows/agent-gate-main.yml", ".github/workflows/agent-gate-main.yml", False),
+    ("workflows/agent-gate-report.yml", ".github/workflows/agent-gate-report.yml", False),
 )
 # shared with the rest of the repository: appended to / left alone when they exist
 _SHARED: tuple[tuple[str, str], ...] = (("gitignore", _GITIGNORE),

@@ -33,8 +33,12 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
         ctx.log("gate ci: the triggering run was cancelled; nothing to post")
         ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
         return 0
-    markdown = read_uploaded_report(ctx.opts.report_path)
     head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
+    if ctx.opts.same_repo == "link" and head_repo.lower() == ctx.env.repository.lower():
+        from gate.ci._relink import link_published_report
+
+        return link_published_report(ctx, publisher, run)  # the PR's job posted its comment
+    markdown = read_uploaded_report(ctx.opts.report_path)
     number = find_pr_for_run(ctx.github.client, head_repo or ctx.env.repository,
                              str(run.get("head_branch") or ""), str(run.get("head_sha")))
     if number is None:

@@ -68,6 +68,9 @@ class CIOptions:
     # the action's comment is posted by a later step, after the report's upload: the final
     # comment goes to a file (gate/github/_deferred.py) instead of to GitHub
     defer_comment: bool = False
+    # comment mode, a PR of the repository itself: "post" the uploaded report (its job posted
+    # nothing), or "link" the comment its job posted to the published page (gate/ci/_relink.py)
+    same_repo: str = "post"
     on_result: Callable[[RunResult], None] | None = None
     on_start: Callable[[Results, int], None] | None = None  # before the first run (its plan)
     log: Callable[[str], None] = _stderr

@@ -127,13 +127,15 @@ def pr_report_footer(ctx: Context, run: dict[str, Any], number: int, data_branch
                      artifact: str) -> str:
     """The comment job's last line: the published page of the PR's report, else the link to
     the triggering run's report artifact, else nothing."""
-    url = _publish_pr(ctx, number, data_branch, artifact)
+    url = publish_pr_report(ctx, number, data_branch, artifact)
     if url is not None:
         return render_body("published.md.j2", url=link_url(url)).strip("\n")
     return _artifact_footer(ctx, run, artifact)
 
 
-def _publish_pr(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
+def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
+    """The PR's uploaded report, wrapped, published on the data branch: its page's URL, or
+    None (the comment keeps the artifact link; said in the log or a notice)."""
     from gate.ci._comment import read_uploaded
 
     public, how = repository_public(ctx.env, _client(ctx))

@@ -81,6 +81,12 @@ if TYPE_CHECKING:
 @click.option("--post-comment", "post_comment", metavar="PENDING", envvar="GATE_POST_COMMENT",
               help="Post the comment a --defer-comment run left in PENDING, with a link to "
                    "the report's artifact (--artifact-id); runs no suite, reads no gate.toml.")
+@click.option("--same-repo", "same_repo", type=click.Choice(["post", "link"]), default="post",
+              show_default=True, envvar="GATE_SAME_REPO",
+              help="Comment mode, a PR of the repository itself: post the report its run "
+                   "uploaded (its job posted nothing: the fork pattern), or link (its job "
+                   "posted the comment: publish the report on Pages and point that "
+                   "comment's link at the page; gate init's report workflow).")
 @click.option("--artifact-id", default="", envvar="GATE_ARTIFACT_ID",
               help="With --post-comment: the report artifact's id (actions/upload-artifact's "
                    "`artifact-id` output); empty: no link.")
@@ -89,7 +95,7 @@ def ci(
     accept_label: str | None, fork_without_key: str | None, comment_author: str | None,
     comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
     merge_dir: str | None, report_path: str, html_report: str, max_cost: float | None,
-    defer_comment: bool, post_comment: str | None, artifact_id: str,
+    defer_comment: bool, post_comment: str | None, artifact_id: str, same_repo: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -150,7 +156,7 @@ def ci(
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
         html_report=Path(html_report) if html_report.strip() else None,
-        defer_comment=defer_comment,
+        defer_comment=defer_comment, same_repo=same_repo,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             fork_without_key=fork_without_key, comment_author=comment_author,

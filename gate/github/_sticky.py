@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from gate.github._comment import (
     DEFAULT_COMMENT_ID,
     CommentRef,
+    find_comment,
     marker,
     update_comment,
     upsert_comment,
@@ -80,3 +81,14 @@ class PRComment:
         if ref is not None:
             self.known = ref.id
         return ref
+
+    def find(self) -> dict | None:
+        """This suite's comment as GitHub has it now (then edited by id), or None (none
+        exists, or the mode is ``never``)."""
+        if self.mode == "never":
+            return None
+        found = find_comment(self.client(), self.number, author=self.author(),
+                             marker=self.marker, legacy=self.legacy)
+        if found is not None:
+            self.known = int(found["id"])
+        return found
