@@ -160,6 +160,7 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     assert refresh.outputs["report_url"] == f"{pages}reports/main/"
     told = (scaffold.tmp / "init-output.txt").read_text()
     assert "Deploy from a branch → agent-gate-data, / (root)" in told
+    assert "agent-gate-report.yml each pull request's at reports/pr-<number>/" in told
     assert "[![agent-gate](https://github.com/OWNER/REPO/raw/agent-gate-data/badge.svg)]" in told
 
     # a PR that collapses the example task: judged against the data branch's baseline
