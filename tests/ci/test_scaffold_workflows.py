@@ -198,6 +198,13 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     publishes = sh(scaffold.tmp, "git", "--git-dir", str(scaffold.origin), "rev-list",
                    "--count", "agent-gate-data")
     report.no_secrets(scaffold.gh)
+    # the job re-run (or a late one, after a newer push's run took the comment over): the
+    # comment links no artifact of that run any more; it is left alone, nothing is published
+    again = _report_job(scaffold, pr, action)
+    assert again.code == 0 and "no comment of this suite linking run 4242's" in again.stderr
+    assert scaffold.gh.comments[PR][0]["body"] == linked
+    assert sh(scaffold.tmp, "git", "--git-dir", str(scaffold.origin), "rev-list", "--count",
+              "agent-gate-data") == publishes
 
     # an agent change that moves nothing: a pass with nothing to read makes no comment (the
     # scaffold's comment_mode = "on-change"); the step summary has the verdict
