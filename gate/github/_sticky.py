@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
+from gate.config import DEFAULT_COMMENT_ID, CommentMode, comment_mode
 from gate.github._comment import (
-    DEFAULT_COMMENT_ID,
     CommentRef,
     marker,
     update_comment,
@@ -31,15 +30,7 @@ from gate.github._comment import (
 )
 from gate.github._rest import GitHubClient, GitHubError
 
-if TYPE_CHECKING:
-    from gate.config import CISettings
-
-CommentMode = Literal["always", "on-change", "on-regression", "never"]
-
-
-def comment_mode(settings: CISettings) -> CommentMode:
-    """The mode in force: ``comment = false`` (the older switch) is ``never``."""
-    return "never" if not settings.comment else settings.comment_mode
+__all__ = ["CommentMode", "PRComment", "comment_mode"]  # the mode's rules: gate.config
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from gate.report._bodies import render_body, render_note, trend_markdown
     from gate.report._effects import render_effects_markdown, render_effects_text
     from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
     from gate.report._format import (
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
+    "render_body": "_bodies", "render_note": "_bodies", "trend_markdown": "_bodies",
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
     "link_url": "_escape",
@@ -99,10 +101,12 @@ __all__ = [
     "pval",
     "rate",
     "rel",
+    "render_body",
     "render_effects_markdown",
     "render_effects_text",
     "render_html",
     "render_markdown",
+    "render_note",
     "render_summary",
     "render_text",
     "schedule_note",
@@ -111,6 +115,7 @@ __all__ = [
     "task_row",
     "template_env",
     "transcript_dir",
+    "trend_markdown",
     "usd",
 ]
 assert sorted(__all__) == sorted(_WHERE)
