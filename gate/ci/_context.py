@@ -38,11 +38,12 @@ class Context:
     landed: dict[tuple[object, ...], Trace] = field(default_factory=dict)
 
     @classmethod
-    def make(cls, opts: CIOptions, env: CIFacts, io: Sink | None) -> Context:
-        """The job's context: its sink and forge from the forge's adapter (the one place
-        that names it: GitHub's)."""
-        from gate.ci._github import connect
+    def make(cls, opts: CIOptions, env: CIFacts | None, io: Sink | None) -> Context:
+        """The job's context: the environment (read here when not given), the sink and the
+        forge, from the forge's adapter. The one place that names an adapter (GitHub's)."""
+        from gate.ci._github import connect, environment
 
+        env = env if env is not None else environment()
         redact = Redactor(env.secrets)
         io, forge = connect(env, io, redact, lambda line: opts.log(redact(line)))
         return cls(opts, env, io, redact, forge)

@@ -30,11 +30,8 @@ from gate.errors import GateError
 def run_ci(opts: CIOptions, env: CIFacts | None = None, io: Sink | None = None) -> int:
     """Run ``gate ci`` and return its exit code. A ``GateError`` is reported (annotation,
     step summary, outputs) and re-raised so the CLI prints it and exits with its code."""
-    if env is None:
-        from gate.ci._github import environment  # the forge's adapter reads it
-
-        env = environment()
     ctx = Context.make(opts, env, io)
+    env = ctx.env  # read by the forge's adapter when not given
     for secret in env.secrets:
         ctx.io.add_mask(secret)
     # the [ci] settings in force: the checkout's, then (once the yardstick is open) the base
