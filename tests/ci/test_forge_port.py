@@ -8,7 +8,6 @@ checks that these classes are the port's ``CIFacts``, ``Sink`` and ``Forge``.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,13 +25,13 @@ from gate.ci._forge import DataPush, DeferredComment, Forge, LabelSetter, Push
 from gate.ci._judge import judge
 from gate.ci._obtain import Obtained
 from gate.ci._plan import Basis, make_plan, measured_by
-from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.compare._synthetic import synthetic_results
 from gate.config import GateConfig, load_config
 from gate.errors import ForgeError
 from gate.results import load_results, write_results
 from gate.run import RunRequest
 from gate.secrets import Redactor
-from tests.helpers.suites import tiny_suite
+from tests.helpers.suites import judged_repo
 
 TOKEN = "glpat-not-github-0123456789"
 SERVER = "https://gitlab.example.invalid"
@@ -206,26 +205,9 @@ def test_a_forge_that_is_not_github_posts_a_forks_uploaded_report(
     assert ("mask", TOKEN) in sink.said and forge.closed
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """main holds gate.toml, the tasks and a baseline."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.invalid")
-    _git(repo, "config", "user.name", "t")
-    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
-                                    "[gate]\npermutations = 999\npower_simulations = 0\n")
-    tiny_suite(repo / "tasks")
-    write_results(repo / "baseline.json",
-                  synthetic_results(reference_rates(), 20, np.random.default_rng(7)))
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
-    return repo
+    return judged_repo(tmp_path)
 
 
 LABEL = "gate:accept-regression"
