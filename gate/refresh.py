@@ -10,6 +10,9 @@ Where they live (``[ci] baseline_refresh``):
   protection rules, no CI triggers, no noise in main's history;
 - ``artifact``: nowhere; the files are left in the workspace for an upload step.
 
+A data branch also carries what a Pages site serves from it: the badge (``badge.svg``) and
+published reports (``reports/<name>/index.html``); which are published is ``gate ci``'s.
+
 Next to the baseline goes its **traces sidecar** (``baseline.traces.jsonl``, :mod:`gate.traces`).
 How a run is pooled is the judge's (``gate.baseline.repool``, a pure function over the texts
 here); pushing the pooled files with the token is the forge adapter's push loop, which calls
@@ -50,6 +53,16 @@ class Place:
     def traces_rel(self) -> str:
         """The baseline's traces sidecar, next to it."""
         return sidecar_rel(self.baseline_rel)
+
+
+#: the data branch's pages (what a Pages site serves from it): the badge, Jekyll switched off
+BADGE_REL = "badge.svg"
+NOJEKYLL = ".nojekyll"
+
+
+def report_rel(name: str) -> str:
+    """Where the report named ``name`` (a branch, ``pr-<n>``) lives on the data branch."""
+    return f"reports/{name}/index.html"
 
 
 def data_paths(branch: str, rel: str) -> str:

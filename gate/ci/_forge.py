@@ -13,7 +13,9 @@ What a stage needs of a forge, and no more:
 - ``Sink``: the job's outputs, step summary, annotations and masks.
 - ``Forge``: the change request's files, labels and who set one; find a change request by its
   head; this suite's comment, upserted or left for a later step; git with the token (fetch a
-  branch, the base ref, push the refreshed baseline to a branch); the checkout's git state.
+  branch, the base ref, push the refreshed baseline to a branch); the checkout's git state;
+  the data branch's pages (whether the repository is public, the Pages site that serves the
+  branch, a push of published files) and a run's report artifact.
 
 The values a stage receives are read-only (protocols of read-only properties, or frozen
 dataclasses); a stage never changes what the forge gave it.
@@ -22,7 +24,7 @@ dataclasses); a stage never changes what the forge gave it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -159,6 +161,18 @@ class DataPush:
     source_branch: str  # the branch the run measured (its commits decide ancestry)
     guard: Callable[[], None]  # raises when pushing with the token is no longer safe
     seed: Callable[[], State] | None = None  # where a data branch without a baseline starts
+    published: Mapping[str, str] = field(default_factory=dict)  # pages pushed with it
+
+
+class PagesSite(Protocol):
+    """The forge's static site, and whether it serves a branch's files as they are."""
+
+    @property
+    def branch(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    def serves(self, branch: str) -> bool: ...
+    def page_url(self, rel: str) -> str: ...
 
 
 class Push(Protocol):
@@ -190,5 +204,11 @@ class Forge(Protocol):
     def remote_ref(self, branch: str) -> str: ...
     def git_state(self, root: Path) -> str: ...
     def push_data(self, push: DataPush, log: Callable[[str], None]) -> Push: ...
+    # ----- the data branch's pages
+    def can_ask(self) -> bool: ...  # whether its API can be asked at all (a repository, a token)
+    def repository_public(self) -> tuple[bool, str]: ...  # (public, the visibility found)
+    def pages_site(self) -> PagesSite | None: ...  # None: no site; a failure raises
+    def publish_files(self, files: Mapping[str, str], branch: str, message: str) -> str: ...
+    def run_artifact_url(self, run_id: str, name: str) -> str | None: ...
     # -----
     def close(self) -> None: ...

@@ -7,7 +7,7 @@ git with the token, the refresh's push loop). It decides nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gate.ci._forge import (
@@ -18,10 +18,12 @@ from gate.ci._forge import (
     DeferredComment,
     Forge,
     LabelSetter,
+    PagesSite,
     Push,
     Sink,
 )
 from gate.config import CommentMode
+from gate.errors import GateError
 from gate.github import (
     ActionsIO,
     CIEnvironment,
@@ -35,9 +37,13 @@ from gate.github import (
     fetch_branch,
     find_pr_for_run,
     label_added_by,
+    pages_site,
     pr_files,
     pr_labels,
+    publish_files,
     remote_ref,
+    repository_public,
+    run_artifact_url,
     user_permission,
     write_pending,
 )
@@ -124,7 +130,28 @@ class GitHubForge:
                        pooling=Pooling(pool=push.pool, same_agent=push.same_agent),
                        token=self._token, server_url=self.env.server_url,
                        source_branch=push.source_branch, guard=push.guard, log=log,
-                       seed=push.seed)
+                       seed=push.seed, published=push.published)
+
+    # ----- the data branch's pages (GitHub Pages)
+
+    def can_ask(self) -> bool:
+        try:
+            self.session.client  # noqa: B018  (made here: a repository and a token)
+        except GateError:
+            return False
+        return True
+
+    def repository_public(self) -> tuple[bool, str]:
+        return repository_public(self.env, self.session.client if self.can_ask() else None)
+
+    def pages_site(self) -> PagesSite | None:
+        return pages_site(self.session.client)
+
+    def publish_files(self, files: Mapping[str, str], branch: str, message: str) -> str:
+        return publish_files(files, branch, message, env=self.env, token=self._token)
+
+    def run_artifact_url(self, run_id: str, name: str) -> str | None:
+        return run_artifact_url(self.session.client, self.env, run_id, name)
 
     def close(self) -> None:
         self.session.close()

@@ -57,6 +57,14 @@ if TYPE_CHECKING:
     from gate.github._outputs import (
         ActionsIO,
     )
+    from gate.github._pages import (
+        PagesSite,
+        pages_site,
+        publish_files,
+        raw_url,
+        repository_public,
+        run_artifact_url,
+    )
     from gate.github._refresh import (
         Pooling,
         Refresh,
@@ -91,6 +99,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_git": ("ProtectedBranch", "config_state", "ensure_base_ref", "fetch_branch", "remote_ref"),
     "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
+    "_pages": ("PagesSite", "pages_site", "publish_files", "raw_url", "repository_public",
+               "run_artifact_url"),
     "_refresh": ("Pooling", "Refresh"),
     "_rest": ("GitHubClient", "GitHubError"),
     "_session": ("GitHubSession",),
@@ -112,6 +122,7 @@ __all__ = [
     "GitHubError",
     "GitHubSession",
     "PRComment",
+    "PagesSite",
     "PendingComment",
     "Pooling",
     "ProtectedBranch",
@@ -131,10 +142,15 @@ __all__ = [
     "is_comment_mode",
     "label_added_by",
     "marker",
+    "pages_site",
     "post_deferred",
     "pr_files",
     "pr_labels",
+    "publish_files",
+    "raw_url",
     "remote_ref",
+    "repository_public",
+    "run_artifact_url",
     "upsert_comment",
     "user_permission",
     "workspace",

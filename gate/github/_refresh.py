@@ -13,8 +13,8 @@ run's commit is newer (the other baseline's commit is its ancestor).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate import _git as plain_git
@@ -51,6 +51,8 @@ class Refresh:
     guard: Callable[[], None]  # raises when pushing with the token is no longer safe
     log: Callable[[str], None]
     seed: Callable[[], State] | None = None  # the baseline to start from when the place has none
+    # pages committed with the pooled files (gate/github/_pages.py: main's report, the badge)
+    published: Mapping[str, str] = field(default_factory=dict)
     last: Outcome | None = None  # the latest pooling, pushed or not
 
     def fetch(self) -> State:
@@ -91,6 +93,7 @@ class Refresh:
                                        lines=lines, baseline=pooled.baseline,
                                        entries=pooled.entries, traces=pooled.traces)
             files = pooled.at(self.place, state.traces_text)
+            files.update(self.published)
             sha = _git.commit_files(self.root, state.commit, files,
                                     f"{message_head}\n\n{pooled.message}\n\n[skip ci]")
             self.guard()  # also: no process of a run is alive (never push with the token then)

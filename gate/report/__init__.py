@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from gate.report._badge import badge_value, render_badge
     from gate.report._bodies import render_body, render_note, trend_markdown
     from gate.report._effects import render_effects_markdown, render_effects_text
     from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
@@ -58,8 +59,10 @@ if TYPE_CHECKING:
         task_row,
         template_env,
     )
+    from gate.report._sandboxed import sandboxed_page
 
 _WHERE = {
+    "badge_value": "_badge", "render_badge": "_badge", "sandboxed_page": "_sandboxed",
     "render_body": "_bodies", "render_note": "_bodies", "trend_markdown": "_bodies",
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
@@ -79,6 +82,7 @@ __all__ = [
     "FILTERS",
     "GITHUB_LIMIT",
     "MINUS",
+    "badge_value",
     "change_interval",
     "code_span",
     "defuse_markdown",
@@ -101,6 +105,7 @@ __all__ = [
     "pval",
     "rate",
     "rel",
+    "render_badge",
     "render_body",
     "render_effects_markdown",
     "render_effects_text",
@@ -109,6 +114,7 @@ __all__ = [
     "render_note",
     "render_summary",
     "render_text",
+    "sandboxed_page",
     "schedule_note",
     "signed",
     "task_rank",

@@ -171,6 +171,21 @@ class MemoryForge:
     def push_data(self, push: DataPush, log: Any) -> Push:
         raise AssertionError("nothing is pushed here")
 
+    def can_ask(self) -> bool:
+        return True
+
+    def repository_public(self) -> tuple[bool, str]:
+        return False, "private"  # nothing is published: the comment keeps the artifact's link
+
+    def pages_site(self) -> None:
+        return None
+
+    def publish_files(self, files: Mapping[str, str], branch: str, message: str) -> str:
+        raise AssertionError("nothing is published here")
+
+    def run_artifact_url(self, run_id: str, name: str) -> str | None:
+        return f"{SERVER}/group/agent/-/jobs/{run_id}/artifacts/browse" if run_id else None
+
     def close(self) -> None:
         self.closed = True
 
@@ -186,13 +201,14 @@ def test_a_forge_that_is_not_github_posts_a_forks_uploaded_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The comment job, whole (run_ci: event → comment): found by its head, defused, created
-    because the fork's run failed; the forge closed at the end."""
+    because the fork's run failed, the run's report artifact linked (a private repository
+    publishes no page); the forge closed at the end."""
     forge = MemoryForge(heads={("fork/agent", "feature", "abc123"): 7})
     _use(monkeypatch, forge)
     report = tmp_path / "gate-report.md"
     report.write_text("Regression, ping @maintainer <!-- agent-gate:comment id=x -->\n")
     facts = PipelineFacts("workflow_run", event={"workflow_run": {
-        "event": "pull_request", "conclusion": "failure", "head_branch": "feature",
+        "id": 99, "event": "pull_request", "conclusion": "failure", "head_branch": "feature",
         "head_sha": "abc123", "head_repository": {"full_name": "fork/agent"}}})
     sink = Lines()
     opts = CIOptions(run=RunRequest(config=GateConfig(root=tmp_path)), mode="auto",
@@ -201,6 +217,8 @@ def test_a_forge_that_is_not_github_posts_a_forks_uploaded_report(
     posted = forge.comments[(7, "gate.toml")]
     assert posted.startswith("Regression, ping") and "@maintainer" not in posted
     assert "<!--" not in posted
+    # not public: nothing published, the comment links the run's report artifact
+    assert f"({SERVER}/group/agent/-/jobs/99/artifacts/browse)" in posted
     assert sink.outputs["pr_number"] == "7" and sink.outputs["comment_url"].endswith("#note_1")
     assert ("mask", TOKEN) in sink.said and forge.closed
 

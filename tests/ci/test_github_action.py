@@ -144,7 +144,8 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Pro
     written["refused"] = set(refused.outputs)
     main = project.clone("main-ci")
     push = {"event": "push", "event_path": push_event(main), "ref": "refs/heads/main"}
-    store_baselines(main, "commit")
+    store_baselines(main, "branch")  # the data branch, which Pages serves: report_url
+    project.gh.enable_pages()
     refresh = project.gate_ci(main, **push)
     assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
     written["main"] = set(refresh.outputs)
@@ -740,7 +741,9 @@ def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:
     the artifact downloaded under RUNNER_TEMP and the report read from there."""
     (wf,) = [w for _, w in _every_workflow() if "workflow_run" in _triggers(w)]
     (job,) = wf["jobs"].values()
-    assert set(job["permissions"]) == {"pull-requests", "actions"}
+    # posting, the artifact, and publishing the PR's report on the data branch (Pages)
+    assert job["permissions"] == {"pull-requests": "write", "actions": "read",
+                                  "contents": "write", "pages": "read"}
     uses = [str(s.get("uses", "")) for s in job["steps"]]
     assert not any(u.startswith("actions/checkout@") for u in uses)
     assert all("run" not in s for s in job["steps"])

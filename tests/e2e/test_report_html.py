@@ -35,6 +35,7 @@ from gate.results import (
     write_results,
 )
 from gate.traces import pooled_sidecar, results_traces
+from tests.helpers.browser import find_browser
 from tests.helpers.report import HOSTILE, _report, _transcript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,21 +243,7 @@ def test_importing_the_report_imports_no_scipy() -> None:
 
 def _browser() -> str:
     """The system Chromium with Playwright, or skip (fail under GATE_REQUIRE_BROWSER=1)."""
-    reason = None
-    path = os.environ.get("GATE_CHROMIUM") or shutil.which("chromium") or \
-        shutil.which("chromium-browser")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        reason = "playwright is not installed (pip install -e '.[dev]')"
-    if reason is None and path is None:
-        reason = "no Chromium (apt-get install chromium)"
-    if reason is not None:
-        if os.environ.get("GATE_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"GATE_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    assert path is not None
-    return path
+    return find_browser()
 
 
 def _gate(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
