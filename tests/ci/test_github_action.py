@@ -357,8 +357,9 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], install
     written = _parse_output_file(out.read_text())
     assert written["verdict"] == "regression" and written["exit_code"] == "1"
     for name in ("verdict", "pass_rate", "cost_usd", "cache_hit_rate", "mean_turns",
-                 "comment_pending", "results_path", "report_path", "headline"):
+                 "duration_s", "comment_pending", "results_path", "report_path", "headline"):
         assert name in written and name in action["outputs"]
+    assert float(written["duration_s"]) > 0  # the runs' wall time, a metric's output
     assert "simulator" in summary.read_text()
     # the comment is posted by the action's last step, after the report's upload
     outputs = {"gate": written}

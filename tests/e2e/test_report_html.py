@@ -113,9 +113,10 @@ def test_the_page_shows_the_verdict_metrics_plots_and_both_arms_transcripts(
     comparison = compare(load_results(pair["base"]), load_results(pair["pr"]), settings)
     assert f"agent-gate: {'No regression' if comparison.verdict == 'pass' else ''}" in page \
         or "agent-gate: Regression" in page or "agent-gate: Inconclusive" in page
-    for label in ("Pass rate", "Mean turns", "Cost per task-run", "Cache-hit rate"):
+    for label in ("Pass rate", "Mean turns", "Cost per task-run", "Cache-hit rate",
+                  "Duration per task-run"):
         assert f'<th scope="row">{label}</th>' in page
-    assert page.count('<span class="iv">') == 4 * 3  # baseline, this run, change
+    assert page.count('<span class="iv">') == 5 * 3  # baseline, this run, change
     assert page.count("<svg ") == 3  # pass rate per task, turns, cost
     assert "newly failing" in page or "worse" in page or "flaky" in page
     # every run of both arms, its transcript beside the other arm's
@@ -135,7 +136,7 @@ def test_without_a_baseline_the_results_alone(pair: dict[str, Path]) -> None:
     assert "Results alone (no baseline, no verdict)" in page
     assert "4/6 valid runs passed" in page
     assert "<h4>baseline</h4>" not in page and "<th>verdict</th>" not in page
-    assert page.count('<span class="iv">') == 4
+    assert page.count('<span class="iv">') == 5
     assert "PR-TRANSCRIPT-alpha-2" in page and "BASE-TRANSCRIPT" not in page
 
 
@@ -215,8 +216,13 @@ def test_the_page_shows_the_intervals_compare_computes() -> None:
             assert arm is not None
             text = interval(name, arm.intervals[name])
             assert text and html.escape(text) in page, (name, text)
-    for name in ("turns", "cost"):
-        text = change_interval(name, iv.changes[name])
+    # a change's interval is the comparison's own (the bootstrap with its seed), on the page
+    same = intervals(pr, base, [t.task for t in c.tasks if t.status == "compared"], seed=0)
+    for name in ("turns", "cost", "duration"):
+        m = c.metric(name)
+        assert m.ci_low is not None and m.ci_high is not None
+        assert (m.ci_low, m.ci_high) == same.changes[name]
+        text = change_interval(name, (m.ci_low, m.ci_high))
         assert text and html.escape(text) in page, (name, text)
     for task, arms in iv.per_task.items():  # the plot's per-task Wilson intervals
         for arm, t in arms.items():

@@ -51,9 +51,10 @@ EXECUTION = ("gate.run", "gate.ab", "gate.yardstick", "gate.session", "gate.runn
              "gate.sequential", "gate.validate")
 CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gate.results",
                 "gate.usage", "gate.cost", "gate.skills", "gate.fingerprint", "gate.baseline",
-                "gate.traces", "gate.history", "gate.refresh")
+                "gate.traces", "gate.metrics", "gate.history", "gate.refresh")
 # the verdict (gate.compare) stands on the formats alone
-BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage")
+BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage",
+                     "gate.metrics")
 # gate ci's stages see the forge through its port (gate/ci/_forge.py); one module adapts
 # GitHub to it
 FORGE_ADAPTERS = ("gate.ci._github",)
