@@ -19,8 +19,8 @@ from typing import Any
 from gate.ci._context import Context
 from gate.ci._pages import publish_pr_report
 from gate.ci._publish import Publisher
-from gate.github import MARKER_PREFIX, comment_mode, find_pr_for_run, render_body
-from gate.report import link_url
+from gate.config import comment_mode
+from gate.report import link_url, render_body
 
 _URL = "https://link.invalid/"
 
@@ -32,31 +32,30 @@ def _footer_prefix() -> str:
 
 
 def relinked(body: str, run_id: str, footer: str) -> str | None:
-    """The comment's text (its marker line dropped) with its link to run ``run_id``'s report
-    artifact replaced by ``footer``; None when it links no artifact of that run."""
+    """The comment's text with its link to run ``run_id``'s report artifact replaced by
+    ``footer``; None when it links no artifact of that run."""
     lines = body.split("\n")
     prefix = _footer_prefix()
     at = [i for i, line in enumerate(lines) if line.startswith(prefix)]
     if not (run_id.isdigit() and at and f"/actions/runs/{run_id}/artifacts/" in lines[at[-1]]):
         return None
     lines[at[-1]] = footer
-    return "\n".join(lines[1:] if lines[0].startswith(MARKER_PREFIX) else lines)
+    return "\n".join(lines)
 
 
 def link_published_report(ctx: Context, publisher: Publisher, run: dict[str, Any]) -> int:
     """Publish the triggering same-repository run's report and point its comment at it; 0."""
     ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
-    number = find_pr_for_run(ctx.github.client, ctx.env.repository,
-                             str(run.get("head_branch") or ""), str(run.get("head_sha")))
+    number = ctx.forge.find_change(ctx.env.repository, str(run.get("head_branch") or ""),
+                                   str(run.get("head_sha")))
     if number is None:
         ctx.io.warning("no open pull request matches the triggering run; no comment")
         return 0
     settings = publisher.settings
-    comment = ctx.github.pr_comment(number, publisher.comment_id, comment_mode(settings),
-                                    settings.comment_author)
-    found = comment.find()
+    comment = ctx.forge.comment(number, publisher.comment_id, comment_mode(settings),
+                                settings.comment_author)
     run_id = str(run.get("id") or "")
-    body = str((found or {}).get("body") or "")
+    body = comment.text() or ""
     if relinked(body, run_id, "") is None:
         ctx.log(f"gate ci: PR #{number} has no comment of this suite linking run {run_id}'s "
                 "report (none was posted, or a newer push's run has it): nothing published")

@@ -15,7 +15,6 @@ from gate.secrets import warn_exposed_ancestors
 
 if TYPE_CHECKING:
     from gate.ci import CIOptions
-    from gate.github import CIEnvironment
     from gate.results import Results
 
 
@@ -138,9 +137,8 @@ def ci(
     # it in a workspace a fork's files may be in)
     root = workspace() or Path.cwd()
     from gate.ci import CIOptions, CIOverrides
-    from gate.github import CIEnvironment, default_comment_id
+    from gate.github import default_comment_id
 
-    env = CIEnvironment.from_environ()
     shown = progress()
 
     from gate.cli._run import announce
@@ -165,18 +163,19 @@ def ci(
         log=lambda line: click.echo(line, err=True),
     )
     try:
-        code = run_ci(opts, env)
+        code = run_ci(opts)
     finally:
         shown.stop()
     shown.finish()
     sys.exit(code)
 
 
-def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
-    """gate ci's one library call (gate/ci/), loaded only when it runs."""
+def run_ci(opts: CIOptions) -> int:
+    """gate ci's one library call (gate/ci/), loaded only when it runs; the CI environment is
+    read there, by the forge's adapter."""
     from gate.ci import run_ci as run
 
-    return run(opts, env)
+    return run(opts)
 
 
 def _rejudge_path(value: str | None, output: Path) -> Path | None:
