@@ -8,16 +8,10 @@ conclusion (trusted), never from the report's text.
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
-
 from gate.ci._context import Context
 from gate.ci._publish import Publisher
+from gate.ci._uploaded import read_uploaded_report
 from gate.config import comment_mode
-from gate.errors import BadInput
-
-REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
 
 
 def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
@@ -64,33 +58,3 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
                         "comment_url": ref.url if ref else "",
                         "comment_id": ref.id if ref else ""})
     return 0
-
-
-def read_uploaded_report(path: Path) -> str:
-    """The report a fork's run uploaded: a regular file, read as itself. Never followed through
-    a symlink (to a file of the runner's, posted with our write token), never a FIFO that
-    blocks the job, bounded, UTF-8."""
-    return read_uploaded(path, REPORT_LIMIT, "posted")
-
-
-def read_uploaded(path: Path, limit: int, what: str) -> str:
-    """A file a fork's run uploaded, as :func:`read_uploaded_report` reads it (``what``: what
-    is not done with it when it is refused)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
-                       "run uploaded first)") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: not a regular file (a symlink?), not {what}: "
-                       f"{exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise BadInput(f"{path}: not a regular file, not {what}")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise BadInput(f"{path}: larger than {limit:,} bytes, not {what}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not {what}") from None

@@ -121,7 +121,7 @@ def pr_report_footer(ctx: Context, run: dict[str, Any], number: int, data_branch
 def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
     """The PR's uploaded report, wrapped, published on the data branch: its page's URL, or
     None (the comment keeps the artifact link; said in the log or a notice)."""
-    from gate.ci._comment import read_uploaded
+    from gate.ci._uploaded import read_uploaded
 
     public, how = ctx.forge.repository_public()
     if not public:
