@@ -239,6 +239,21 @@ class Results(_Open):
         return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
                 f"{n} planned run{'s' if n != 1 else ''} missing")
 
+    @property
+    def simulated(self) -> bool:
+        """Whether the file's runs were answered by the built-in simulator, not by a model
+        through the API (its model is labelled so: :func:`model_label`)."""
+        return self.model.endswith(SIMULATOR_LABEL)
+
+
+#: what a model's label ends with when the built-in simulator stood in for it (``--sim``)
+SIMULATOR_LABEL = "(simulator)"
+
+
+def model_label(model: str, simulated: bool) -> str:
+    """How the results name an agent's model: the simulator's runs never pass for the API's."""
+    return f"{model} {SIMULATOR_LABEL}" if simulated else model
+
 
 def net_raw_note(*arms: Results) -> str | None:
     """One line naming the tasks whose container kept NET_RAW in any of ``arms``
