@@ -65,6 +65,12 @@ class RunKey(NamedTuple):
         """What runs pooled together share: the key without its replication number."""
         return tuple(self[:-1])
 
+    @property
+    def order(self) -> tuple[str, bool, str, int]:
+        """How a file lists its runs: by task, a task's plain runs before its conditions'
+        (a file can hold both: ``gate ci`` runs them in one session), by replication."""
+        return (self.task, self.condition is not None, self.condition or "", self.replication)
+
     def __str__(self) -> str:
         where = f" [{printable(self.condition)}]" if self.condition is not None else ""
         return f"{printable(self.task)}{where} #{self.replication}"

@@ -334,7 +334,7 @@ def _finish(results: Results, file: ArmFile, plan: SessionPlan, meter: MeterProx
             missing=missing_runs(file.items(plan.planned), {r.key for r in runs}))
     if meter is not None and meter.unpriced:
         results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
-    results.runs.sort(key=lambda r: r.key)
+    results.runs.sort(key=lambda r: r.key.order)
     write_results(file.path, results)
 
 
