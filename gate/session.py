@@ -8,7 +8,8 @@ session; the session owns what they share, once:
 - the results file of each arm, written at the start marked incomplete so a killed run's file
   is never promoted, and rewritten whole when the plan is done,
 - where a landed run goes first (the fsync'd journal of ``gate run``, or memory for an A/B),
-- the budget (``--max-cost``) that may refuse to start a run,
+- the budget (``--max-cost``) that may refuse to start a run, and its record in every file
+  (at the start with its forecast, at a stop, at the end),
 - the interruption rule: on Ctrl-C, SIGTERM or a crash every file says so and lists the runs
   that are missing, and the exception goes on.
 
