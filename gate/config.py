@@ -20,11 +20,10 @@ from gate._files import (
     read_text,
 )
 from gate.errors import BadInput
+from gate.metrics import BY_NAME, GATING
 from gate.secrets import OWN_PREFIXES
 
 DEFAULT_CONFIG = "gate.toml"
-Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
-ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate")
 
 
 class _Strict(BaseModel):
@@ -125,8 +124,8 @@ class GateSettings(_Strict):
     turns_margin: float = Field(default=0.10, ge=0)
     cost_margin: float = Field(default=0.10, ge=0)
     cache_hit_margin: float = Field(default=0.05, ge=0, le=1)
-    block_on: list[Metric] = Field(
-        default_factory=lambda: list(ALL_METRICS))
+    # the metrics that may block (gate/metrics.py: those with a margin, and the pass rate)
+    block_on: list[str] = Field(default_factory=lambda: list(GATING))
     min_comparable: float = Field(default=0.8, gt=0, le=1)
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
     permutations: int = Field(default=9999, ge=99)
@@ -144,6 +143,16 @@ class GateSettings(_Strict):
                                description="Fisher test: the candidate errors more often")
     power_simulations: int = Field(default=200, ge=0,
                                    description="draws per step of the power search; 0 = skip")
+
+    @field_validator("block_on")
+    @classmethod
+    def _gating_metrics(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in BY_NAME:
+                raise ValueError(f"{name[:40]!r} is not a metric (one of: {', '.join(GATING)})")
+            if name not in GATING:
+                raise ValueError(f"{name} is reported, never gating: it cannot block")
+        return names
 
 
 #: a comment id: letters, digits and ``._/:@+=-``, at most 100 (it sits in an HTML comment)

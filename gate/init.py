@@ -75,6 +75,32 @@ _SHARED: tuple[tuple[str, str], ...] = (("gitignore", _GITIGNORE),
                                          ("dependabot.yml", _DEPENDABOT))
 
 
+#: origin's URL on a GitHub server (github.com or GitHub Enterprise Server): https or ssh
+_REMOTE = re.compile(r"(?:https://(?:[^@/]+@)?|ssh://git@|git@)([A-Za-z0-9.-]+)[/:]"
+                     r"([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?/?")
+_DATA_BRANCH = "agent-gate-data"  # the scaffold's gate.toml keeps the default data branch
+
+
+def origin_repository(root: Path) -> tuple[str, str] | None:
+    """(server, owner/repo) of the repository's ``origin``, when it is on a GitHub server."""
+    try:
+        p = subprocess.run(["git", "remote", "get-url", "origin"], cwd=root,
+                           capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _REMOTE.fullmatch(p.stdout.strip()) if p.returncode == 0 else None
+    return (m.group(1), f"{m.group(2)}/{m.group(3)}") if m else None
+
+
+def badge_markdown(server: str, repository: str) -> str:
+    """The README's badge: the data branch's ``badge.svg`` by the server's raw route (it
+    works for a public repository with Pages off, and for a private one's members), linking
+    to the refresh workflow's runs."""
+    base = f"https://{server}/{repository}"
+    return (f"[![agent-gate]({base}/raw/{_DATA_BRANCH}/badge.svg)]"
+            f"({base}/actions/workflows/agent-gate-main.yml)")
+
+
 @dataclass(frozen=True)
 class InitResult:
     root: Path
@@ -83,6 +109,7 @@ class InitResult:
     appended: tuple[Path, ...] = ()  # shared files the gate's lines were added to
     kept: tuple[Path, ...] = ()  # shared files left alone (they exist)
     action: str = DEFAULT_ACTION  # what the workflows' `uses:` names
+    origin: tuple[str, str] | None = None  # (server, owner/repo) of origin, when on GitHub
 
     def _uses_step(self) -> str:
         if self.action == DEFAULT_ACTION:
@@ -123,7 +150,23 @@ Next steps:
      data branch agent-gate-data) and each later push pools more. Until one exists, a pull
      request is judged by a same-job A/B against its base commit's agent, at twice the cost.
      Or make one now and commit it: gate run && gate baseline results.json (needs the key).
-{dependabot}"""
+{self._pages_step()}{dependabot}"""
+
+    def _pages_step(self) -> str:
+        server, repo = self.origin or ("github.com", "OWNER/REPO")
+        owner, name = repo.split("/", 1)
+        site = (f"https://{owner.lower()}.github.io/{name}/" if server == "github.com"
+                else "your Pages site: ")
+        return f"""\
+  7. The report in one click: in a public repository, Settings → Pages → Build and deployment
+     → Deploy from a branch → {_DATA_BRANCH}, / (root). Main's refresh then publishes its
+     report at
+       {site}reports/main/
+     (and the fork pattern's comment job a PR's: docs/github.md, "The report on GitHub
+     Pages"). A private or internal repository keeps the artifact link: a Pages site is
+     public. The badge for your README (main's pass rate and verdict):
+       {badge_markdown(server, repo)}
+"""
 
 
 def default_branch(root: Path) -> str:
@@ -198,7 +241,8 @@ def init_repository(root: Path, *, branch: str | None = None,
             os.chmod(dest, 0o755)
         written.append(dest)
     appended, kept = _shared_files(root, written)
-    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action)
+    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action,
+                      origin_repository(root))
 
 
 def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:

@@ -101,7 +101,9 @@ class RunResult(_Open):
     turns: Count
     usage: RunUsage
     cost_usd: float = Field(ge=0, le=MAX_RUN_USD)
-    duration_s: float = Field(ge=0, le=MAX_SECONDS)
+    # wall time of the run (the duration metric, gate/metrics.py); None: a file that did not
+    # record it (the metric is then not available in a comparison with it)
+    duration_s: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
     notes: str | None
     # seconds the run waited for its agent's install into the task's image ([agent] install:
     # the install itself, or another run's holding it): outside ``duration_s``, never a metric
@@ -291,7 +293,8 @@ def summarize(runs: Iterable[RunResult]) -> Summary:
     extra: dict[str, object] = {
         "tokens": usage.model_dump(),
         "billed_tokens": sum((r.billed_usage or r.usage for r in runs), Usage()).model_dump(),
-        "duration_s": round(sum(r.duration_s for r in runs), 3)}
+        "duration_s": (round(sum(r.duration_s for r in runs if r.duration_s is not None), 3)
+                       if all(r.duration_s is not None for r in runs) else None)}
     return Summary(
         passed=passed,
         failed=len(valid) - passed,

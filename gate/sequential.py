@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, judge, plain_runs, resolution_with_runs
+from gate.compare import Comparison, decisive_p, judge, plain_runs, resolution_with_runs
 from gate.config import GateSettings
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
@@ -34,14 +34,6 @@ Step = Literal["block", "pass", "continue"]
 
 #: the most replications a second look adds to make a small suite's tests able to block
 MAX_MORE = 18
-
-
-def decisive_p(c: Comparison) -> float | None:
-    """The pass-rate p-value the decision rests on (the max test counts with a deep baseline)."""
-    t = c.pass_rate_test
-    if t is None:
-        return None
-    return min(t.p_sum, t.p_max) if t.deep_baseline else t.p_sum
 
 
 def _only_blind(c: Comparison) -> bool:

@@ -53,7 +53,8 @@ def mean_durations(baseline: Results | None) -> dict[str, float]:
         return {}
     acc: dict[str, list[float]] = defaultdict(list)
     for r in baseline.runs:
-        acc[r.task].append(r.duration_s)
+        if r.duration_s is not None:  # a file that did not record it: that run is unknown
+            acc[r.task].append(r.duration_s)
     return {t: sum(v) / len(v) for t, v in acc.items()}
 
 

@@ -43,13 +43,19 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
         return 0
     # The artifact is the fork's to write: posted with our write token, it must not
     # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
+    from gate.ci._pages import pr_report_footer
     from gate.report import defuse_markdown
 
     settings = publisher.settings
     mode = comment_mode(settings)
     create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
+    # our own line, after the fork's text is defused: the published page, else the artifact
+    footer = pr_report_footer(ctx, run, number, settings.data_branch, publisher.report_artifact)
+    body = defuse_markdown(ctx.redact(markdown))
+    if footer:
+        body = body.rstrip("\n") + "\n\n" + footer + "\n"
     comment = ctx.github.pr_comment(number, publisher.comment_id, mode, settings.comment_author)
-    ref = comment.post(defuse_markdown(ctx.redact(markdown)), create=create)
+    ref = comment.post(body, create=create)
     ctx.io.set_outputs({"mode": "comment", "pr_number": number,
                         "comment_url": ref.url if ref else "",
                         "comment_id": ref.id if ref else ""})
@@ -60,21 +66,27 @@ def read_uploaded_report(path: Path) -> str:
     """The report a fork's run uploaded: a regular file, read as itself. Never followed through
     a symlink (to a file of the runner's, posted with our write token), never a FIFO that
     blocks the job, bounded, UTF-8."""
+    return read_uploaded(path, REPORT_LIMIT, "posted")
+
+
+def read_uploaded(path: Path, limit: int, what: str) -> str:
+    """A file a fork's run uploaded, as :func:`read_uploaded_report` reads it (``what``: what
+    is not done with it when it is refused)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
                        "run uploaded first)") from None
     except OSError as exc:
-        raise BadInput(f"{path}: not a regular file (a symlink?), not posted: "
+        raise BadInput(f"{path}: not a regular file (a symlink?), not {what}: "
                        f"{exc.strerror}") from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise BadInput(f"{path}: not a regular file, not posted")
-        data = fh.read(REPORT_LIMIT + 1)
-    if len(data) > REPORT_LIMIT:
-        raise BadInput(f"{path}: larger than {REPORT_LIMIT:,} bytes, not posted")
+            raise BadInput(f"{path}: not a regular file, not {what}")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{path}: larger than {limit:,} bytes, not {what}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None
+        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not {what}") from None

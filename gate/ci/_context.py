@@ -13,6 +13,7 @@ from pathlib import Path
 from gate.ci._options import CIOptions
 from gate.errors import Unmeasurable
 from gate.github import ActionsIO, CIEnvironment, GitHubSession
+from gate.metrics import METRICS
 from gate.results import Results, RunResult
 from gate.run import RunRequest
 from gate.secrets import Redactor
@@ -97,14 +98,15 @@ class Context:
         from gate.compare import plain_runs
 
         s = plain_runs(results).summary if results else None
+        # a metric's output is the results summary's field of its name (gate/metrics.py); a
+        # file that does not record it gives ""
+        values = {m.output: num(getattr(s, m.output, None) if s else None)
+                  for m in METRICS if m.output}
         return {
-            "pass_rate": num(s.pass_rate if s else None),
+            **values,
             "passed": s.passed if s else "",
             "total": s.total if s else "",
             "errors": s.errors if s else "",
-            "mean_turns": num(s.mean_turns if s else None),
-            "cost_usd": num(s.cost_usd if s else None),
-            "cache_hit_rate": num(s.cache_hit_rate if s else None),
             "model": results.model if results else "",
             "results_path": str(output.resolve()) if results else "",
         }

@@ -79,7 +79,13 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
     if plan.place is None:
         outcome = _pool_files(ctx, plan, results, entry, traces)
     else:
-        outcome = _push(ctx, plan, results, entry, traces)
+        from gate.ci._pages import announce_main, main_pages
+
+        # the badge and (a public repository) main's report, in the same push as the baseline
+        pages = main_pages(ctx, plan.place, html, results, verdict, publisher.report_artifact)
+        outcome = _push(ctx, plan, results, entry, traces, pages)
+        if outcome.status == "committed":
+            announce_main(ctx, plan.place, pages)
     _summary(ctx, plan, outcome, markdown)
     ctx.io.set_outputs({"verdict": verdict or "refreshed", "baseline_commit": outcome.commit,
                         "refresh": outcome.status})
@@ -113,7 +119,7 @@ def _summary(ctx: Context, plan: RefreshPlan, outcome: Outcome, markdown: str) -
 
 
 def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry,
-          traces: Sequence[Trace]) -> Outcome:
+          traces: Sequence[Trace], pages: dict[str, str]) -> Outcome:
     """Pool and push to the plan's place; the pooled files are left in the workspace whatever
     happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
     place, root = plan.place, plan.root
@@ -134,7 +140,7 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
         token=ctx.token, server_url=ctx.env.server_url,
         source_branch=ctx.env.branch or "", guard=guard, log=ctx.log,
         seed=seed(ctx, root, plan.settings, _git.head(root)) if place.data else None,
-        traces=traces)
+        traces=traces, published=pages)
     # a data branch is read again: as it is now, not as it was when the suite began
     first = job.fetch() if place.data else plan.start
     short = (results.commit or ctx.env.sha or "")[:7]

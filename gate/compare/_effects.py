@@ -145,7 +145,9 @@ def _prompt_per_request(r: RunResult) -> float:
 
 
 def _row(r: RunResult) -> list[float]:
-    return [float(r.turns), r.cost_usd, _tokens(r), _prompt_per_request(r), r.duration_s]
+    # a run that did not record its duration (a hand-made file): not a number, never 0
+    duration = r.duration_s if r.duration_s is not None else float("nan")
+    return [float(r.turns), r.cost_usd, _tokens(r), _prompt_per_request(r), duration]
 
 
 def _valid(runs: Sequence[RunResult]) -> list[RunResult]:
@@ -200,7 +202,7 @@ def condition_table(results: Results) -> list[ConditionRow]:
             mean_cost_usd=_mean([r.cost_usd for r in valid]),
             mean_tokens=_mean([_tokens(r) for r in valid]),
             mean_prompt_per_request=_mean([_prompt_per_request(r) for r in valid if r.turns]),
-            mean_duration_s=_mean([r.duration_s for r in valid]),
+            mean_duration_s=_mean([r.duration_s for r in valid if r.duration_s is not None]),
             skills=_skills_of(rec, c)))
     return rows
 

@@ -68,6 +68,16 @@ if TYPE_CHECKING:
     from gate.github._outputs import (
         ActionsIO,
     )
+    from gate.github._pages import (
+        BADGE_REL,
+        NOJEKYLL,
+        PagesSite,
+        pages_site,
+        publish_files,
+        raw_url,
+        report_rel,
+        repository_public,
+    )
     from gate.github._refresh import (
         Outcome,
         Place,
@@ -114,6 +124,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
+    "_pages": ("BADGE_REL", "NOJEKYLL", "PagesSite", "pages_site", "publish_files", "raw_url",
+               "report_rel", "repository_public"),
     "_refresh": (
         "Outcome", "Place", "Pooling", "Refresh", "State", "data_paths", "read_state",
         "traces_path",
@@ -126,11 +138,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "BADGE_REL",
     "COMMENT_MODES",
     "DEFAULT_COMMENT_ID",
     "MARKER",
     "MARKER_PREFIX",
     "MODES",
+    "NOJEKYLL",
     "Acceptance",
     "ActionsIO",
     "CIEnvironment",
@@ -142,6 +156,7 @@ __all__ = [
     "HistoryEntry",
     "Outcome",
     "PRComment",
+    "PagesSite",
     "PendingComment",
     "Place",
     "Pooling",
@@ -166,14 +181,19 @@ __all__ = [
     "in_actions",
     "is_comment_mode",
     "marker",
+    "pages_site",
     "parse_history",
     "post_deferred",
     "pr_files",
     "pr_labels",
+    "publish_files",
+    "raw_url",
     "read_state",
     "remote_ref",
     "render_body",
     "render_note",
+    "report_rel",
+    "repository_public",
     "traces_path",
     "trend_entries",
     "trend_markdown",

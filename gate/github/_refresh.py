@@ -24,7 +24,7 @@ run's commit is newer (the other baseline's commit is its ancestor).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -118,6 +118,8 @@ class Refresh:
     log: Callable[[str], None]
     seed: Callable[[], State] | None = None  # the baseline to start from when the place has none
     traces: Sequence[Trace] = ()  # this run's traces, as the sidecar keeps them
+    # pages committed with the pooled files (gate/github/_pages.py: main's report, the badge)
+    published: Mapping[str, str] = field(default_factory=dict)
     last: Outcome | None = None  # the latest pooling, pushed or not
 
     def fetch(self) -> State:
@@ -170,6 +172,7 @@ class Refresh:
                      self.place.history_rel: history}
             if sidecar or state.traces_text:
                 files[self.place.traces_rel] = sidecar
+            files.update(self.published)
             sha = _git.commit_files(self.root, state.commit, files,
                                     f"{message_head}\n\n{message}\n\n[skip ci]")
             self.guard()  # also: no process of a run is alive (never push with the token then)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from gate.report._badge import badge_value, render_badge
     from gate.report._effects import render_effects_markdown, render_effects_text
     from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
     from gate.report._format import (
@@ -57,8 +58,10 @@ if TYPE_CHECKING:
         task_row,
         template_env,
     )
+    from gate.report._sandboxed import sandboxed_page
 
 _WHERE = {
+    "badge_value": "_badge", "render_badge": "_badge", "sandboxed_page": "_sandboxed",
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
     "link_url": "_escape",
@@ -77,6 +80,7 @@ __all__ = [
     "FILTERS",
     "GITHUB_LIMIT",
     "MINUS",
+    "badge_value",
     "change_interval",
     "code_span",
     "defuse_markdown",
@@ -99,12 +103,14 @@ __all__ = [
     "pval",
     "rate",
     "rel",
+    "render_badge",
     "render_effects_markdown",
     "render_effects_text",
     "render_html",
     "render_markdown",
     "render_summary",
     "render_text",
+    "sandboxed_page",
     "schedule_note",
     "signed",
     "task_rank",

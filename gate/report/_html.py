@@ -38,7 +38,8 @@ from markupsafe import Markup, escape
 
 from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
-from gate.report._format import FILTERS, change_interval, interval, metric_value, pct, usd
+from gate.metrics import METRICS, said
+from gate.report._format import FILTERS, interval, metric_value, pct, usd
 from gate.report._render import metric_change, metric_verdict
 from gate.results import Results, RunResult, net_raw_note
 from gate.traces import Trace
@@ -459,8 +460,6 @@ def content_security_policy(script: str, style: str) -> str:
             f"style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; form-action 'none'")
 
 
-_LABELS = {"pass_rate": "Pass rate", "turns": "Mean turns", "cost": "Cost per task-run",
-           "cache_hit_rate": "Cache-hit rate"}
 
 
 
@@ -476,25 +475,21 @@ def _verdict_class(m: MetricResult, c: Comparison) -> str:
 
 def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str, str]]:
     rows = []
-    lvl = f"{iv.level * 100:g} %"
     c, b = iv.candidate, iv.baseline
-    for name, label in _LABELS.items():
-        row = {"label": label, "candidate": metric_value(name, c.values[name]),
+    for metric in METRICS:
+        name = metric.name
+        row = {"label": metric.title, "candidate": metric_value(name, c.values[name]),
                "candidate_iv": interval(name, c.intervals[name]),
                "baseline": "", "baseline_iv": "", "change": "", "change_iv": "",
                "verdict": "", "verdict_class": ""}
         if comparison is not None and b is not None:
-            m: MetricResult = comparison.metric(name)  # type: ignore[arg-type]
+            m: MetricResult = comparison.metric(name)
             row.update(baseline=metric_value(name, m.baseline),
                        candidate=metric_value(name, m.candidate),
                        baseline_iv=interval(name, b.intervals[name]),
                        change=metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
                        verdict=metric_verdict(m, comparison.resolution, icon=False),
                        verdict_class=_verdict_class(m, comparison))
-            if name != "pass_rate" and m.delta is not None:
-                change = iv.changes[name]
-                row["change_iv"] = (f"bootstrap {lvl} interval {change_interval(name, change)}"
-                                    if change else "")
         rows.append(row)
     return rows
 
@@ -613,6 +608,7 @@ def render_html(results: Results, *, results_path: Path | None = None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
         net_raw=net_raw_note(*(a for _, a in arms)),
         metrics=_metric_rows(comparison, iv),
+        bootstrapped=said([m for m in METRICS if m.kind != "pass"]),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,
         stat_tasks=len(iv.tasks),
         rows=rows, sections=sections,

@@ -39,6 +39,7 @@ def scaffold(tmp_path: Path) -> Iterator[Project]:
     sh(seed, "git", "init", "-q", "-b", "main")
     p = gate("init", "--branch", "main", cwd=seed, base=user_env())
     assert p.returncode == 0, p.stderr
+    (tmp_path / "init-output.txt").write_text(p.stdout)
     sh(seed, "git", "add", "-A")
     sh(seed, "git", "commit", "-q", "-m", "gate init")
     origin = tmp_path / "origin.git"
@@ -91,6 +92,7 @@ def _bump_checkout(work: Path) -> None:
 
 def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
         scaffold: Project, action: dict[str, Any]) -> None:
+    pages = scaffold.gh.enable_pages()  # as gate init's next steps say
     main = scaffold.clone("main-ci")
     refresh = _play(scaffold, main, "agent-gate-main.yml",
                     _workflow_inputs(main, "agent-gate-main.yml", "", sim="true"), action,
@@ -108,6 +110,15 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     data = subprocess.run(["git", "--git-dir", str(scaffold.origin), "show",
                            "agent-gate-data:main/baseline.json"], capture_output=True, text=True)
     assert data.returncode == 0 and '"runs"' in data.stdout, data.stderr
+    # the badge and main's report on the data branch, which Pages serves as gate init says
+    published = subprocess.run(["git", "--git-dir", str(scaffold.origin), "ls-tree", "-r",
+                                "--name-only", "agent-gate-data"], capture_output=True,
+                               text=True).stdout.split()
+    assert {"badge.svg", "reports/main/index.html", ".nojekyll"} <= set(published), published
+    assert refresh.outputs["report_url"] == f"{pages}reports/main/"
+    told = (scaffold.tmp / "init-output.txt").read_text()
+    assert "Deploy from a branch → agent-gate-data, / (root)" in told
+    assert "[![agent-gate](https://github.com/OWNER/REPO/raw/agent-gate-data/badge.svg)]" in told
 
     # a PR that collapses the example task: judged against the data branch's baseline
     def one_turn(work: Path) -> None:

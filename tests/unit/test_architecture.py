@@ -50,9 +50,10 @@ EXECUTION = ("gate.run", "gate.ab", "gate.yardstick", "gate.session", "gate.runn
              "gate.sequential", "gate.validate")
 CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gate.results",
                 "gate.usage", "gate.cost", "gate.skills", "gate.fingerprint", "gate.baseline",
-                "gate.traces")
+                "gate.traces", "gate.metrics")
 # the verdict (gate.compare) stands on the formats alone
-BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage")
+BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage",
+                     "gate.metrics")
 FORBIDDEN: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("execution → the GitHub package", EXECUTION, ("gate.github",)),
     ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.baseline")),
