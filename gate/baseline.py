@@ -26,12 +26,23 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult, load_results, summarize, write_results
+from gate.history import HistoryEntry, dump_history, parse_history
+from gate.refresh import Pooled
+from gate.results import (
+    Results,
+    RunResult,
+    load_results,
+    parse_results,
+    summarize,
+    write_results,
+)
+from gate.traces import Trace, parse_sidecar, pooled_sidecar
 
 
 def _with_provenance(results: Results) -> list[RunResult]:
@@ -286,6 +297,22 @@ def dump_baseline(baseline: Results) -> str:
     """The text ``write_results`` writes for ``baseline``, for a commit made without a file."""
     data = baseline.model_copy(update={"summary": summarize(baseline.runs)})
     return json.dumps(data.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+
+
+def repool(results: Results, entry: HistoryEntry, traces: Sequence[Trace], *,
+           baseline_text: str | None, history_text: str | None, traces_text: str | None,
+           where: str | os.PathLike[str], pool_size: int, history_size: int) -> Pooled:
+    """``results`` pooled onto a baseline, history and traces sidecar given as texts (main's
+    refresh, and again on a branch that moved while it pushed): pure, so the same run pooled
+    onto the same files gives the same files. ``where`` names the baseline in errors."""
+    baseline = (parse_results(baseline_text.encode(), where, "baseline")
+                if baseline_text is not None else None)
+    pooled, message = promote(results, baseline, pool_size=pool_size)
+    before = parse_history(history_text or "")
+    entries = [*before, entry][-history_size:]
+    sidecar = pooled_sidecar(pooled, traces, parse_sidecar(traces_text))
+    return Pooled(message, pooled, pooled is baseline, before, entries, sidecar,
+                  {"baseline": dump_baseline(pooled), "history": dump_history(entries)})
 
 
 def same_agent(a: Results, b: Results) -> bool:

@@ -157,6 +157,11 @@ class GateSettings(_Strict):
 
 #: a comment id: letters, digits and ``._/:@+=-``, at most 100 (it sits in an HTML comment)
 COMMENT_ID_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,99})?$"
+#: the comment id of the default config (``gate.toml`` at the root): its suite also adopts a
+#: comment with the gate's old id-less marker
+DEFAULT_COMMENT_ID = DEFAULT_CONFIG
+#: when a suite's comment is created (an existing one is always kept current, but in never)
+CommentMode = Literal["always", "on-change", "on-regression", "never"]
 
 
 class CISettings(_Strict):
@@ -187,7 +192,7 @@ class CISettings(_Strict):
     comment_id: str = Field(default="", pattern=COMMENT_ID_PATTERN)
     # when a comment is created: always | on-change | on-regression | never. An existing one
     # is always kept current (except never); `comment = false` is `never`
-    comment_mode: Literal["always", "on-change", "on-regression", "never"] = "always"
+    comment_mode: CommentMode = "always"
     # what a PR is judged against: "baseline" (the stored one; none anywhere is exit 3), "ab"
     # (a same-job A/B against the base commit's agent, run in the PR's job: twice the cost,
     # immune to provider drift), "auto" (the baseline when one exists, else the A/B)
@@ -201,6 +206,11 @@ class CISettings(_Strict):
         if ".." in v or "//" in v or v.endswith(("/", ".", ".lock")) or "/." in v:
             raise ValueError("not a valid git branch name")
         return v
+
+
+def comment_mode(settings: CISettings) -> CommentMode:
+    """The comment mode in force: ``comment = false`` (the older switch) is ``never``."""
+    return "never" if not settings.comment else settings.comment_mode
 
 
 #: a named condition: lowercase letters, digits, ``_`` and ``-`` (it names runs in results)

@@ -4,8 +4,9 @@ Writes what a careful maintainer would merge: a commented ``gate.toml`` whose su
 a collapse of its example task out of the box (6 runs per task: docs/statistics.md,
 "Resolution"), the agent's system prompt (``agent/system.md``, long enough to be cached), one
 example task in the suite layout (``setup.sh``, ``task.md``, ``verify.sh``, ``task.toml``,
-``solution/solve.sh``), the two workflows (the PR check; the baseline refresh on the default
-branch, kept on the data branch), with actions pinned by commit SHA and
+``solution/solve.sh``), the three workflows (the PR check; the baseline refresh on the default
+branch, kept on the data branch; the trusted report job after each PR check, which publishes
+its report on GitHub Pages and links it), with actions pinned by commit SHA and
 ``.github/dependabot.yml`` keeping them current, and the results' entries in ``.gitignore``.
 
 It never overwrites: when any file it would write exists, it writes nothing and names the file
@@ -69,6 +70,7 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("task/solution/solve.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh", True),
     ("workflows/agent-gate.yml", ".github/workflows/agent-gate.yml", False),
     ("workflows/agent-gate-main.yml", ".github/workflows/agent-gate-main.yml", False),
+    ("workflows/agent-gate-report.yml", ".github/workflows/agent-gate-report.yml", False),
 )
 # shared with the rest of the repository: appended to / left alone when they exist
 _SHARED: tuple[tuple[str, str], ...] = (("gitignore", _GITIGNORE),
@@ -162,9 +164,10 @@ Next steps:
      → Deploy from a branch → {_DATA_BRANCH}, / (root). Main's refresh then publishes its
      report at
        {site}reports/main/
-     (and the fork pattern's comment job a PR's: docs/github.md, "The report on GitHub
-     Pages"). A private or internal repository keeps the artifact link: a Pages site is
-     public. The badge for your README (main's pass rate and verdict):
+     and agent-gate-report.yml each pull request's at reports/pr-<number>/, which the PR's
+     comment then links (docs/github.md, "The report on GitHub Pages"). A private or
+     internal repository keeps the artifact link: a Pages site is public. The badge for
+     your README (main's pass rate and verdict):
        {badge_markdown(server, repo)}
 """
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gate.ci._context import Context
 from gate.ci._publish import Publisher
+from gate.config import comment_mode
 from gate.errors import BadInput
-from gate.github import comment_mode, find_pr_for_run
 
 REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
 
@@ -33,10 +33,14 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
         ctx.log("gate ci: the triggering run was cancelled; nothing to post")
         ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
         return 0
-    markdown = read_uploaded_report(ctx.opts.report_path)
     head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
-    number = find_pr_for_run(ctx.github.client, head_repo or ctx.env.repository,
-                             str(run.get("head_branch") or ""), str(run.get("head_sha")))
+    if ctx.opts.same_repo == "link" and head_repo.lower() == ctx.env.repository.lower():
+        from gate.ci._relink import link_published_report
+
+        return link_published_report(ctx, publisher, run)  # the PR's job posted its comment
+    markdown = read_uploaded_report(ctx.opts.report_path)
+    number = ctx.forge.find_change(head_repo or ctx.env.repository,
+                                   str(run.get("head_branch") or ""), str(run.get("head_sha")))
     if number is None:
         ctx.io.warning("no open pull request matches the triggering run; no comment")
         ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
@@ -54,7 +58,7 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
     body = defuse_markdown(ctx.redact(markdown))
     if footer:
         body = body.rstrip("\n") + "\n\n" + footer + "\n"
-    comment = ctx.github.pr_comment(number, publisher.comment_id, mode, settings.comment_author)
+    comment = ctx.forge.comment(number, publisher.comment_id, mode, settings.comment_author)
     ref = comment.post(body, create=create)
     ctx.io.set_outputs({"mode": "comment", "pr_number": number,
                         "comment_url": ref.url if ref else "",

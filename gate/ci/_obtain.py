@@ -20,7 +20,7 @@ from gate.ci._plan import Plan, code
 from gate.ci._policy import budget_note, check_budget
 from gate.ci._skills import ConditionPlan
 from gate.errors import BadInput, Unmeasurable
-from gate.github import render_note
+from gate.report import render_note
 from gate.results import Results
 from gate.run import RunRequest, run_suite
 

@@ -13,7 +13,8 @@ Only trusted jobs publish (a PR's own job has ``contents: read``: its code is un
 
 Anything else (a private or internal repository, Pages off or serving another branch, a
 refused push) keeps the artifact link: publishing never costs the comment or the verdict.
-The adapter (visibility, the Pages site, the push) is ``gate.github``'s.
+The forge answers (visibility, the Pages site, the push: ``_forge``); the data branch's layout
+is ``gate.refresh``'s.
 """
 
 from __future__ import annotations
@@ -23,30 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from gate.ci._context import Context
 from gate.errors import GateError
-from gate.github import (
-    BADGE_REL,
-    NOJEKYLL,
-    GitHubClient,
-    pages_site,
-    publish_files,
-    render_body,
-    report_rel,
-    repository_public,
-)
-from gate.report import link_url
+from gate.refresh import BADGE_REL, NOJEKYLL, report_rel
+from gate.report import link_url, render_body
 
 if TYPE_CHECKING:
-    from gate.github import PagesSite, Place
+    from gate.ci._forge import PagesSite
+    from gate.refresh import Place
     from gate.results import Results
 
 PAGE_LIMIT = 32_000_000  # bytes of a report published (a GitHub file is at most 100 MB)
-
-
-def _client(ctx: Context) -> GitHubClient | None:
-    try:
-        return ctx.github.client
-    except GateError:
-        return None
 
 
 def report_name(base: str, artifact: str) -> str:
@@ -67,7 +53,7 @@ def main_pages(ctx: Context, place: Place | None, html: dict[str, object], resul
     # one badge per suite: badge.svg, badge-<comment-id>.svg for a suite with its own id
     badge = BADGE_REL.replace(".svg", artifact.removeprefix("agent-gate-report") + ".svg")
     files = {badge: render_badge(plain_runs(results).summary.pass_rate, verdict)}
-    public, how = repository_public(ctx.env, _client(ctx))
+    public, how = ctx.forge.repository_public()
     if not public:
         ctx.log(f"gate ci: the repository is {how}: main's report is not published (a Pages "
                 "site is public); it stays in the report artifact")
@@ -83,21 +69,20 @@ def main_pages(ctx: Context, place: Place | None, html: dict[str, object], resul
 def announce_main(ctx: Context, place: Place, files: dict[str, str]) -> None:
     """After the push: where main's report is served (output ``report_url``), or why not."""
     rel = next((r for r in files if r.startswith("reports/")), None)
-    client = _client(ctx)
-    if rel is None or client is None:
+    if rel is None or not ctx.forge.can_ask():
         return
-    site = _site(ctx, client, place.branch)
+    site = _site(ctx, place.branch)
     if site is not None:
         url = site.page_url(rel)
         ctx.log(f"gate ci: main's report is published: {url}")
         ctx.io.set_outputs({"report_url": url})
 
 
-def _site(ctx: Context, client: GitHubClient, branch: str) -> PagesSite | None:
+def _site(ctx: Context, branch: str) -> PagesSite | None:
     """The Pages site when it serves ``branch``; else None, said once in the job's log and as
     a notice."""
     try:
-        site = pages_site(client)
+        site = ctx.forge.pages_site()
     except GateError as exc:  # e.g. a token without `pages: read`
         ctx.io.notice(f"cannot tell whether GitHub Pages serves {branch}: {exc}; reports "
                       "link their artifact", title="agent-gate")
@@ -127,22 +112,23 @@ def pr_report_footer(ctx: Context, run: dict[str, Any], number: int, data_branch
                      artifact: str) -> str:
     """The comment job's last line: the published page of the PR's report, else the link to
     the triggering run's report artifact, else nothing."""
-    url = _publish_pr(ctx, number, data_branch, artifact)
+    url = publish_pr_report(ctx, number, data_branch, artifact)
     if url is not None:
         return render_body("published.md.j2", url=link_url(url)).strip("\n")
     return _artifact_footer(ctx, run, artifact)
 
 
-def _publish_pr(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
+def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
+    """The PR's uploaded report, wrapped, published on the data branch: its page's URL, or
+    None (the comment keeps the artifact link; said in the log or a notice)."""
     from gate.ci._comment import read_uploaded
 
-    public, how = repository_public(ctx.env, _client(ctx))
+    public, how = ctx.forge.repository_public()
     if not public:
         ctx.log(f"gate ci: the repository is {how}: the PR's report is not published (a "
                 "Pages site is public); the comment links its artifact")
         return None
-    client = _client(ctx)
-    site = _site(ctx, client, data_branch) if client is not None else None
+    site = _site(ctx, data_branch) if ctx.forge.can_ask() else None
     if site is None:
         return None
     html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
@@ -156,9 +142,8 @@ def _publish_pr(ctx: Context, number: int, data_branch: str, artifact: str) -> s
     rel = report_rel(report_name(f"pr-{number}", artifact))
     wrapper = sandboxed_page(ctx.redact(page), f"agent-gate report · PR #{number}")
     try:
-        sha = publish_files({rel: wrapper, NOJEKYLL: ""}, data_branch,
-                            f"gate: publish the report of PR #{number}\n\n[skip ci]",
-                            env=ctx.env, token=ctx.token)
+        sha = ctx.forge.publish_files({rel: wrapper, NOJEKYLL: ""}, data_branch,
+                                      f"gate: publish the report of PR #{number}\n\n[skip ci]")
     except GateError as exc:
         ctx.io.warning(f"the PR's report was not published (the comment links its artifact): "
                        f"{ctx.redact(str(exc))}", title="agent-gate")
@@ -170,21 +155,13 @@ def _publish_pr(ctx: Context, number: int, data_branch: str, artifact: str) -> s
 
 
 def _artifact_footer(ctx: Context, run: dict[str, Any], artifact: str) -> str:
-    """The triggering run's report artifact, found by name (``actions: read``)."""
-    run_id, client = str(run.get("id") or ""), _client(ctx)
-    if not run_id.isdigit() or client is None:
+    """The triggering run's report artifact, found by name (the forge's)."""
+    run_id = str(run.get("id") or "")
+    if not run_id.isdigit() or not ctx.forge.can_ask():
         return ""
-    try:
-        found = client.request("GET", client.repo_path(f"actions/runs/{run_id}/artifacts"),
-                               params={"name": artifact}, what="find the report artifact",
-                               permission="actions: read").json()
-    except (GateError, ValueError):
+    url = ctx.forge.run_artifact_url(run_id, artifact)
+    if url is None:
         return ""
-    ids = [a.get("id") for a in (found or {}).get("artifacts") or [] if isinstance(a, dict)
-           and a.get("name") == artifact and not a.get("expired")]
-    if not ids or not str(ids[0]).isdigit():
-        return ""
-    url = f"{ctx.env.server_url}/{ctx.env.repository}/actions/runs/{run_id}/artifacts/{ids[0]}"
     html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
     return render_body("artifact.md.j2", url=link_url(url), artifact=artifact,
                        file=html).strip("\n")

@@ -5,6 +5,7 @@ page is published is ``gate.ci``'s call).
 - A report is published at ``reports/<name>/index.html`` on the data branch: ``<name>`` is
   the refreshed branch (``reports/main/``) or ``pr-<number>``; the badge at ``badge.svg``;
   ``.nojekyll`` keeps Pages from running Jekyll over the branch (files are served as they are).
+  The layout is forge-neutral: ``gate.refresh``.
 - Only a **public** repository publishes: a Pages site is public on most plans whatever the
   repository's visibility. The visibility comes from the event's ``repository`` (every
   event carries it), else from ``GET /repos/{owner}/{repo}``; unknown counts as not public.
@@ -24,20 +25,13 @@ from typing import Any
 
 from gate._git import git
 from gate._git import last_line as _last_line
-from gate.errors import BadInput
+from gate.errors import BadInput, GateError
 from gate.github import _git
 from gate.github._environment import CIEnvironment
 from gate.github._rest import GitHubClient, GitHubError
 
-BADGE_REL = "badge.svg"
-NOJEKYLL = ".nojekyll"
 #: pushes of a published page after the data branch moved on (another refresh, another PR)
 RETRIES = 3
-
-
-def report_rel(name: str) -> str:
-    """Where the report named ``name`` (a branch, ``pr-<n>``) lives on the data branch."""
-    return f"reports/{name}/index.html"
 
 
 @dataclass(frozen=True)
@@ -128,3 +122,20 @@ def publish_files(files: Mapping[str, str], branch: str, message: str, *, env: C
                 return sha
     raise BadInput(f"the data branch {branch} moved on {RETRIES + 1} times while the report "
                    "was published: not published")
+
+
+def run_artifact_url(client: GitHubClient, env: CIEnvironment, run_id: str,
+                     name: str) -> str | None:
+    """The page of the workflow run ``run_id``'s artifact ``name`` (found by name: ``actions:
+    read``), None when there is none (expired, not uploaded) or GitHub does not say."""
+    try:
+        found = client.request("GET", client.repo_path(f"actions/runs/{run_id}/artifacts"),
+                               params={"name": name}, what="find the report artifact",
+                               permission="actions: read").json()
+    except (GateError, ValueError):
+        return None
+    ids = [a.get("id") for a in (found or {}).get("artifacts") or [] if isinstance(a, dict)
+           and a.get("name") == name and not a.get("expired")]
+    if not ids or not str(ids[0]).isdigit():
+        return None
+    return f"{env.server_url}/{env.repository}/actions/runs/{run_id}/artifacts/{ids[0]}"
