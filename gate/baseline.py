@@ -220,14 +220,11 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
         message += (f"; marked as made from a working tree with uncommitted changes ({dirty}): "
                     "commit them and promote a new run for a baseline whose commit is what it "
                     "measured")
-    if results.model.endswith(SIMULATOR_LABEL):
+    if results.simulated:
         message += ("; these are the simulator's runs: this baseline judges only `--sim` runs "
                     "(a run through the API is inconclusive against it, and real runs never "
                     "pool with it)")
     return message
-
-
-SIMULATOR_LABEL = "(simulator)"  # gate run --sim labels its model so (gate/run.py)
 
 
 def uncommitted_changes(results_path: Path, commit: str | None, *,

@@ -65,6 +65,12 @@ class RunKey(NamedTuple):
         """What runs pooled together share: the key without its replication number."""
         return tuple(self[:-1])
 
+    @property
+    def order(self) -> tuple[str, bool, str, int]:
+        """How a file lists its runs: by task, a task's plain runs before its conditions'
+        (a file can hold both: ``gate ci`` runs them in one session), by replication."""
+        return (self.task, self.condition is not None, self.condition or "", self.replication)
+
     def __str__(self) -> str:
         where = f" [{printable(self.condition)}]" if self.condition is not None else ""
         return f"{printable(self.task)}{where} #{self.replication}"
@@ -247,6 +253,21 @@ class Results(_Open):
         n = len(self.interrupted.missing)
         return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
                 f"{n} planned run{'s' if n != 1 else ''} missing")
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the file's runs were answered by the built-in simulator, not by a model
+        through the API (its model is labelled so: :func:`model_label`)."""
+        return self.model.endswith(SIMULATOR_LABEL)
+
+
+#: what a model's label ends with when the built-in simulator stood in for it (``--sim``)
+SIMULATOR_LABEL = "(simulator)"
+
+
+def model_label(model: str, simulated: bool) -> str:
+    """How the results name an agent's model: the simulator's runs never pass for the API's."""
+    return f"{model} {SIMULATOR_LABEL}" if simulated else model
 
 
 def net_raw_note(*arms: Results) -> str | None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, decisive_p, judge, resolution_with_runs
+from gate.compare import Comparison, decisive_p, judge, plain_runs, resolution_with_runs
 from gate.config import GateSettings
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
@@ -94,7 +94,9 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
     first = dataclasses.replace(req, replications=settings.sequential_first,
                                 sequential=[settings.sequential_first])
     results = run_suite(first, on_result, on_start=on_start)
-    comparison = judge(baseline, results, settings)  # the looks are recorded: half levels
+    # the looks are recorded: half levels; the baseline gate's runs decide (skill conditions
+    # beside the suite run whole with the first look, kept by the second)
+    comparison = judge(baseline, plain_runs(results), settings)
     step = first_look(comparison, settings.sequential_pass_p)
     p = decisive_p(comparison)
     p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"

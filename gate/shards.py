@@ -175,7 +175,7 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
     if missing:
         raise BadInput(f"gate merge: shard{'s' if len(missing) > 1 else ''} "
                        f"{', '.join(f'{i}/{count}' for i in missing)} missing")
-    runs = sorted((r for _, res in shards for r in res.runs), key=lambda r: r.key)
+    runs = sorted((r for _, res in shards for r in res.runs), key=lambda r: r.key.order)
     extra = {k: v for k, v in (first.model_extra or {}).items()
              if k not in ("shard", "selected_tasks", "simulator", "budget")}
     sim = (first.model_extra or {}).get("simulator")

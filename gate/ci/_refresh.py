@@ -19,7 +19,7 @@ from gate import _git
 from gate.baseline import dump_baseline, repool, same_agent
 from gate.ci._context import Context
 from gate.ci._forge import DataPush
-from gate.ci._obtain import run_fresh, with_conditions
+from gate.ci._obtain import budgeted, run_fresh, with_conditions
 from gate.ci._plan import RefreshPlan, code, seed
 from gate.ci._policy import check_budget, check_infra
 from gate.ci._publish import Publisher
@@ -39,9 +39,9 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
     if merged is not None:
         results = merged
     else:
-        suite = run_fresh(ctx, plan.request)
-        check_budget(suite)
-        results = with_conditions(ctx, plan.request, suite, plan.conditions)
+        req = with_conditions(ctx, plan.request, plan.conditions)
+        results = run_fresh(ctx, req)
+        check_budget(results, budgeted(req))
     check_infra(results, cfg.gate.max_infra_rate, refresh=True)
     publisher = Publisher(ctx, plan.settings)
     verdict, markdown, checked = self_check(ctx, plan.start.baseline_text, results)

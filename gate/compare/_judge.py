@@ -86,22 +86,13 @@ def with_unpriced(c: Comparison, pr: Results) -> Comparison:
     return c if note is None else c.model_copy(update={"headline": f"{c.headline}; {note}"})
 
 
-SIMULATOR_LABEL = "(simulator)"
-
-
-def simulated(results: Results) -> bool:
-    """Whether the file's runs were answered by the built-in simulator (``gate run --sim``
-    labels its model so), not by a model through the API."""
-    return results.model.endswith(SIMULATOR_LABEL)
-
-
 def yardstick_problem(base: Results, pr: Results) -> str | None:
     """Why ``base`` cannot judge ``pr`` at all, or None: a simulated yardstick never judges a
     real run (nor a real one a simulated run). Their pass rates, turns and costs are those of
     different producers; any difference is the simulator's, not the agent's."""
-    if simulated(base) == simulated(pr):
+    if base.simulated == pr.simulated:
         return None
-    if simulated(base):
+    if base.simulated:
         return (f"the baseline was measured on the simulator ({base.model}) and this run "
                 f"through the API ({pr.model}): a simulated yardstick never judges a real run. "
                 "Make the baseline from a real run (`gate run` with ANTHROPIC_API_KEY, then "
