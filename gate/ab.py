@@ -26,37 +26,30 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gate._files import CONFIG_LIMIT
 from gate._git import current_commit, git, repo_relative, toplevel
-from gate.agents import agent_kind
 from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
-from gate.cost import PriceTable, price_table
 from gate.errors import BadInput, Unmeasurable
-from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
-from gate.meter import METERING
 from gate.report import dollars, rate
-from gate.results import AgentInfo, Results, RunResult, Schedule, new_results
-from gate.run import RunRequest
-from gate.runner import Arm, RunOptions
-from gate.sandbox import SandboxProvider, admit, suite_sandboxes
-from gate.session import (
-    ArmFile,
-    SessionPlan,
-    build_agent,
-    execute,
-    open_upstream,
-    resolve_names,
-    suite_info,
+from gate.results import Results, RunResult
+from gate.run import (
+    ArmPlan,
+    RunRequest,
+    Stage,
+    arm_options,
+    ledger_path,
+    open_stage,
+    plan_arm,
+    results_header,
 )
-from gate.tasks import Suite, Task, load_suite
+from gate.runner import Arm
+from gate.session import ArmFile, SessionPlan, execute
+from gate.tasks import Task
 from gate.yardstick import archive
 
 BASE, PR = "base", "pr"
@@ -164,83 +157,17 @@ class ABRun:
                     else r.summary.cost_usd) for r in (self.base, self.pr))
 
 
-@dataclass(frozen=True)
-class _ArmSetup:
-    """One arm of the pair as planned: its agent and options, and its results file's
-    header fields."""
-
-    arm: Arm
-    info: AgentInfo
-    model_label: str
-    uses_model: bool
-
-
-def _arm(req: RunRequest, name: str, arm_cfg: GateConfig, measuring: GateConfig,
-         commit: str | None, output: Path, prices: PriceTable) -> _ArmSetup:
-    kind = req.agent_kind or arm_cfg.agent.kind
-    spec = agent_kind(kind)
-    model = req.model or arm_cfg.agent.model
-    if req.model:
-        arm_cfg = arm_cfg.model_copy(update={
-            "agent": arm_cfg.agent.model_copy(update={"model": model})})
-    parts = fingerprint_parts(arm_cfg, spec)
-    if spec.uses_model:
-        prices.resolve(model)  # an unknown model is exit 2 before anything runs
-    label = f"{model} (simulator)" if req.sim and spec.uses_model else model
-    agent = build_agent(arm_cfg, kind, model, label)
-    stem = output.with_name(output.stem)
-    options = RunOptions(
-        verify_timeout=measuring.suite.verify_timeout,
-        task_timeout=measuring.suite.task_timeout,
-        max_turns=arm_cfg.agent.max_turns, commit=commit, arm=name,
-        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
-        max_run_cost=req.max_run_cost)
-    return _ArmSetup(Arm(name, agent, options),
-                     AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts,
-                               values=fingerprint_values(arm_cfg, spec)),
-                     agent.model_label(), spec.uses_model)
-
-
-def _load_suite(req: RunRequest, kinds: list[str],
-                provider: SandboxProvider, installs: bool = False) -> Suite:
-    """The suite both arms can run: what either arm's kind cannot run is run by neither."""
-    tasks_dir = req.tasks_dir or req.config.path(req.config.suite.tasks)
-    suite = load_suite(tasks_dir, req.task_ids or None)
-    for kind in dict.fromkeys(kinds):
-        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox, installs=installs)
-    if not suite.tasks:
-        provider.close()
-        raise BadInput(f"{tasks_dir}: no loadable task"
-                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
-                          if suite.problems else ""))
-    return suite
-
-
-def _header(req: RunRequest, name: str, setup: _ArmSetup, suite: Suite, *,
-            replications: int, jobs: int, commits: dict[str, str | None],
-            outputs: dict[str, Path], prices: PriceTable,
+def _header(req: RunRequest, name: str, arm: ArmPlan, stage: Stage, *,
+            commits: dict[str, str | None], outputs: dict[str, Path],
             ledger: Path) -> Callable[[str], Results]:
     """The arm's results header, once the upstream is known."""
     def make(upstream: str) -> Results:
-        extra: dict[str, Any] = {
-            "replications": req.first_replication + replications, "upstream": upstream,
-            "price_table": prices.date,
-            "ab": {"arm": name, "base_commit": commits[BASE], "pr_commit": commits[PR],
-                   "order": "ABBA per task and replication",
-                   "other_arm": str(outputs[PR if name == BASE else BASE].name)}}
-        if suite.problems:
-            extra["problems"] = {p.name: p.reason for p in suite.problems}
-        if req.task_ids:
-            extra["selected_tasks"] = sorted(req.task_ids)
-        if upstream == "simulator":
-            extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
-        if req.max_run_cost is not None:
-            extra["max_run_cost_usd"] = req.max_run_cost
-        return new_results(
-            model=setup.model_label, agent=setup.info,
-            suite=suite_info(suite, req.config.suite.net_raw), commit=commits[name],
-            schedule=Schedule(replications=req.first_replication + replications,
-                              jobs=jobs, metering=METERING, arm=name), **extra)
+        return results_header(
+            req, arm, stage, upstream=upstream, ledger=ledger, commit=commits[name],
+            schedule={"arm": name},
+            extra={"ab": {"arm": name, "base_commit": commits[BASE], "pr_commit": commits[PR],
+                          "order": "ABBA per task and replication",
+                          "other_arm": str(outputs[PR if name == BASE else BASE].name)}})
     return make
 
 
@@ -257,36 +184,25 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
                        "are run and judged whole)")
     cfg = req.config
     configs = {BASE: base_cfg, PR: cfg}
-    for arm_cfg in configs.values():
-        resolve_names(arm_cfg, req.agent_kind or arm_cfg.agent.kind)
-    cancel = threading.Event()
-    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
-                               registry=req.registry)
-    suite = _load_suite(req, [req.agent_kind or c.agent.kind for c in configs.values()],
-                        provider, installs=any(agent_kind(req.agent_kind or c.agent.kind)
-                                               .installs(c) for c in configs.values()))
-    replications = req.replications or cfg.suite.replications
-    jobs = req.jobs or cfg.suite.jobs
+    stage = open_stage(req, list(configs.values()))
     outputs = {BASE: base_output(req.output), PR: req.output}
     commits = {BASE: base_commit, PR: current_commit(cfg.root, req.commit)}
-    prices = price_table(cfg.agent.prices)
-    arms = {name: _arm(req, name, arm_cfg, cfg, commits[name], outputs[name], prices)
+    arms = {name: plan_arm(req, arm_cfg, stage.prices,
+                           arm_options(req, cfg, commit=commits[name], output=outputs[name],
+                                       arm=name))
             for name, arm_cfg in configs.items()}
-    work = ab_plan(list(suite.tasks), replications, arms[BASE].arm, arms[PR].arm,
-                   req.first_replication)
-    ledger = Path(f"{req.output.with_name(req.output.stem)}.sim-ledger.jsonl")
+    work = ab_plan(list(stage.suite.tasks), stage.replications, arms[BASE].arm(BASE),
+                   arms[PR].arm(PR), req.first_replication)
+    ledger = ledger_path(req)
     files = [ArmFile(name, outputs[name],
-                     _header(req, name, arms[name], suite, replications=replications,
-                             jobs=jobs, commits=commits, outputs=outputs, prices=prices,
+                     _header(req, name, arms[name], stage, commits=commits, outputs=outputs,
                              ledger=ledger),
                      "incomplete: the same-job A/B has not finished")
              for name in (BASE, PR)]
     results = execute(SessionPlan(
-        work=work, planned=work, files=files, provider=provider, cancel=cancel, prices=prices,
-        jobs=jobs,
-        upstream=(functools.partial(open_upstream, sim=req.sim, suite=suite, ledger=ledger,
-                                    seed=req.seed, sim_options=req.sim_options)
-                  if any(a.uses_model for a in arms.values()) else None),
+        work=work, planned=work, files=files, provider=stage.provider, cancel=stage.cancel,
+        prices=stage.prices, jobs=stage.jobs,
+        upstream=stage.upstream(req, ledger, any(a.spec.uses_model for a in arms.values())),
         request_observer=req.request_observer, on_result=on_result))
     return ABRun(base=results[BASE], pr=results[PR], base_path=outputs[BASE],
                  pr_path=outputs[PR], base_commit=base_commit)

@@ -26,12 +26,25 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult, load_results, summarize, write_results
+from gate.history import HistoryEntry, dump_history, parse_history
+from gate.refresh import Pooled
+from gate.results import (
+    Results,
+    RunResult,
+    load_results,
+    parse_results,
+    runs_by_task,
+    summarize,
+    valid_runs,
+    write_results,
+)
+from gate.traces import Trace, parse_sidecar, pooled_sidecar
 
 
 def _with_provenance(results: Results) -> list[RunResult]:
@@ -140,9 +153,7 @@ def promote(results: Results, baseline: Results | None, *,
     if (results.commit, results.created_at) in {(r.commit, r.refresh) for r in old_runs}:
         return baseline, (f"results of {results.commit or 'this commit'} "
                           f"({results.created_at}) are already in the baseline: unchanged")
-    old_by_task: dict[str, list[RunResult]] = defaultdict(list)
-    for r in old_runs:
-        old_by_task[r.task].append(r)
+    old_by_task = runs_by_task(old_runs)
     pooled: list[RunResult] = []
     replaced: list[str] = []
     for task, info in results.suite.tasks.items():
@@ -150,7 +161,7 @@ def promote(results: Results, baseline: Results | None, *,
         keep_old = old is not None and old.digest == info.digest
         if old is not None and not keep_old and old_by_task.get(task):
             replaced.append(task)
-        pooled.extend(old_by_task[task] if keep_old else [])
+        pooled.extend(old_by_task.get(task, []) if keep_old else [])
         pooled.extend(r for r in new_runs if r.task == task)
     merged = _fresh(results, _keep_newest(pooled, pool_size), baseline)
     dropped = sorted(set(baseline.suite.tasks) - set(results.suite.tasks))
@@ -194,7 +205,7 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
     if results.interrupted is not None:
         raise BadInput(f"{results_path}: the {results.interruption_note()}: an incomplete "
                        "run cannot become the baseline; run the suite again")
-    if not any(r.status != "error" for r in results.runs):
+    if not valid_runs(results.runs):
         raise Unmeasurable(f"{results_path}: no valid run to promote (empty or all infra errors)")
     target = Path(baseline_path)
     baseline = load_results(target, "baseline") if target.exists() else None
@@ -209,14 +220,11 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
         message += (f"; marked as made from a working tree with uncommitted changes ({dirty}): "
                     "commit them and promote a new run for a baseline whose commit is what it "
                     "measured")
-    if results.model.endswith(SIMULATOR_LABEL):
+    if results.simulated:
         message += ("; these are the simulator's runs: this baseline judges only `--sim` runs "
                     "(a run through the API is inconclusive against it, and real runs never "
                     "pool with it)")
     return message
-
-
-SIMULATOR_LABEL = "(simulator)"  # gate run --sim labels its model so (gate/run.py)
 
 
 def uncommitted_changes(results_path: Path, commit: str | None, *,
@@ -289,6 +297,22 @@ def dump_baseline(baseline: Results) -> str:
     """The text ``write_results`` writes for ``baseline``, for a commit made without a file."""
     data = baseline.model_copy(update={"summary": summarize(baseline.runs)})
     return json.dumps(data.model_dump(mode="json", exclude_none=False), indent=2) + "\n"
+
+
+def repool(results: Results, entry: HistoryEntry, traces: Sequence[Trace], *,
+           baseline_text: str | None, history_text: str | None, traces_text: str | None,
+           where: str | os.PathLike[str], pool_size: int, history_size: int) -> Pooled:
+    """``results`` pooled onto a baseline, history and traces sidecar given as texts (main's
+    refresh, and again on a branch that moved while it pushed): pure, so the same run pooled
+    onto the same files gives the same files. ``where`` names the baseline in errors."""
+    baseline = (parse_results(baseline_text.encode(), where, "baseline")
+                if baseline_text is not None else None)
+    pooled, message = promote(results, baseline, pool_size=pool_size)
+    before = parse_history(history_text or "")
+    entries = [*before, entry][-history_size:]
+    sidecar = pooled_sidecar(pooled, traces, parse_sidecar(traces_text))
+    return Pooled(message, pooled, pooled is baseline, before, entries, sidecar,
+                  {"baseline": dump_baseline(pooled), "history": dump_history(entries)})
 
 
 def same_agent(a: Results, b: Results) -> bool:

@@ -20,11 +20,10 @@ from gate._files import (
     read_text,
 )
 from gate.errors import BadInput
+from gate.metrics import BY_NAME, GATING
 from gate.secrets import OWN_PREFIXES
 
 DEFAULT_CONFIG = "gate.toml"
-Metric = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
-ALL_METRICS: tuple[Metric, ...] = ("pass_rate", "turns", "cost", "cache_hit_rate")
 
 
 class _Strict(BaseModel):
@@ -125,8 +124,8 @@ class GateSettings(_Strict):
     turns_margin: float = Field(default=0.10, ge=0)
     cost_margin: float = Field(default=0.10, ge=0)
     cache_hit_margin: float = Field(default=0.05, ge=0, le=1)
-    block_on: list[Metric] = Field(
-        default_factory=lambda: list(ALL_METRICS))
+    # the metrics that may block (gate/metrics.py: those with a margin, and the pass rate)
+    block_on: list[str] = Field(default_factory=lambda: list(GATING))
     min_comparable: float = Field(default=0.8, gt=0, le=1)
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
     permutations: int = Field(default=9999, ge=99)
@@ -145,9 +144,24 @@ class GateSettings(_Strict):
     power_simulations: int = Field(default=200, ge=0,
                                    description="draws per step of the power search; 0 = skip")
 
+    @field_validator("block_on")
+    @classmethod
+    def _gating_metrics(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in BY_NAME:
+                raise ValueError(f"{name[:40]!r} is not a metric (one of: {', '.join(GATING)})")
+            if name not in GATING:
+                raise ValueError(f"{name} is reported, never gating: it cannot block")
+        return names
+
 
 #: a comment id: letters, digits and ``._/:@+=-``, at most 100 (it sits in an HTML comment)
 COMMENT_ID_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,99})?$"
+#: the comment id of the default config (``gate.toml`` at the root): its suite also adopts a
+#: comment with the gate's old id-less marker
+DEFAULT_COMMENT_ID = DEFAULT_CONFIG
+#: when a suite's comment is created (an existing one is always kept current, but in never)
+CommentMode = Literal["always", "on-change", "on-regression", "never"]
 
 
 class CISettings(_Strict):
@@ -178,7 +192,7 @@ class CISettings(_Strict):
     comment_id: str = Field(default="", pattern=COMMENT_ID_PATTERN)
     # when a comment is created: always | on-change | on-regression | never. An existing one
     # is always kept current (except never); `comment = false` is `never`
-    comment_mode: Literal["always", "on-change", "on-regression", "never"] = "always"
+    comment_mode: CommentMode = "always"
     # what a PR is judged against: "baseline" (the stored one; none anywhere is exit 3), "ab"
     # (a same-job A/B against the base commit's agent, run in the PR's job: twice the cost,
     # immune to provider drift), "auto" (the baseline when one exists, else the A/B)
@@ -192,6 +206,11 @@ class CISettings(_Strict):
         if ".." in v or "//" in v or v.endswith(("/", ".", ".lock")) or "/." in v:
             raise ValueError("not a valid git branch name")
         return v
+
+
+def comment_mode(settings: CISettings) -> CommentMode:
+    """The comment mode in force: ``comment = false`` (the older switch) is ``never``."""
+    return "never" if not settings.comment else settings.comment_mode
 
 
 #: a named condition: lowercase letters, digits, ``_`` and ``-`` (it names runs in results)

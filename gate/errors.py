@@ -25,6 +25,18 @@ class Unmeasurable(GateError):
     exit_code = 3
 
 
+class ForgeError(GateError):
+    """The forge (GitHub: ``gate.github.GitHubError``) refused or failed a request: exit 2.
+    ``status`` is its HTTP status when it answered, so ``gate ci`` can name a likely cause
+    without knowing which forge it talks to."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class SandboxError(Exception):
     """The sandbox itself failed (not the task): an infra error. Defined here, below the
     sandbox and the task formats (which raise it while driving a sandbox); :mod:`gate.sandbox`

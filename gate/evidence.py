@@ -33,7 +33,7 @@ from markupsafe import Markup
 
 from gate.compare import Comparison, TaskChange
 from gate.report import code_span, dollars, md, rate
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, valid_runs
 from gate.traces import ANSWER, STOPPED, Consensus, Trace, consensus, divergence, per_turn
 from gate.usage import Usage
 
@@ -238,8 +238,7 @@ def movers(c: Comparison, pr: Results, base: Results, pr_traces: Sequence[Trace]
     for t in c.tasks:
         if t.status != "compared":
             continue
-        b = [r for r in _runs(base, t) if r.status != "error"]
-        p = [r for r in _runs(pr, t) if r.status != "error"]
+        b, p = valid_runs(_runs(base, t)), valid_runs(_runs(pr, t))
         if not b or not p:
             continue
         bt, pt = _mean([r.turns for r in b]), _mean([r.turns for r in p])

@@ -4,8 +4,9 @@ Writes what a careful maintainer would merge: a commented ``gate.toml`` whose su
 a collapse of its example task out of the box (6 runs per task: docs/statistics.md,
 "Resolution"), the agent's system prompt (``agent/system.md``, long enough to be cached), one
 example task in the suite layout (``setup.sh``, ``task.md``, ``verify.sh``, ``task.toml``,
-``solution/solve.sh``), the two workflows (the PR check; the baseline refresh on the default
-branch, kept on the data branch), with actions pinned by commit SHA and
+``solution/solve.sh``), the three workflows (the PR check; the baseline refresh on the default
+branch, kept on the data branch; the trusted report job after each PR check, which publishes
+its report on GitHub Pages and links it), with actions pinned by commit SHA and
 ``.github/dependabot.yml`` keeping them current, and the results' entries in ``.gitignore``.
 
 It never overwrites: when any file it would write exists, it writes nothing and names the file
@@ -69,10 +70,37 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("task/solution/solve.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh", True),
     ("workflows/agent-gate.yml", ".github/workflows/agent-gate.yml", False),
     ("workflows/agent-gate-main.yml", ".github/workflows/agent-gate-main.yml", False),
+    ("workflows/agent-gate-report.yml", ".github/workflows/agent-gate-report.yml", False),
 )
 # shared with the rest of the repository: appended to / left alone when they exist
 _SHARED: tuple[tuple[str, str], ...] = (("gitignore", _GITIGNORE),
                                          ("dependabot.yml", _DEPENDABOT))
+
+
+#: origin's URL on a GitHub server (github.com or GitHub Enterprise Server): https or ssh
+_REMOTE = re.compile(r"(?:https://(?:[^@/]+@)?|ssh://git@|git@)([A-Za-z0-9.-]+)[/:]"
+                     r"([A-Za-z0-9-]+)/([A-Za-z0-9._-]+?)(?:\.git)?/?")
+_DATA_BRANCH = "agent-gate-data"  # the scaffold's gate.toml keeps the default data branch
+
+
+def origin_repository(root: Path) -> tuple[str, str] | None:
+    """(server, owner/repo) of the repository's ``origin``, when it is on a GitHub server."""
+    try:
+        p = subprocess.run(["git", "remote", "get-url", "origin"], cwd=root,
+                           capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _REMOTE.fullmatch(p.stdout.strip()) if p.returncode == 0 else None
+    return (m.group(1), f"{m.group(2)}/{m.group(3)}") if m else None
+
+
+def badge_markdown(server: str, repository: str) -> str:
+    """The README's badge: the data branch's ``badge.svg`` by the server's raw route (it
+    works for a public repository with Pages off, and for a private one's members), linking
+    to the refresh workflow's runs."""
+    base = f"https://{server}/{repository}"
+    return (f"[![agent-gate]({base}/raw/{_DATA_BRANCH}/badge.svg)]"
+            f"({base}/actions/workflows/agent-gate-main.yml)")
 
 
 @dataclass(frozen=True)
@@ -83,6 +111,7 @@ class InitResult:
     appended: tuple[Path, ...] = ()  # shared files the gate's lines were added to
     kept: tuple[Path, ...] = ()  # shared files left alone (they exist)
     action: str = DEFAULT_ACTION  # what the workflows' `uses:` names
+    origin: tuple[str, str] | None = None  # (server, owner/repo) of origin, when on GitHub
 
     def _uses_step(self) -> str:
         if self.action == DEFAULT_ACTION:
@@ -123,7 +152,24 @@ Next steps:
      data branch agent-gate-data) and each later push pools more. Until one exists, a pull
      request is judged by a same-job A/B against its base commit's agent, at twice the cost.
      Or make one now and commit it: gate run && gate baseline results.json (needs the key).
-{dependabot}"""
+{self._pages_step()}{dependabot}"""
+
+    def _pages_step(self) -> str:
+        server, repo = self.origin or ("github.com", "OWNER/REPO")
+        owner, name = repo.split("/", 1)
+        site = (f"https://{owner.lower()}.github.io/{name}/" if server == "github.com"
+                else "your Pages site: ")
+        return f"""\
+  7. The report in one click: in a public repository, Settings → Pages → Build and deployment
+     → Deploy from a branch → {_DATA_BRANCH}, / (root). Main's refresh then publishes its
+     report at
+       {site}reports/main/
+     and agent-gate-report.yml each pull request's at reports/pr-<number>/, which the PR's
+     comment then links (docs/github.md, "The report on GitHub Pages"). A private or
+     internal repository keeps the artifact link: a Pages site is public. The badge for
+     your README (main's pass rate and verdict):
+       {badge_markdown(server, repo)}
+"""
 
 
 def default_branch(root: Path) -> str:
@@ -198,7 +244,8 @@ def init_repository(root: Path, *, branch: str | None = None,
             os.chmod(dest, 0o755)
         written.append(dest)
     appended, kept = _shared_files(root, written)
-    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action)
+    return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action,
+                      origin_repository(root))
 
 
 def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:

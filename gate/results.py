@@ -65,6 +65,12 @@ class RunKey(NamedTuple):
         """What runs pooled together share: the key without its replication number."""
         return tuple(self[:-1])
 
+    @property
+    def order(self) -> tuple[str, bool, str, int]:
+        """How a file lists its runs: by task, a task's plain runs before its conditions'
+        (a file can hold both: ``gate ci`` runs them in one session), by replication."""
+        return (self.task, self.condition is not None, self.condition or "", self.replication)
+
     def __str__(self) -> str:
         where = f" [{printable(self.condition)}]" if self.condition is not None else ""
         return f"{printable(self.task)}{where} #{self.replication}"
@@ -95,7 +101,9 @@ class RunResult(_Open):
     turns: Count
     usage: RunUsage
     cost_usd: float = Field(ge=0, le=MAX_RUN_USD)
-    duration_s: float = Field(ge=0, le=MAX_SECONDS)
+    # wall time of the run (the duration metric, gate/metrics.py); None: a file that did not
+    # record it (the metric is then not available in a comparison with it)
+    duration_s: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
     notes: str | None
     # seconds the run waited for its agent's install into the task's image ([agent] install:
     # the install itself, or another run's holding it): outside ``duration_s``, never a metric
@@ -131,6 +139,13 @@ class RunResult(_Open):
     @property
     def key(self) -> RunKey:
         return RunKey(self.task, self.condition, self.replication)
+
+    @property
+    def valid(self) -> bool:
+        """Whether the run measured the agent: every run but an infra error (``error``: the
+        sandbox, the meter or the model's API failed, not the agent). Pass rates, turns and
+        every test count valid runs only; cost and tokens count every run (billed)."""
+        return self.status != "error"
 
 
 class AgentInfo(_Open):
@@ -239,6 +254,21 @@ class Results(_Open):
         return (f"run was interrupted ({printable(self.interrupted.reason)}) with "
                 f"{n} planned run{'s' if n != 1 else ''} missing")
 
+    @property
+    def simulated(self) -> bool:
+        """Whether the file's runs were answered by the built-in simulator, not by a model
+        through the API (its model is labelled so: :func:`model_label`)."""
+        return self.model.endswith(SIMULATOR_LABEL)
+
+
+#: what a model's label ends with when the built-in simulator stood in for it (``--sim``)
+SIMULATOR_LABEL = "(simulator)"
+
+
+def model_label(model: str, simulated: bool) -> str:
+    """How the results name an agent's model: the simulator's runs never pass for the API's."""
+    return f"{model} {SIMULATOR_LABEL}" if simulated else model
+
 
 def net_raw_note(*arms: Results) -> str | None:
     """One line naming the tasks whose container kept NET_RAW in any of ``arms``
@@ -255,6 +285,26 @@ def net_raw_note(*arms: Results) -> str | None:
 _NET_RAW_SHOWN = 4
 
 
+def valid_runs(runs: Iterable[RunResult]) -> list[RunResult]:
+    """The runs that measured the agent (:attr:`RunResult.valid`), in their order."""
+    return [r for r in runs if r.valid]
+
+
+def runs_by_task(runs: Iterable[RunResult]) -> dict[str, list[RunResult]]:
+    """The runs grouped by task id, tasks and runs in the order they came."""
+    out: dict[str, list[RunResult]] = {}
+    for r in runs:
+        out.setdefault(r.task, []).append(r)
+    return out
+
+
+def transcripts_dir(results_path: Path) -> Path:
+    """Where the runs of the results file ``results_path`` keep their transcripts: beside it,
+    ``X.json`` → ``X.transcripts/`` (``gate run -o X.json`` writes them there; the report, a
+    merge of shards and ``gate ci`` read them there)."""
+    return results_path.with_name(f"{results_path.stem}.transcripts")
+
+
 def summarize(runs: Iterable[RunResult]) -> Summary:
     """Summary fields. ``total`` excludes infra errors; cost and tokens include them (billed).
 
@@ -263,14 +313,15 @@ def summarize(runs: Iterable[RunResult]) -> Summary:
     runs really cost (``cost_usd + overhead_usd``).
     """
     runs = list(runs)
-    valid = [r for r in runs if r.status != "error"]
+    valid = valid_runs(runs)
     passed = sum(1 for r in valid if r.status == "passed")
     usage = sum((r.usage for r in runs), Usage())
     overhead = sum(r.overhead_usd or 0.0 for r in runs)
     extra: dict[str, object] = {
         "tokens": usage.model_dump(),
         "billed_tokens": sum((r.billed_usage or r.usage for r in runs), Usage()).model_dump(),
-        "duration_s": round(sum(r.duration_s for r in runs), 3)}
+        "duration_s": (round(sum(r.duration_s for r in runs if r.duration_s is not None), 3)
+                       if all(r.duration_s is not None for r in runs) else None)}
     return Summary(
         passed=passed,
         failed=len(valid) - passed,

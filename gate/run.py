@@ -11,21 +11,26 @@ never falls back to the simulator on its own.
 
 This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
 ``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it
-runs a same-job A/B's (:mod:`gate.ab`).
+runs a same-job A/B's (:mod:`gate.ab`). An arm — the agent a run plans, each skill condition,
+each side of an A/B — is planned by one function, :func:`plan_arm` (the agent kind in force,
+``--model``, its price, its label, its fingerprint, its options), and its results file starts
+from one header, :func:`results_header`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gate._files import printable
 from gate._git import current_commit
-from gate.agents import Agent, agent_kind
+from gate.agents import Agent, AgentKind, agent_kind
 from gate.config import GateConfig
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
@@ -38,8 +43,10 @@ from gate.results import (
     Schedule,
     journal_path,
     load_results,
+    model_label,
     new_results,
     read_journal,
+    transcripts_dir,
 )
 from gate.runner import Arm, RunOptions, condition_plan, plan
 from gate.sandbox import SandboxProvider, admit, suite_sandboxes
@@ -50,7 +57,7 @@ from gate.session import (
     Budget,
     JournalSpec,
     SessionPlan,
-    Work,
+    Upstream,
     build_agent,
     execute,
     item_key,
@@ -63,8 +70,25 @@ from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, load_suite
 
 # the session's names, where callers have always found them
-__all__ = ["NO_KEY", "SIM_CREDENTIAL", "Budget", "ConditionSetup", "RunRequest", "build_agent",
-           "run_suite", "setup_conditions", "spend", "suite_info"]
+__all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
+           "RunRequest", "Stage", "arm_options", "build_agent", "ledger_path", "open_stage",
+           "plan_arm", "results_header", "run_suite", "setup_conditions", "spend",
+           "suite_info"]
+
+#: an item of a plan: a task, a replication, the arm that runs it
+Item = tuple[Task, int, Arm]
+
+
+@dataclass(frozen=True)
+class ConditionArms:
+    """Skill conditions run beside the suite's plain runs, as arms of the same session
+    (``gate ci``): each of ``names`` on ``tasks``, replications 0 .. ``replications`` - 1
+    whatever replications of the suite the request runs. A later look of a sequential run
+    keeps them (its ``keep_runs``) and runs none again."""
+
+    names: tuple[str, ...]
+    tasks: tuple[str, ...]
+    replications: int
 
 
 @dataclass
@@ -98,10 +122,140 @@ class RunRequest:
     # skill conditions (`gate run --condition`, docs/skills.md): each (task, condition,
     # replication) is a run; empty: one run per (task, replication), no condition
     conditions: list[str] = field(default_factory=list)
+    # `gate ci`: skill conditions beside the suite's plain runs, in the same session
+    beside: ConditionArms | None = None
     # what the caller knows of the host (the CLI reads it: GitHub's runners reach a registry,
     # and GITHUB_SHA names the commit); execution reads no CI environment itself
     registry: bool = False  # a missing image may be pulled when [suite].pull is unset
     commit: str | None = None  # the commit under test, when known; else git's HEAD
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """One arm of a session as planned: the configuration in force (``--model`` applied), its
+    agent kind, the model as the run names it (the simulator's marked), the agent, the options
+    its runs share, and what its results file records of the agent."""
+
+    cfg: GateConfig
+    kind: str
+    spec: AgentKind
+    label: str
+    agent: Agent
+    info: AgentInfo
+    options: RunOptions
+
+    def arm(self, name: str) -> Arm:
+        return Arm(name=name, agent=self.agent, options=self.options)
+
+
+def plan_arm(req: RunRequest, cfg: GateConfig, prices: PriceTable, options: RunOptions, *,
+             kind: str | None = None) -> ArmPlan:
+    """The one planning of an arm: the agent ``cfg`` configures (an arm's gate.toml, or a skill
+    condition's overlay of it), of the kind in force (``kind``, else ``--agent``, else
+    ``[agent].kind``), with ``--model`` applied (``kind`` given: the model ``cfg`` names, as an
+    overlay set it). Its price is checked (an unknown model is exit 2 before anything runs),
+    its label says when the simulator stands in for the model, its agent is built (bad
+    configuration fails here), and ``options`` get its turn cap."""
+    if kind is None:
+        kind = req.agent_kind or cfg.agent.kind
+        if req.model:
+            cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(
+                update={"model": req.model})})
+    spec = resolve_names(cfg, kind)
+    model = cfg.agent.model
+    if spec.uses_model:
+        prices.resolve(model)
+    label = model_label(model, simulated=req.sim and spec.uses_model)
+    agent = build_agent(cfg, kind, model, label)
+    parts = fingerprint_parts(cfg, spec)
+    info = AgentInfo(kind=kind, fingerprint=fingerprint(parts, kind), parts=parts,
+                     values=fingerprint_values(cfg, spec))
+    return ArmPlan(cfg, kind, spec, label, agent, info,
+                   dataclasses.replace(options, max_turns=cfg.agent.max_turns))
+
+
+def arm_options(req: RunRequest, measuring: GateConfig, *, commit: str | None, output: Path,
+                arm: str | None = None) -> RunOptions:
+    """What every run of an arm shares: the measuring configuration's timeouts, the commit
+    under test, where its transcripts go (beside its results file), the per-run cost cap."""
+    return RunOptions(
+        verify_timeout=measuring.suite.verify_timeout,
+        task_timeout=measuring.suite.task_timeout, commit=commit, arm=arm,
+        transcripts_dir=transcripts_dir(output) if req.transcripts else None,
+        max_run_cost=req.max_run_cost)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What every arm of a session shares: the suite every arm's kind can run, its sandboxes
+    (and the event that stops them), the price table, the replications and the jobs."""
+
+    suite: Suite
+    provider: SandboxProvider
+    cancel: threading.Event
+    prices: PriceTable
+    replications: int
+    jobs: int
+
+    def upstream(self, req: RunRequest, ledger: Path, uses_model: bool
+                 ) -> Callable[[], contextlib.AbstractContextManager[Upstream]] | None:
+        """How the session opens the model API (None: no arm uses a model)."""
+        if not uses_model:
+            return None
+        return functools.partial(open_upstream, sim=req.sim, suite=self.suite, ledger=ledger,
+                                 seed=req.seed, sim_options=req.sim_options)
+
+
+def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
+    """The stage of ``req`` (its configuration measures) for arms configured by ``configs``:
+    an unknown agent kind or sandbox is exit 2 before anything starts; a task one arm's kind
+    cannot run is run by none; no task left is exit 2."""
+    cfg = req.config
+    kinds = [req.agent_kind or c.agent.kind for c in configs]
+    specs = [resolve_names(c, k) for c, k in zip(configs, kinds, strict=True)]
+    cancel = threading.Event()
+    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
+                               registry=req.registry)
+    tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
+    suite = load_suite(tasks_dir, req.task_ids or None)
+    installs = any(spec.installs(c) for spec, c in zip(specs, configs, strict=True))
+    # tasks this sandbox cannot run (a container task without an engine) are reported
+    for kind in dict.fromkeys(kinds):
+        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox, installs=installs)
+    if not suite.tasks:
+        provider.close()
+        raise BadInput(f"{tasks_dir}: no loadable task"
+                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
+                          if suite.problems else ""))
+    return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
+                 req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs)
+
+
+def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: str,
+                   ledger: Path, commit: str | None, runs: Sequence[RunResult] = (),
+                   schedule: dict[str, Any] | None = None,
+                   extra: dict[str, Any] | None = None) -> Results:
+    """An arm's results file as it starts, once the session knows its upstream: what ran
+    (the agent, the suite, the commit, the schedule) and where the numbers came from."""
+    suite, replications = stage.suite, req.first_replication + stage.replications
+    fields: dict[str, Any] = {"replications": replications, "upstream": upstream,
+                              "price_table": stage.prices.date}
+    if suite.problems:
+        fields["problems"] = {q.name: q.reason for q in suite.problems}
+    if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
+        fields["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
+    if req.task_ids:  # a partial run: comparable, but never a baseline refresh
+        fields["selected_tasks"] = sorted(req.task_ids)
+    if upstream == "simulator":
+        fields["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
+    if req.max_run_cost is not None:
+        fields["max_run_cost_usd"] = req.max_run_cost
+    return new_results(
+        model=arm.agent.model_label(), agent=arm.info,
+        suite=suite_info(suite, req.config.suite.net_raw), commit=commit, runs=list(runs),
+        schedule=Schedule(replications=replications, jobs=stage.jobs, metering=METERING,
+                          **(schedule or {})),
+        **{**fields, **(extra or {})})
 
 
 @dataclass
@@ -119,24 +273,43 @@ class ConditionSetup:
         return [self.arms[c] for c in self.applies.get(task.id, [])]
 
 
-def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, label: str,
-                     options: RunOptions, tasks: list[Task], *,
-                     resolve_model: Callable[[str], object],
-                     selected: list[Task] | None = None) -> ConditionSetup:
-    """Resolve ``--condition`` names against the standard set and ``[conditions]`` for
-    ``tasks`` (a shard's): an unknown name, a condition none of the ``selected`` tasks (the
-    whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
-    import dataclasses
+def _check_names(names: list[str], cfg: GateConfig) -> None:
+    from gate.skills import STANDARD_CONDITIONS
 
-    from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
-
-    names = list(dict.fromkeys(names))  # a condition named twice runs once
     for name in names:
         if name not in STANDARD_CONDITIONS and name not in cfg.conditions:
             named = (f"; from gate.toml: {', '.join(sorted(cfg.conditions))}"
                      if cfg.conditions else "; gate.toml has no [conditions]")
             raise BadInput(f"--condition: unknown condition {printable(name)!r} (standard: "
                            f"{', '.join(STANDARD_CONDITIONS)}{named})")
+
+
+def _condition_arm(req: RunRequest, name: str, base: ArmPlan, prices: PriceTable,
+                   skills_of: Callable[[Task], list[Any]]) -> ArmPlan:
+    """A condition's arm: the base arm's agent with the condition's ``[conditions.X].agent``
+    overlay (its model, when it names one, in force), its skills."""
+    overlay = base.cfg.conditions.get(name)
+    cfg = base.cfg
+    if overlay is not None and overlay.agent:
+        try:
+            cfg = cfg.model_copy(update={"agent": overlay.agent_config(cfg.agent)})
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise BadInput(f"[conditions.{name}].agent: {exc}") from None
+    return plan_arm(req, cfg, prices, dataclasses.replace(base.options, condition=name,
+                                                          skills=skills_of), kind=base.kind)
+
+
+def setup_conditions(names: list[str], req: RunRequest, base: ArmPlan, prices: PriceTable,
+                     tasks: list[Task], *, selected: list[Task] | None = None
+                     ) -> ConditionSetup:
+    """Resolve ``--condition`` names against the standard set and ``[conditions]`` for
+    ``tasks`` (a shard's): an unknown name, a condition none of the ``selected`` tasks (the
+    whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
+    from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
+
+    cfg = base.cfg
+    names = list(dict.fromkeys(names))  # a condition named twice runs once
+    _check_names(names, cfg)
     all_skills = config_skills(cfg)
     per_task: dict[tuple[str, str], list[Any]] = {}
     applies: dict[str, list[str]] = {}
@@ -158,105 +331,25 @@ def setup_conditions(names: list[str], cfg: GateConfig, kind: str, model: str, l
             raise BadInput(f"--condition {name}: applies to none of the selected tasks (a "
                            "standard condition needs the task's metadata.json to name its "
                            "skills; see docs/skills.md)")
-        overlay = cfg.conditions.get(name)
-        c_cfg = cfg
-        c_model, c_label = model, label
-        if overlay is not None and overlay.agent:
-            try:
-                c_cfg = cfg.model_copy(update={"agent": overlay.agent_config(cfg.agent)})
-            except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                raise BadInput(f"[conditions.{name}].agent: {exc}") from None
-            if "model" in overlay.agent:
-                c_model = c_cfg.agent.model
-                resolve_model(c_model)
-                c_label = label.replace(model, c_model, 1) if model in label else c_model
-        c_agent = build_agent(c_cfg, kind, c_model, c_label)
-        c_parts = fingerprint_parts(c_cfg, agent_kind(kind))
 
         def skills_of(task: Task, name: str = name) -> list[Any]:
             return per_task.get((task.id, name), [])
 
-        c_options = dataclasses.replace(options, condition=name, skills=skills_of,
-                                        max_turns=c_cfg.agent.max_turns)
-        arms[name] = Arm(name=name, agent=c_agent, options=c_options)
-        sets = {t: [s.name for s in per_task[(t, name)]] for t in ran}
+        c_arm = _condition_arm(req, name, base, prices, skills_of)
+        arms[name] = c_arm.arm(name)
+        overlay = cfg.conditions.get(name)
         record[name] = {
             "standard": name in STANDARD_CONDITIONS,
-            "agent_fingerprint": fingerprint(c_parts, kind),
+            "agent_fingerprint": c_arm.info.fingerprint,
             "overlay": sorted(overlay.agent) if overlay is not None else [],
-            "skills": sets,
+            "skills": {t: [s.name for s in per_task[(t, name)]] for t in ran},
             "skills_digest": {t: skills_digest(per_task[(t, name)]) for t in ran},
         }
-        spec = agent_kind(kind)  # what the skills add to every request's prompt (builtin)
+        spec = base.spec  # what the skills add to every request's prompt (builtin)
         if spec.skills_prompt_bytes([]) is not None:
             record[name]["skills_block_bytes"] = {
                 t: spec.skills_prompt_bytes(per_task[(t, name)]) for t in ran}
     return ConditionSetup(names, arms, applies, skipped, record)
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """What a run resolves before it plans: the configuration with ``--model`` applied, the
-    suite this sandbox can run, the agent and the options every run shares."""
-
-    cfg: GateConfig
-    kind: str
-    uses_model: bool
-    suite: Suite
-    provider: SandboxProvider
-    cancel: threading.Event
-    model: str
-    label: str
-    parts: dict[str, str]
-    values: dict[str, dict[str, object]]
-    replications: int
-    jobs: int
-    stem: Path
-    commit: str | None
-    options: RunOptions
-    prices: PriceTable
-    agent: Agent
-
-
-def _prepare(req: RunRequest) -> _Prepared:
-    """Resolve ``req``; bad input (no task, an unknown model, a broken agent) fails here, before
-    anything runs."""
-    cfg = req.config
-    tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
-    kind = req.agent_kind or cfg.agent.kind
-    spec = resolve_names(cfg, kind)
-    cancel = threading.Event()
-    provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
-                               registry=req.registry)
-    # tasks this sandbox cannot run (a container task without an engine) are reported
-    suite = admit(load_suite(tasks_dir, req.task_ids or None), provider, kind, spec.in_sandbox,
-                  installs=spec.installs(cfg))
-    if not suite.tasks:
-        raise BadInput(f"{tasks_dir}: no loadable task"
-                       + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
-                          if suite.problems else ""))
-    model = req.model or cfg.agent.model
-    if req.model:
-        cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"model": model})})
-    stem = req.output.with_name(req.output.stem)
-    commit = current_commit(cfg.root, req.commit)
-    options = RunOptions(
-        verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout,
-        max_turns=cfg.agent.max_turns, commit=commit,
-        transcripts_dir=Path(f"{stem}.transcripts") if req.transcripts else None,
-        max_run_cost=req.max_run_cost,
-    )
-    prices = price_table(cfg.agent.prices)
-    if spec.uses_model:
-        prices.resolve(model)  # an unknown model is exit 2 before anything runs
-    label = f"{model} (simulator)" if req.sim and spec.uses_model else model
-    agent = build_agent(cfg, kind, model, label)  # bad config fails before anything starts
-    return _Prepared(cfg=cfg, kind=kind, uses_model=spec.uses_model, suite=suite,
-                     provider=provider, cancel=cancel, model=model, label=label,
-                     parts=fingerprint_parts(cfg, spec), values=fingerprint_values(cfg, spec),
-                     replications=req.replications or cfg.suite.replications,
-                     jobs=req.jobs or cfg.suite.jobs, stem=stem, commit=commit,
-                     options=options, prices=prices, agent=agent)
 
 
 def _shard(req: RunRequest, suite: Suite,
@@ -273,98 +366,101 @@ def _shard(req: RunRequest, suite: Suite,
         "selected": sorted(req.task_ids) or None}
 
 
-def _work(req: RunRequest, p: _Prepared,
-          run_tasks: list[Task]) -> tuple[Work, ConditionSetup | None]:
-    """The plan: each (task, replication), or each (task, condition, replication)."""
-    if req.conditions:
-        conditions = setup_conditions(req.conditions, p.cfg, p.kind, p.model, p.label,
-                                      p.options, run_tasks, resolve_model=p.prices.resolve,
-                                      selected=list(p.suite.tasks))
-        return condition_plan(run_tasks, p.replications, conditions.arms_of,
-                              req.first_replication), conditions
-    # no condition named: the agent as configured, every skill of [agent].skills in every
-    # workspace (the skills `full` gets), as a user of the agent would have them
+def _work(req: RunRequest, stage: Stage, arm: ArmPlan,
+          run_tasks: list[Task]) -> tuple[list[Item], ConditionSetup | None]:
+    """The plan: each (task, replication) of the agent as configured, unless ``--condition``
+    replaces them; and each (task, condition, replication) of the conditions asked."""
     from gate.skills import config_skills
 
-    p.options.skills = config_skills(p.cfg)
-    return plan(run_tasks, p.replications, req.first_replication), None
+    work: list[Item] = []
+    if not req.conditions:
+        # the agent as configured, every skill of [agent].skills in every workspace (the
+        # skills `full` gets), as a user of the agent would have them
+        arm.options.skills = config_skills(arm.cfg)
+        plain = arm.arm("as configured")
+        work = [(t, r, plain) for t, r in plan(run_tasks, stage.replications,
+                                                req.first_replication)]
+    if req.conditions:
+        names, tasks, reps, first = (req.conditions, run_tasks, stage.replications,
+                                     req.first_replication)
+    elif req.beside is not None:  # gate ci: beside the plain runs, on the tasks they name
+        names, tasks, reps, first = (list(req.beside.names),
+                                     [t for t in run_tasks if t.id in req.beside.tasks],
+                                     req.beside.replications, 0)
+    else:
+        return work, None
+    conditions = setup_conditions(names, req, arm, stage.prices, tasks,
+                                  selected=list(stage.suite.tasks))
+    return work + condition_plan(tasks, reps, conditions.arms_of, first), conditions
 
 
-def _identity(req: RunRequest, p: _Prepared, run_tasks: list[Task], fp: str,
-              conditions: ConditionSetup | None) -> dict[str, Any]:
+def _identity(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task],
+              commit: str | None, conditions: ConditionSetup | None) -> dict[str, Any]:
     """What a run is, in the journal's header: ``--resume`` continues only the same run."""
-    sim = req.sim and p.uses_model
+    sim = req.sim and arm.spec.uses_model
     return {
-        "suite digest": p.suite.digest, "tasks": sorted(t.id for t in run_tasks),
-        "agent kind": p.kind, "agent fingerprint": fp, "model": p.label,
+        "suite digest": stage.suite.digest, "tasks": sorted(t.id for t in run_tasks),
+        "agent kind": arm.kind, "agent fingerprint": arm.info.fingerprint, "model": arm.label,
         "upstream": "simulator" if sim else "api",
-        "seed": (req.seed or 0) if req.sim else None, "commit": p.commit,
-        "replications": req.first_replication + p.replications,
-        "first replication": req.first_replication, "jobs": p.jobs,
+        "seed": (req.seed or 0) if req.sim else None, "commit": commit,
+        "replications": req.first_replication + stage.replications,
+        "first replication": req.first_replication, "jobs": stage.jobs,
         "shard": f"{req.shard[0]}/{req.shard[1]}" if req.shard else None,
         "metering": METERING, "max run cost": req.max_run_cost,
         "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
         if req.sim else None,
         "conditions": ({c: conditions.record[c]["agent_fingerprint"] for c in conditions.names}
                        if conditions is not None else None),
+        "beside": ({"conditions": list(req.beside.names), "tasks": list(req.beside.tasks),
+                    "replications": req.beside.replications}
+                   if req.beside is not None else None),
     }
 
 
 def _resume(req: RunRequest, identity: dict[str, Any],
-            work: Work) -> tuple[Work, list[RunResult]]:
-    """(what is left to run, the runs kept): under ``--resume`` the journal's runs of the same
-    run (its identity must match, field by field) are kept and not run again."""
+            work: list[Item]) -> tuple[list[Item], list[RunResult]]:
+    """(what is left to run, the runs kept): the runs an earlier stage kept
+    (``keep_runs``), or under ``--resume`` the journal's runs of the same run (its identity
+    must match, field by field); a run kept is not run again."""
     if not req.resume:
-        return work, list(req.keep_runs)
-    jpath = journal_path(req.output)
-    header, kept = read_journal(jpath)
-    before = header.get("identity")
-    if not isinstance(before, dict):
-        raise BadInput(f"{jpath}: the journal's header has no identity")
-    for what, value in identity.items():
-        if before.get(what) != value:
-            raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
-                           f"run: {before.get(what)!r}, this one: {value!r}); start it "
-                           "afresh without --resume")
-    planned = {item_key(i) for i in work}
-    kept = [r for r in kept if r.key in planned]
+        kept = list(req.keep_runs)
+    else:
+        jpath = journal_path(req.output)
+        header, journaled = read_journal(jpath)
+        before = header.get("identity")
+        if not isinstance(before, dict):
+            raise BadInput(f"{jpath}: the journal's header has no identity")
+        for what, value in identity.items():
+            if before.get(what) != value:
+                raise BadInput(f"{jpath}: cannot resume: not the same {what} (the killed "
+                               f"run: {before.get(what)!r}, this one: {value!r}); start it "
+                               "afresh without --resume")
+        planned = {item_key(i) for i in work}
+        kept = [r for r in journaled if r.key in planned]
     done = {r.key for r in kept}
-    return [i for i in work if item_key(i) not in done], kept  # type: ignore[return-value]
+    return [i for i in work if item_key(i) not in done], kept
 
 
-def _extra(req: RunRequest, p: _Prepared, run_tasks: list[Task], upstream: str, ledger: Path,
-           shard_info: dict[str, Any] | None, conditions: ConditionSetup | None,
-           budget: Budget | None) -> dict[str, Any]:
-    """The results file's fields beyond the schema's required ones."""
-    suite = p.suite
-    extra: dict[str, Any] = {"replications": req.first_replication + p.replications,
-                             "upstream": upstream, "price_table": p.prices.date}
-    if suite.problems:
-        extra["problems"] = {q.name: q.reason for q in suite.problems}
-    if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
-        extra["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
+def _extra(req: RunRequest, arm: ArmPlan, run_tasks: list[Task],
+           shard_info: dict[str, Any] | None,
+           conditions: ConditionSetup | None) -> dict[str, Any]:
+    """The results file's fields beyond every arm's header."""
+    extra: dict[str, Any] = {}
     if shard_info is not None:  # one part of a run: `gate merge` joins the parts
         extra["shard"] = shard_info
         extra["selected_tasks"] = shard_info["tasks"]
-    elif req.task_ids:  # a partial run: comparable, but never a baseline refresh
-        extra["selected_tasks"] = sorted(req.task_ids)
-    if upstream == "simulator":
-        extra["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
-    if req.max_run_cost is not None:
-        extra["max_run_cost_usd"] = req.max_run_cost
-    if conditions is None and p.options.skills:  # every run's skills, without conditions
-        extra["skills"] = sorted(s.name for s in p.options.skills_of(run_tasks[0]))
+    if not req.conditions and arm.options.skills:  # the plain runs' skills
+        extra["skills"] = sorted(s.name for s in arm.options.skills_of(run_tasks[0]))
     if conditions is not None:  # what each condition was; which tasks it skipped
         extra["conditions"] = conditions.record
         if conditions.skipped:
             extra["skipped_conditions"] = conditions.skipped
-    if budget is not None:
-        extra["budget"] = budget.record()
     return extra
 
 
-def _ledger(req: RunRequest, stem: Path) -> Path:
+def ledger_path(req: RunRequest) -> Path:
     """The simulator's ledger; a resumed run's goes beside the killed run's, which stays."""
+    stem = req.output.with_name(req.output.stem)
     if not req.resume:
         return Path(f"{stem}.sim-ledger.jsonl")
     return next(q for k in range(1, 10_000)
@@ -375,36 +471,33 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
               on_start: Callable[[Results, int], None] | None = None) -> Results:
     """Run the suite; ``on_start(results, runs to do)`` is called once before the first run
     starts (the results hold the runs kept by ``--resume``, the budget's forecast)."""
-    p = _prepare(req)
-    baseline = _baseline(p.cfg) if (req.max_cost is not None or req.shard) else None
-    run_tasks, shard_info = _shard(req, p.suite, baseline)
-    planned, conditions = _work(req, p, run_tasks)
-    fp = fingerprint(p.parts, p.kind)
-    identity = _identity(req, p, run_tasks, fp, conditions)
+    stage = open_stage(req, [req.config])
+    commit = current_commit(req.config.root, req.commit)
+    arm = plan_arm(req, req.config, stage.prices,
+                   arm_options(req, req.config, commit=commit, output=req.output))
+    baseline = _baseline(req.config) if (req.max_cost is not None or req.shard) else None
+    run_tasks, shard_info = _shard(req, stage.suite, baseline)
+    planned, conditions = _work(req, stage, arm, run_tasks)
+    identity = _identity(req, stage, arm, run_tasks, commit, conditions)
     work, kept = _resume(req, identity, planned)
     budget = Budget(req.max_cost, baseline, work, kept) if req.max_cost is not None else None
-    ledger = _ledger(req, p.stem)
+    ledger = ledger_path(req)
+    extra = _extra(req, arm, run_tasks, shard_info, conditions)
 
     def header(upstream: str) -> Results:
-        return new_results(
-            model=p.agent.model_label(),
-            agent=AgentInfo(kind=p.kind, fingerprint=fp, parts=p.parts, values=p.values),
-            suite=suite_info(p.suite, p.cfg.suite.net_raw), commit=p.commit, runs=kept,
-            schedule=Schedule(replications=req.first_replication + p.replications,
-                              jobs=p.jobs, sequential=req.sequential, metering=METERING,
-                              shard=identity["shard"],
-                              conditions=conditions.names if conditions is not None else None),
-            **_extra(req, p, run_tasks, upstream, ledger, shard_info, conditions, budget))
+        return results_header(
+            req, arm, stage, upstream=upstream, ledger=ledger, commit=commit, runs=kept,
+            schedule={"sequential": req.sequential, "shard": identity["shard"],
+                      "conditions": conditions.names if conditions is not None else None},
+            extra=extra)
 
     session = SessionPlan(
-        work=work, planned=planned, provider=p.provider, cancel=p.cancel, prices=p.prices,
-        jobs=p.jobs, agent=p.agent, options=p.options, budget=budget,
+        work=work, planned=planned, provider=stage.provider, cancel=stage.cancel,
+        prices=stage.prices, jobs=stage.jobs, budget=budget,
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
                        f"--resume -o {req.output}` continues it)")],
-        upstream=(functools.partial(open_upstream, sim=req.sim, suite=p.suite, ledger=ledger,
-                                    seed=req.seed, sim_options=req.sim_options)
-                  if p.uses_model else None),
+        upstream=stage.upstream(req, ledger, arm.spec.uses_model),
         request_observer=req.request_observer,
         journal=JournalSpec(journal_path(req.output), identity, kept, req.resume),
         on_start=on_start, on_result=on_result)

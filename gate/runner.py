@@ -498,5 +498,5 @@ def run_many(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
-    results.sort(key=lambda r: r.key)
+    results.sort(key=lambda r: r.key.order)
     return results

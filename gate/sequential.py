@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, judge, resolution_with_runs
+from gate.compare import Comparison, decisive_p, judge, plain_runs, resolution_with_runs
 from gate.config import GateSettings
 from gate.results import Results, RunResult
 from gate.run import RunRequest, run_suite
@@ -34,14 +34,6 @@ Step = Literal["block", "pass", "continue"]
 
 #: the most replications a second look adds to make a small suite's tests able to block
 MAX_MORE = 18
-
-
-def decisive_p(c: Comparison) -> float | None:
-    """The pass-rate p-value the decision rests on (the max test counts with a deep baseline)."""
-    t = c.pass_rate_test
-    if t is None:
-        return None
-    return min(t.p_sum, t.p_max) if t.deep_baseline else t.p_sum
 
 
 def _only_blind(c: Comparison) -> bool:
@@ -102,7 +94,9 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
     first = dataclasses.replace(req, replications=settings.sequential_first,
                                 sequential=[settings.sequential_first])
     results = run_suite(first, on_result, on_start=on_start)
-    comparison = judge(baseline, results, settings)  # the looks are recorded: half levels
+    # the looks are recorded: half levels; the baseline gate's runs decide (skill conditions
+    # beside the suite run whole with the first look, kept by the second)
+    comparison = judge(baseline, plain_runs(results), settings)
     step = first_look(comparison, settings.sequential_pass_p)
     p = decisive_p(comparison)
     p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"

@@ -8,7 +8,8 @@ session; the session owns what they share, once:
 - the results file of each arm, written at the start marked incomplete so a killed run's file
   is never promoted, and rewritten whole when the plan is done,
 - where a landed run goes first (the fsync'd journal of ``gate run``, or memory for an A/B),
-- the budget (``--max-cost``) that may refuse to start a run,
+- the budget (``--max-cost``) that may refuse to start a run, and its record in every file
+  (at the start with its forecast, at a stop, at the end),
 - the interruption rule: on Ctrl-C, SIGTERM or a crash every file says so and lists the runs
   that are missing, and the exception goes on.
 
@@ -42,6 +43,7 @@ from gate.results import (
     SuiteInfo,
     TaskInfo,
     read_journal,
+    runs_by_task,
     write_results,
 )
 from gate.runner import Arm, RunOptions, run_many
@@ -144,10 +146,8 @@ class Budget:
                  work: Sequence[Item], kept: list[RunResult]) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        per_task: dict[str, list[float]] = {}
-        for r in baseline.runs if baseline is not None else []:
-            per_task.setdefault(r.task, []).append(spend(r))
-        self.per_task = {t: sum(v) / len(v) for t, v in per_task.items()}
+        per_task = runs_by_task(baseline.runs if baseline is not None else [])
+        self.per_task = {t: sum(spend(r) for r in rs) / len(rs) for t, rs in per_task.items()}
         self.typical = (sum(self.per_task.values()) / len(self.per_task)
                         if self.per_task else None)
         self.basis = "baseline per-task mean spend" if self.per_task else None
@@ -314,20 +314,27 @@ def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterPr
     return meter, upstream
 
 
+def _with_budget(results: Results, budget: Budget | None) -> Results:
+    """The one place a results file gets the budget's record (the session's, every arm's
+    runs counted): as the run starts (its forecast), and as it ends or is stopped."""
+    if budget is not None:
+        results.budget = budget.record()  # type: ignore[attr-defined]
+    return results
+
+
 def _finish(results: Results, file: ArmFile, plan: SessionPlan, meter: MeterProxy | None,
             runs: list[RunResult]) -> None:
     results.runs = runs
     results.interrupted = None
     budget = plan.budget
-    if budget is not None:
-        results.budget = budget.record()  # type: ignore[attr-defined]
-        if budget.skipped:
-            results.interrupted = Interruption(
-                reason=f"budget: {budget.stopped}",
-                missing=missing_runs(file.items(plan.planned), {r.key for r in runs}))
+    _with_budget(results, budget)
+    if budget is not None and budget.skipped:
+        results.interrupted = Interruption(
+            reason=f"budget: {budget.stopped}",
+            missing=missing_runs(file.items(plan.planned), {r.key for r in runs}))
     if meter is not None and meter.unpriced:
         results.unpriced_models = sorted(meter.unpriced)  # type: ignore[attr-defined]
-    results.runs.sort(key=lambda r: r.key)
+    results.runs.sort(key=lambda r: r.key.order)
     write_results(file.path, results)
 
 
@@ -340,7 +347,7 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
         meter, upstream = _open_meter(stack, plan)
         results: dict[str | None, Results] = {}
         for file in plan.files:
-            res = file.header(upstream)
+            res = _with_budget(file.header(upstream), plan.budget)
             # until the last run lands the file says it is incomplete: a killed run's file
             # can be read, never promoted
             res.interrupted = Interruption(reason=file.incomplete,
@@ -371,7 +378,7 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
             for file in plan.files:
                 res = results[file.arm]
                 res.runs = sink.runs(file)
-                mark_interrupted(res, file.items(plan.planned), exc)
+                mark_interrupted(_with_budget(res, budget), file.items(plan.planned), exc)
                 write_results(file.path, res)
             raise
         for file in plan.files:

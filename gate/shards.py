@@ -23,14 +23,20 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from gate._files import MiB, printable, read_bytes
 from gate.errors import BadInput
-from gate.results import Interruption, Results, RunKey, new_results
-from gate.traces import TRANSCRIPT_LIMIT, transcripts_dir
+from gate.results import (
+    Interruption,
+    Results,
+    RunKey,
+    new_results,
+    runs_by_task,
+    transcripts_dir,
+)
+from gate.traces import TRANSCRIPT_LIMIT
 
 #: all the transcripts one merge copies: 128 shards' worth of a big suite's (1,000 tasks × 3
 #: runs at ~300 KiB each is ~900 MiB); past it, the rest are skipped with a warning.
@@ -51,10 +57,9 @@ def mean_durations(baseline: Results | None) -> dict[str, float]:
     """Each task's mean run duration (seconds) in the baseline."""
     if baseline is None:
         return {}
-    acc: dict[str, list[float]] = defaultdict(list)
-    for r in baseline.runs:
-        acc[r.task].append(r.duration_s)
-    return {t: sum(v) / len(v) for t, v in acc.items()}
+    # a file that did not record a run's duration: that run is unknown
+    known = runs_by_task(r for r in baseline.runs if r.duration_s is not None)
+    return {t: sum(r.duration_s or 0.0 for r in rs) / len(rs) for t, rs in known.items()}
 
 
 def split(task_ids: list[str], count: int,
@@ -170,7 +175,7 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
     if missing:
         raise BadInput(f"gate merge: shard{'s' if len(missing) > 1 else ''} "
                        f"{', '.join(f'{i}/{count}' for i in missing)} missing")
-    runs = sorted((r for _, res in shards for r in res.runs), key=lambda r: r.key)
+    runs = sorted((r for _, res in shards for r in res.runs), key=lambda r: r.key.order)
     extra = {k: v for k, v in (first.model_extra or {}).items()
              if k not in ("shard", "selected_tasks", "simulator", "budget")}
     sim = (first.model_extra or {}).get("simulator")

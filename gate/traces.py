@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gate._files import KiB, MiB, read_head
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, transcripts_dir
 from gate.secrets import Redactor
 
 ARG_CHARS = 80
@@ -310,11 +310,6 @@ def read_events(path: Path, limit: int = TRANSCRIPT_LIMIT) -> list[dict[str, Any
         if isinstance(obj, dict):
             events.append(obj)
     return events
-
-
-def transcripts_dir(results_path: Path) -> Path:
-    """Where ``gate run -o X.json`` writes its transcripts: ``X.transcripts/``."""
-    return results_path.with_name(f"{results_path.stem}.transcripts")
 
 
 def run_trace(run: RunResult, results_path: Path, *, refresh: str | None = None,

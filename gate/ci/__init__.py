@@ -1,7 +1,8 @@
 """``gate ci``: one CI job as stages over frozen data — event → plan → obtain → judge →
-publish (gate/ci/_run.py draws the pipeline). GitHub itself (REST, the Actions environment,
-outputs, the sticky and deferred comment, git with the token, the refresh's files) is
-``gate.github``'s: this package decides, that one talks.
+publish (gate/ci/_run.py draws the pipeline). The stages talk to the forge through a port
+(``_forge``: the change request, its files and labels and who set one, the comment, git with
+the token, the CI environment's facts, the job's outputs); ``_github`` is the one module here
+that adapts a forge (GitHub's adapters) to it. This package decides, the adapters talk.
 
 - ``find_event`` (``_event``): what kind of run this is, and what is refused; pure.
 - ``open_basis``/``make_plan`` (``_plan``): the base branch's yardstick and how the run is

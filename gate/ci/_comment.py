@@ -8,16 +8,10 @@ conclusion (trusted), never from the report's text.
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
-
 from gate.ci._context import Context
 from gate.ci._publish import Publisher
-from gate.errors import BadInput
-from gate.github import comment_mode, find_pr_for_run
-
-REPORT_LIMIT = 1_000_000  # bytes; our reports are a few KiB, a GitHub comment at most 65,536
+from gate.ci._uploaded import read_uploaded_report
+from gate.config import comment_mode
 
 
 def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
@@ -33,48 +27,34 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
         ctx.log("gate ci: the triggering run was cancelled; nothing to post")
         ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
         return 0
-    markdown = read_uploaded_report(ctx.opts.report_path)
     head_repo = str((run.get("head_repository") or {}).get("full_name") or "")
-    number = find_pr_for_run(ctx.github.client, head_repo or ctx.env.repository,
-                             str(run.get("head_branch") or ""), str(run.get("head_sha")))
+    if ctx.opts.same_repo == "link" and head_repo.lower() == ctx.env.repository.lower():
+        from gate.ci._relink import link_published_report
+
+        return link_published_report(ctx, publisher, run)  # the PR's job posted its comment
+    markdown = read_uploaded_report(ctx.opts.report_path)
+    number = ctx.forge.find_change(head_repo or ctx.env.repository,
+                                   str(run.get("head_branch") or ""), str(run.get("head_sha")))
     if number is None:
         ctx.io.warning("no open pull request matches the triggering run; no comment")
         ctx.io.set_outputs({"mode": "comment", "comment_url": ""})
         return 0
     # The artifact is the fork's to write: posted with our write token, it must not
     # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
+    from gate.ci._pages import pr_report_footer
     from gate.report import defuse_markdown
 
     settings = publisher.settings
     mode = comment_mode(settings)
     create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
-    comment = ctx.github.pr_comment(number, publisher.comment_id, mode, settings.comment_author)
-    ref = comment.post(defuse_markdown(ctx.redact(markdown)), create=create)
+    # our own line, after the fork's text is defused: the published page, else the artifact
+    footer = pr_report_footer(ctx, run, number, settings.data_branch, publisher.report_artifact)
+    body = defuse_markdown(ctx.redact(markdown))
+    if footer:
+        body = body.rstrip("\n") + "\n\n" + footer + "\n"
+    comment = ctx.forge.comment(number, publisher.comment_id, mode, settings.comment_author)
+    ref = comment.post(body, create=create)
     ctx.io.set_outputs({"mode": "comment", "pr_number": number,
                         "comment_url": ref.url if ref else "",
                         "comment_id": ref.id if ref else ""})
     return 0
-
-
-def read_uploaded_report(path: Path) -> str:
-    """The report a fork's run uploaded: a regular file, read as itself. Never followed through
-    a symlink (to a file of the runner's, posted with our write token), never a FIFO that
-    blocks the job, bounded, UTF-8."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no report to post (download the artifact the pull_request "
-                       "run uploaded first)") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: not a regular file (a symlink?), not posted: "
-                       f"{exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise BadInput(f"{path}: not a regular file, not posted")
-        data = fh.read(REPORT_LIMIT + 1)
-    if len(data) > REPORT_LIMIT:
-        raise BadInput(f"{path}: larger than {REPORT_LIMIT:,} bytes, not posted")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 (byte {exc.start}), not posted") from None

@@ -1,7 +1,7 @@
 """What every stage of one ``gate ci`` job shares, none of it steering the run: the options as
-given, the Actions environment, the outputs/annotations sink, the redactor, the job's GitHub
-session, and the traces of the runs as they land (the comment's evidence: nothing of the
-checkout is read once the suite is over).
+given, the CI environment's facts, the outputs/annotations sink, the redactor, the job's forge
+(``_forge``: the stages see no forge's own types), and the traces of the runs as they land
+(the comment's evidence: nothing of the checkout is read once the suite is over).
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.ci._forge import CIFacts, Forge, Sink
 from gate.ci._options import CIOptions
 from gate.errors import Unmeasurable
-from gate.github import ActionsIO, CIEnvironment, GitHubSession
+from gate.metrics import METRICS
 from gate.results import Results, RunResult
 from gate.run import RunRequest
 from gate.secrets import Redactor
@@ -30,18 +31,23 @@ def trace_key(run: RunResult) -> tuple[object, ...]:
 @dataclass(frozen=True)
 class Context:
     opts: CIOptions
-    env: CIEnvironment
-    io: ActionsIO
+    env: CIFacts
+    io: Sink
     redact: Redactor
-    github: GitHubSession
+    forge: Forge
     # each run's trace, read from its transcript as it lands (gate/traces.py)
     landed: dict[tuple[object, ...], Trace] = field(default_factory=dict)
 
     @classmethod
-    def make(cls, opts: CIOptions, env: CIEnvironment, io: ActionsIO | None) -> Context:
+    def make(cls, opts: CIOptions, env: CIFacts | None, io: Sink | None) -> Context:
+        """The job's context: the environment (read here when not given), the sink and the
+        forge, from the forge's adapter. The one place that names an adapter (GitHub's)."""
+        from gate.ci._github import connect, environment
+
+        env = env if env is not None else environment()
         redact = Redactor(env.secrets)
-        io = io or ActionsIO(env.output, env.step_summary, redact=redact)
-        return cls(opts, env, io, redact, GitHubSession(env, lambda line: opts.log(redact(line))))
+        io, forge = connect(env, io, redact, lambda line: opts.log(redact(line)))
+        return cls(opts, env, io, redact, forge)
 
     def log(self, line: str) -> None:
         self.opts.log(self.redact(line))
@@ -61,10 +67,6 @@ class Context:
             return [self.landed[k] for r in results.runs
                     if (k := trace_key(r)) in self.landed]
         return results_traces(results, path, redact=self.redact)
-
-    @property
-    def token(self) -> str | None:
-        return self.env.token.get_secret_value() if self.env.token else None
 
     def agent_kind(self, req: RunRequest) -> str:
         return req.agent_kind or req.config.agent.kind
@@ -97,14 +99,15 @@ class Context:
         from gate.compare import plain_runs
 
         s = plain_runs(results).summary if results else None
+        # a metric's output is the results summary's field of its name (gate/metrics.py); a
+        # file that does not record it gives ""
+        values = {m.output: num(getattr(s, m.output, None) if s else None)
+                  for m in METRICS if m.output}
         return {
-            "pass_rate": num(s.pass_rate if s else None),
+            **values,
             "passed": s.passed if s else "",
             "total": s.total if s else "",
             "errors": s.errors if s else "",
-            "mean_turns": num(s.mean_turns if s else None),
-            "cost_usd": num(s.cost_usd if s else None),
-            "cache_hit_rate": num(s.cache_hit_rate if s else None),
             "model": results.model if results else "",
             "results_path": str(output.resolve()) if results else "",
         }

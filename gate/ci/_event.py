@@ -19,10 +19,10 @@ refuses is refused before a suite, a fetch or a comment.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
+from gate.ci._forge import ChangeRequest, CIFacts
 from gate.errors import BadInput
-from gate.github import MODES, CIEnvironment, PullRequestInfo
 
 Kind = Literal["pr", "main", "check", "comment"]
 Source = Literal["fresh", "rejudge", "merge", "shard"]
@@ -35,11 +35,11 @@ class Event:
 
     kind: Kind
     source: Source = "fresh"
-    pr: PullRequestInfo | None = None
+    pr: ChangeRequest | None = None
     base: str = ""
 
 
-def resolve_mode(mode: str, env: CIEnvironment) -> str:
+def resolve_mode(mode: str, env: CIFacts) -> str:
     """``--mode`` as given, or (``auto``) the mode the event means."""
     if mode != "auto":
         return mode
@@ -63,11 +63,11 @@ def resolve_mode(mode: str, env: CIEnvironment) -> str:
                    "pr, main or check")
 
 
-def find_event(mode: str, env: CIEnvironment, *, rejudge: bool = False, merge: bool = False,
+def find_event(mode: str, env: CIFacts, *, rejudge: bool = False, merge: bool = False,
                shard: bool = False) -> Event:
     """The run ``gate ci`` makes here, or ``BadInput`` naming why it refuses."""
     kind = resolve_mode(mode, env)
-    if kind not in MODES or kind == "auto":
+    if kind not in get_args(Kind):  # "auto" was resolved above
         raise BadInput(f"unknown mode {kind!r}")
     if rejudge and kind not in ("pr", "check"):
         raise BadInput(f"--rejudge judges a pull request's or a branch's stored results "
@@ -102,7 +102,7 @@ def find_event(mode: str, env: CIEnvironment, *, rejudge: bool = False, merge: b
     return Event("comment")
 
 
-def _shard(kind: str, env: CIEnvironment, *, rejudge: bool, merge: bool) -> Event:
+def _shard(kind: str, env: CIFacts, *, rejudge: bool, merge: bool) -> Event:
     """One matrix job: the base branch's tasks for pr/check, as a whole run would use."""
     if rejudge or merge:
         raise BadInput("--shard runs one part of the suite; --rejudge and --merge judge "

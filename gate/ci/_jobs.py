@@ -79,22 +79,19 @@ def _comment_on_branch_pr(ctx: Context, publisher: Publisher, j: Judgement,
                           html: dict[str, object]) -> None:
     """A re-judge dispatched on a PR's branch shows its verdict on that PR (the open PR
     whose head is this commit), by the comment mode like a PR run."""
-    from gate.github import PullRequestInfo, find_pr_for_run
-
     env = ctx.env
     branch = env.branch
     if not (branch and env.sha and env.token is not None and env.repository):
         return
     try:
-        number = find_pr_for_run(ctx.github.client, env.repository, branch, env.sha)
+        number = ctx.forge.find_change(env.repository, branch, env.sha)
     except GateError as exc:
         ctx.io.warning(f"cannot find the pull request of {branch}: {exc}")
         return
     if number is None:
         ctx.log(f"gate ci: no open pull request has {env.sha[:7]} as its head; no comment")
         return
-    pr = PullRequestInfo(number=number, base_ref=env.default_branch or "main",
-                         head_ref=branch, head_sha=env.sha)
+    pr = ctx.forge.change_request(number, env.default_branch or "main", branch, env.sha)
     ctx.io.set_outputs({"pr_number": number})
     publisher.post_comment(pr, j.markdown, j.comparison, html)
 

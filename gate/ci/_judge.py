@@ -1,7 +1,7 @@
 """Stage 4, *judge*: ``compare.judge`` over the obtained results and the plan's baseline, then
 the policy (gate/ci/_policy.py: accept label, fail-on-regression, exit code), then the report
 the comment and the step summary show. Reads the PR's live labels and who set the accept
-label (adapters in gate.github); everything else is a function of the stages before.
+label (the forge, ``_forge``); everything else is a function of the stages before.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from pathlib import Path
 from markupsafe import Markup
 
 from gate.ci._context import Context
+from gate.ci._forge import ChangeRequest
 from gate.ci._obtain import Obtained
 from gate.ci._plan import Plan, code
-from gate.ci._policy import outcome
+from gate.ci._policy import acceptance, outcome
 from gate.ci._verdict import verdict
 from gate.compare import Comparison
 from gate.errors import GateError
-from gate.github import PullRequestInfo, acceptance, parse_history, pr_labels, trend_entries
+from gate.history import parse_history, trend_entries
 from gate.results import Results
 from gate.traces import Trace, parse_sidecar
 
@@ -109,23 +110,23 @@ def _evidence(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison
         return None
 
 
-def _labels(ctx: Context, pr: PullRequestInfo) -> list[str]:
+def _labels(ctx: Context, pr: ChangeRequest) -> list[str]:
     """Live labels (a re-run after labelling has a stale payload); the payload's as a
     fallback when the API cannot be asked."""
     if ctx.env.token is None:
         return list(pr.labels)
     try:
-        return pr_labels(ctx.github.client, pr.number)
+        return ctx.forge.labels(pr.number)
     except GateError as exc:
         ctx.io.warning(f"cannot read the PR's labels, using the event's: {exc}")
         return list(pr.labels)
 
 
-def _accepted_by(ctx: Context, pr: PullRequestInfo, label: str, labels: list[str],
+def _accepted_by(ctx: Context, pr: ChangeRequest, label: str, labels: list[str],
                  notes: list[str]) -> str | None:
-    """Who accepted this regression with the accept label, or None (gate.github's
+    """Who accepted this regression with the accept label, or None (``_policy``'s
     ``acceptance``); the label's note goes into ``notes``."""
-    result = acceptance(ctx.github.client, pr.number, label, labels)
+    result = acceptance(ctx.forge, pr.number, label, labels)
     if result.note:
         notes.append(result.note)
     if result.warning:

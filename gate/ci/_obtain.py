@@ -8,7 +8,6 @@ Budget: a run the budget stopped is refused here (gate/ci/_policy.py), before an
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +17,10 @@ from gate.ci import _skills
 from gate.ci._context import Context
 from gate.ci._event import Event
 from gate.ci._plan import Plan, code
-from gate.ci._policy import budget_note, check_budget, spent
+from gate.ci._policy import budget_note, check_budget
 from gate.ci._skills import ConditionPlan
 from gate.errors import BadInput, Unmeasurable
-from gate.github import render_note
+from gate.report import render_note
 from gate.results import Results
 from gate.run import RunRequest, run_suite
 
@@ -63,47 +62,38 @@ def obtain(ctx: Context, event: Event, plan: Plan, merged: Results | None) -> Ob
         results = stored_results(ctx, req.output)
         notes.append(render_note("rejudged", path=code(req.output.name)))
     else:
+        req = with_conditions(ctx, req, plan.conditions)
         if plan.basis.config.gate.sequential:
             from gate.sequential import run_sequential
 
-            # the looks are recorded in the results file: the judge applies α/2 from there
+            # the looks are recorded in the results file: the judge applies α/2 from there;
+            # the conditions run with the first look, and are kept by the second
             results = run_sequential(ctx.run_request(req), plan.baseline,
                                      plan.basis.config.gate, ctx.land,
                                      ctx.opts.on_start).results
         else:
             results = run_fresh(ctx, req)
-        check_budget(results)
-        results = with_conditions(ctx, req, results, plan.conditions)
+        check_budget(results, budgeted(req))
         if (budget := budget_note(results)) is not None:
             notes.append(budget)
     return Obtained(results, plan.baseline, tuple(notes))
 
 
-def with_conditions(ctx: Context, req: RunRequest, results: Results,
-                    plan: ConditionPlan | None) -> Results:
-    """``results`` with the plan's condition runs joined in (written to the results
-    file: the artifact holds what was judged or pooled)."""
-    from gate.results import write_results
-
+def with_conditions(ctx: Context, req: RunRequest, plan: ConditionPlan | None) -> RunRequest:
+    """``req`` with the plan's skill conditions run beside the suite, as arms of its session
+    (one pool, one budget for the job, one journal, one results file: what is judged or
+    pooled)."""
     if plan is None:
-        return results
+        return req
     ctx.log(f"gate ci: skill conditions {', '.join(plan.conditions)} on "
             f"{len(plan.tasks)} task{'' if len(plan.tasks) == 1 else 's'} "
             f"({', '.join(plan.tasks)}): {plan.why}")
-    creq = _skills.condition_request(ctx.run_request(req), plan)
-    if creq.max_cost is not None:  # one budget for the job: what the suite left of it
-        creq = dataclasses.replace(creq, max_cost=max(0.0, creq.max_cost - spent(results)))
-    conditions = run_suite(creq, on_result=ctx.land)
-    check_budget(conditions, "the skill conditions' run")
-    joined = _skills.joined(results, conditions)
-    if req.max_cost is not None:
-        # the job's budget as a whole, in the results (and the comment's note)
-        joined.budget = {  # type: ignore[attr-defined]
-            **((results.model_extra or {}).get("budget") or {}),
-            "max_cost_usd": req.max_cost,
-            "spent_usd": round(spent(joined), 6)}
-    write_results(req.output, joined)
-    return joined
+    return _skills.condition_request(req, plan)
+
+
+def budgeted(req: RunRequest) -> str:
+    """What the job's budget covered: the suite's run, and the skill conditions beside it."""
+    return "the suite's run" + (" (with its skill conditions)" if req.beside is not None else "")
 
 
 def _ab(ctx: Context, plan: Plan) -> Obtained:

@@ -19,9 +19,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gate._files import describe_validation_error
-from gate.config import CISettings
+from gate.config import DEFAULT_COMMENT_ID, CISettings
 from gate.errors import BadInput
-from gate.github import DEFAULT_COMMENT_ID
 from gate.results import Results, RunResult
 from gate.run import RunRequest
 
@@ -66,8 +65,11 @@ class CIOptions:
     # the HTML report of a judged run (gate/report/_html.py); None: none
     html_report: Path | None = None
     # the action's comment is posted by a later step, after the report's upload: the final
-    # comment goes to a file (gate/github/_deferred.py) instead of to GitHub
+    # comment goes to a file (the forge's ``defer_comment``) instead of to the forge
     defer_comment: bool = False
+    # comment mode, a PR of the repository itself: "post" the uploaded report (its job posted
+    # nothing), or "link" the comment its job posted to the published page (gate/ci/_relink.py)
+    same_repo: str = "post"
     on_result: Callable[[RunResult], None] | None = None
     on_start: Callable[[Results, int], None] | None = None  # before the first run (its plan)
     log: Callable[[str], None] = _stderr

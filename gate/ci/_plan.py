@@ -26,24 +26,13 @@ from gate._files import HISTORY_LIMIT, RESULTS_LIMIT, read_text
 from gate.ci import _skills
 from gate.ci._context import Context
 from gate.ci._event import Event
+from gate.ci._forge import ChangeRequest
 from gate.ci._skills import ConditionPlan
 from gate.ci._yardstick import base_baseline, open_base
 from gate.config import CISettings, GateConfig
 from gate.errors import BadInput, GateError, Unmeasurable
-from gate.github import (
-    Place,
-    PullRequestInfo,
-    State,
-    data_paths,
-    ensure_base_ref,
-    fetch_branch,
-    pr_files,
-    read_state,
-    remote_ref,
-    render_note,
-    traces_path,
-)
-from gate.report import code_span
+from gate.refresh import Place, State, data_paths, read_state, traces_path
+from gate.report import code_span, render_note
 from gate.results import Results, parse_results
 from gate.run import RunRequest
 from gate.traces import SIDECAR_LIMIT
@@ -72,7 +61,7 @@ class Plan:
     """How a pr/check run is judged, before anything runs."""
 
     basis: Basis
-    pr: PullRequestInfo | None
+    pr: ChangeRequest | None
     edited: bool  # the PR edits the baseline file (it is read from the base branch anyway)
     notes: tuple[str, ...]
     by_ab: bool  # judged by a same-job A/B (no baseline anywhere, or [ci] judge = "ab")
@@ -117,8 +106,7 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
     preload_html()  # the HTML report is written after the suite too
     req = ctx.opts.run
     root = _git.toplevel(req.config.root)
-    base_ref = ensure_base_ref(root, base_branch, token=ctx.token,
-                               server_url=ctx.env.server_url)
+    base_ref = ctx.forge.ensure_base_ref(root, base_branch)
     from gate.ab import GATE_IS_NEW, config_rel, gate_is_new
 
     if gate_is_new(req.config, root=root, ref=base_ref):
@@ -152,7 +140,6 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
     default branch (a PR into a branch that has no baseline of its own). Fetched lazily."""
     from gate.yardstick import BaselineSource
 
-    token, server = ctx.token, ctx.env.server_url
     default = ctx.env.default_branch
 
     def sources(joined: GateConfig) -> Iterator[BaselineSource]:
@@ -160,8 +147,8 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
         data = settings.data_branch
         data_ref: str | None = None
         if settings.baseline_refresh == "branch":
-            if fetch_branch(root, data, token=token, server_url=server):
-                data_ref = remote_ref(data)
+            if ctx.forge.fetch_branch(root, data):
+                data_ref = ctx.forge.remote_ref(data)
             else:
                 ctx.log(f"gate ci: the data branch {data} does not exist yet")
         branches = [base_branch] + ([default] if default and default != base_branch else [])
@@ -173,8 +160,8 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
                 yield BaselineSource(data_ref, data_paths(branch, ""),
                                      f"{data} ({data_paths(branch, '')})", fallback)
             try:
-                ref = base_ref if branch == base_branch else ensure_base_ref(
-                    root, branch, token=token, server_url=server)
+                ref = (base_ref if branch == base_branch
+                       else ctx.forge.ensure_base_ref(root, branch))
             except BadInput as exc:
                 ctx.io.warning(f"no fallback baseline from {branch}: {exc}")
                 continue
@@ -271,19 +258,19 @@ def _unprotected_note(tasks: list[str], shown: int = 20) -> str:
     return render_note("reward_unprotected", tasks=listed)
 
 
-def _pr_edits(ctx: Context, root: Path, base_ref: str, rel: str, pr: PullRequestInfo) -> bool:
+def _pr_edits(ctx: Context, root: Path, base_ref: str, rel: str, pr: ChangeRequest) -> bool:
     changed = _git.pr_changes_file(root, base_ref, rel)
     if changed is not None:
         return changed
-    # a shallow checkout has no merge base: GitHub knows the PR's files
+    # a shallow checkout has no merge base: the forge knows the PR's files
     try:
-        return rel in pr_files(ctx.github.client, pr.number)
+        return rel in ctx.forge.changed_files(pr.number)
     except GateError as exc:
         ctx.io.warning(f"cannot tell whether this PR edits {rel}: {exc}")
         return False
 
 
-def _pr_conditions(ctx: Context, basis: Basis, pr: PullRequestInfo | None,
+def _pr_conditions(ctx: Context, basis: Basis, pr: ChangeRequest | None,
                    baseline: Results) -> ConditionPlan | None:
     """The conditions this PR runs besides the suite: it touches a skill."""
     cfg, root = basis.config, basis.root
@@ -291,9 +278,9 @@ def _pr_conditions(ctx: Context, basis: Basis, pr: PullRequestInfo | None,
     if rel is None:
         return None
     files = _git.pr_changed_files(root, basis.ys.ref, rel)
-    if files is None and pr is not None:  # a shallow checkout: GitHub knows the files
+    if files is None and pr is not None:  # a shallow checkout: the forge knows the files
         try:
-            files = pr_files(ctx.github.client, pr.number)
+            files = ctx.forge.changed_files(pr.number)
         except GateError as exc:
             ctx.io.warning(f"cannot tell whether this PR changes a skill: {exc}")
     changed = _skills.changed_skills(files or [], rel)
@@ -321,12 +308,10 @@ def refresh_plan(ctx: Context, event: Event) -> RefreshPlan:
         raise BadInput(f"[ci] baseline_refresh = {how!r} needs a run on a branch (GITHUB_REF="
                        f"refs/heads/…), not {ctx.env.ref or 'no ref'}")
     root = _git.toplevel(cfg.root)
-    from gate.github import config_state
-
     baseline_path = cfg.path(cfg.gate.baseline)
     history_path = cfg.path(settings.history)
     place = _place(root, settings, branch or "", baseline_path, history_path) if branch else None
-    git_state = config_state(root) if place else ""
+    git_state = ctx.forge.git_state(root) if place else ""
     start = _start(ctx, root, place, settings, baseline_path, history_path)
     conditions = None if event.source == "merge" else _refresh_conditions(req, start)
     return RefreshPlan(root, settings, req, baseline_path, history_path, place, git_state,
@@ -374,7 +359,7 @@ def _start(ctx: Context, root: Path, place: Place | None, settings: CISettings,
     head = _git.head(root)
     if not place.data:
         return read_state(root, place, head)
-    tip = fetch_branch(root, place.branch, token=ctx.token, server_url=ctx.env.server_url)
+    tip = ctx.forge.fetch_branch(root, place.branch)
     return read_state(root, place, tip, seed=seed(ctx, root, settings, head))
 
 

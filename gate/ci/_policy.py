@@ -2,6 +2,10 @@
 what a budget stop means, how many infra errors a run or a refresh tolerates, and when an
 accept label or ``fail-on-regression = false`` turns a regression into a pass.
 
+The accept label counts only when the user who set it last (the forge says who, and with what
+role) may write to the repository: a label anyone could add (a bot, a triager) turns nothing
+green. An ignored label gets a visible note; the note of an accepted one records who accepted.
+
 The numbers come from ``gate.compare`` (the verdict, the infra rate and its limit, the exit
 code); this module only decides what the job does with them. ``gate ci``, ``gate run`` (with
 ``--base-ref`` or ``--ab`` too) and ``gate compare --base-ref`` read the same rules from here:
@@ -21,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate._files import printable
+from gate.ci._forge import Forge
 from gate.compare import Comparison, infra_count
-from gate.errors import Unmeasurable
-from gate.github import render_note
+from gate.errors import GateError, Unmeasurable
+from gate.report import code_span, md, render_note
 from gate.results import Results
 from gate.run import spend
 
@@ -106,3 +111,36 @@ def outcome(comparison: Comparison, *, accepted: bool, fail_on_regression: bool,
     if accept_label and on_pr:
         return Outcome(code, False, render_note("how_to_accept", label=label_code))
     return Outcome(code, False, None)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """What the accept label amounts to on this change request."""
+
+    who: str | None = None  # who accepted; None: not accepted
+    note: str | None = None  # for the report
+    warning: str | None = None  # for the job's annotations
+    log: str | None = None
+
+
+def acceptance(forge: Forge, number: int, label: str, labels: list[str]) -> Acceptance:
+    """Whether ``label`` (among the change request's ``labels``) accepts a regression, and
+    who set it. The caller shows the note, the warning and the log line."""
+    if not label or label.casefold() not in {x.casefold() for x in labels}:
+        return Acceptance()
+    name = code_span(label)
+    try:
+        setter = forge.label_setter(number, label)
+    except GateError as exc:
+        return Acceptance(
+            note=render_note("label_unchecked", label=name),
+            warning=f"the {label} label accepts nothing: cannot tell who added it: {exc}")
+    who, role = setter.who, setter.role
+    if who is None or not setter.can_write:
+        return Acceptance(
+            note=render_note("label_ignored", label=name, who=md(who, 60), role=md(role, 40)),
+            warning=(f"the {label} label was added by {who or 'an unknown user'} ({role}): "
+                     "ignored, accepting needs write permission"))
+    return Acceptance(
+        who=who, note=render_note("accepted", label=name, who=md(who, 60), role=md(role, 40)),
+        log=f"the regression was accepted by {who} ({role})")

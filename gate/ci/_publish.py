@@ -1,10 +1,10 @@
 """Stage 5, *publish*: what a judged run leaves behind — the report file, the step summary,
 the step outputs and annotations, the HTML report, and this suite's PR comment (posted now, or
-left for the action's posting step after the report's upload: gate/github/_deferred.py).
+left for the action's posting step after the report's upload: the forge's ``defer_comment``).
 
 Nothing here changes a verdict: a comment or a report that cannot be written is a warning.
-The comment's adapters (REST, the sticky comment, the deferred file) are gate.github's; this
-module decides what goes where, by the comment mode (``[ci] comment_mode``).
+The comment itself (finding it, editing it, the deferred file) is the forge's (``_forge``);
+this module decides what goes where, by the comment mode (``[ci] comment_mode``).
 """
 
 from __future__ import annotations
@@ -18,18 +18,10 @@ from pydantic import ValidationError
 
 from gate._files import atomic_write_text
 from gate.ci._context import Context, num
-from gate.config import CISettings, GateConfig
-from gate.errors import GateError
-from gate.github import (
-    DEFAULT_COMMENT_ID,
-    CommentMode,
-    CommentRef,
-    GitHubError,
-    PullRequestInfo,
-    comment_mode,
-    render_body,
-)
-from gate.report import code_span, link_url, md
+from gate.ci._forge import ChangeRequest, CommentState, DeferredComment, PostedComment
+from gate.config import DEFAULT_COMMENT_ID, CISettings, CommentMode, GateConfig, comment_mode
+from gate.errors import ForgeError, GateError
+from gate.report import code_span, link_url, md, render_body
 from gate.results import Results
 
 if TYPE_CHECKING:  # the comment job's path imports no statistics (numpy): types only
@@ -113,12 +105,12 @@ class Publisher:
             ctx.io.warning(f"the HTML report was not written (the verdict stands): "
                            f"{type(exc).__name__}: {exc}", title="agent-gate")
             return {}
-        from gate.report import transcript_dir
+        from gate.results import transcripts_dir
 
         files = [path, ctx.opts.report_path]
         for results_file in (results_path, base_arm):
             if results_file is not None and results_file.is_file():
-                files += [results_file, transcript_dir(results_file)]
+                files += [results_file, transcripts_dir(results_file)]
         ctx.log(f"gate ci: wrote the HTML report {path}")
         return {
             "html_report_path": str(path.resolve()),
@@ -158,7 +150,7 @@ class Publisher:
             ctx.io.notice(headline, title="agent-gate")
         return html
 
-    # ----- this suite's PR comment (gate/github/_sticky.py) --------------------------------
+    # ----- this suite's PR comment (the forge's ``comment``) ---------------------------------
 
     def can_comment(self) -> bool:
         """Whether this run may write the PR comment at all (the mode, a fork's read-only
@@ -167,7 +159,7 @@ class Publisher:
         return (comment_mode(self.settings) != "never" and not env.fork_repo
                 and env.token is not None)
 
-    def defer(self, pr: PullRequestInfo, state: str, markdown: str | None = None,
+    def defer(self, pr: ChangeRequest, state: CommentState, markdown: str | None = None,
               create: bool = False, html: dict[str, object] | None = None) -> bool:
         """With ``defer_comment``: leave the comment for the action's posting step (after the
         report's upload). False when not deferring, or when the file cannot be written (the
@@ -175,19 +167,16 @@ class Publisher:
         ctx = self.ctx
         if not ctx.opts.defer_comment:
             return False
-        from gate.github import PendingComment, write_pending
-
         page = (html or {}).get("html_report_path")
         try:
-            pending = ctx.github.pending_file()
-            write_pending(pending, PendingComment.model_validate({
-                "pr": pr.number, "comment_id": self.comment_id,
-                "mode": comment_mode(self.settings),
-                "comment_author": self.settings.comment_author, "state": state,
-                "body": ctx.redact(markdown) if markdown is not None else None,
-                "create": create,
-                "artifact": self.report_artifact if page else "",
-                "html_name": Path(str(page)).name if page else ""}))
+            pending = ctx.forge.defer_comment(DeferredComment(
+                number=pr.number, comment_id=self.comment_id,
+                mode=comment_mode(self.settings),
+                author=self.settings.comment_author, state=state,
+                body=ctx.redact(markdown) if markdown is not None else None,
+                create=create,
+                artifact=self.report_artifact if page else "",
+                html_name=Path(str(page)).name if page else ""))
         except (OSError, ValidationError) as exc:
             ctx.io.warning(f"the PR comment is posted now, not after the report's upload: "
                            f"{exc}", title="agent-gate")
@@ -195,13 +184,13 @@ class Publisher:
         ctx.io.set_outputs({"comment_pending": str(pending)})
         return True
 
-    def show(self, pr: PullRequestInfo, markdown: str, *, create: bool, what: str,
-             quiet: bool = False) -> CommentRef | None:
+    def show(self, pr: ChangeRequest, markdown: str, *, create: bool, what: str,
+             quiet: bool = False) -> PostedComment | None:
         """Put ``markdown`` in this suite's comment; a failure is a warning (``quiet``: a log
         line, when the verdict's own post will warn of the same cause), never a verdict."""
         ctx = self.ctx
-        comment = ctx.github.pr_comment(pr.number, self.comment_id, comment_mode(self.settings),
-                                        self.settings.comment_author)
+        comment = ctx.forge.comment(pr.number, self.comment_id, comment_mode(self.settings),
+                                    self.settings.comment_author)
         try:
             ref = comment.post(ctx.redact(markdown), create=create)
         except GateError as exc:
@@ -220,16 +209,16 @@ class Publisher:
     def comment_failure(self, exc: GateError) -> str:
         """Why the comment could not be written, naming the likely cause."""
         text = str(exc)
-        if isinstance(exc, GitHubError) and exc.status == 403 and \
+        if isinstance(exc, ForgeError) and exc.status == 403 and \
                 self.ctx.env.actor == DEPENDABOT:
             text = ("this PR was opened by Dependabot, whose runs get a read-only token unless "
                     f"the workflow's `permissions:` grant more; {text}")
         return self.ctx.redact(text)
 
-    def _head(self, pr: PullRequestInfo) -> object:
+    def _head(self, pr: ChangeRequest) -> object:
         return code_span((pr.head_sha or self.ctx.env.sha or "HEAD")[:7])
 
-    def announce_running(self, pr: PullRequestInfo) -> None:
+    def announce_running(self, pr: ChangeRequest) -> None:
         """Before the suite: an existing comment stops showing the last verdict as current.
         Only ``always`` creates a comment for this."""
         if not self.can_comment():
@@ -241,7 +230,7 @@ class Publisher:
                   create=comment_mode(self.settings) == "always", what="marked as running",
                   quiet=True)
 
-    def announce_cancelled(self, pr: PullRequestInfo) -> None:
+    def announce_cancelled(self, pr: ChangeRequest) -> None:
         """The run was stopped during the suite: the comment (if any) says so. A second
         signal while this is written is ignored: the runner escalates to SIGKILL anyway."""
         if not self.can_comment():
@@ -259,7 +248,7 @@ class Publisher:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def post_comment(self, pr: PullRequestInfo, markdown: str, comparison: Comparison,
+    def post_comment(self, pr: ChangeRequest, markdown: str, comparison: Comparison,
                      html: dict[str, object]) -> None:
         """The verdict's comment, created or updated by the comment mode."""
         ctx = self.ctx
@@ -285,18 +274,18 @@ class Publisher:
         ctx.io.set_outputs({"comment_url": ref.url if ref else "",
                             "comment_id": ref.id if ref else ""})
 
-    def comment_failure_report(self, pr: PullRequestInfo | None, reason: str, what: str,
+    def comment_failure_report(self, pr: ChangeRequest | None, reason: str, what: str,
                                exc: GateError) -> None:
         """A PR whose gate could not measure still says why on the PR, not only in a log."""
         if pr is None or not self.can_comment():
             return
         markdown = failure_markdown(what, reason, self.ctx.env.run_url)
         create = creates(comment_mode(self.settings), None, failed=True)
-        if self.defer(pr, "final", markdown, create) or isinstance(exc, GitHubError):
+        if self.defer(pr, "final", markdown, create) or isinstance(exc, ForgeError):
             return
         self.show(pr, markdown, create=create, what="posted")
 
-    def unchanged(self, pr: PullRequestInfo, fingerprint: str) -> int:
+    def unchanged(self, pr: ChangeRequest, fingerprint: str) -> int:
         """A PR that leaves the agent exactly as the baseline measured it (docs, CI files,
         code the agent does not use): nothing is run, exit 0, and a comment an earlier push
         left is edited to say so (never created)."""
@@ -309,7 +298,7 @@ class Publisher:
             self.show(pr, markdown, create=False, what="marked as skipped")
         return self._skipped(pr, markdown, reason)
 
-    def _skipped(self, pr: PullRequestInfo, markdown: str, reason: str) -> int:
+    def _skipped(self, pr: ChangeRequest, markdown: str, reason: str) -> int:
         ctx = self.ctx
         atomic_write_text(ctx.opts.report_path, markdown)
         ctx.io.summary(markdown)
@@ -319,7 +308,7 @@ class Publisher:
                             "report_path": str(ctx.opts.report_path.resolve())})
         return 0
 
-    def withheld(self, pr: PullRequestInfo, unchanged: str | None, *,
+    def withheld(self, pr: ChangeRequest, unchanged: str | None, *,
                  gate_changed: bool = False) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's

@@ -2,45 +2,35 @@
 (committed to the branch, pushed to the data branch, or left for an artifact).
 
 Publish for a refresh: main's self-check against the baseline it replaces (the A/A check
-behind drift guards; never blocking), the HTML report, the pooled files, and the summary. The
-git and file work is gate.github's (``Refresh``, ``write_files``); this module decides what is
-pooled and what the job says about it.
+behind drift guards; never blocking), the HTML report, the pooled files, and the summary. How
+a run is pooled is ``gate.baseline.repool`` (pure, over the files' texts); where the files live
+and what is left in the workspace is ``gate.refresh``; the push with the token, re-pooling on a
+branch that moved, is the forge's (``push_data``). This module decides what is pooled and what
+the job says about it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from markupsafe import Markup
 
 from gate import _git
-from gate.baseline import dump_baseline, promote, same_agent
+from gate.baseline import dump_baseline, repool, same_agent
 from gate.ci._context import Context
-from gate.ci._obtain import run_fresh, with_conditions
+from gate.ci._forge import DataPush
+from gate.ci._obtain import budgeted, run_fresh, with_conditions
 from gate.ci._plan import RefreshPlan, code, seed
 from gate.ci._policy import check_budget, check_infra
 from gate.ci._publish import Publisher
 from gate.compare import Comparison
 from gate.errors import GateError, Unmeasurable
-from gate.github import (
-    HistoryEntry,
-    Outcome,
-    Pooling,
-    Refresh,
-    config_state,
-    entry_for,
-    parse_history,
-    render_body,
-    trend_markdown,
-    write_files,
-)
-from gate.report import md
+from gate.history import HistoryEntry, entry_for
+from gate.refresh import Outcome, Pooled, State, traces_path, write_files
+from gate.report import md, render_body, trend_markdown
 from gate.results import Results, parse_results
 from gate.sandbox import assert_no_task_alive
-from gate.traces import Trace, parse_sidecar, pooled_sidecar
-
-#: the judge's pooling rules, handed to the push loop of gate.github
-POOLING = Pooling(promote=promote, same_agent=same_agent, dump=dump_baseline)
+from gate.traces import Trace
 
 
 def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
@@ -49,9 +39,9 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
     if merged is not None:
         results = merged
     else:
-        suite = run_fresh(ctx, plan.request)
-        check_budget(suite)
-        results = with_conditions(ctx, plan.request, suite, plan.conditions)
+        req = with_conditions(ctx, plan.request, plan.conditions)
+        results = run_fresh(ctx, req)
+        check_budget(results, budgeted(req))
     check_infra(results, cfg.gate.max_infra_rate, refresh=True)
     publisher = Publisher(ctx, plan.settings)
     verdict, markdown, checked = self_check(ctx, plan.start.baseline_text, results)
@@ -66,8 +56,6 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
     # stamped with the refresh pooling gives their runs (the sidecar drops tool output)
     traces = [t.model_copy(update={"refresh": t.refresh or results.created_at})
               for t in ctx.traces(results, output)]
-    from gate.github import traces_path
-
     # an upload step (`if: !cancelled()`) finds the files even when the push fails below
     ctx.io.set_outputs({
         "mode": "main", "exit_code": 0, **ctx.outputs_for(results, output),
@@ -79,7 +67,13 @@ def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:
     if plan.place is None:
         outcome = _pool_files(ctx, plan, results, entry, traces)
     else:
-        outcome = _push(ctx, plan, results, entry, traces)
+        from gate.ci._pages import announce_main, main_pages
+
+        # the badge and (a public repository) main's report, in the same push as the baseline
+        pages = main_pages(ctx, plan.place, html, results, verdict, publisher.report_artifact)
+        outcome = _push(ctx, plan, results, entry, traces, pages)
+        if outcome.status == "committed":
+            announce_main(ctx, plan.place, pages)
     _summary(ctx, plan, outcome, markdown)
     ctx.io.set_outputs({"verdict": verdict or "refreshed", "baseline_commit": outcome.commit,
                         "refresh": outcome.status})
@@ -113,7 +107,7 @@ def _summary(ctx: Context, plan: RefreshPlan, outcome: Outcome, markdown: str) -
 
 
 def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry,
-          traces: Sequence[Trace]) -> Outcome:
+          traces: Sequence[Trace], pages: dict[str, str]) -> Outcome:
     """Pool and push to the plan's place; the pooled files are left in the workspace whatever
     happens to the push (an upload step with ``if: !cancelled()`` keeps them)."""
     place, root = plan.place, plan.root
@@ -121,20 +115,17 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
 
     def guard() -> None:
         assert_no_task_alive()  # a process of a run still alive: never push or fetch with it
-        if config_state(root) != plan.git_state:
+        if ctx.forge.git_state(root) != plan.git_state:
             raise Unmeasurable(
                 "the checkout's git configuration changed while the suite ran (.git/config, "
                 ".git/hooks or the user's git config): the refreshed baseline is not pushed "
                 "with the token; see the threat model in docs/github.md")
 
-    cfg = plan.request.config
-    job = Refresh(
-        root=root, place=place, results=results, entry=entry, pooling=POOLING,
-        pool_size=cfg.gate.pool_size, history_size=plan.settings.history_size,
-        token=ctx.token, server_url=ctx.env.server_url,
-        source_branch=ctx.env.branch or "", guard=guard, log=ctx.log,
+    job = ctx.forge.push_data(DataPush(
+        root=root, place=place, results=results, pool=_pool(plan, results, entry, traces),
+        same_agent=same_agent, source_branch=ctx.env.branch or "", guard=guard,
         seed=seed(ctx, root, plan.settings, _git.head(root)) if place.data else None,
-        traces=traces)
+        published=pages), ctx.log)
     # a data branch is read again: as it is now, not as it was when the suite began
     first = job.fetch() if place.data else plan.start
     short = (results.commit or ctx.env.sha or "")[:7]
@@ -153,17 +144,27 @@ def _push(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry
 def _pool_files(ctx: Context, plan: RefreshPlan, results: Results, entry: HistoryEntry,
                 traces: Sequence[Trace]) -> Outcome:
     """``baseline_refresh = "artifact"``: pool into the workspace's files."""
-    start = plan.start
-    baseline = (parse_results(start.baseline_text.encode(), plan.baseline_path, "baseline")
-                if start.baseline_text is not None else None)
-    pooled, message = promote(results, baseline, pool_size=plan.request.config.gate.pool_size)
-    entries = [*parse_history(start.history_text or ""), entry][-plan.settings.history_size:]
-    outcome = Outcome("artifact", message, baseline=pooled, entries=entries,
-                      traces=pooled_sidecar(pooled, traces, parse_sidecar(start.traces_text)))
+    pooled = _pool(plan, results, entry, traces)(plan.start, str(plan.baseline_path))
+    outcome = Outcome("artifact", pooled.message, baseline=pooled.baseline,
+                      entries=pooled.entries, traces=pooled.traces)
     write_files(outcome, plan.baseline_path, plan.history_path, dump_baseline)
-    if pooled is baseline:
+    if pooled.unchanged:
         outcome.status = "unchanged"
     return outcome
+
+
+def _pool(plan: RefreshPlan, results: Results, entry: HistoryEntry, traces: Sequence[Trace]
+          ) -> Callable[[State, str], Pooled]:
+    """The judge's re-pooling with this run bound: a branch's files (and where they are, for
+    errors) → the pooled files. Pure: the push loop calls it again on a branch that moved."""
+    pool_size, history_size = plan.request.config.gate.pool_size, plan.settings.history_size
+
+    def pool(state: State, where: str) -> Pooled:
+        return repool(results, entry, traces, baseline_text=state.baseline_text,
+                      history_text=state.history_text, traces_text=state.traces_text,
+                      where=where, pool_size=pool_size, history_size=history_size)
+
+    return pool
 
 
 def self_check(ctx: Context, baseline_text: str | None, results: Results

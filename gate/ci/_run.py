@@ -20,19 +20,18 @@ from gate._files import atomic_write_text
 from gate.ci._comment import post_uploaded_report
 from gate.ci._context import Context
 from gate.ci._event import Event, find_event, resolve_mode
+from gate.ci._forge import CIFacts, Sink
 from gate.ci._options import CIOptions
 from gate.ci._publish import Publisher, failure_markdown
 from gate.config import CISettings
 from gate.errors import GateError
-from gate.github import ActionsIO, CIEnvironment
 
 
-def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
-           io: ActionsIO | None = None) -> int:
+def run_ci(opts: CIOptions, env: CIFacts | None = None, io: Sink | None = None) -> int:
     """Run ``gate ci`` and return its exit code. A ``GateError`` is reported (annotation,
     step summary, outputs) and re-raised so the CLI prints it and exits with its code."""
-    env = env or CIEnvironment.from_environ()
     ctx = Context.make(opts, env, io)
+    env = ctx.env  # read by the forge's adapter when not given
     for secret in env.secrets:
         ctx.io.add_mask(secret)
     # the [ci] settings in force: the checkout's, then (once the yardstick is open) the base
@@ -53,7 +52,7 @@ def run_ci(opts: CIOptions, env: CIEnvironment | None = None,
         exc.args = (reason,)  # the CLI prints str(exc): never with a secret in it
         raise
     finally:
-        ctx.github.close()
+        ctx.forge.close()
 
 
 def _report_failure(ctx: Context, mode: str, reason: str, exc: GateError) -> None:

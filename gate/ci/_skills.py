@@ -9,9 +9,10 @@ the suite, and the one results file the judge and the refresh read.
   ``target`` once ``[agent].skills`` is set and a task names its target skill, on the tasks
   that name one; the baseline pools them per (task, condition) like the plain runs.
 
-Conditions run as one ``gate run --condition …`` over those tasks (the conditions of a
-replication side by side), and their runs join the suite's in the results file: the baseline
-gate compares the plain runs, the skill-effect test the conditions (gate/compare/_judge.py).
+Conditions run as arms of the suite's session (``RunRequest.beside``: one pool, one meter, one
+budget, one journal and one results file with the plain runs; the conditions of a replication
+side by side): the baseline gate compares the plain runs, the skill-effect test the conditions
+(gate/compare/_judge.py).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from pathlib import Path
 from gate import _git
 from gate.config import GateConfig
 from gate.errors import BadInput
-from gate.results import Results, RunResult, Schedule, summarize
-from gate.run import RunRequest
+from gate.results import Results
+from gate.run import ConditionArms, RunRequest
 from gate.skills import (
     CONTROL,
     STANDARD_CONDITIONS,
@@ -140,31 +141,9 @@ def refresh_plan(cfg: GateConfig, tasks_dir: Path,
                  "the conditions the baseline keeps, and the skill-effect test's two")
 
 
-def conditions_output(output: Path) -> Path:
-    """Where the condition runs' own results file goes: next to the suite's."""
-    return output.with_name(output.stem + ".conditions.json")
-
-
 def condition_request(req: RunRequest, plan: ConditionPlan) -> RunRequest:
-    """The suite's run request, for the plan's conditions on the plan's tasks."""
-    return dataclasses.replace(req, conditions=list(plan.conditions), task_ids=list(plan.tasks),
-                               output=conditions_output(req.output), sequential=None,
-                               first_replication=0, keep_runs=[], shard=None)
-
-
-def joined(suite: Results, conditions: Results) -> Results:
-    """One results file: the suite's runs and the condition runs (what the judge and the
-    refresh read). The conditions' run is refused when it is incomplete."""
-    if conditions.interrupted is not None:
-        from gate.errors import Unmeasurable
-
-        raise Unmeasurable(f"the skill conditions' {conditions.interruption_note()}: not "
-                           "judged, not pooled")
-    runs: list[RunResult] = [*suite.runs, *conditions.runs]
-    schedule = (suite.schedule or Schedule()).model_copy(
-        update={"conditions": (conditions.schedule.conditions
-                               if conditions.schedule is not None else None)})
-    extra = {k: v for k, v in (conditions.model_extra or {}).items()
-             if k in ("conditions", "skipped_conditions")}
-    return suite.model_copy(update={"runs": runs, "summary": summarize(runs),
-                                    "schedule": schedule, **extra})
+    """The suite's run request with the plan's conditions beside its plain runs, on the plan's
+    tasks, each replicated as the suite is configured (whatever look of it runs first)."""
+    return dataclasses.replace(req, beside=ConditionArms(
+        tuple(plan.conditions), tuple(plan.tasks),
+        req.replications or req.config.suite.replications))

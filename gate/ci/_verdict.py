@@ -1,11 +1,11 @@
 """The verdict of a judged run: ``compare.judge`` with main's history. Light on purpose (no
-runner, no GitHub client): ``gate compare --base-ref`` loads only this of ``gate ci``."""
+runner, no forge): ``gate compare --base-ref`` loads only this of ``gate ci``."""
 
 from __future__ import annotations
 
 from gate.compare import Comparison
 from gate.config import GateSettings
-from gate.github import parse_history
+from gate.history import parse_history
 from gate.results import Results
 
 

@@ -15,7 +15,6 @@ from gate.secrets import warn_exposed_ancestors
 
 if TYPE_CHECKING:
     from gate.ci import CIOptions
-    from gate.github import CIEnvironment
     from gate.results import Results
 
 
@@ -81,6 +80,12 @@ if TYPE_CHECKING:
 @click.option("--post-comment", "post_comment", metavar="PENDING", envvar="GATE_POST_COMMENT",
               help="Post the comment a --defer-comment run left in PENDING, with a link to "
                    "the report's artifact (--artifact-id); runs no suite, reads no gate.toml.")
+@click.option("--same-repo", "same_repo", type=click.Choice(["post", "link"]), default="post",
+              show_default=True, envvar="GATE_SAME_REPO",
+              help="Comment mode, a PR of the repository itself: post the report its run "
+                   "uploaded (its job posted nothing: the fork pattern), or link (its job "
+                   "posted the comment: publish the report on Pages and point that "
+                   "comment's link at the page; gate init's report workflow).")
 @click.option("--artifact-id", default="", envvar="GATE_ARTIFACT_ID",
               help="With --post-comment: the report artifact's id (actions/upload-artifact's "
                    "`artifact-id` output); empty: no link.")
@@ -89,7 +94,7 @@ def ci(
     accept_label: str | None, fork_without_key: str | None, comment_author: str | None,
     comment_id: str | None, comment_mode: str | None, rejudge: str | None, shard: str | None,
     merge_dir: str | None, report_path: str, html_report: str, max_cost: float | None,
-    defer_comment: bool, post_comment: str | None, artifact_id: str,
+    defer_comment: bool, post_comment: str | None, artifact_id: str, same_repo: str,
     **run_kw: Any,
 ) -> None:
     """The GitHub Actions entrypoint: run, judge against the base branch, comment, exit.
@@ -132,9 +137,8 @@ def ci(
     # it in a workspace a fork's files may be in)
     root = workspace() or Path.cwd()
     from gate.ci import CIOptions, CIOverrides
-    from gate.github import CIEnvironment, default_comment_id
+    from gate.github import default_comment_id
 
-    env = CIEnvironment.from_environ()
     shown = progress()
 
     from gate.cli._run import announce
@@ -150,7 +154,7 @@ def ci(
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
         html_report=Path(html_report) if html_report.strip() else None,
-        defer_comment=defer_comment,
+        defer_comment=defer_comment, same_repo=same_repo,
         overrides=CIOverrides(
             comment=comment, fail_on_regression=fail_on_regression, accept_label=accept_label,
             fork_without_key=fork_without_key, comment_author=comment_author,
@@ -159,18 +163,19 @@ def ci(
         log=lambda line: click.echo(line, err=True),
     )
     try:
-        code = run_ci(opts, env)
+        code = run_ci(opts)
     finally:
         shown.stop()
     shown.finish()
     sys.exit(code)
 
 
-def run_ci(opts: CIOptions, env: CIEnvironment) -> int:
-    """gate ci's one library call (gate/ci/), loaded only when it runs."""
+def run_ci(opts: CIOptions) -> int:
+    """gate ci's one library call (gate/ci/), loaded only when it runs; the CI environment is
+    read there, by the forge's adapter."""
     from gate.ci import run_ci as run
 
-    return run(opts, env)
+    return run(opts)
 
 
 def _rejudge_path(value: str | None, output: Path) -> Path | None:

@@ -40,7 +40,7 @@ def run_line(r: RunResult) -> str:
     # a same-job A/B's arm, a skill condition
     arm = "".join(f" [{printable(x)}]" for x in (r.arm, r.condition) if x)
     return (f"{MARKS[r.status]} {r.task} #{r.replication}{arm} ({r.turns} turns, "
-            f"{dollars(r.cost_usd)}, {r.duration_s:.1f}s){tail}")
+            f"{dollars(r.cost_usd)}, {r.duration_s or 0:.1f}s){tail}")
 
 
 def is_ci(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
@@ -244,9 +244,9 @@ class Progress:
         from rich.table import Table
         from rich.text import Text  # a task id is text, never markup
 
-        per: dict[str, list[RunResult]] = defaultdict(list)
-        for r in runs:
-            per[r.task].append(r)
+        from gate.results import runs_by_task
+
+        per = runs_by_task(runs)
         shown = sorted(per)
         hidden = 0
         if len(shown) > TABLE_TASKS:

@@ -24,7 +24,7 @@ from gate.compare._intervals import (
     change_interval,
     intervals,
 )
-from gate.compare._judge import judge, plain_runs
+from gate.compare._judge import decisive_p, judge, plain_runs
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -76,6 +76,7 @@ __all__ = [
     "arm_stats",
     "change_interval",
     "compare",
+    "decisive_p",
     "drift_guard",
     "effects",
     "infra_count",

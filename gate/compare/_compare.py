@@ -13,7 +13,7 @@ from statistics import median
 
 import numpy as np
 
-from gate.compare import _resolution, _stats
+from gate.compare import _intervals, _resolution, _stats
 from gate.compare._infra import infra_rate, over_infra_limit
 from gate.compare._model import (
     AgentChange,
@@ -35,13 +35,10 @@ from gate.compare._model import (
 )
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, RunResult, net_raw_note
+from gate.metrics import BY_NAME, PERMUTED, Metric
+from gate.results import Results, RunResult, net_raw_note, runs_by_task, valid_runs
 
 _EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
-_LABELS: dict[MetricName, str] = {
-    "pass_rate": "pass rate", "turns": "mean turns", "cost": "cost per run",
-    "cache_hit_rate": "cache-hit rate",
-}
 _MAX_REASONS = 3
 _REASON_CHARS = 160
 _MAX_NOTES = 4
@@ -50,15 +47,8 @@ _NOTE_CHARS = 80
 
 def _runs_by_task(results: Results) -> dict[str, list[RunResult]]:
     """Runs of the tasks in the file's suite (runs of unknown tasks are not comparable)."""
-    out: dict[str, list[RunResult]] = defaultdict(list)
-    for run in results.runs:
-        if run.task in results.suite.tasks:
-            out[run.task].append(run)
-    return out
-
-
-def _valid(runs: Iterable[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
+    return defaultdict(list, runs_by_task(r for r in results.runs
+                                          if r.task in results.suite.tasks))
 
 
 def _passes(runs: Iterable[RunResult]) -> int:
@@ -89,7 +79,7 @@ def _notes(runs: Sequence[RunResult]) -> dict[str, int]:
 
 def _task(tid: str, status: TaskStatus, br: Sequence[RunResult],
           cr: Sequence[RunResult]) -> TaskChange:
-    bv, cv = _valid(br), _valid(cr)
+    bv, cv = valid_runs(br), valid_runs(cr)
     b, nb, c, nc = _passes(bv), len(bv), _passes(cv), len(cv)
     measured = status == "compared"
     return TaskChange(
@@ -121,17 +111,23 @@ def _classify(b: int, nb: int, c: int, nc: int) -> TaskChangeKind:
     return "same"
 
 
-def _samples(runs: Sequence[RunResult]) -> np.ndarray:
-    return np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
-                      r.usage.input_tokens + r.usage.cache_creation_input_tokens
-                      + r.usage.cache_read_input_tokens] for r in runs], dtype=float)
+def _samples(runs: Sequence[RunResult], rows: Sequence[Metric]) -> np.ndarray:
+    """A row per run: ``rows``' samples side by side (every run records them)."""
+    return np.array([[x for m in rows for x in m.sample(r) or ()] for r in runs],
+                    dtype=float).reshape(len(runs), -1)
+
+
+def _recorded(rows: Sequence[Metric], runs: Iterable[RunResult]) -> list[Metric]:
+    """The metrics of ``rows`` every one of ``runs`` records a sample of."""
+    runs = list(runs)
+    return [m for m in rows if all(m.sample(r) is not None for r in runs)]
 
 
 def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
          compared: Sequence[str]) -> ArmInfo:
     runs = [r for rs in by_task.values() for r in rs]
     errors = sum(1 for r in runs if r.status == "error")
-    depth = [len(_valid(by_task[t])) for t in compared]
+    depth = [len(valid_runs(by_task[t])) for t in compared]
     recorded = any(r.overhead_usd is not None for r in runs)
     overhead = sum(r.overhead_usd or 0.0 for r in runs) if recorded else None
     return ArmInfo(
@@ -147,7 +143,7 @@ def _arm(results: Results, by_task: Mapping[str, list[RunResult]],
 
 
 #: metrics whose value depends on how usage is metered
-METERED: tuple[MetricName, ...] = ("cost", "cache_hit_rate")
+METERED: tuple[MetricName, ...] = tuple(m.name for m in PERMUTED if m.metered)
 
 
 def _schedule_check(baseline: Results, candidate: Results) -> ScheduleCheck:
@@ -158,7 +154,8 @@ def _schedule_check(baseline: Results, candidate: Results) -> ScheduleCheck:
     differs = sorted(k for k in set(b) | set(c) if k != "metering" and b.get(k) != c.get(k))
     if baseline.metering == candidate.metering:
         return ScheduleCheck(same_metering=True, differs=differs)
-    reason = (f"cost and cache-hit rate are reported, not gated: the baseline's usage was "
+    reason = (f"{' and '.join(BY_NAME[n].short for n in METERED)} are reported, not gated: "
+              f"the baseline's usage was "
               f"metered as {baseline.metering or 'billed (no metering recorded)'}, this run's "
               f"as {candidate.metering or 'billed (no metering recorded)'}; refresh the "
               "baseline with this gate to compare them")
@@ -264,7 +261,7 @@ def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list
     out = _Tasks([], [], [], [], [], [])
     for tid in sorted(set(b_tasks) | set(c_tasks)):
         br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
-        bv, cv = _valid(br), _valid(cr)
+        bv, cv = valid_runs(br), valid_runs(cr)
         status: TaskStatus
         if tid not in b_tasks:
             status, bucket = "added", out.added
@@ -306,7 +303,7 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     alpha = settings.alpha
     gating = set(settings.block_on)
     if not compared:
-        return tasks, MetricResult(name="pass_rate", label=_LABELS["pass_rate"], baseline=None,
+        return tasks, MetricResult(name="pass_rate", label=_label("pass_rate"), baseline=None,
                                    candidate=None, delta=None, verdict="n/a",
                                    gating="pass_rate" in gating, note="no comparable task"
                                    ), None, None
@@ -330,10 +327,10 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
     p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
     metric = MetricResult(
-        name="pass_rate", label=_LABELS["pass_rate"],
+        name="pass_rate", label=_label("pass_rate"),
         baseline=float(np.mean(b_arr / nb_arr)), candidate=float(np.mean(c_arr / nc_arr)),
         delta=delta, ci_low=lo, ci_high=hi, ci_level=settings.ci_level,
-        p_values=p_values, p_value=min(p_values.values()),
+        p_values=p_values, p_value=_stats.decisive_p(p_sum, p_max, deep),
         threshold=alpha / 2 if deep else alpha, significant=significant,
         exceeds_margin=significant, gating="pass_rate" in gating,
         verdict="regression" if significant else "ok",
@@ -343,55 +340,84 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     return tasks, metric, pass_test, _power(b_arr, nb_arr, nc_arr, settings)
 
 
+def _label(name: str) -> str:
+    return BY_NAME[name].label
+
+
 def _margin_metrics(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
                     compared: list[str], settings: GateSettings,
                     schedule: ScheduleCheck) -> list[MetricResult]:
-    """Turns, cost, cache-hit rate: within-task permutations + margins."""
-    samples = [_stats.TaskSamples(_samples(_valid(b_runs[t])), _samples(_valid(c_runs[t])))
+    """The table's means and ratios (turns, cost, cache-hit rate, duration): within-task
+    permutations, and margins for those that gate. A metric some compared run does not
+    record is not available (said so), never an error."""
+    b_valid = {t: valid_runs(b_runs[t]) for t in compared}
+    c_valid = {t: valid_runs(c_runs[t]) for t in compared}
+    rows = _recorded(_recorded(PERMUTED, (r for rs in b_valid.values() for r in rs)),
+                     (r for rs in c_valid.values() for r in rs))
+    samples = [_stats.TaskSamples(_samples(b_valid[t], rows), _samples(c_valid[t], rows))
                for t in compared]
     perms = _stats.permutation_tests(samples, permutations=settings.permutations,
-                                     seed=settings.seed)
+                                     seed=settings.seed, lay=_stats.layout(rows))
+    return [_margin_metric(m, perms.get(m.name), m in rows, settings, schedule)
+            for m in PERMUTED]
+
+
+def _margin_metric(row: Metric, res: _stats.PermResult | None, recorded: bool,
+                   settings: GateSettings, schedule: ScheduleCheck) -> MetricResult:
+    """One permutation-tested metric: its change, its test and (with a margin) its verdict."""
     m_alpha = settings.metric_alpha / 2
-    gating = set(settings.block_on)
-    margins = {"turns": settings.turns_margin, "cost": settings.cost_margin,
-               "cache_hit_rate": settings.cache_hit_margin}
-    metrics: list[MetricResult] = []
-    for name in ("turns", "cost", "cache_hit_rate"):
-        res = perms[name]
-        metric_name: MetricName = name
-        if res is None:
-            metrics.append(MetricResult(
-                name=metric_name, label=_LABELS[metric_name], baseline=None, candidate=None,
-                delta=None, margin=margins[name], verdict="n/a", gating=name in gating,
-                note="not measured (no comparable task or all zero)"))
-            continue
-        p_min = min(res.p_aggregate, res.p_equal_weight)
-        if name == "cache_hit_rate":
-            delta = res.aggregate
-            over = delta <= -margins[name]
-        else:
-            delta = res.aggregate - 1
-            over = delta >= margins[name]
-        significant = p_min <= m_alpha
-        regression = significant and over
-        note = None if name in gating else "not in block_on"
-        if 1 / (settings.permutations + 1) > m_alpha:
-            note = (f"{settings.permutations} permutations cannot reach p ≤ {m_alpha:g}: "
-                    "this metric can never block")
-        comparable = metric_name not in schedule.not_comparable
-        if not comparable:
-            note = "not comparable: the two arms' metering definitions differ"
-        metrics.append(MetricResult(
-            name=metric_name, label=_LABELS[metric_name], baseline=res.baseline,
-            candidate=res.candidate, delta=delta,
-            p_values={"aggregate": res.p_aggregate, "equal_weight": res.p_equal_weight},
-            p_value=p_min, threshold=m_alpha, margin=margins[name], significant=significant,
-            exceeds_margin=over, gating=name in gating and comparable,
-            verdict="regression" if regression else "ok",
-            blocks=regression and name in gating and comparable, note=note,
-            comparable=comparable,
-        ))
-    return metrics
+    margin = float(getattr(settings, row.margin)) if row.margin else None
+    gating = row.gates and row.name in settings.block_on
+    if res is None:
+        missing = ("not available: a run in one arm does not record it (an older results file)"
+                if not recorded else "not measured (no comparable task or all zero)")
+        return MetricResult(name=row.name, label=row.label, baseline=None, candidate=None,
+                            delta=None, margin=margin, verdict="n/a", gating=gating,
+                            note=missing)
+    p_min = min(res.p_aggregate, res.p_equal_weight)
+    delta = res.aggregate if row.kind == "ratio" else res.aggregate - 1
+    # past the margin in the harmful direction; a metric with no margin: any harmful move
+    worse = -delta if row.higher_is_better else delta
+    over = worse >= margin if margin is not None else worse > 0
+    significant = p_min <= m_alpha
+    regression = significant and over
+    note = None if gating else "not in block_on"
+    if margin is None:
+        note = "reported, never gating: it depends on the runner and the provider"
+    elif 1 / (settings.permutations + 1) > m_alpha:
+        note = (f"{settings.permutations} permutations cannot reach p ≤ {m_alpha:g}: "
+                "this metric can never block")
+    comparable = row.name not in schedule.not_comparable
+    if not comparable:
+        note = "not comparable: the two arms' metering definitions differ"
+    return MetricResult(
+        name=row.name, label=row.label, baseline=res.baseline,
+        candidate=res.candidate, delta=delta,
+        p_values={"aggregate": res.p_aggregate, "equal_weight": res.p_equal_weight},
+        p_value=p_min, threshold=m_alpha, margin=margin, significant=significant,
+        exceeds_margin=over, gating=gating and comparable,
+        verdict="regression" if regression else "ok",
+        blocks=regression and gating and comparable, note=note,
+        comparable=comparable,
+    )
+
+
+def _change_intervals(metrics: list[MetricResult], b_runs: Mapping[str, list[RunResult]],
+                      c_runs: Mapping[str, list[RunResult]], compared: list[str],
+                      settings: GateSettings) -> list[MetricResult]:
+    """Each measured metric with the bootstrap interval of its change (gate/compare/
+    _intervals.py, the seeds the report's page uses): described, never what decides."""
+    if not compared or all(m.delta is None for m in metrics):
+        return metrics
+    level = settings.ci_level
+    c = _intervals.arm_stats(c_runs, compared, level, settings.seed)
+    b = _intervals.arm_stats(b_runs, compared, level, settings.seed + 1)
+    out = []
+    for m in metrics:
+        iv = _intervals.change_interval(m.name, b, c, level) if m.delta is not None else None
+        out.append(m if iv is None else m.model_copy(
+            update={"ci_low": iv[0], "ci_high": iv[1], "ci_level": level}))
+    return out
 
 
 def _inconclusive(b_info: ArmInfo, c_info: ArmInfo, compared: list[str], n_baseline: int,
@@ -449,8 +475,9 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     compared = sorted_tasks.compared
     tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings)
     schedule = _schedule_check(baseline, candidate)
-    metrics = [pass_metric,
-               *_margin_metrics(b_runs, c_runs, compared, settings, schedule)]
+    metrics = [pass_metric, *_change_intervals(
+        _margin_metrics(b_runs, c_runs, compared, settings, schedule), b_runs, c_runs,
+        compared, settings)]
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
     infra, inconclusive = _inconclusive(b_info, c_info, compared, len(b_tasks), settings)
@@ -540,8 +567,7 @@ def _design_resolution(tasks: list[TaskChange], compared: list[str],
     nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
     return _resolution.resolution(
         b_arr, nb_arr, nc_arr, metrics, alpha=settings.alpha,
-        metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations,
-        cache_hit_margin=settings.cache_hit_margin)
+        metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations)
 
 
 def _blind_verdict(verdict: Verdict, reasons: list[str],
@@ -564,12 +590,13 @@ def _metric_reason(m: MetricResult) -> str:
     p = _p(m.p_value)
     if m.baseline is None or m.candidate is None or m.delta is None:
         return m.label
-    if m.name in ("pass_rate", "cache_hit_rate"):
+    unit = BY_NAME[m.name].unit
+    if unit == "rate":
         return (f"{m.label} {_pct(m.baseline)} → {_pct(m.candidate)} "
                 f"({_signed_points(m.delta)}, {p})")
-    if m.name == "cost":
-        return f"{m.label} ${m.baseline:.4f} → ${m.candidate:.4f} ({m.delta * 100:+.1f} %, {p})"
-    return f"{m.label} {m.baseline:.1f} → {m.candidate:.1f} ({m.delta * 100:+.1f} %, {p})"
+    value = {"usd": "${:.4f}", "seconds": "{:.1f} s"}.get(unit, "{:.1f}")
+    return (f"{m.label} {value.format(m.baseline)} → {value.format(m.candidate)} "
+            f"({m.delta * 100:+.1f} %, {p})")
 
 
 def _headline(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Sequence[str],
@@ -593,20 +620,20 @@ def _headline(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Sequen
 
 def _info(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
           compared: Sequence[str]) -> list[InfoMetric]:
-    """Tokens and duration per task-run (task-equal weight, like the headline metrics)."""
+    """Tokens per task-run (task-equal weight, like the metrics; the duration is one of
+    them, gate/metrics.py)."""
     fields: dict[str, Callable[[RunResult], float]] = {
         "input tokens": lambda r: r.usage.input_tokens,
         "output tokens": lambda r: r.usage.output_tokens,
         "cache write tokens": lambda r: r.usage.cache_creation_input_tokens,
         "cache read tokens": lambda r: r.usage.cache_read_input_tokens,
-        "duration (s)": lambda r: r.duration_s,
     }
 
     def mean(runs_by: Mapping[str, list[RunResult]],
              get: Callable[[RunResult], float]) -> float | None:
         per_task = []
         for t in compared:
-            vals = [get(r) for r in _valid(runs_by[t])]
+            vals = [get(r) for r in valid_runs(runs_by[t])]
             if vals:
                 per_task.append(sum(vals) / len(vals))
         return sum(per_task) / len(per_task) if per_task else None

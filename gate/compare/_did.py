@@ -46,7 +46,7 @@ import numpy as np
 from gate.compare import _stats
 from gate.compare._model import SkillConditionRow, SkillEffect, SkillEffectTask
 from gate.config import STANDARD_CONDITION_NAMES
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, valid_runs
 
 TARGET, CONTROL = "target", "control"
 
@@ -83,8 +83,8 @@ def has_skill_effect(results: Results) -> bool:
 
 def differences(target: Iterable[RunResult], control: Iterable[RunResult]) -> list[int]:
     """pass(target) − pass(control) of every (refresh, replication) with a valid run of both."""
-    t = {pair_key(r): r for r in target if r.status != "error"}
-    c = {pair_key(r): r for r in control if r.status != "error"}
+    t = {pair_key(r): r for r in target if r.valid}
+    c = {pair_key(r): r for r in control if r.valid}
     return [int(t[k].status == "passed") - int(c[k].status == "passed")
             for k in sorted(t.keys() & c.keys(), key=repr)]
 
@@ -128,7 +128,7 @@ def did_test(candidate: Sequence[Sequence[int]],
 
 
 def _rate(runs: Sequence[RunResult]) -> tuple[int, int]:
-    valid = [r for r in runs if r.status != "error"]
+    valid = valid_runs(runs)
     return sum(1 for r in valid if r.status == "passed"), len(valid)
 
 
@@ -202,7 +202,7 @@ def skill_effect(baseline: Results, candidate: Results, *, alpha: float,
             f"p ≤ {alpha:g}")
 
     def valid(runs: Mapping[tuple[str, str], list[RunResult]], task: str, cond: str) -> bool:
-        return any(r.status != "error" for r in runs.get((task, cond), []))
+        return any(r.valid for r in runs.get((task, cond), []))
 
     c_tasks = sorted({t for t, _ in c_runs})
     tasks = ([t for t in c_tasks if (t, control) in b_runs and _same_task(baseline, candidate, t)]

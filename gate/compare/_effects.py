@@ -32,7 +32,7 @@ from gate._files import printable
 from gate.compare import _stats
 from gate.config import GateSettings
 from gate.errors import BadInput
-from gate.results import Results, RunResult
+from gate.results import Results, RunResult, runs_by_task, valid_runs
 
 EffectVerdict = Literal["helps", "hurts", "no significant effect", "not measured"]
 
@@ -145,11 +145,9 @@ def _prompt_per_request(r: RunResult) -> float:
 
 
 def _row(r: RunResult) -> list[float]:
-    return [float(r.turns), r.cost_usd, _tokens(r), _prompt_per_request(r), r.duration_s]
-
-
-def _valid(runs: Sequence[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
+    # a run that did not record its duration (a hand-made file): not a number, never 0
+    duration = r.duration_s if r.duration_s is not None else float("nan")
+    return [float(r.turns), r.cost_usd, _tokens(r), _prompt_per_request(r), duration]
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -158,11 +156,11 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 def _by(results: Results) -> dict[str, dict[str, list[RunResult]]]:
     """condition → task → runs."""
-    out: dict[str, dict[str, list[RunResult]]] = {}
+    out: dict[str, list[RunResult]] = {}
     for r in results.runs:
         if r.condition is not None:
-            out.setdefault(r.condition, {}).setdefault(r.task, []).append(r)
-    return out
+            out.setdefault(r.condition, []).append(r)
+    return {cond: runs_by_task(runs) for cond, runs in out.items()}
 
 
 def _record(results: Results) -> dict[str, Any]:
@@ -190,9 +188,9 @@ def condition_table(results: Results) -> list[ConditionRow]:
     for c in order:
         tasks = by.get(c, {})
         runs = [r for rs in tasks.values() for r in rs]
-        valid = _valid(runs)
+        valid = valid_runs(runs)
         rates = [sum(r.status == "passed" for r in v) / len(v)
-                 for v in (_valid(rs) for rs in tasks.values()) if v]
+                 for v in (valid_runs(rs) for rs in tasks.values()) if v]
         rows.append(ConditionRow(
             condition=c, tasks=len(tasks), runs=len(valid), errors=len(runs) - len(valid),
             passed=sum(r.status == "passed" for r in valid),
@@ -200,7 +198,7 @@ def condition_table(results: Results) -> list[ConditionRow]:
             mean_cost_usd=_mean([r.cost_usd for r in valid]),
             mean_tokens=_mean([_tokens(r) for r in valid]),
             mean_prompt_per_request=_mean([_prompt_per_request(r) for r in valid if r.turns]),
-            mean_duration_s=_mean([r.duration_s for r in valid]),
+            mean_duration_s=_mean([r.duration_s for r in valid if r.duration_s is not None]),
             skills=_skills_of(rec, c)))
     return rows
 
@@ -249,11 +247,11 @@ def effect(results: Results, a: str, b: str, settings: GateSettings,
     alpha = settings.alpha / comparisons
     level = 1 - (1 - settings.ci_level) / comparisons
     ta, tb = by.get(a, {}), by.get(b, {})
-    shared = sorted(t for t in set(ta) & set(tb) if _valid(ta[t]) and _valid(tb[t]))
+    shared = sorted(t for t in set(ta) & set(tb) if valid_runs(ta[t]) and valid_runs(tb[t]))
     only = sorted((set(ta) | set(tb)) - set(shared))
     per_task = []
     for t in sorted(set(ta) | set(tb)):
-        ra, rb = _valid(ta.get(t, [])), _valid(tb.get(t, []))
+        ra, rb = valid_runs(ta.get(t, [])), valid_runs(tb.get(t, []))
         sa = sum(r.status == "passed" for r in ra)
         sb = sum(r.status == "passed" for r in rb)
         per_task.append(TaskEffect(
@@ -271,8 +269,8 @@ def effect(results: Results, a: str, b: str, settings: GateSettings,
                       verdict="not measured", metrics=[], skills_block_bytes=block,
                       per_task=per_task,
                       summary=f"{b} vs {a}: no task has valid runs under both")
-    va = [_valid(ta[t]) for t in shared]
-    vb = [_valid(tb[t]) for t in shared]
+    va = [valid_runs(ta[t]) for t in shared]
+    vb = [valid_runs(tb[t]) for t in shared]
     pa = np.array([sum(r.status == "passed" for r in v) for v in va], dtype=np.int64)
     na = np.array([len(v) for v in va], dtype=np.int64)
     pb = np.array([sum(r.status == "passed" for r in v) for v in vb], dtype=np.int64)
@@ -343,7 +341,7 @@ def effects(results: Results, conditions: Sequence[str], settings: GateSettings,
                            f"in the file: {listed})")
     m = len(names) - 1
     notes = []
-    fewest = min((len(_valid(rs)) for c in names for rs in _by(results).get(c, {}).values()),
+    fewest = min((len(valid_runs(rs)) for c in names for rs in _by(results).get(c, {}).values()),
                  default=0)
     if fewest < FEW_RUNS:
         notes.append(f"as few as {fewest} valid run{'s' if fewest != 1 else ''} of a task "

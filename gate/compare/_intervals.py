@@ -1,12 +1,13 @@
-"""The intervals the views show beside the verdict: each arm's four metrics and each task's
-pass rate, computed here so a page never shows an interval of its own making.
+"""The intervals the views show beside the verdict: each arm's metrics (gate/metrics.py) and
+each task's pass rate, computed here so a page never shows an interval of its own making.
 
 The verdict's own numbers (the pass-rate difference's interval, every p-value) are in the
 :class:`~gate.compare.Comparison`; these describe each arm on its own, over the tasks the
 comparison compared (every task one vote, as the comparison defines the metrics): a stratified
-Wilson interval for the pass rate, and a bootstrap over runs within tasks for mean turns,
-cost per task-run and the cache-hit rate, with the bootstrap of a change between the arms.
-Pure functions of results; the bootstrap is seeded, so a page renders the same twice.
+Wilson interval for the pass rate, and a bootstrap over runs within tasks for the others (a
+mean's per task-run mean, a ratio's pooled rate), with the bootstrap of a change between the
+arms. A metric some run does not record has no value or interval here. Pure functions of
+results; the bootstrap is seeded, so a page renders the same twice.
 """
 
 from __future__ import annotations
@@ -17,20 +18,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.compare._stats import wilson
-from gate.results import Results, RunResult
+from gate.metrics import BY_NAME, METRICS, PERMUTED, Metric
+from gate.results import Results, RunResult, runs_by_task, valid_runs
 
-BOOTSTRAP = 1000  # resamples for the turns, cost and cache-hit intervals
-METRICS = ("pass_rate", "turns", "cost", "cache_hit_rate")
+BOOTSTRAP = 1000  # resamples for the intervals of the metrics other than the pass rate
 Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
 class ArmStats:
-    """One arm's four metrics over the given tasks, each with an interval."""
+    """One arm's metrics over the given tasks, each with an interval."""
 
     values: dict[str, float | None]
     intervals: dict[str, Interval | None]
-    draws: dict[str, np.ndarray] = field(repr=False)  # bootstrap draws of turns/cost/read/prompt
+    # bootstrap draws of each metric other than the pass rate (a ratio's: its rate)
+    draws: dict[str, np.ndarray] = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -55,15 +57,10 @@ class Intervals:
     changes: dict[str, Interval | None]
 
 
-def by_task(results: Results) -> dict[str, list[RunResult]]:
-    out: dict[str, list[RunResult]] = {}
-    for r in results.runs:
-        out.setdefault(r.task, []).append(r)
-    return out
-
-
-def valid(runs: Sequence[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
+def _columns(runs: Sequence[RunResult], rows: Sequence[Metric]) -> np.ndarray:
+    """A row per run: the pass (1/0), then ``rows``' samples side by side."""
+    return np.array([[float(r.status == "passed"), *(x for m in rows for x in m.sample(r) or ())]
+                     for r in runs], dtype=float).reshape(len(runs), -1)
 
 
 def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[str],
@@ -71,16 +68,17 @@ def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[s
     """An arm's metrics over ``tasks`` with their intervals (stratified Wilson for the pass
     rate; ``BOOTSTRAP`` resamples of runs within tasks for the others)."""
     rng = np.random.default_rng(seed)
-    samples = [np.array([[r.turns, r.cost_usd, r.usage.cache_read_input_tokens,
-                          r.usage.input_tokens + r.usage.cache_creation_input_tokens
-                          + r.usage.cache_read_input_tokens, r.status == "passed"]
-                         for r in valid(runs_by_task.get(t, []))], dtype=float) for t in tasks]
-    samples = [s for s in samples if len(s)]
+    runs = [valid_runs(runs_by_task.get(t, [])) for t in tasks]
+    rows = [m for m in PERMUTED if all(m.sample(r) is not None for rs in runs for r in rs)]
+    samples = [s for s in (_columns(rs, rows) for rs in runs) if len(s)]
+    names = [m.name for m in METRICS]
+    values: dict[str, float | None] = dict.fromkeys(names)
+    intervals: dict[str, Interval | None] = dict.fromkeys(names)
     if not samples:
-        return ArmStats(dict.fromkeys(METRICS), dict.fromkeys(METRICS), {})
+        return ArmStats(values, intervals, {})
     n = len(samples)
-    means = np.array([s.mean(axis=0) for s in samples])  # (tasks, 5)
-    draws = np.zeros((BOOTSTRAP, 5))
+    means = np.array([s.mean(axis=0) for s in samples])  # (tasks, columns)
+    draws = np.zeros((BOOTSTRAP, means.shape[1]))
     for s in samples:
         idx = rng.integers(0, len(s), size=(BOOTSTRAP, len(s)))
         draws += s[idx].mean(axis=1)
@@ -91,30 +89,35 @@ def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[s
         lo, hi = np.percentile(x, [lo_q, hi_q])
         return float(lo), float(hi)
 
-    rate = float(means[:, 4].mean())
+    rate = float(means[:, 0].mean())
     n_eff = 1.0 / float(np.sum(1.0 / (n * n) / np.array([len(s) for s in samples])))
-    values: dict[str, float | None] = {"pass_rate": rate, "turns": float(means[:, 0].mean()),
-                                       "cost": float(means[:, 1].mean()), "cache_hit_rate": None}
-    intervals: dict[str, Interval | None] = {
-        "pass_rate": wilson(rate * n_eff, n_eff, level),
-        "turns": interval(draws[:, 0]), "cost": interval(draws[:, 1]), "cache_hit_rate": None}
-    if means[:, 3].sum() > 0:
-        values["cache_hit_rate"] = float(means[:, 2].sum() / means[:, 3].sum())
-        with np.errstate(invalid="ignore", divide="ignore"):
-            hit = draws[:, 2] / draws[:, 3]
-        intervals["cache_hit_rate"] = interval(hit[np.isfinite(hit)])
-    return ArmStats(values, intervals, {"turns": draws[:, 0], "cost": draws[:, 1],
-                                        "read": draws[:, 2], "prompt": draws[:, 3]})
+    values["pass_rate"] = rate
+    intervals["pass_rate"] = wilson(rate * n_eff, n_eff, level)
+    kept: dict[str, np.ndarray] = {}
+    col = 1
+    for m in rows:
+        if m.kind == "mean":
+            values[m.name] = float(means[:, col].mean())
+            kept[m.name] = draws[:, col]
+            intervals[m.name] = interval(kept[m.name])
+        elif means[:, col + 1].sum() > 0:
+            values[m.name] = float(means[:, col].sum() / means[:, col + 1].sum())
+            with np.errstate(invalid="ignore", divide="ignore"):
+                hit = draws[:, col] / draws[:, col + 1]
+            kept[m.name] = hit
+            intervals[m.name] = interval(hit[np.isfinite(hit)])
+        col += 1 if m.kind == "mean" else 2
+    return ArmStats(values, intervals, kept)
 
 
 def change_interval(name: str, b: ArmStats, c: ArmStats, level: float) -> Interval | None:
-    """A bootstrap interval of the change in turns or cost (relative) or cache hits
-    (points), from the two arms' independent draws."""
-    if not b.draws or not c.draws:
+    """A bootstrap interval of the change of a metric (gate/metrics.py) from the two arms'
+    independent draws: relative for a mean, in points for a ratio."""
+    if name not in b.draws or name not in c.draws:
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
-        if name == "cache_hit_rate":
-            x = c.draws["read"] / c.draws["prompt"] - b.draws["read"] / b.draws["prompt"]
+        if BY_NAME[name].kind == "ratio":
+            x = c.draws[name] - b.draws[name]
         else:
             x = c.draws[name] / b.draws[name] - 1
     x = x[np.isfinite(x)]
@@ -125,7 +128,7 @@ def change_interval(name: str, b: ArmStats, c: ArmStats, level: float) -> Interv
 
 
 def task_interval(runs: Sequence[RunResult], level: float) -> TaskInterval:
-    ok = valid(runs)
+    ok = valid_runs(runs)
     passed = sum(r.status == "passed" for r in ok)
     return TaskInterval(passed, len(ok), wilson(passed, len(ok), level) if ok else None)
 
@@ -136,14 +139,14 @@ def intervals(results: Results, baseline: Results | None = None,
     """The intervals of ``results`` (and ``baseline``) over ``tasks`` (default: the tasks of
     ``results``' suite); the page passes the tasks its comparison compared."""
     stat_tasks = list(tasks) if tasks is not None else sorted(results.suite.tasks)
-    c_by = by_task(results)
-    b_by = by_task(baseline) if baseline is not None else {}
+    c_by = runs_by_task(results.runs)
+    b_by = runs_by_task(baseline.runs) if baseline is not None else {}
     c = arm_stats(c_by, stat_tasks, level, seed)
     b = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
     ids = set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set())
     per_task = {t: {"candidate": task_interval(c_by.get(t, []), level),
                     **({"baseline": task_interval(b_by.get(t, []), level)}
                        if baseline is not None else {})} for t in sorted(ids)}
-    changes = {m: (change_interval(m, b, c, level) if b is not None and m != "pass_rate"
-                   else None) for m in METRICS}
+    changes = {m.name: (change_interval(m.name, b, c, level)
+                        if b is not None and m.kind != "pass" else None) for m in METRICS}
     return Intervals(level, stat_tasks, c, b, per_task, changes)

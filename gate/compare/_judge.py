@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gate.compare import _stats
 from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
 from gate.config import GateSettings
+from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
 
 
@@ -84,22 +86,13 @@ def with_unpriced(c: Comparison, pr: Results) -> Comparison:
     return c if note is None else c.model_copy(update={"headline": f"{c.headline}; {note}"})
 
 
-SIMULATOR_LABEL = "(simulator)"
-
-
-def simulated(results: Results) -> bool:
-    """Whether the file's runs were answered by the built-in simulator (``gate run --sim``
-    labels its model so), not by a model through the API."""
-    return results.model.endswith(SIMULATOR_LABEL)
-
-
 def yardstick_problem(base: Results, pr: Results) -> str | None:
     """Why ``base`` cannot judge ``pr`` at all, or None: a simulated yardstick never judges a
     real run (nor a real one a simulated run). Their pass rates, turns and costs are those of
     different producers; any difference is the simulator's, not the agent's."""
-    if simulated(base) == simulated(pr):
+    if base.simulated == pr.simulated:
         return None
-    if simulated(base):
+    if base.simulated:
         return (f"the baseline was measured on the simulator ({base.model}) and this run "
                 f"through the API ({pr.model}): a simulated yardstick never judges a real run. "
                 "Make the baseline from a real run (`gate run` with ANTHROPIC_API_KEY, then "
@@ -171,7 +164,7 @@ def decisive_p(c: Comparison) -> float | None:
     t = c.pass_rate_test
     if t is None:
         return None
-    return min(t.p_sum, t.p_max) if t.deep_baseline else t.p_sum
+    return _stats.decisive_p(t.p_sum, t.p_max, t.deep_baseline)
 
 
 def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings) -> str:
@@ -182,8 +175,8 @@ def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings)
         p = decisive_p(c)
         p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
         return (f"Sequential run: {looks[0]} runs per task were enough ({p_text}; block at "
-                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; turns, cost and "
-                f"cache hits at metric_alpha/2 = {metric:g} per look).")
+                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; "
+                f"{said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g} per look).")
     return (f"Sequential run: the first {looks[0]} runs per task were not conclusive, so "
             f"{sum(looks[1:])} more ran; decided on all {sum(looks)} at α/2 = {half:g} "
-            f"(turns, cost and cache hits at metric_alpha/2 = {metric:g}).")
+            f"({said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g}).")

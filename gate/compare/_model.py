@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 Verdict = Literal["pass", "regression", "inconclusive"]
-MetricName = Literal["pass_rate", "turns", "cost", "cache_hit_rate"]
+MetricName = str  # a row of the table of metrics (gate/metrics.py)
 MetricVerdict = Literal["ok", "regression", "n/a"]
 TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured"]
 TaskChangeKind = Literal["newly_failing", "newly_passing", "worse", "better", "same"]
@@ -21,8 +21,8 @@ class MetricResult(_Frozen):
     """One headline metric: both arms, the change, its uncertainty and whether it blocks.
 
     Rates (pass rate, cache-hit rate) are fractions and ``delta`` is their difference (×100 for
-    points); turns and cost are per task-run means over the compared tasks and ``delta`` is the
-    relative change (0.5 = +50 %).
+    points); turns, cost and duration are per task-run means over the compared tasks and
+    ``delta`` is the relative change (0.5 = +50 %). Which is which: gate/metrics.py.
     """
 
     name: MetricName
@@ -36,7 +36,7 @@ class MetricResult(_Frozen):
     p_values: dict[str, float] = {}
     p_value: float | None = None  # the deciding one: min of the tests run
     threshold: float | None = None  # p at or below which the test is significant
-    margin: float | None = None  # practical margin (turns/cost relative, cache-hit points)
+    margin: float | None = None  # practical margin (a mean's relative, a rate's points)
     significant: bool = False
     exceeds_margin: bool = False
     gating: bool = True  # listed in [gate].block_on

@@ -22,17 +22,18 @@ import numpy as np
 
 from gate.compare import _stats
 from gate.compare._model import Comparison, MetricName, MetricResult, Resolution, TestReach
+from gate.metrics import BY_NAME, PERMUTED
 
 #: the most runs per task a suggested fix goes up to (beyond, add tasks)
 MAX_SUGGESTED_RUNS = 50
-_EFFECT: dict[MetricName, str] = {
-    "pass_rate": "every run of every task failing",
-    "turns": "turns up on every run",
-    "cost": "cost up on every run (a doubling, say)",
-    "cache_hit_rate": "the cache broken on every request",
-}
-_LABEL: dict[MetricName, str] = {
-    "pass_rate": "pass rate", "turns": "turns", "cost": "cost", "cache_hit_rate": "cache-hit rate"}
+
+
+def _effect(name: MetricName) -> str:
+    return BY_NAME[name].effect
+
+
+def _short(name: MetricName) -> str:
+    return BY_NAME[name].short
 
 
 def _pass_reach(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, alpha: float) -> tuple[float,
@@ -46,15 +47,14 @@ def _p(x: float) -> str:
 
 
 def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[MetricResult],
-               *, alpha: float, metric_threshold: float, permutations: int,
-               cache_hit_margin: float) -> Resolution:
+               *, alpha: float, metric_threshold: float, permutations: int) -> Resolution:
     """What the compared tasks' design lets each gating metric detect (module docstring).
 
     ``b``, ``nb``, ``nc``: per compared task, the baseline's passes and valid runs and the
     candidate's valid runs. A metric that is not gating, not comparable or not measured (n/a)
-    has no say; the cache-hit test has none when the baseline caches less than its margin (a
-    drop that large is impossible: nothing to break, e.g. a prompt below the model's minimum
-    cacheable length)."""
+    has no say; a rate's test (the cache-hit rate's) has none when the baseline's rate is below
+    its margin (a drop that large is impossible: nothing to break, e.g. a prompt below the
+    model's minimum cacheable length)."""
     by_name = {m.name: m for m in metrics}
     shapes = [(int(x), int(y)) for x, y in zip(nb.tolist(), nc.tolist(), strict=True)]
     tests: list[TestReach] = []
@@ -62,28 +62,31 @@ def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[
     if pr is not None and pr.gating and len(b):
         if int(b.sum()) == 0:
             tests.append(TestReach(metric="pass_rate", min_p=None, threshold=None,
-                                   reachable=True, effect=_EFFECT["pass_rate"],
+                                   reachable=True, effect=_effect("pass_rate"),
                                    note="the baseline passes no run: nothing to lose"))
         else:
             p, thr = _pass_reach(b, nb, nc, alpha)
             tests.append(TestReach(metric="pass_rate", min_p=p, threshold=thr,
-                                   reachable=p <= thr * (1 + 1e-9), effect=_EFFECT["pass_rate"]))
+                                   reachable=p <= thr * (1 + 1e-9),
+                                   effect=_effect("pass_rate")))
     floor = _stats.min_permutation_p(shapes, permutations) if shapes else 1.0
-    for name in ("turns", "cost", "cache_hit_rate"):
+    for row in PERMUTED:
+        name = row.name
         m = by_name.get(name)
         if m is None or not m.gating or not m.comparable or m.verdict == "n/a":
             continue
-        if name == "cache_hit_rate" and m.baseline is not None and m.baseline < cache_hit_margin:
+        if (row.kind == "ratio" and row.higher_is_better and m.margin is not None
+                and m.baseline is not None and m.baseline < m.margin):
             tests.append(TestReach(
-                metric=name, min_p=None, threshold=None, reachable=True, effect=_EFFECT[name],
-                note=(f"the baseline's cache-hit rate is {m.baseline * 100:.1f} %, less "
-                      f"than the {cache_hit_margin * 100:g} points a regression must lose: "
+                metric=name, min_p=None, threshold=None, reachable=True, effect=row.effect,
+                note=(f"the baseline's {row.label} is {m.baseline * 100:.1f} %, less "
+                      f"than the {m.margin * 100:g} points a regression must lose: "
                       "nothing to break (a prompt below the model's minimum cacheable length "
                       "caches nothing)")))
             continue
         tests.append(TestReach(metric=name, min_p=floor, threshold=metric_threshold,
                                reachable=floor <= metric_threshold * (1 + 1e-9),
-                               effect=_EFFECT[name]))
+                               effect=row.effect))
     blind = [t.metric for t in tests if not t.reachable]
     runs, tasks = _fix(b, nb, nc, blind, alpha=alpha, metric_threshold=metric_threshold,
                        permutations=permutations) if blind else (None, None)
@@ -157,10 +160,10 @@ def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],
     for t in tests:
         if (t.metric in blind or not blind) and t.min_p is not None and t.threshold is not None:
             groups.setdefault((t.min_p, t.threshold), []).append(t)
-    parts = [f"{', '.join(_LABEL[t.metric] for t in ts)} p ≥ {_p(mp)} (blocks at ≤ {thr:g})"
+    parts = [f"{', '.join(_short(t.metric) for t in ts)} p ≥ {_p(mp)} (blocks at ≤ {thr:g})"
              for (mp, thr), ts in groups.items()]
     if not blind:
-        notes = "".join(f" {_LABEL[t.metric][:1].upper()}{_LABEL[t.metric][1:]}: {t.note}."
+        notes = "".join(f" {_short(t.metric)[:1].upper()}{_short(t.metric)[1:]}: {t.note}."
                         for t in tests if t.note)
         return (f"Resolution: with {_design(shapes)}, every gating test could have blocked"
                 + (f": the smallest reachable {'; '.join(parts)}." if parts else ".") + notes)
@@ -183,5 +186,4 @@ def resolution_with_runs(c: Comparison, candidate_runs: int) -> Resolution | Non
     s = c.settings
     return resolution(b, nb, nc, c.metrics, alpha=float(s["alpha"]),  # type: ignore[arg-type]
                       metric_threshold=float(s["metric_alpha"]) / 2,  # type: ignore[arg-type]
-                      permutations=int(s["permutations"]),  # type: ignore[call-overload]
-                      cache_hit_margin=float(s["cache_hit_margin"]))  # type: ignore[arg-type]
+                      permutations=int(s["permutations"]))  # type: ignore[call-overload]

@@ -13,8 +13,9 @@ task's unknown pass probability. Two exact tests use that:
 Every function here takes a *batch* of R outcomes at once (arrays shaped ``(R, N)``), so the
 single verdict, the power calculation and the benchmark all go through the same code.
 
-Turns, cost and cache-hit rate: a within-task permutation test (arm labels shuffled inside each
-task), for a suite-level aggregate and a task-equal-weight statistic.
+The table's other metrics (gate/metrics.py: turns, cost, cache-hit rate, duration): a
+within-task permutation test (arm labels shuffled inside each task), for a suite-level
+aggregate and a task-equal-weight statistic.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+
+from gate.metrics import Metric
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -148,6 +151,12 @@ def max_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray) -> tuple[Fl
 def is_deep(n_b: IntArray) -> bool:
     """A deep baseline (median ≥ 10 runs per task) buys the max test its half of α."""
     return bool(np.median(n_b) >= 10) if len(n_b) else False
+
+
+def decisive_p(p_sum: float, p_max: float, deep: bool) -> float:
+    """The pass-rate p-value the decision rests on: the sum test's, or with a deep baseline
+    the smaller of the sum and max tests' (the one place this rule is written)."""
+    return min(p_sum, p_max) if deep else p_sum
 
 
 def pass_rate_blocks(p_sum: FloatArray, p_max: FloatArray, alpha: float,
@@ -278,15 +287,15 @@ def infra_pvalue(errors_b: int, runs_b: int, errors_c: int, runs_c: int) -> floa
 
 
 # --------------------------------------------------------------------------------------------
-# Turns, cost, cache-hit rate: within-task permutation tests
+# The table's means and ratios: within-task permutation tests
 # --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TaskSamples:
-    """One task's valid runs: columns are (turns, cost, cache_read, prompt_tokens)."""
+    """One task's valid runs: a row per run, the columns a :class:`Layout` lays out."""
 
-    baseline: FloatArray  # (n_b, 4)
-    candidate: FloatArray  # (n_c, 4)
+    baseline: FloatArray  # (n_b, columns)
+    candidate: FloatArray  # (n_c, columns)
 
 
 @dataclass(frozen=True)
@@ -295,13 +304,41 @@ class PermResult:
 
     baseline: float  # suite-level value, baseline arm
     candidate: float
-    aggregate: float  # ratio (turns, cost) or difference of pooled rates (cache hit)
+    aggregate: float  # ratio (a mean) or difference of pooled rates (a ratio)
     equal_weight: float  # mean per-task log ratio / rate difference
     p_aggregate: float
     p_equal_weight: float
 
 
-TURNS, COST, CACHE_READ, PROMPT = 0, 1, 2, 3
+@dataclass(frozen=True)
+class Layout:
+    """Which columns of :class:`TaskSamples` each permutation-tested metric reads
+    (gate/metrics.py): a mean one column, a ratio two (numerator, denominator)."""
+
+    means: tuple[tuple[str, int, bool], ...]  # (name, column, a rise is the harm)
+    ratios: tuple[tuple[str, int, int, bool], ...]  # (name, numerator, denominator, harm up)
+
+    @property
+    def columns(self) -> int:
+        return len(self.means) + 2 * len(self.ratios)
+
+
+def layout(rows: Sequence[Metric]) -> Layout:
+    """The columns of ``rows`` (the table's mean and ratio metrics), in their order: what
+    ``rows``' samples concatenated per run give."""
+    means: list[tuple[str, int, bool]] = []
+    ratios: list[tuple[str, int, int, bool]] = []
+    col = 0
+    for m in rows:
+        if m.kind == "mean":
+            means.append((m.name, col, not m.higher_is_better))
+            col += 1
+        elif m.kind == "ratio":
+            ratios.append((m.name, col, col + 1, not m.higher_is_better))
+            col += 2
+    return Layout(tuple(means), tuple(ratios))
+
+
 
 
 def _subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
@@ -346,11 +383,11 @@ def random_subsets(rng: np.random.Generator, shape: tuple[int, ...], m: int,
 class _Sums:
     """One chunk's statistics summed over its tasks, one row per labelling (observed first)."""
 
-    base: FloatArray  # (R + 1, 4): Σ_i per-task baseline means
-    cand: FloatArray  # (R + 1, 4)
-    log_ratio: FloatArray  # (R + 1, 2): Σ_i log((cand_i + δ) / (base_i + δ)), turns and cost
-    hit_diff: FloatArray  # (R + 1,): Σ_i of the per-task cache-hit rate differences
-    hit_n: FloatArray  # (R + 1,): how many tasks have a cache-hit rate in both arms
+    base: FloatArray  # (R + 1, columns): Σ_i per-task baseline means
+    cand: FloatArray  # (R + 1, columns)
+    log_ratio: FloatArray  # (R + 1, means): Σ_i log((cand_i + δ) / (base_i + δ))
+    hit_diff: FloatArray  # (R + 1, ratios): Σ_i of the per-task rate differences
+    hit_n: FloatArray  # (R + 1, ratios): how many tasks have the rate in both arms
 
 
 def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
@@ -393,20 +430,40 @@ def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
     return base, cand
 
 
+def _stack(columns: list[FloatArray], rows: int) -> FloatArray:
+    return np.stack(columns, axis=1) if columns else np.zeros((rows, 0))
+
+
+def _per_task(base: Sequence[FloatArray], cand: Sequence[FloatArray], delta: FloatArray,
+              lay: Layout, axis: int | None) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Each mean's log ratio and each ratio's rate difference (with whether it exists: a
+    task with a zero denominator in an arm has no rate there), per task and labelling, summed
+    over ``axis`` (the chunk's tasks) unless None."""
+    def total(x: FloatArray) -> FloatArray:
+        return x.sum(axis=axis) if axis is not None else x
+
+    rows = (base[0].shape[1] if axis == 0 else base[0].shape[0]) if len(base) else 0
+    logs = [total(np.log((cand[col] + delta[col]) / (base[col] + delta[col])))
+            for _, col, _ in lay.means]
+    diffs, oks = [], []
+    for _, num, den, _ in lay.ratios:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = cand[num] / cand[den] - base[num] / base[den]
+        ok = np.isfinite(diff)
+        diffs.append(total(np.where(ok, diff, 0.0)))
+        oks.append(total(ok.astype(np.float64)))
+    return _stack(logs, rows), _stack(diffs, rows), _stack(oks, rows)
+
+
 def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
-                seed: tuple[int, ...], delta: FloatArray) -> _Sums:
-    """The statistics of :func:`permutation_tests` (4 columns) summed over the G tasks of
-    ``vals``, for the observed labels and the relabellings of :func:`_chunk_means`."""
+                seed: tuple[int, ...], delta: FloatArray, lay: Layout) -> _Sums:
+    """The statistics of :func:`permutation_tests` summed over the G tasks of ``vals``, for
+    the observed labels and the relabellings of :func:`_chunk_means`."""
     base, cand = _chunk_means(vals, nb, nc, permutations, seed)
-    log_ratio = np.stack([np.log((cand[col] + delta[col]) / (base[col] + delta[col])).sum(axis=0)
-                          for col in (TURNS, COST)], axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        diff = cand[CACHE_READ] / cand[PROMPT] - base[CACHE_READ] / base[PROMPT]
-    ok = np.isfinite(diff)  # a task with no prompt tokens in an arm has no rate there
+    log_ratio, hit_diff, hit_n = _per_task(base, cand, delta, lay, axis=0)
     return _Sums(base=np.stack([b.sum(axis=0) for b in base], axis=1),
                  cand=np.stack([c.sum(axis=0) for c in cand], axis=1),
-                 log_ratio=log_ratio, hit_diff=np.where(ok, diff, 0.0).sum(axis=0),
-                 hit_n=ok.sum(axis=0).astype(np.float64))
+                 log_ratio=log_ratio, hit_diff=hit_diff, hit_n=hit_n)
 
 
 def _chunk_arm_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
@@ -426,9 +483,9 @@ def relabelled_arm_sums(tasks: Sequence[TaskSamples], seed: int, permutations: i
 
 
 def _relabelled_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int,
-                     delta: FloatArray) -> Iterator[_Sums]:
+                     delta: FloatArray, lay: Layout) -> Iterator[_Sums]:
     """:class:`_Sums` for the observed labels (row 0) and R relabellings, chunk by chunk."""
-    yield from _chunked(tasks, seed, permutations, _chunk_sums, delta)
+    yield from _chunked(tasks, seed, permutations, _chunk_sums, delta, lay)
 
 
 def _chunked(tasks: Sequence[TaskSamples], seed: int, permutations: int,
@@ -464,19 +521,22 @@ def _chunked(tasks: Sequence[TaskSamples], seed: int, permutations: int,
             yield result
 
 
-def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
-                      seed: int) -> dict[str, PermResult | None]:
-    """Turns, cost and cache-hit tests on the same relabellings (one seeded Generator).
+def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int, seed: int,
+                      lay: Layout) -> dict[str, PermResult | None]:
+    """The tests of ``lay``'s metrics (gate/metrics.py) on the same relabellings (one seeded
+    Generator).
 
     Aggregate statistics compare one pass through the suite: Σ_i mean_i^C / Σ_i mean_i^B for
-    turns and cost, Σ read / Σ prompt (of per-task means) for cache hits, so a baseline pooled
-    deeper on some tasks does not tilt the mix. The equal-weight statistics give every task one
-    vote: the mean per-task log ratio (a pseudo-count of 1 % of the overall mean keeps a task
-    whose mean is 0 finite) or the mean per-task cache-hit difference. Only sums over tasks are
-    kept per relabelling. p-values count the observed labelling among the relabellings:
-    (1 + #as extreme) / (R + 1). A metric with nothing to measure (all zero) is ``None``.
+    a mean (turns, cost), Σ numerator / Σ denominator (of per-task means) for a ratio (cache
+    hits), so a baseline pooled deeper on some tasks does not tilt the mix. The equal-weight
+    statistics give every task one vote: the mean per-task log ratio (a pseudo-count of 1 % of
+    the overall mean keeps a task whose mean is 0 finite) or the mean per-task rate
+    difference. Only sums over tasks are kept per relabelling. p-values count the observed
+    labelling among the relabellings: (1 + #as extreme) / (R + 1), in the metric's harmful
+    direction. A metric with nothing to measure (all zero) is ``None``.
     """
-    out: dict[str, PermResult | None] = {"turns": None, "cost": None, "cache_hit_rate": None}
+    out: dict[str, PermResult | None] = dict.fromkeys(
+        [m[0] for m in lay.means] + [r[0] for r in lay.ratios])
     if not tasks:
         return out
     n = len(tasks)
@@ -485,41 +545,37 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int,
     # a small design is enumerated whole: every relabelling once, the p-value exact (a random
     # sample of a few hundred labellings would only blur it, and could miss the one extreme)
     exact = labellings([(len(t.baseline), len(t.candidate)) for t in tasks]) <= permutations + 1
-    parts: Iterable[_Sums] = ([exact_relabelled_sums(tasks, delta)] if exact else
-                              _relabelled_sums(tasks, seed, permutations, delta))
-    pvalue = _exact_pvalue if exact else _pvalue
-    rows = -1
-    sum_b = sum_c = log_ratio = hit_diff = hit_n = np.zeros(0)
+    parts: Iterable[_Sums] = ([exact_relabelled_sums(tasks, delta, lay)] if exact else
+                              _relabelled_sums(tasks, seed, permutations, delta, lay))
+    total: _Sums | None = None
     for part in parts:
-        if rows < 0:
-            rows = part.base.shape[0]
-            sum_b, sum_c = np.zeros((rows, 4)), np.zeros((rows, 4))
-            log_ratio = np.zeros((rows, 2))  # turns, cost
-            hit_diff, hit_n = np.zeros(rows), np.zeros(rows)
-        sum_b += part.base
-        sum_c += part.cand
-        log_ratio += part.log_ratio
-        hit_diff += part.hit_diff
-        hit_n += part.hit_n
-    for name, col in (("turns", TURNS), ("cost", COST)):
-        sb, sc = sum_b[:, col], sum_c[:, col]
+        total = part if total is None else _Sums(
+            base=total.base + part.base, cand=total.cand + part.cand,
+            log_ratio=total.log_ratio + part.log_ratio, hit_diff=total.hit_diff + part.hit_diff,
+            hit_n=total.hit_n + part.hit_n)
+    assert total is not None
+    pvalue = _exact_pvalue if exact else _pvalue
+    for i, (name, col, up) in enumerate(lay.means):
+        sb, sc = total.base[:, col], total.cand[:, col]
         if sb[0] <= 0 and sc[0] <= 0:
             continue
         agg = sc / np.maximum(sb, 1e-300)
-        eq = log_ratio[:, col] / n
+        eq = total.log_ratio[:, i] / n
         out[name] = PermResult(
             baseline=float(sb[0] / n), candidate=float(sc[0] / n),
             aggregate=float(agg[0]), equal_weight=float(eq[0]),
-            p_aggregate=pvalue(agg, True), p_equal_weight=pvalue(eq, True))
-    if sum_b[0, PROMPT] > 0 and sum_c[0, PROMPT] > 0:
-        rate_b = sum_b[:, CACHE_READ] / np.maximum(sum_b[:, PROMPT], 1e-300)
-        rate_c = sum_c[:, CACHE_READ] / np.maximum(sum_c[:, PROMPT], 1e-300)
+            p_aggregate=pvalue(agg, up), p_equal_weight=pvalue(eq, up))
+    for i, (name, num, den, up) in enumerate(lay.ratios):
+        if total.base[0, den] <= 0 or total.cand[0, den] <= 0:
+            continue
+        rate_b = total.base[:, num] / np.maximum(total.base[:, den], 1e-300)
+        rate_c = total.cand[:, num] / np.maximum(total.cand[:, den], 1e-300)
         agg = rate_c - rate_b
-        eq = hit_diff / np.maximum(hit_n, 1)
-        out["cache_hit_rate"] = PermResult(
+        eq = total.hit_diff[:, i] / np.maximum(total.hit_n[:, i], 1)
+        out[name] = PermResult(
             baseline=float(rate_b[0]), candidate=float(rate_c[0]),
             aggregate=float(agg[0]), equal_weight=float(eq[0]),
-            p_aggregate=pvalue(agg, False), p_equal_weight=pvalue(eq, False))
+            p_aggregate=pvalue(agg, up), p_equal_weight=pvalue(eq, up))
     return out
 
 
@@ -560,7 +616,8 @@ def min_permutation_p(shapes: Sequence[tuple[int, int]], permutations: int) -> f
     return (1.0 + permutations / total) / (permutations + 1)
 
 
-def exact_relabelled_sums(tasks: Sequence[TaskSamples], delta: FloatArray) -> _Sums:
+def exact_relabelled_sums(tasks: Sequence[TaskSamples], delta: FloatArray,
+                          lay: Layout) -> _Sums:
     """:class:`_Sums` of the observed labels (row 0) and then of *every* relabelling within
     each task (L rows, the observed one among them), for :func:`permutation_tests` on a design
     small enough to enumerate (:func:`labellings`)."""
@@ -580,21 +637,20 @@ def exact_relabelled_sums(tasks: Sequence[TaskSamples], delta: FloatArray) -> _S
     grid = np.unravel_index(np.arange(int(np.prod(shape))), shape)
     first = int(np.ravel_multi_index(tuple(observed), shape))
     order = np.concatenate([[first], np.arange(len(grid[0]))])
-    base, cand = np.zeros((len(order), 4)), np.zeros((len(order), 4))
-    log_ratio, hit_diff, hit_n = np.zeros((len(order), 2)), np.zeros(len(order)), np.zeros(
-        len(order))
+    rows, cols = len(order), tasks[0].baseline.shape[1]
+    sums = _Sums(base=np.zeros((rows, cols)), cand=np.zeros((rows, cols)),
+                 log_ratio=np.zeros((rows, len(lay.means))),
+                 hit_diff=np.zeros((rows, len(lay.ratios))),
+                 hit_n=np.zeros((rows, len(lay.ratios))))
     for (b, c), idx in zip(per_task, grid, strict=True):
         bi, ci = b[idx[order]], c[idx[order]]
-        base += bi
-        cand += ci
-        log_ratio += np.stack([np.log((ci[:, col] + delta[col]) / (bi[:, col] + delta[col]))
-                               for col in (TURNS, COST)], axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diff = ci[:, CACHE_READ] / ci[:, PROMPT] - bi[:, CACHE_READ] / bi[:, PROMPT]
-        ok = np.isfinite(diff)
-        hit_diff += np.where(ok, diff, 0.0)
-        hit_n += ok
-    return _Sums(base=base, cand=cand, log_ratio=log_ratio, hit_diff=hit_diff, hit_n=hit_n)
+        sums.base[:] += bi
+        sums.cand[:] += ci
+        logs, diffs, oks = _per_task(list(bi.T), list(ci.T), delta, lay, axis=None)
+        sums.log_ratio[:] += logs
+        sums.hit_diff[:] += diffs
+        sums.hit_n[:] += oks
+    return sums
 
 
 def _exact_pvalue(stat: FloatArray, harmful_up: bool) -> float:
@@ -614,6 +670,5 @@ def collapse_p(b: IntArray, n_b: IntArray, n_c: IntArray, deep: bool) -> float:
     extreme outcome for both the sum and the max test)."""
     zero = np.zeros((1, len(b)), dtype=np.int64)
     p_sum = float(sum_test(b, n_b, zero, n_c)[0])
-    if not deep:
-        return p_sum
-    return min(p_sum, float(max_test(b, n_b, zero, n_c)[0][0]))
+    p_max = float(max_test(b, n_b, zero, n_c)[0][0]) if deep else 1.0
+    return decisive_p(p_sum, p_max, deep)

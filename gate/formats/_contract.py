@@ -125,7 +125,9 @@ class TaskFormat(abc.ABC):
 
     @abc.abstractmethod
     def load(self, path: Path, name: str) -> Task:
-        """The task at ``path``; ``BadInput`` starting ``<name>: `` names what is wrong."""
+        """The task at ``path``, with this format's answers in it (the :class:`Task` fields
+        from ``format_name`` on, and its own reading in ``native``); ``BadInput`` starting
+        ``<name>: `` names what is wrong."""
 
     def container_spec(self, task: Task) -> ContainerSpec:
         """The long-lived container a ``per_run`` task needs (its workdir, user, limits)."""

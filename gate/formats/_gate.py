@@ -26,7 +26,16 @@ from gate._files import (
     read_toml,
 )
 from gate.errors import BadInput
-from gate.formats import ExecResult, Task, TaskFormat, TaskMeta, Verification, Workspace, reading
+from gate.formats import (
+    NEEDS_CONTAINER,
+    ExecResult,
+    Task,
+    TaskFormat,
+    TaskMeta,
+    Verification,
+    Workspace,
+    reading,
+)
 
 
 def task_meta(name: str, path: Path) -> TaskMeta:
@@ -41,6 +50,20 @@ def task_meta(name: str, path: Path) -> TaskMeta:
         return TaskMeta.model_validate(data)
     except ValidationError as exc:
         raise BadInput(f"{name}: task.toml: {describe_validation_error(exc)}") from None
+
+
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
+def container_need(meta: TaskMeta, path: Path) -> str | None:
+    """Why a task of ours needs a container: it names an image or a Dockerfile
+    (``[environment]``), or ships ``environment/``. ``None``: the host runs it too."""
+    if meta.environment is not None:
+        return f"task.toml: [environment] {NEEDS_CONTAINER}"
+    if (path / "environment").exists():
+        return f"environment/ {NEEDS_CONTAINER}"
+    return None
 
 
 class GateFormat(TaskFormat):
@@ -72,8 +95,12 @@ class GateFormat(TaskFormat):
             if not isinstance(loaded, dict):
                 raise BadInput(f"{name}: metadata.json must be a JSON object")
             metadata = loaded
-        return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
-                    meta=meta, metadata=metadata, format_name=self.name)
+        root = path.resolve()
+        return Task(id=path.name, path=root, prompt=prompt, digest=digest_dir(path),
+                    meta=meta, metadata=metadata, format_name=self.name,
+                    setup_script=_file(root / "setup.sh"), verify_script=root / "verify.sh",
+                    starting_dir=root / "starting" if (root / "starting").is_dir() else None,
+                    container_need=container_need(meta, root))
 
     def run_script(self, sandbox: Workspace, rel: str, *, timeout: float) -> ExecResult:
         return sandbox.run_task_script(rel, timeout=timeout)

@@ -97,6 +97,7 @@ from gate._files import (
 )
 from gate.errors import BadInput, SandboxError
 from gate.formats import (
+    NEEDS_CONTAINER,
     Container,
     ContainerSpec,
     ExecResult,
@@ -138,6 +139,13 @@ _COPY = re.compile(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", re.IGNORECASE)
 def _tail(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "(no output)"
+
+
+def harbor_of(task: Task) -> HarborTask:
+    """The Harbor ``task.toml`` a Harbor-format task was loaded from (its :attr:`Task.native`)."""
+    if not isinstance(task.native, HarborTask):
+        raise SandboxError(f"{task.id}: not a Harbor-format task")
+    return task.native
 
 
 class Unhealthy(SandboxError):
@@ -236,10 +244,9 @@ def baked_skill_dirs(task: Task) -> list[str]:
     """Where the image holds the task's own skills: ``[environment] skills_dir`` and every
     absolute destination the Dockerfile copies the skills' folder to (SkillsBench copies
     ``skills`` to each agent's skill folder)."""
-    assert task.harbor is not None
     dirs: list[str] = []
-    if task.harbor.config.environment.skills_dir:
-        dirs.append(task.harbor.config.environment.skills_dir.rstrip("/") or "/")
+    if skills_dir := harbor_of(task).config.environment.skills_dir:
+        dirs.append(skills_dir.rstrip("/") or "/")
     if task.skills_root is not None:
         name = task.skills_root.relative_to(task.path / "environment").as_posix()
         dirs += [dest for sources, dest in _copies(task.path)
@@ -249,8 +256,7 @@ def baked_skill_dirs(task: Task) -> list[str]:
 
 def _agent_users(task: Task) -> tuple[str, ...]:
     """Every user an agent phase of ``task`` runs as (the task's, each step's), in order."""
-    assert task.harbor is not None
-    h = task.harbor
+    h = harbor_of(task)
     users = [_user(h.user("agent", step)) for step in h.steps] or [_user(h.user("agent"))]
     return tuple(dict.fromkeys(users))
 
@@ -321,32 +327,35 @@ class HarborFormat(TaskFormat):
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from exc
         own_skills = skills_source(path, env.skills_dir)
-        return Task(id=path.name, path=path.resolve(), prompt=prompt, digest=digest_dir(path),
-                    meta=meta, metadata=dict(cfg.metadata), harbor=harbor,
-                    format_name=self.name, steps=steps, skills_root=own_skills)
+        root = path.resolve()
+        return Task(id=path.name, path=root, prompt=prompt, digest=digest_dir(path),
+                    meta=meta, metadata=dict(cfg.metadata), native=harbor,
+                    format_name=self.name, steps=steps, skills_root=own_skills,
+                    verify_script=root / "tests" / "test.sh",
+                    container_need=f"a Harbor-format task {NEEDS_CONTAINER}",
+                    build_timeout=env.build_timeout_sec, unhonoured=harbor.unhonoured,
+                    solution_env=harbor.env("solution"))
 
     def refusal(self, task: Task) -> str | None:
-        assert task.harbor is not None
         try:
             self._compose(task)
         except Refused as exc:
             return str(exc)
-        return task.harbor.refusal()
+        return harbor_of(task).refusal()
 
     @staticmethod
     def _compose(task: Task) -> ComposeMain | None:
         """The task's one-service override of ``main`` (None: it has no compose file), with
         the host's variables as they are now (:mod:`gate.formats._compose`)."""
-        assert task.harbor is not None
-        env = task.harbor.config.environment
+        env = harbor_of(task).config.environment
         return compose_main(task.path, cpus=env.cpus, memory_mb=env.memory_mb,
                             task_env=env.env, environ=os.environ)
 
     # ----- the container ------------------------------------------------------------------
 
     def container_spec(self, task: Task) -> ContainerSpec:
-        assert task.harbor is not None
-        cfg, h = task.harbor.config, task.harbor
+        h = harbor_of(task)
+        cfg = h.config
         user = h.user("agent", self._step(task, 0))
         compose = self._compose(task) or ComposeMain()  # over task.toml's, as Harbor merges it
         return ContainerSpec(
@@ -359,20 +368,18 @@ class HarborFormat(TaskFormat):
 
     @staticmethod
     def _step(task: Task, index: int) -> HarborStep | None:
-        assert task.harbor is not None
-        steps = task.harbor.steps
+        steps = harbor_of(task).steps
         return steps[index] if steps and index < len(steps) else None
 
     def start(self, sandbox: Workspace) -> None:
         """Once the container is up: the environment's healthcheck; then, before the first
         step's agent, its ``workdir/``, ``setup.sh`` and healthcheck."""
         task = sandbox.task
-        assert task.harbor is not None
         compose = self._compose(task)
         for folder in compose.log_dirs if compose else ():  # empty, as Harbor's mount is
             if folder != AGENT_LOGS:  # the runner's, made so by the sandbox
                 self._container(sandbox).reset_dir(folder)
-        check = task.harbor.config.environment.healthcheck
+        check = harbor_of(task).config.environment.healthcheck
         if check is not None:
             healthcheck(self._container(sandbox), check, "[environment]")
         if task.steps:
@@ -380,17 +387,17 @@ class HarborFormat(TaskFormat):
 
     def _prepare_step(self, box: Container, index: int) -> None:
         task = box.task
-        assert task.harbor is not None
-        step = task.harbor.steps[index]
+        h = harbor_of(task)
+        step = h.steps[index]
         box.step = index
-        box.spec = dataclasses.replace(box.spec, user=_user(task.harbor.user("agent", step)))
-        box.set_network(task.harbor.network("agent", step))
+        box.spec = dataclasses.replace(box.spec, user=_user(h.user("agent", step)))
+        box.set_network(h.network("agent", step))
         box.reset_dir(AGENT_LOGS)
         workdir = task.path / "steps" / step.name / "workdir"
         if workdir.is_dir():
             box.upload_dir(workdir, box.workdir, clear=False)
             if (workdir / "setup.sh").is_file():
-                user = task.harbor.user("agent", step)
+                user = h.user("agent", step)
                 res = box.run_as(["bash", f"{box.workdir.rstrip('/')}/setup.sh"],
                                  user=_user(user),
                                  env=box.command_env(), timeout=task.task_timeout())
@@ -411,7 +418,6 @@ class HarborFormat(TaskFormat):
     def run_script(self, sandbox: Workspace, rel: str, *, timeout: float) -> ExecResult:
         box = self._container(sandbox)
         task = box.task
-        assert task.harbor is not None
         if rel != "solution/solve.sh":
             raise SandboxError(f"a Harbor-format task has no {rel}")
         step = self._step(task, box.step)
@@ -420,8 +426,8 @@ class HarborFormat(TaskFormat):
         if not (source / "solve.sh").is_file():
             raise SandboxError(f"no {source.relative_to(task.path)}/solve.sh")
         box.upload_dir(source, SOLUTION_DIR)
-        env = box.command_env({**task.harbor.env("solution"), "TASK_DIR": SOLUTION_DIR})
-        user = task.harbor.user("agent", step)
+        env = box.command_env({**harbor_of(task).env("solution"), "TASK_DIR": SOLUTION_DIR})
+        user = harbor_of(task).user("agent", step)
         return box.run_as(["bash", f"{SOLUTION_DIR}/solve.sh"],
                           user=_user(user), env=env, timeout=timeout)
 
@@ -431,8 +437,7 @@ class HarborFormat(TaskFormat):
                step: int | None = None) -> Verification:
         box = self._container(sandbox)
         task = box.task
-        h = task.harbor
-        assert h is not None
+        h = harbor_of(task)
         index = box.step if step is None else step
         hstep = self._step(task, index)
         left, services = box.end_phase()  # nothing the agent started runs now (but services)
@@ -483,13 +488,13 @@ class HarborFormat(TaskFormat):
         """One step's verdict into the run's: recorded; the run's when it is the last step or
         the step missed its ``min_reward``; else the next step is prepared."""
         task = box.task
-        assert task.harbor is not None
-        hstep = task.harbor.steps[index]
+        h = harbor_of(task)
+        hstep = h.steps[index]
         rewards = ({k: v for k, v in verdict.score.items() if isinstance(v, float)}
                    if verdict.score is not None else None)
         box.step_rewards.append((hstep.name, rewards))
         missed = min_reward_failure(rewards, hstep.min_reward)
-        last = index + 1 >= len(task.harbor.steps)
+        last = index + 1 >= len(h.steps)
         if not last and missed is None:
             try:
                 self._prepare_step(box, index + 1)
@@ -498,7 +503,7 @@ class HarborFormat(TaskFormat):
             else:
                 return Verification(verdict.result, verdict.passed, verdict.reason,
                                     verdict.score, verdict.files, final=False)
-        strategy = task.harbor.config.multi_step_reward_strategy or "mean"
+        strategy = h.config.multi_step_reward_strategy or "mean"
         total = combine(box.step_rewards, strategy)
         run = judge(total, "no step wrote a reward", verdict.result)
         reason = run.reason
@@ -542,9 +547,8 @@ class HarborFormat(TaskFormat):
         """What Harbor collects after each verify: the files of ``/logs/artifacts`` and of
         the task's (and the step's) ``artifacts``, each clipped, keyed ``artifacts/<path>``; a
         path that is not there is skipped, as Harbor skips it."""
-        assert box.task.harbor is not None
         wanted = [HarborArtifact(source=ARTIFACTS_DIR, destination="/"),
-                  *box.task.harbor.config.artifacts, *(step.artifacts if step else ())]
+                  *harbor_of(box.task).config.artifacts, *(step.artifacts if step else ())]
         files: dict[str, str] = {}
         for art in wanted:
             listing = box.run_as(["find", art.source, "-type", "f"], user="0", env={},

@@ -4,6 +4,11 @@ of a multi-step task).
 
 This data lives in the formats' unit because every format builds it and the sandbox, the runner
 and the skills only read it; :mod:`gate.tasks` re-exports it (``from gate.tasks import Task``).
+A :class:`Task` is data: what differs between formats (which script verifies, whether the task
+needs a container, how its reference solution runs ...) is answered by its format when it loads
+the task, in the fields below, and never looked up again by asking which format it was. What a
+format read the task from in its own terms (Harbor's ``task.toml``) rides along in
+:attr:`Task.native`, which only that format reads.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gate.errors import BadInput
-from gate.harbor import HarborTask
 
 NEEDS_CONTAINER = ("needs the container sandbox (the task is not run on the host instead; "
                    "[suite].sandbox = \"docker\" with a Docker engine runs it)")
@@ -88,7 +92,13 @@ class Task:
     ``steps``: a multi-step task's steps, run in order in one sandbox (``prompt`` is then the
     first step's); ``skills_root``: a folder of skills the task itself ships (Harbor /
     SkillsBench ``environment/skills/``), which the gate's skill conditions switch like any
-    other skill."""
+    other skill.
+
+    The fields from ``format_name`` on are its format's answers, given when it loads the task
+    (a field left at its default asks nothing of the gate): the scripts the gate runs itself,
+    the folder copied into the workspace, why it needs a container, how long its image may
+    take to build, the keys of a foreign ``task.toml`` the gate does not act on, and how its
+    reference solution runs."""
 
     id: str
     path: Path
@@ -96,38 +106,29 @@ class Task:
     digest: str
     meta: TaskMeta
     metadata: dict[str, Any] = field(default_factory=dict)
-    harbor: HarborTask | None = field(default=None, compare=False)
+    #: the format's own reading of the task (Harbor's: :class:`gate.harbor.HarborTask`); only
+    #: that format reads it
+    native: Any = field(default=None, compare=False, repr=False)
     format_name: str = "gate"
     steps: tuple[TaskStep, ...] = ()
     skills_root: Path | None = None
     step: int | None = None  # the step this task stands for (Task.for_step)
+    setup_script: Path | None = None  # run (through the format) before the agent
+    starting_dir: Path | None = None  # copied into the workspace before anything runs
+    verify_script: Path | None = None  # the verifier's script, for a reader to see
+    container_need: str | None = None  # why it needs a container (None: the host runs it too)
+    build_timeout: float | None = None  # seconds its image build may take (None: no limit)
+    #: keys of a foreign ``task.toml`` the gate does not act on (listed, never dropped)
+    unhonoured: list[str] = field(default_factory=list, compare=False)
+    #: the variables of a reference solution that runs whole from its own folder (Harbor's
+    #: oracle: ``TASK_DIR`` is that folder, plus ``[solution].env``); ``None``: the solution
+    #: runs in the workspace, as ``bash <task>/solution/solve.sh``
+    solution_env: dict[str, str] | None = field(default=None, compare=False)
 
     @property
     def layout(self) -> str:
-        """The task's format: ``harbor`` for a Harbor-format task, ``gate`` for our two
-        layouts (:mod:`gate.formats`)."""
-        return "harbor" if self.harbor is not None else self.format_name
-
-    @property
-    def unhonoured(self) -> list[str]:
-        """Keys of a foreign ``task.toml`` the gate does not act on (listed, never dropped)."""
-        return self.harbor.unhonoured if self.harbor is not None else []
-
-    @property
-    def verify_script(self) -> Path:
-        if self.harbor is not None:
-            return self.path / "tests" / "test.sh"
-        return self.path / "verify.sh"
-
-    @property
-    def setup_script(self) -> Path | None:
-        p = self.path / "setup.sh"
-        return p if p.is_file() and self.harbor is None else None
-
-    @property
-    def starting_dir(self) -> Path | None:
-        p = self.path / "starting"
-        return p if p.is_dir() and self.harbor is None else None
+        """The task's format (:mod:`gate.formats`): ``harbor``, ``gate`` (our two layouts) ..."""
+        return self.format_name
 
     @property
     def solution_script(self) -> Path | None:
@@ -148,22 +149,6 @@ class Task:
             return self.path / env.dockerfile
         p = self.path / "environment" / "Dockerfile"
         return p if p.is_file() else None
-
-    @property
-    def build_timeout(self) -> float | None:
-        """Seconds an image build may take (Harbor's ``build_timeout_sec``)."""
-        return self.harbor.config.environment.build_timeout_sec if self.harbor else None
-
-    @property
-    def container_need(self) -> str | None:
-        """Why this task needs a container (``None``: it runs on the host too)."""
-        if self.harbor is not None:
-            return f"a Harbor-format task {NEEDS_CONTAINER}"
-        if self.meta.environment is not None:
-            return f"task.toml: [environment] {NEEDS_CONTAINER}"
-        if (self.path / "environment").exists():
-            return f"environment/ {NEEDS_CONTAINER}"
-        return None
 
     @property
     def difficulty(self) -> str | None:

@@ -1,7 +1,8 @@
 """GitHub's adapters for ``gate ci`` (gate/ci/): the Actions environment (every ``GITHUB_*``
-read in ``_env``), REST, outputs and annotations, the sticky and the deferred comment, the
-accept label, main's history, the refresh's files, and git with the token (fetch, push).
-They decide nothing about a run: ``gate.ci`` does.
+read in ``_env``), REST, outputs and annotations, the sticky and the deferred comment, a
+PR's files and labels and who set one, the refresh's push loop, and git with the token
+(fetch, push). They decide nothing about a run: ``gate.ci`` does, through its forge port
+(``gate/ci/_forge.py``; ``gate/ci/_github.py`` adapts these to it).
 
 The names below load on first use, so importing a light submodule (``gate.github._modes``,
 for the CLI's options) does not import ``gate ci`` whole."""
@@ -13,10 +14,6 @@ from typing import TYPE_CHECKING
 from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from gate.github._accept import (
-        Acceptance,
-        acceptance,
-    )
     from gate.github._comment import (
         DEFAULT_COMMENT_ID,
         MARKER,
@@ -26,12 +23,12 @@ if TYPE_CHECKING:
         default_comment_id,
         find_comment,
         find_pr_for_run,
+        label_added_by,
         marker,
         pr_files,
         pr_labels,
-        render_body,
-        render_note,
         upsert_comment,
+        user_permission,
     )
     from gate.github._deferred import (
         PendingComment,
@@ -52,14 +49,6 @@ if TYPE_CHECKING:
         fetch_branch,
         remote_ref,
     )
-    from gate.github._history import (
-        HistoryEntry,
-        append_history,
-        entry_for,
-        parse_history,
-        trend_entries,
-        trend_markdown,
-    )
     from gate.github._modes import (
         COMMENT_MODES,
         MODES,
@@ -68,16 +57,17 @@ if TYPE_CHECKING:
     from gate.github._outputs import (
         ActionsIO,
     )
+    from gate.github._pages import (
+        PagesSite,
+        pages_site,
+        publish_files,
+        raw_url,
+        repository_public,
+        run_artifact_url,
+    )
     from gate.github._refresh import (
-        Outcome,
-        Place,
         Pooling,
         Refresh,
-        State,
-        data_paths,
-        read_state,
-        traces_path,
-        write_files,
     )
     from gate.github._rest import (
         GitHubClient,
@@ -94,12 +84,11 @@ if TYPE_CHECKING:
 
 #: each name's private module, loaded on first use
 _MODULES: dict[str, tuple[str, ...]] = {
-    "_accept": ("Acceptance", "acceptance"),
     "_comment": (
         "DEFAULT_COMMENT_ID", "MARKER", "MARKER_PREFIX", "CommentRef", "comment_body",
         "default_comment_id",
-        "find_comment", "find_pr_for_run", "marker", "pr_files", "pr_labels", "render_body",
-        "render_note", "upsert_comment",
+        "find_comment", "find_pr_for_run", "label_added_by", "marker", "pr_files", "pr_labels",
+        "upsert_comment", "user_permission",
     ),
     "_deferred": ("PendingComment", "post_deferred", "write_pending"),
     "_env": (
@@ -108,17 +97,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "_environment": ("CIEnvironment", "PullRequestInfo"),
     "_git": ("ProtectedBranch", "config_state", "ensure_base_ref", "fetch_branch", "remote_ref"),
-    "_history": (
-        "HistoryEntry", "append_history", "entry_for", "parse_history", "trend_entries",
-        "trend_markdown",
-    ),
     "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
-    "_refresh": (
-        "Outcome", "Place", "Pooling", "Refresh", "State", "data_paths", "read_state",
-        "traces_path",
-        "write_files",
-    ),
+    "_pages": ("PagesSite", "pages_site", "publish_files", "raw_url", "repository_public",
+               "run_artifact_url"),
+    "_refresh": ("Pooling", "Refresh"),
     "_rest": ("GitHubClient", "GitHubError"),
     "_session": ("GitHubSession",),
     "_sticky": ("CommentMode", "PRComment", "comment_mode"),
@@ -131,7 +114,6 @@ __all__ = [
     "MARKER",
     "MARKER_PREFIX",
     "MODES",
-    "Acceptance",
     "ActionsIO",
     "CIEnvironment",
     "CommentMode",
@@ -139,47 +121,39 @@ __all__ = [
     "GitHubClient",
     "GitHubError",
     "GitHubSession",
-    "HistoryEntry",
-    "Outcome",
     "PRComment",
+    "PagesSite",
     "PendingComment",
-    "Place",
     "Pooling",
     "ProtectedBranch",
     "PullRequestInfo",
     "Refresh",
-    "State",
-    "acceptance",
     "actions_sha",
-    "append_history",
     "comment_body",
     "comment_mode",
     "config_state",
-    "data_paths",
     "default_comment_id",
     "ensure_base_ref",
-    "entry_for",
     "event_name",
     "fetch_branch",
     "find_comment",
     "find_pr_for_run",
     "in_actions",
     "is_comment_mode",
+    "label_added_by",
     "marker",
-    "parse_history",
+    "pages_site",
     "post_deferred",
     "pr_files",
     "pr_labels",
-    "read_state",
+    "publish_files",
+    "raw_url",
     "remote_ref",
-    "render_body",
-    "render_note",
-    "traces_path",
-    "trend_entries",
-    "trend_markdown",
+    "repository_public",
+    "run_artifact_url",
     "upsert_comment",
+    "user_permission",
     "workspace",
-    "write_files",
     "write_pending",
 ]
 assert sorted(__all__) == sorted(_WHERE)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from gate.config import DEFAULT_COMMENT_ID
 from gate.github._rest import GitHubClient, GitHubError
 
 #: the marker of the gate's comments before comment ids (one comment per PR); a comment that
@@ -24,8 +25,6 @@ from gate.github._rest import GitHubClient, GitHubError
 MARKER = "<!-- agent-gate:comment -->"
 #: what every gate marker starts with
 MARKER_PREFIX = "<!-- agent-gate:comment"
-#: the comment id of the default config, whose suite adopts a comment with the old marker
-DEFAULT_COMMENT_ID = "gate.toml"
 # any gate marker, of any id, and near-misses: none may survive inside a report's text
 _ANY_MARKER = re.compile(r"<!--\s*agent-gate:comment\b.*?-->", re.DOTALL)
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._/:@+=-]")
@@ -76,22 +75,6 @@ def comment_body(markdown: str, marker: str = MARKER) -> str:
     if len(body) > MAX_BODY:
         body = body[: MAX_BODY - len(_TRUNCATED) - 1] + _TRUNCATED
     return body
-
-
-def render_body(template: str, **values: object) -> str:
-    """A body the gate posts, from ``gate/templates``: the same environment as the report, so
-    every value is escaped as untrusted text unless it is ``Markup``."""
-    from gate.report import template_env
-
-    return template_env().get_template(template).render(**values)
-
-
-def render_note(name: str, **values: object) -> str:
-    """One of the CI layer's one-line notes on a verdict: a macro of
-    ``gate/templates/notes.md.j2``, escaped like every body."""
-    from gate.report import template_env
-
-    return str(getattr(template_env().get_template("notes.md.j2").module, name)(**values))
 
 
 def token_login(client: GitHubClient, configured: str = "") -> tuple[str, str]:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gate._files import atomic_write_text, describe_validation_error, read_bytes
 from gate.errors import BadInput, GateError
-from gate.github._comment import CommentRef, render_body, token_login
+from gate.github._comment import CommentRef, token_login
 from gate.github._environment import CIEnvironment
 from gate.github._outputs import ActionsIO
 from gate.github._rest import GitHubClient
@@ -89,7 +89,7 @@ def artifact_url(env: CIEnvironment, artifact_id: str) -> str | None:
 def body_for(pending: PendingComment, env: CIEnvironment, artifact_id: str) -> str | None:
     """The comment's text: the verdict with the report's link, or (no verdict was written)
     that the gate stopped; None when there is nothing to post (a cancelled run)."""
-    from gate.report import link_url, md
+    from gate.report import link_url, md, render_body
 
     if pending.state == "cancelled":
         return None

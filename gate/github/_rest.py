@@ -22,7 +22,7 @@ import requests
 from urllib3.exceptions import NewConnectionError
 
 from gate import __version__
-from gate.errors import GateError
+from gate.errors import ForgeError
 
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 # Methods whose repetition has the effect of one call: resent freely on a 5xx. (A PATCH of a
@@ -31,15 +31,12 @@ _REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 _SECONDARY_WORDS = ("secondary rate limit", "abuse", "rate limit")
 
 
-class GitHubError(GateError):
+class GitHubError(ForgeError):
     """GitHub refused or failed a request; the message says what to change (exit 2)."""
-
-    exit_code = 2
 
     def __init__(self, message: str, status: int | None = None, *,
                  transient: bool = False, maybe_landed: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status)
         # GitHub being down or rate-limiting us, not something the user must fix
         self.transient = transient
         # a POST GitHub may have carried out though it failed to answer (a 5xx, a lost reply)

@@ -20,26 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
+from gate.config import DEFAULT_COMMENT_ID, CommentMode, comment_mode
 from gate.github._comment import (
-    DEFAULT_COMMENT_ID,
+    MARKER_PREFIX,
     CommentRef,
+    find_comment,
     marker,
     update_comment,
     upsert_comment,
 )
 from gate.github._rest import GitHubClient, GitHubError
 
-if TYPE_CHECKING:
-    from gate.config import CISettings
-
-CommentMode = Literal["always", "on-change", "on-regression", "never"]
-
-
-def comment_mode(settings: CISettings) -> CommentMode:
-    """The mode in force: ``comment = false`` (the older switch) is ``never``."""
-    return "never" if not settings.comment else settings.comment_mode
+__all__ = ["CommentMode", "PRComment", "comment_mode"]  # the mode's rules: gate.config
 
 
 @dataclass
@@ -80,3 +73,23 @@ class PRComment:
         if ref is not None:
             self.known = ref.id
         return ref
+
+    def find(self) -> dict | None:
+        """This suite's comment as GitHub has it now (then edited by id), or None (none
+        exists, or the mode is ``never``)."""
+        if self.mode == "never":
+            return None
+        found = find_comment(self.client(), self.number, author=self.author(),
+                             marker=self.marker, legacy=self.legacy)
+        if found is not None:
+            self.known = int(found["id"])
+        return found
+
+    def text(self) -> str | None:
+        """This suite's comment's Markdown as it was posted (its marker line dropped), or None
+        when there is none (:meth:`find`)."""
+        found = self.find()
+        if found is None:
+            return None
+        lines = str(found.get("body") or "").split("\n")
+        return "\n".join(lines[1:] if lines and lines[0].startswith(MARKER_PREFIX) else lines)

@@ -8,13 +8,15 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from gate.usage import Usage
 
-if TYPE_CHECKING:
-    from gate.meter._proxy import MeterProxy
 
+class _Registry(Protocol):
+    """What a run's meter asks of the proxy it is registered with (the proxy, one layer up)."""
+
+    def _forget(self, run_id: str) -> None: ...
 
 @dataclass(frozen=True)
 class RefusedRequest:
@@ -131,7 +133,7 @@ class RunMeter:
     _idle: threading.Condition = field(init=False, repr=False)
     _in_flight: int = 0
     _closed: bool = False
-    _proxy: MeterProxy | None = field(default=None, repr=False)
+    _proxy: _Registry | None = field(default=None, repr=False)
     run_name: str = ""
     _families: set[str] = field(default_factory=set, repr=False)  # billed and completed
     # the run's caps: past them the meter answers model requests with an API error instead of

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from gate.report._badge import badge_value, render_badge
+    from gate.report._bodies import render_body, render_note, trend_markdown
     from gate.report._effects import render_effects_markdown, render_effects_text
     from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
     from gate.report._format import (
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
         usd,
     )
     from gate.report._html import preload as preload_html
-    from gate.report._html import render_html, transcript_dir
+    from gate.report._html import render_html
     from gate.report._render import (
         BUDGET,
         GITHUB_LIMIT,
@@ -57,15 +59,18 @@ if TYPE_CHECKING:
         task_row,
         template_env,
     )
+    from gate.report._sandboxed import sandboxed_page
 
 _WHERE = {
+    "badge_value": "_badge", "render_badge": "_badge", "sandboxed_page": "_sandboxed",
+    "render_body": "_bodies", "render_note": "_bodies", "trend_markdown": "_bodies",
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
     "link_url": "_escape",
     **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "dollars", "interval",
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
-    "render_html": "_html", "transcript_dir": "_html", "preload_html": "_html:preload",
+    "render_html": "_html", "preload_html": "_html:preload",
     **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "metric_change",
                      "metric_verdict", "overhead_note", "preload_templates", "render_markdown",
                      "render_summary", "render_text", "schedule_note", "task_rank", "task_row",
@@ -77,6 +82,7 @@ __all__ = [
     "FILTERS",
     "GITHUB_LIMIT",
     "MINUS",
+    "badge_value",
     "change_interval",
     "code_span",
     "defuse_markdown",
@@ -99,18 +105,22 @@ __all__ = [
     "pval",
     "rate",
     "rel",
+    "render_badge",
+    "render_body",
     "render_effects_markdown",
     "render_effects_text",
     "render_html",
     "render_markdown",
+    "render_note",
     "render_summary",
     "render_text",
+    "sandboxed_page",
     "schedule_note",
     "signed",
     "task_rank",
     "task_row",
     "template_env",
-    "transcript_dir",
+    "trend_markdown",
     "usd",
 ]
 assert sorted(__all__) == sorted(_WHERE)

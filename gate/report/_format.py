@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from gate.metrics import BY_NAME
+
 MINUS = "−"  # U+2212: a minus sign, not a hyphen
 
 
@@ -75,32 +77,44 @@ def num(x: float | None, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def seconds(x: float | None) -> str:
+    """A duration: ``12.3 s``."""
+    return "n/a" if x is None else f"{x:,.1f} s"
+
+
 def metric_value(name: str, x: float | None) -> str:
-    """A value of one of compare's metrics (``pass_rate``, ``cache_hit_rate``, ``cost``,
-    ``turns``) in its unit."""
-    if name in ("pass_rate", "cache_hit_rate"):
+    """A value of one of compare's metrics (gate/metrics.py) in its unit."""
+    unit = BY_NAME[name].unit
+    if unit == "rate":
         return pct(x)
-    return usd(x) if name == "cost" else num(x)
+    return usd(x) if unit == "usd" else seconds(x) if unit == "seconds" else num(x)
 
 
 def interval(name: str, iv: tuple[float, float] | None) -> str:
-    """A metric's interval in its unit: ``61.2–70.3 %``, ``$0.0100–$0.0200``, ``3.0–4.5``."""
+    """A metric's interval in its unit: ``61.2–70.3 %``, ``$0.0100–$0.0200``, ``3.0–4.5``,
+    ``1.2–1.9 s``."""
     if iv is None:
         return ""
     lo, hi = iv
-    if name in ("pass_rate", "cache_hit_rate"):
+    unit = BY_NAME[name].unit
+    if unit == "rate":
         return f"{lo * 100:.1f}–{hi * 100:.1f} %"
-    if name == "cost":
+    if unit == "usd":
         return f"{usd(lo)}–{usd(hi)}"
-    return f"{num(lo)}–{num(hi)}"
+    return f"{num(lo)}–{num(hi)}" + (" s" if unit == "seconds" else "")
+
+
+def metric_delta(name: str, x: float | None) -> str:
+    """A metric's change: points for a rate, percent for the others."""
+    return pts(x) if BY_NAME[name].points else rel(x)
 
 
 def change_interval(name: str, iv: tuple[float, float] | None) -> str:
-    """An interval of a change: points for the cache-hit rate, percent for the others."""
+    """An interval of a change: points for a rate, percent for the others."""
     if iv is None:
         return ""
     lo, hi = iv
-    unit = " pts" if name == "cache_hit_rate" else " %"
+    unit = " pts" if BY_NAME[name].points else " %"
     return f"{signed(lo * 100)} to {signed(hi * 100)}{unit}"
 
 

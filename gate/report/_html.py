@@ -38,9 +38,17 @@ from markupsafe import Markup, escape
 
 from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
-from gate.report._format import FILTERS, change_interval, interval, metric_value, pct, usd
+from gate.metrics import METRICS, said
+from gate.report._format import FILTERS, interval, metric_value, pct, usd
 from gate.report._render import metric_change, metric_verdict
-from gate.results import Results, RunResult, net_raw_note
+from gate.results import (
+    Results,
+    RunResult,
+    net_raw_note,
+    runs_by_task,
+    transcripts_dir,
+    valid_runs,
+)
 from gate.traces import Trace
 
 TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
@@ -209,11 +217,6 @@ def _event(raw: Mapping[str, Any]) -> Event:
     return Event("other", kind, [("event", _text(rest))])
 
 
-def transcript_dir(results_path: Path) -> Path:
-    """Where ``gate run -o X.json`` writes its transcripts: ``X.transcripts/``."""
-    return results_path.with_name(f"{results_path.stem}.transcripts")
-
-
 def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Event] | None, str]:
     """The run's transcript as events, or None and why not. Read only from the transcripts
     directory beside the results file, by the recorded file's name; bounded; a line that is
@@ -222,7 +225,7 @@ def read_transcript(run: RunResult, results_path: Path | None) -> tuple[list[Eve
         return None, "no transcript recorded (run with --no-transcripts?)"
     if results_path is None:
         return None, "transcript not available"
-    folder = transcript_dir(results_path)
+    folder = transcripts_dir(results_path)
     name = Path(run.transcript.replace("\\", "/")).name
     if not name.endswith(".jsonl") or name.startswith("."):
         return None, "transcript not available (not a transcript file name)"
@@ -272,17 +275,6 @@ def _run_views(runs: Sequence[RunResult], results_path: Path | None,
 
 
 # ---- statistics for the page --------------------------------------------------------------
-
-
-def _by_task(results: Results) -> dict[str, list[RunResult]]:
-    out: dict[str, list[RunResult]] = {}
-    for r in results.runs:
-        out.setdefault(r.task, []).append(r)
-    return out
-
-
-def _valid(runs: Sequence[RunResult]) -> list[RunResult]:
-    return [r for r in runs if r.status != "error"]
 
 
 # ---- inline SVG ---------------------------------------------------------------------------
@@ -459,8 +451,6 @@ def content_security_policy(script: str, style: str) -> str:
             f"style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; form-action 'none'")
 
 
-_LABELS = {"pass_rate": "Pass rate", "turns": "Mean turns", "cost": "Cost per task-run",
-           "cache_hit_rate": "Cache-hit rate"}
 
 
 
@@ -476,38 +466,34 @@ def _verdict_class(m: MetricResult, c: Comparison) -> str:
 
 def _metric_rows(comparison: Comparison | None, iv: Intervals) -> list[dict[str, str]]:
     rows = []
-    lvl = f"{iv.level * 100:g} %"
     c, b = iv.candidate, iv.baseline
-    for name, label in _LABELS.items():
-        row = {"label": label, "candidate": metric_value(name, c.values[name]),
+    for metric in METRICS:
+        name = metric.name
+        row = {"label": metric.title, "candidate": metric_value(name, c.values[name]),
                "candidate_iv": interval(name, c.intervals[name]),
                "baseline": "", "baseline_iv": "", "change": "", "change_iv": "",
                "verdict": "", "verdict_class": ""}
         if comparison is not None and b is not None:
-            m: MetricResult = comparison.metric(name)  # type: ignore[arg-type]
+            m: MetricResult = comparison.metric(name)
             row.update(baseline=metric_value(name, m.baseline),
                        candidate=metric_value(name, m.candidate),
                        baseline_iv=interval(name, b.intervals[name]),
                        change=metric_change(m).replace("<sub>", "_").replace("</sub>", ""),
                        verdict=metric_verdict(m, comparison.resolution, icon=False),
                        verdict_class=_verdict_class(m, comparison))
-            if name != "pass_rate" and m.delta is not None:
-                change = iv.changes[name]
-                row["change_iv"] = (f"bootstrap {lvl} interval {change_interval(name, change)}"
-                                    if change else "")
         rows.append(row)
     return rows
 
 
 def _task_rows(results: Results, baseline: Results | None,
                comparison: Comparison | None) -> list[dict[str, Any]]:
-    c_runs = _by_task(results)
-    b_runs = _by_task(baseline) if baseline is not None else {}
+    c_runs = runs_by_task(results.runs)
+    b_runs = runs_by_task(baseline.runs) if baseline is not None else {}
     changes: dict[str, TaskChange] = {t.task: t for t in comparison.tasks} if comparison else {}
     ids = sorted(set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set()))
     rows: list[dict[str, Any]] = []
     for tid in ids:
-        cv, bv = _valid(c_runs.get(tid, [])), _valid(b_runs.get(tid, []))
+        cv, bv = valid_runs(c_runs.get(tid, [])), valid_runs(b_runs.get(tid, []))
         ch = changes.get(tid)
         if ch is None:
             label, group, p = ("no valid run" if not cv else "—"), "same", None
@@ -559,7 +545,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
     run that has no transcript here. ``effects``: the skill conditions' table and effects
     (``gate.compare._effects.effects``), for a run of several conditions."""
     script, style = _assets()
-    c_by, b_by = _by_task(results), (_by_task(baseline) if baseline is not None else {})
+    c_by = runs_by_task(results.runs)
+    b_by = runs_by_task(baseline.runs) if baseline is not None else {}
     iv = intervals(results, baseline, [t.task for t in comparison.tasks
                                        if t.status == "compared"] if comparison else None,
                    level=level, seed=seed)
@@ -578,8 +565,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
                                       row["candidate_errors"])
         row["baseline_cell"] = _rate(row["baseline_passed"], row["baseline_runs"],
                                      row["baseline_errors"])
-    c_valid = _valid(results.runs)
-    b_valid = _valid(baseline.runs) if baseline is not None else None
+    c_valid = valid_runs(results.runs)
+    b_valid = valid_runs(baseline.runs) if baseline is not None else None
     plots = [p for p in (
         histogram("Turns", lambda v: f"{v:.0f}", [r.turns for r in c_valid],
                   [r.turns for r in b_valid] if b_valid is not None else None),
@@ -613,6 +600,7 @@ def render_html(results: Results, *, results_path: Path | None = None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
         net_raw=net_raw_note(*(a for _, a in arms)),
         metrics=_metric_rows(comparison, iv),
+        bootstrapped=said([m for m in METRICS if m.kind != "pass"]),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,
         stat_tasks=len(iv.tasks),
         rows=rows, sections=sections,

@@ -17,18 +17,20 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gate.compare import AgentChange, Comparison, MetricResult, Resolution, TaskChange
+from gate.metrics import BY_NAME, PERMUTED, PERMUTED_GATING, said
 from gate.report._escape import link_url, md, no_mentions, no_references, plain, slug
 from gate.report._format import (
     FILTERS,
     MINUS,
+    change_interval,
     count,
+    metric_delta,
     metric_value,
     num,
     p_is,
     pct,
     pts,
     pval,
-    rel,
     signed,
     usd,
 )
@@ -78,11 +80,14 @@ def metric_change(m: MetricResult) -> str:
                      f"{_signed(m.ci_high * 100)})")
         ps = ", ".join(f"p<sub>{k}</sub> {pval(v)}" for k, v in m.p_values.items())
         return f"{text} · {ps}"
-    change = pts(m.delta) if m.name == "cache_hit_rate" else rel(m.delta)
+    row = BY_NAME[m.name]
+    change = metric_delta(m.name, m.delta)
+    if m.ci_low is not None and m.ci_high is not None and m.ci_level is not None:
+        change += f" ({m.ci_level * 100:g} % CI {change_interval(m.name, (m.ci_low, m.ci_high))})"
     margin = ""
     if m.margin is not None:
-        margin = (f" · margin {_MINUS}{m.margin * 100:g} pts" if m.name == "cache_hit_rate"
-                  else f" · margin +{m.margin * 100:g} %")
+        sign = _MINUS if row.higher_is_better else "+"
+        margin = f" · margin {sign}{m.margin * 100:g}{' pts' if row.points else ' %'}"
     return f"{change} · p {pval(m.p_value)}{margin}"
 
 
@@ -116,7 +121,7 @@ def metric_change_short(m: MetricResult) -> str:
     are in the full table)."""
     if m.delta is None:
         return m.note or "n/a"
-    change = pts(m.delta) if m.name in ("pass_rate", "cache_hit_rate") else rel(m.delta)
+    change = metric_delta(m.name, m.delta)
     return change + (f" · {_p_is(m.p_value)}" if m.p_value is not None else "")
 
 
@@ -207,10 +212,14 @@ def _method(c: Comparison) -> list[Markup]:
             f"Pass rate: exact stratified tests on the {count(c.suite.compared, 'compared task')} "
             f"(sum test {_p_is(t.p_sum)}, max test {_p_is(t.p_max)}); block if "
             f"{t.rule}. The interval is a stratified Newcombe (Wilson) interval."))
+    gating = said(PERMUTED_GATING)
+    reported = [m for m in PERMUTED if not m.gates]
     lines.append(Markup(
-        f"Turns, cost, cache hits: within-task permutation tests ({s.get('permutations')} "
-        f"relabellings); block only if p ≤ {float(str(s.get('metric_alpha'))) / 2:g} "
-        "and the change exceeds the margin."))
+        f"{gating[:1].upper()}{gating[1:]}: within-task permutation tests "
+        f"({s.get('permutations')} relabellings); block only if p ≤ "
+        f"{float(str(s.get('metric_alpha'))) / 2:g} and the change exceeds the margin"
+        + (f"; {said(reported)} by the same test, reported, never gating (it depends on "
+           "the runner and the provider)." if reported else ".")))
     lines.append(Markup(
         f"Infra errors: baseline {pct(c.infra.baseline_rate)}, this PR "
         f"{pct(c.infra.candidate_rate)} (limit {pct(c.infra.max_rate)}; Fisher "
@@ -283,7 +292,8 @@ def _screen(c: Comparison, notes: Sequence[str], mode: Markup | None,
     lines = [*(md(d, 600) for d in details),
              *([Markup("⚠️ ") + md(reason, 500) + Markup(".")] if reason else []),
              *(_one_line(x) for x in (mode, yardstick) if x), *ours]
-    lead, more = split_lead(lines, lead_room(len(c.metrics)), keep_last=bool(notes))
+    shown = sum(1 for m in c.metrics if BY_NAME[m.name].first_screen)
+    lead, more = split_lead(lines, lead_room(shown), keep_last=bool(notes))
     return {"headline": md(headline, 200), "lead": lead, "more": more,
             "hard_break": Markup("\\")}  # one quote, a line each (a backslash line end)
 
@@ -300,7 +310,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         metrics.append({"label": Markup(m.label), "baseline": Markup(b), "candidate": Markup(p),
                         "from": Markup(_value(m, m.baseline)), "to": Markup(_value(m, m.candidate)),
                         "change": Markup(_change(m)), "short": Markup(metric_change_short(m)),
-                        "verdict": Markup(_verdict(m, c.resolution))})
+                        "verdict": Markup(_verdict(m, c.resolution)),
+                        "first_screen": BY_NAME[m.name].first_screen})
     interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
     shown = interesting if max_tasks is None else interesting[:max_tasks]
     kinds: dict[str, int] = {}

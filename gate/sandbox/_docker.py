@@ -31,7 +31,6 @@ import re
 import shutil
 import signal
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -52,6 +51,19 @@ from gate.sandbox._base import (
     SandboxOptions,
     SandboxProvider,
 )
+from gate.sandbox._engine import (
+    LABEL,
+    METER_DIR,
+    NO_PYTHON,
+    OWNER_LABEL,
+    RELAY,
+    RELAY_PORT,
+    HostRelay,
+    first_line,
+    owner_gone,
+)
+from gate.sandbox._harbor import DockerRunContainer
+from gate.sandbox._install import installed_image, installs_left_behind, remove_installed
 from gate.sandbox._local import (
     OUTPUT_LIMIT,
     copy_inside,
@@ -60,25 +72,18 @@ from gate.sandbox._local import (
     write_inside,
 )
 from gate.sandbox._netguard import NetGuard
-from gate.sandbox._relay import serve
 from gate.tasks import Task, digest_dir, task_format
 
-LABEL = "agent-gate"  # every container and image of ours carries it
-OWNER_LABEL = "agent-gate.owner"  # "<host>:<pid>" of the gate that made the container
 WORKDIR = "/workspace"
 HOME = "/home/gate"
 TASK_DIR = "/task"
 IO_DIR = "/run/gate-io"  # read-only: the command's stdin
-METER_DIR = "/run/gate-meter"  # read-only: the Unix socket that leads to this run's meter
-RELAY_PORT = 8765  # where a command agent reaches its meter, on the container's loopback
-RELAY = Path(__file__).with_name("_relay.py")
 UNPRIVILEGED = 1000  # the uid/gid commands run as when the gate itself runs as root
 DEFAULT_CPUS = 2.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_PIDS = 512
 TMPFS = "rw,nosuid,nodev,size=512m"
 POLL_S = 0.5  # how often a running command checks for a cancel
-NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
 BUILD_LINES = 15  # lines of a failed build's output in its error
 BUILD_CHARS = 2000
 # a Dockerfile line that relies on privileges a container here cannot gain: a setuid/setgid
@@ -86,21 +91,6 @@ BUILD_CHARS = 2000
 _PRIVILEGED = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwxXt]*s|0?[2-7][0-7]{3})\b|"
                          r"\bsudo\b")
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "explanation", None) or exc).strip()
-    return (text.splitlines() or [type(exc).__name__])[0][:300]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _user() -> tuple[int, int]:
@@ -123,7 +113,7 @@ class DockerSandbox(Sandbox):
         self._io.mkdir(mode=0o755, exist_ok=True)
         self._live: set[str] = set()
         self._lock = threading.Lock()
-        self._relay: _HostRelay | None = None
+        self._relay: HostRelay | None = None
 
     def model_endpoint(self, base_url: str) -> str:
         """The run's meter, as a command in the container reaches it: a relay on the
@@ -133,7 +123,7 @@ class DockerSandbox(Sandbox):
         if parts.hostname is None or parts.port is None:
             raise SandboxError(f"cannot relay to the meter at {base_url!r}")
         if self._relay is None:
-            self._relay = _HostRelay((parts.hostname, parts.port))
+            self._relay = HostRelay((parts.hostname, parts.port))
             shutil.copyfile(RELAY, self._io / "relay.py")
         return urlunsplit(("http", f"127.0.0.1:{RELAY_PORT}", parts.path, "", ""))
 
@@ -186,7 +176,7 @@ class DockerSandbox(Sandbox):
                                      config={"max-size": "2m", "max-file": "1"}),
             )
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot create a container: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot create a container: {first_line(exc)}") from exc
         with self._lock:
             self._live.add(container.id)
         timed_out = cancelled = False
@@ -217,7 +207,7 @@ class DockerSandbox(Sandbox):
             stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
             stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"container failed: {_first_line(exc)}") from exc
+            raise SandboxError(f"container failed: {first_line(exc)}") from exc
         finally:
             self._remove(container.id)
         if cancelled:
@@ -284,36 +274,6 @@ class DockerSandbox(Sandbox):
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-class _HostRelay:
-    """A Unix socket in a private directory; every connection to it is piped to ``target``
-    (the run's meter on the gate's loopback) and nowhere else."""
-
-    def __init__(self, target: tuple[str, int], directory: Path | None = None) -> None:
-        self.target = target
-        self._own_dir = directory is None
-        # short: sun_path is 108 bytes
-        self.dir = directory or Path(tempfile.mkdtemp(prefix="gate-meter-"))
-        os.chmod(self.dir, 0o755)
-        path = self.dir / "meter.sock"
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(path))
-        os.chmod(path, 0o666)  # the container's unprivileged user connects to it
-        self._listener.listen(64)
-        threading.Thread(target=serve, args=(self._listener, self._connect), daemon=True,
-                         name="gate-meter-relay").start()
-
-    def _connect(self) -> socket.socket:
-        return socket.create_connection(self.target, timeout=10)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._listener.close()
-        if self._own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def privileged_need(dockerfile: Path) -> str | None:
     """Why a task's commands would need privileges the per-command containers never grant
     (no-new-privileges, a non-root user, no capabilities): a setuid/setgid program or sudo
@@ -357,7 +317,7 @@ class DockerSandboxProvider(SandboxProvider):
                     client.ping()
                 except (docker.errors.DockerException,
                         requests.exceptions.RequestException) as exc:
-                    raise SandboxError(f"no Docker engine reachable ({_first_line(exc)})") \
+                    raise SandboxError(f"no Docker engine reachable ({first_line(exc)})") \
                         from exc
                 self._client = client
                 self._cleanup(client)
@@ -366,20 +326,15 @@ class DockerSandboxProvider(SandboxProvider):
     def _cleanup(self, client: docker.DockerClient) -> None:
         """Remove the containers a gate on this host left behind when it died (even by
         SIGKILL): those whose owner process is gone. Other live gates' are left alone."""
-        host = socket.gethostname()
         try:
             found = client.api.containers(all=True, filters={"label": LABEL})
         except docker.errors.DockerException:
             return
         for c in found:
-            owner = (c.get("Labels") or {}).get(OWNER_LABEL, "")
-            h, _, pid = owner.rpartition(":")
-            if h == host and pid.isdigit() and not _alive(int(pid)):
+            if owner_gone(c.get("Labels")):
                 with contextlib.suppress(docker.errors.DockerException):
                     client.api.remove_container(c["Id"], force=True)
-        from gate.sandbox._install import installs_left_behind
-
-        for image_id in installs_left_behind(client, _alive):
+        for image_id in installs_left_behind(client):
             with contextlib.suppress(docker.errors.DockerException):
                 client.api.remove_image(image_id, force=True)
 
@@ -423,7 +378,7 @@ class DockerSandboxProvider(SandboxProvider):
         except docker.errors.ImageNotFound:
             return False
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot inspect image {image!r}: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot inspect image {image!r}: {first_line(exc)}") from exc
         return True
 
     @staticmethod
@@ -461,7 +416,7 @@ class DockerSandboxProvider(SandboxProvider):
                 try:
                     self.client().images.pull(image)
                 except docker.errors.DockerException as exc:
-                    raise SandboxError(f"cannot pull {image!r}: {_first_line(exc)}") from exc
+                    raise SandboxError(f"cannot pull {image!r}: {first_line(exc)}") from exc
         return image
 
     def _build_key(self, dockerfile: Path, context: Path) -> str:
@@ -496,7 +451,7 @@ class DockerSandboxProvider(SandboxProvider):
                                rm=True, forcerm=True, pull=self.pull, labels={LABEL: "1"},
                                decode=True)
         except (docker.errors.DockerException, OSError) as exc:
-            raise SandboxError(f"cannot build the image of {task.id}: {_first_line(exc)}") \
+            raise SandboxError(f"cannot build the image of {task.id}: {first_line(exc)}") \
                 from exc
         # the SDK's streaming response (an argument of its generator): cut on a timeout
         frame = getattr(stream, "gi_frame", None)
@@ -533,7 +488,7 @@ class DockerSandboxProvider(SandboxProvider):
                                f"build_timeout_sec ({task.build_timeout:g} s): stopped")
         if error or broken:
             tail = [ln.strip() for ln in log if ln.strip()][-BUILD_LINES:]
-            why = error[-1] if error else _first_line(broken[0])
+            why = error[-1] if error else first_line(broken[0])
             said = clip("\n".join([*tail, why] if tail else [why]), BUILD_CHARS)
             raise SandboxError(f"cannot build the image of {task.id}: {why[:300]}\n"
                                f"the build's output ends:\n{said}")
@@ -545,8 +500,6 @@ class DockerSandboxProvider(SandboxProvider):
         """From the task's image with the agent's install committed in it (:mod:`._install`:
         once per image and script; the seconds this run waited for it are its
         ``install_s``)."""
-        from gate.sandbox._install import installed_image
-
         image, waited = installed_image(self, task, self.image_for(task), install)
         sandbox = self._make(task, run_name, image)
         sandbox.install_s = waited
@@ -556,8 +509,6 @@ class DockerSandboxProvider(SandboxProvider):
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
         fmt = task_format(task)
         if fmt.lifecycle == "per_run":  # one long-lived container for the whole run
-            from gate.sandbox._harbor import DockerRunContainer
-
             box = DockerRunContainer(self, task, image, root, fmt.container_spec(task))
             box.cancel = self.cancel
             try:
@@ -582,8 +533,6 @@ class DockerSandboxProvider(SandboxProvider):
 
     def close(self) -> None:
         if self.installed:
-            from gate.sandbox._install import remove_installed
-
             with contextlib.suppress(SandboxError):
                 remove_installed(self, self.installed)
             self.installed = []

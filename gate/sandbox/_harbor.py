@@ -62,6 +62,17 @@ from gate.sandbox._base import (
     RunContainer,
     SandboxError,
 )
+from gate.sandbox._engine import (
+    LABEL,
+    METER_DIR,
+    NO_PYTHON,
+    OWNER_LABEL,
+    RELAY,
+    RELAY_PORT,
+    Engine,
+    HostRelay,
+    first_line,
+)
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
@@ -69,7 +80,6 @@ from gate.sandbox._procs import parse as parse_procs
 from gate.tasks import Task
 
 if TYPE_CHECKING:
-    from gate.sandbox._docker import DockerSandboxProvider
     from gate.skills import Skill
 
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
@@ -77,9 +87,6 @@ PIDS = 4096
 POLL_S = 0.25
 PHASE_ROUNDS = 5  # rounds of killing what the agent phase left running
 EXEC_TAG = "GATE_EXEC"
-METER_DIR = "/run/gate-meter"
-RELAY_PORT = 8765
-NO_PYTHON = "gate: the meter relay of a command agent needs python3 in the task's image"
 _IGNORED = {"__pycache__", ".DS_Store", ".git"}
 SKILL_FINDS = 1000  # SKILL.md files listed at most
 SKILL_FIND_S = 60  # seconds the search for them may take
@@ -87,11 +94,6 @@ SKILL_NAMED = 10  # named in the run's notes at most
 # Go's os.FileMode bits, as the engine reports a path's mode
 _DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
     1 << 19)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "explanation", None) or exc).strip()
-    return (text.splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _tail(text: str) -> str:
@@ -124,7 +126,7 @@ class _Chunks(io.RawIOBase):
 class DockerRunContainer(RunContainer):
     """One long-lived container of ``image`` for a run of ``task``, as ``spec`` says."""
 
-    def __init__(self, provider: DockerSandboxProvider, task: Task, image: str, root: Path,
+    def __init__(self, provider: Engine, task: Task, image: str, root: Path,
                  spec: ContainerSpec) -> None:
         self.provider = provider
         self.task = task
@@ -144,8 +146,6 @@ class DockerRunContainer(RunContainer):
         # relay.py, and the socket to this run's meter once a command agent asks for it
         self._meter_dir = Path(tempfile.mkdtemp(prefix="gate-meter-"))
         os.chmod(self._meter_dir, 0o755)
-        from gate.sandbox._docker import RELAY
-
         shutil.copyfile(RELAY, self._meter_dir / "relay.py")
         self._relay: Any = None
         self._unguarded: str | None = None  # why the network guard could not be set
@@ -159,11 +159,9 @@ class DockerRunContainer(RunContainer):
             config = client.api.inspect_image(self.image).get("Config") or {}
             ncpu = float(client.info().get("NCPU") or os.cpu_count() or 1)
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot inspect image {self.image!r}: {_first_line(exc)}") \
+            raise SandboxError(f"cannot inspect image {self.image!r}: {first_line(exc)}") \
                 from exc
         self.workdir = spec.workdir or config.get("WorkingDir") or "/"
-        from gate.sandbox._docker import LABEL, OWNER_LABEL
-
         try:
             container = client.containers.create(
                 self.image, command=["sh", "-c", KEEPALIVE], detach=True,
@@ -176,14 +174,14 @@ class DockerRunContainer(RunContainer):
                                      config={"max-size": "1m", "max-file": "1"}),
             )
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot create a container: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot create a container: {first_line(exc)}") from exc
         self._container_id = container.id
         self._network = "public"
         self.set_network("no-network")  # nothing in it runs before its guard (_netguard)
         try:
             container.start()
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot start the container: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot start the container: {first_line(exc)}") from exc
         self._guard(container)
         self.set_network(spec.network)
         self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
@@ -274,7 +272,7 @@ class DockerRunContainer(RunContainer):
             else:
                 bridge.disconnect(self._cid, force=True)
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot set the network to {want}: {_first_line(exc)}") \
+            raise SandboxError(f"cannot set the network to {want}: {first_line(exc)}") \
                 from exc
         self._network = want
 
@@ -289,7 +287,7 @@ class DockerRunContainer(RunContainer):
             self.provider.client().api.put_archive(self._cid, target,
                                                    _tar_of(source, 0, 0, "root"))
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot upload {source.name}/: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot upload {source.name}/: {first_line(exc)}") from exc
 
     def run_as(self, argv: list[str], *, user: str | None, env: dict[str, str],
                timeout: float) -> ExecResult:
@@ -308,13 +306,11 @@ class DockerRunContainer(RunContainer):
     def model_endpoint(self, base_url: str) -> str:
         """As in the docker sandbox: a relay on the container's loopback, through a Unix
         socket to a relay in the gate that connects to this run's meter only."""
-        from gate.sandbox._docker import _HostRelay
-
         parts = urlsplit(base_url)
         if parts.hostname is None or parts.port is None:
             raise SandboxError(f"cannot relay to the meter at {base_url!r}")
         if self._relay is None:
-            self._relay = _HostRelay((parts.hostname, parts.port), directory=self._meter_dir)
+            self._relay = HostRelay((parts.hostname, parts.port), directory=self._meter_dir)
         return urlunsplit(("http", f"127.0.0.1:{RELAY_PORT}", parts.path, "", ""))
 
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
@@ -423,7 +419,7 @@ class DockerRunContainer(RunContainer):
         except docker.errors.NotFound:
             raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
         except docker.errors.DockerException as exc:
-            raise OSError(errno.EIO, _first_line(exc), path) from exc
+            raise OSError(errno.EIO, first_line(exc), path) from exc
         mode, size = int(stat.get("mode", 0)), int(stat.get("size", 0))
         if mode & _DIR:
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
@@ -492,7 +488,7 @@ class DockerRunContainer(RunContainer):
             ok = self.provider.client().api.put_archive(self._cid, posixpath.dirname(target),
                                                         buf.getvalue())
         except docker.errors.DockerException as exc:
-            raise OSError(errno.EIO, _first_line(exc), target) from exc
+            raise OSError(errno.EIO, first_line(exc), target) from exc
         if not ok:
             raise OSError(errno.EIO, "the engine refused the file", target)
 
@@ -516,7 +512,7 @@ class DockerRunContainer(RunContainer):
                                                         _tar_of(source, uid, gid, ""))
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot put {source.name}/ in the container: "
-                               f"{_first_line(exc)}") from exc
+                               f"{first_line(exc)}") from exc
         if not ok:
             raise SandboxError(f"the engine refused {source.name}/")
 
@@ -537,7 +533,7 @@ class DockerRunContainer(RunContainer):
                                       environment={**env, EXEC_TAG: tag},
                                       workdir=self.workdir)["Id"]
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"cannot run in the container: {_first_line(exc)}") from exc
+            raise SandboxError(f"cannot run in the container: {first_line(exc)}") from exc
         out, err = _Capture(OUTPUT_LIMIT), _Capture(OUTPUT_LIMIT)
         done = threading.Event()
 

@@ -21,23 +21,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import socket
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import docker
 import docker.errors
 import requests.exceptions
 
 from gate._files import clip, strip_ansi
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
+from gate.sandbox._engine import LABEL, OWNER_LABEL, Engine, owner_gone
 from gate.sandbox._harbor import DockerRunContainer
 from gate.tasks import Task, task_format
-
-if TYPE_CHECKING:
-    from gate.sandbox._docker import DockerSandboxProvider
 
 REPOSITORY = "agent-gate-install"
 INSTALL_LABEL = "agent-gate.install"  # on a committed image: the digest of (image, script)
@@ -60,7 +56,7 @@ def install_tag(image_id: str, script: str, owner: str) -> str:
     return f"{REPOSITORY}:{digest}-{owner.rpartition(':')[2]}"
 
 
-def installed_image(provider: DockerSandboxProvider, task: Task, image: str,
+def installed_image(provider: Engine, task: Task, image: str,
                     install: AgentInstall) -> tuple[str, float]:
     """The image ``image`` with ``install`` done in it, and the seconds this call waited
     (for the install, or for another run's)."""
@@ -85,7 +81,7 @@ def installed_image(provider: DockerSandboxProvider, task: Task, image: str,
     return tag, time.monotonic() - start
 
 
-def _install(provider: DockerSandboxProvider, task: Task, image: str, install: AgentInstall,
+def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
              tag: str) -> None:
     fmt = task_format(task)
     base = fmt.container_spec(task) if fmt.lifecycle == "per_run" else ContainerSpec()
@@ -129,12 +125,10 @@ def _said(output: str) -> str:
     return "; its output ends:\n" + clip("\n".join(lines), TAIL_CHARS)
 
 
-def _commit(provider: DockerSandboxProvider, box: DockerRunContainer, image: str,
+def _commit(provider: Engine, box: DockerRunContainer, image: str,
             tag: str) -> None:
     """The container's filesystem as ``tag``: the image's own configuration (its command
     too, not the keep-alive loop), the gate's labels."""
-    from gate.sandbox._docker import LABEL, OWNER_LABEL
-
     api = provider.client().api
     repo, _, name = tag.partition(":")
     try:
@@ -150,7 +144,7 @@ def _commit(provider: DockerSandboxProvider, box: DockerRunContainer, image: str
         raise SandboxError(f"cannot keep the agent's install as an image: {exc}") from exc
 
 
-def remove_installed(provider: DockerSandboxProvider, tags: list[str]) -> None:
+def remove_installed(provider: Engine, tags: list[str]) -> None:
     """Remove the images this gate committed (the end of its job)."""
     for tag in tags:
         with contextlib.suppress(docker.errors.DockerException,
@@ -158,20 +152,10 @@ def remove_installed(provider: DockerSandboxProvider, tags: list[str]) -> None:
             provider.client().api.remove_image(tag, force=True)
 
 
-def installs_left_behind(client: docker.DockerClient,
-                         alive: Callable[[int], bool]) -> list[str]:
+def installs_left_behind(client: docker.DockerClient) -> list[str]:
     """The ids of committed installs whose gate (on this host) is gone."""
-    host = socket.gethostname()
-    out = []
     try:
         found = client.api.images(filters={"label": INSTALL_LABEL})
     except docker.errors.DockerException:
         return []
-    from gate.sandbox._docker import OWNER_LABEL
-
-    for img in found:
-        owner = (img.get("Labels") or {}).get(OWNER_LABEL, "")
-        h, _, pid = owner.rpartition(":")
-        if h == host and pid.isdigit() and not alive(int(pid)):
-            out.append(img["Id"])
-    return out
+    return [img["Id"] for img in found if owner_gone(img.get("Labels"))]

@@ -206,11 +206,13 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def whole_solution(task: Task) -> str | None:
-    """For a Harbor task with ``solution/solve.sh``: one shell command that runs the script as
-    Harbor's oracle does (in one process, from the solution directory, with ``TASK_DIR`` and
-    ``[solution].env``), carrying the script's content, not a path in the container."""
+    """For a task whose reference solution runs whole from its own folder (its format says
+    so: :attr:`Task.solution_env`, Harbor's oracle): one shell command that runs
+    ``solution/solve.sh`` so (in one process, from the solution directory, with ``TASK_DIR``
+    and the solution's variables), carrying the script's content, not a path in the
+    container."""
     script = task.solution_script
-    if task.harbor is None or script is None:
+    if task.solution_env is None or script is None:
         return None
     body = script.read_text(encoding="utf-8", errors="replace")
     if not body.endswith("\n"):
@@ -229,7 +231,7 @@ def whole_solution(task: Task) -> str | None:
         lines.append(f"base64 -d <<'{end}' | tar -xzf - -C \"$d\"\n{packed}{end}")
     end = delimiter(body, "GATE_SIM_SOLVE")
     lines.append(f"cat > \"$d/solve.sh\" <<'{end}'\n{body}{end}")
-    env = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.harbor.env("solution").items()
+    env = "".join(f"export {k}={shlex.quote(v)}; " for k, v in task.solution_env.items()
                   if _ENV_NAME.match(k))
     lines.append(f'(export TASK_DIR="$d"; {env}bash "$d/solve.sh")')
     return "\n".join(lines)

@@ -231,7 +231,8 @@ def test_the_data_branch_holds_the_baseline_and_prs_read_it_from_there(
     assert origin(project, "rev-parse", "main") == main_tip
     assert origin(project, "rev-list", "--count", DATA) == "2"  # an orphan: its own history
     assert origin(project, "ls-tree", "-r", "--name-only", DATA).split() == [
-        "main/baseline.json", "main/gate-history.jsonl"]
+        ".nojekyll", "badge.svg", "main/baseline.json", "main/gate-history.jsonl",
+        "reports/main/index.html"]  # and the published pages (test_ci_pages.py)
     assert runs_in(project, f"{DATA}:main/baseline.json") == 3 * seed_runs
     assert "has no baseline.json yet" not in run.stderr  # the second read the data branch
     assert f"`{DATA}`" in run.summary

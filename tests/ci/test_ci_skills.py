@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
+from gate.results import journal_path, load_results, read_journal
 from tests.helpers.ci import (
     PR,
     REPO,
@@ -176,10 +176,26 @@ def test_a_harmless_rewording_of_the_skill_is_not_blocked(refreshed: Project) ->
     ci = refreshed.pr_branch("reworded-skill", _edit_skill(reword))
     assert "bring back only the part" in (ci / "skills" / "context-offloading" /
                                           "SKILL.md").read_text()
-    run = refreshed.gate_ci(ci, "--sim", env={"GITHUB_RUN_ID": "3003"})
+    run = refreshed.gate_ci(ci, "--sim", "--max-cost", "50", env={"GITHUB_RUN_ID": "3003"})
     assert run.code == 0, run.stderr
     assert run.outputs["verdict"] == "pass"
+    # the conditions are arms of the suite's session: one results file, one journal, one
+    # budget whose record counts every run of the job
+    out = Path(run.outputs["results_path"])
+    results = load_results(out)
+    _, journaled = read_journal(journal_path(out))
+    def keys(runs: list) -> list:
+        return sorted((r.task, r.condition or "", r.replication) for r in runs)
+
+    assert keys(journaled) == keys(results.runs)
+    assert {r.condition for r in results.runs} == {None, "control", "target"}
+    assert not list(out.parent.glob("results.conditions*"))
+    budget = (results.model_extra or {})["budget"]
+    assert budget["max_cost_usd"] == 50 and budget["stopped"] is None
+    assert budget["spent_usd"] == pytest.approx(
+        sum(r.cost_usd + (r.overhead_usd or 0.0) for r in results.runs), abs=1e-5)
     body = _comment(refreshed)
+    assert "Budget (`max-cost`)" in body
     assert "**Skill conditions.** The target skill's effect" in body
     assert "fell significantly" not in body
     row = next(line for line in body.splitlines() if line.startswith("| target |"))

@@ -11,15 +11,13 @@ from gate.ci._skills import (
     ConditionPlan,
     changed_skills,
     condition_request,
-    joined,
     kept_conditions,
     pr_plan,
     refresh_plan,
 )
 from gate.compare._synthetic import synthetic_condition_runs, synthetic_results
 from gate.config import load_config
-from gate.results import Schedule, summarize
-from gate.run import RunRequest
+from gate.run import ConditionArms, RunRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
@@ -79,35 +77,12 @@ def test_main_keeps_what_the_baseline_keeps_and_the_two_the_test_needs() -> None
     assert refresh_plan(without, TASKS, None) is None
 
 
-def test_the_conditions_join_the_suites_runs_in_one_file(tmp_path: Path) -> None:
-    rng = np.random.default_rng(1)
-    suite = synthetic_results([0.5], 3, rng).model_copy(
-        update={"schedule": Schedule(replications=3, jobs=2)})
-    cond_runs = synthetic_condition_runs([0.5], [0.9], 3, rng)
-    cond = suite.model_copy(update={"runs": cond_runs, "summary": summarize(cond_runs),
-                                    "schedule": Schedule(conditions=["control", "target"])})
-    both = joined(suite, cond)
-    assert len(both.runs) == 9 and both.summary.total == 9
-    assert both.schedule is not None and both.schedule.conditions == ["control", "target"]
-    assert both.schedule.replications == 3
+def test_the_conditions_run_beside_the_suite_whatever_look_it_is(tmp_path: Path) -> None:
     req = condition_request(RunRequest(config=_config(), output=tmp_path / "results.json",
                                        sequential=[2, 3], first_replication=2),
                             ConditionPlan(["control", "target"], ["find-api-rate-limit"], ""))
-    assert req.conditions == ["control", "target"]
-    assert req.task_ids == ["find-api-rate-limit"]
-    assert req.output == tmp_path / "results.conditions.json"
-    assert req.sequential is None and req.first_replication == 0
-
-
-def test_an_interrupted_conditions_run_is_neither_judged_nor_pooled() -> None:
-    import pytest
-
-    from gate.errors import Unmeasurable
-    from gate.results import Interruption
-
-    rng = np.random.default_rng(2)
-    suite = synthetic_results([0.5], 2, rng)
-    cut = suite.model_copy(update={"interrupted": Interruption(reason="interrupted: SIGTERM",
-                                                               missing=[])})
-    with pytest.raises(Unmeasurable, match="skill conditions' run was interrupted"):
-        joined(suite, cut)
+    # the suite's request, unchanged but for the conditions beside it: one session, one file
+    assert req.output == tmp_path / "results.json" and req.conditions == []
+    assert req.task_ids == [] and req.sequential == [2, 3] and req.first_replication == 2
+    assert req.beside == ConditionArms(("control", "target"), ("find-api-rate-limit",),
+                                       _config().suite.replications)

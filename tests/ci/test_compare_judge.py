@@ -37,8 +37,8 @@ def test_sequential_looks_are_judged_at_half_alpha_by_whoever_judges() -> None:
     c = judge(base, seq, settings)
     assert c.verdict == "pass"
     assert c.notes == ["Sequential run: the first 2 runs per task were not conclusive, so 3 "
-                       "more ran; decided on all 5 at α/2 = 0.0015 (turns, cost and cache hits "
-                       "at metric_alpha/2 = 0.0015)."]
+                       "more ran; decided on all 5 at α/2 = 0.0015 (turns, cost and "
+                       "cache-hit rate at metric_alpha/2 = 0.0015)."]
 
 
 def test_gate_compare_judges_a_sequential_file_as_ci_did(tmp_path: Path) -> None:

@@ -18,11 +18,7 @@ from gate.github import (
     CIEnvironment,
     GitHubClient,
     GitHubError,
-    HistoryEntry,
-    append_history,
     comment_body,
-    parse_history,
-    trend_markdown,
     upsert_comment,
 )
 from gate.github._comment import (
@@ -34,6 +30,8 @@ from gate.github._comment import (
     token_login,
     user_permission,
 )
+from gate.history import HistoryEntry, append_history, parse_history
+from gate.report import trend_markdown
 from tests.helpers.ci import _parse_output_file
 from tests.helpers.fake_github import FakeGitHub, client
 

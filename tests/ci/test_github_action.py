@@ -144,7 +144,8 @@ def test_outputs_mirror_what_gate_ci_writes(action: dict[str, Any], project: Pro
     written["refused"] = set(refused.outputs)
     main = project.clone("main-ci")
     push = {"event": "push", "event_path": push_event(main), "ref": "refs/heads/main"}
-    store_baselines(main, "commit")
+    store_baselines(main, "branch")  # the data branch, which Pages serves: report_url
+    project.gh.enable_pages()
     refresh = project.gate_ci(main, **push)
     assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
     written["main"] = set(refresh.outputs)
@@ -356,8 +357,9 @@ def test_the_action_steps_run_gate_ci_end_to_end(action: dict[str, Any], install
     written = _parse_output_file(out.read_text())
     assert written["verdict"] == "regression" and written["exit_code"] == "1"
     for name in ("verdict", "pass_rate", "cost_usd", "cache_hit_rate", "mean_turns",
-                 "comment_pending", "results_path", "report_path", "headline"):
+                 "duration_s", "comment_pending", "results_path", "report_path", "headline"):
         assert name in written and name in action["outputs"]
+    assert float(written["duration_s"]) > 0  # the runs' wall time, a metric's output
     assert "simulator" in summary.read_text()
     # the comment is posted by the action's last step, after the report's upload
     outputs = {"gate": written}
@@ -740,7 +742,9 @@ def test_the_fork_comment_job_runs_nothing_from_the_workspace() -> None:
     the artifact downloaded under RUNNER_TEMP and the report read from there."""
     (wf,) = [w for _, w in _every_workflow() if "workflow_run" in _triggers(w)]
     (job,) = wf["jobs"].values()
-    assert set(job["permissions"]) == {"pull-requests", "actions"}
+    # posting, the artifact, and publishing the PR's report on the data branch (Pages)
+    assert job["permissions"] == {"pull-requests": "write", "actions": "read",
+                                  "contents": "write", "pages": "read"}
     uses = [str(s.get("uses", "")) for s in job["steps"]]
     assert not any(u.startswith("actions/checkout@") for u in uses)
     assert all("run" not in s for s in job["steps"])

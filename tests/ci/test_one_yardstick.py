@@ -8,7 +8,6 @@ exit against the ci judge stage's (plan → judge, results re-judged from a file
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -27,33 +26,12 @@ from gate.config import load_config
 from gate.github import CIEnvironment
 from gate.results import load_results, write_results
 from gate.run import RunRequest
-from tests.helpers.suites import tiny_suite
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+from tests.helpers.suites import judged_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """main holds gate.toml (strict settings the checkout does not share), the baseline and
-    a history of A/A checks; the checkout's own gate.toml says otherwise."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
-    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
-                                    "[gate]\npermutations = 999\npower_simulations = 0\n")
-    tiny_suite(repo / "tasks")
-    rng = np.random.default_rng(7)
-    write_results(repo / "baseline.json", synthetic_results(reference_rates(), 20, rng))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    # the checkout: a PR that would loosen the gate (never read by a judge of this PR)
-    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
-                                    '[gate]\nalpha = 0.4\nblock_on = ["turns"]\n')
-    return repo
+    return judged_repo(tmp_path)
 
 
 def _ci_judge(repo: Path, results: Path, tmp_path: Path) -> tuple[str, str, int]:

@@ -63,7 +63,7 @@ def test_json_and_markdown_formats(files: dict[str, Path]) -> None:
     data = json.loads(out)
     assert code == 1 and data["verdict"] == "regression" and data["exit_code"] == 1
     assert {m["name"] for m in data["metrics"]} == {"pass_rate", "turns", "cost",
-                                                    "cache_hit_rate"}
+                                                    "cache_hit_rate", "duration"}
     code, out, _ = _run("compare", files["base"], files["same"], "--format", "markdown",
                         "--run-url", "https://ci.example/run/1", "--config", files["config"])
     assert code == 0 and out.startswith("### ✅ agent-gate: no regression")

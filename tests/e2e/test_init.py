@@ -23,7 +23,8 @@ from tests.helpers.process import user_env
 WRITTEN = ("gate.toml", "agent/system.md", f"tasks/{EXAMPLE_TASK}/task.md",
            f"tasks/{EXAMPLE_TASK}/task.toml", f"tasks/{EXAMPLE_TASK}/setup.sh",
            f"tasks/{EXAMPLE_TASK}/verify.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh",
-           ".github/workflows/agent-gate.yml", ".github/workflows/agent-gate-main.yml")
+           ".github/workflows/agent-gate.yml", ".github/workflows/agent-gate-main.yml",
+           ".github/workflows/agent-gate-report.yml")
 SHARED = (".gitignore", ".github/dependabot.yml")
 
 
@@ -66,6 +67,14 @@ def test_init_then_an_oracle_run_works_in_an_empty_git_repository(tmp_path: Path
     pr = yaml.safe_load((repo / ".github/workflows/agent-gate.yml").read_text())
     assert set(pr[True]) == {"pull_request", "merge_group"}
     assert "github.workflow" in pr["concurrency"]["group"]
+    # the report job: after the PR check (by its name), the default branch's code only, no
+    # more than publishing and editing the comment needs
+    report = yaml.safe_load((repo / ".github/workflows/agent-gate-report.yml").read_text())
+    assert report[True]["workflow_run"]["workflows"] == [pr["name"]]
+    (job,) = report["jobs"].values()
+    assert job["permissions"] == {"contents": "write", "pages": "read",
+                                  "pull-requests": "write", "actions": "read"}
+    assert not any("checkout" in str(s.get("uses")) or "run" in s for s in job["steps"])
 
     v = gate(repo, "validate")
     assert v.returncode == 0, v.stdout + v.stderr
@@ -222,7 +231,7 @@ def _installed_from(site: Path, direct_url: dict[str, object]) -> dict[str, str]
 
 @pytest.mark.slow
 def test_init_pins_uses_to_the_commit_it_was_installed_from(tmp_path: Path) -> None:
-    """Installed from git, as the README's line does: both workflows run that very commit.
+    """Installed from git, as the README's line does: the workflows run that very commit.
     Installed otherwise (a checkout, editable): the placeholder, and the next steps say to
     replace it."""
     sha = "0123456789abcdef0123456789abcdef01234567"
@@ -232,7 +241,7 @@ def test_init_pins_uses_to_the_commit_it_was_installed_from(tmp_path: Path) -> N
     repo = empty_repo(tmp_path / "repo")
     p = run_gate("init", cwd=repo, base=_env(), env=env)
     assert p.returncode == 0, p.stderr
-    for wf in ("agent-gate.yml", "agent-gate-main.yml"):
+    for wf in ("agent-gate.yml", "agent-gate-main.yml", "agent-gate-report.yml"):
         text = (repo / ".github" / "workflows" / wf).read_text()
         assert f"uses: my-org/agent-gate@{sha}" in text, text
     assert f"pinned to the gate you installed (my-org/agent-gate@{sha})" in p.stdout

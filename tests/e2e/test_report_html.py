@@ -35,6 +35,7 @@ from gate.results import (
     write_results,
 )
 from gate.traces import pooled_sidecar, results_traces
+from tests.helpers.browser import find_browser
 from tests.helpers.report import HOSTILE, _report, _transcript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,9 +113,10 @@ def test_the_page_shows_the_verdict_metrics_plots_and_both_arms_transcripts(
     comparison = compare(load_results(pair["base"]), load_results(pair["pr"]), settings)
     assert f"agent-gate: {'No regression' if comparison.verdict == 'pass' else ''}" in page \
         or "agent-gate: Regression" in page or "agent-gate: Inconclusive" in page
-    for label in ("Pass rate", "Mean turns", "Cost per task-run", "Cache-hit rate"):
+    for label in ("Pass rate", "Mean turns", "Cost per task-run", "Cache-hit rate",
+                  "Duration per task-run"):
         assert f'<th scope="row">{label}</th>' in page
-    assert page.count('<span class="iv">') == 4 * 3  # baseline, this run, change
+    assert page.count('<span class="iv">') == 5 * 3  # baseline, this run, change
     assert page.count("<svg ") == 3  # pass rate per task, turns, cost
     assert "newly failing" in page or "worse" in page or "flaky" in page
     # every run of both arms, its transcript beside the other arm's
@@ -134,7 +136,7 @@ def test_without_a_baseline_the_results_alone(pair: dict[str, Path]) -> None:
     assert "Results alone (no baseline, no verdict)" in page
     assert "4/6 valid runs passed" in page
     assert "<h4>baseline</h4>" not in page and "<th>verdict</th>" not in page
-    assert page.count('<span class="iv">') == 4
+    assert page.count('<span class="iv">') == 5
     assert "PR-TRANSCRIPT-alpha-2" in page and "BASE-TRANSCRIPT" not in page
 
 
@@ -214,8 +216,13 @@ def test_the_page_shows_the_intervals_compare_computes() -> None:
             assert arm is not None
             text = interval(name, arm.intervals[name])
             assert text and html.escape(text) in page, (name, text)
-    for name in ("turns", "cost"):
-        text = change_interval(name, iv.changes[name])
+    # a change's interval is the comparison's own (the bootstrap with its seed), on the page
+    same = intervals(pr, base, [t.task for t in c.tasks if t.status == "compared"], seed=0)
+    for name in ("turns", "cost", "duration"):
+        m = c.metric(name)
+        assert m.ci_low is not None and m.ci_high is not None
+        assert (m.ci_low, m.ci_high) == same.changes[name]
+        text = change_interval(name, (m.ci_low, m.ci_high))
         assert text and html.escape(text) in page, (name, text)
     for task, arms in iv.per_task.items():  # the plot's per-task Wilson intervals
         for arm, t in arms.items():
@@ -242,21 +249,7 @@ def test_importing_the_report_imports_no_scipy() -> None:
 
 def _browser() -> str:
     """The system Chromium with Playwright, or skip (fail under GATE_REQUIRE_BROWSER=1)."""
-    reason = None
-    path = os.environ.get("GATE_CHROMIUM") or shutil.which("chromium") or \
-        shutil.which("chromium-browser")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        reason = "playwright is not installed (pip install -e '.[dev]')"
-    if reason is None and path is None:
-        reason = "no Chromium (apt-get install chromium)"
-    if reason is not None:
-        if os.environ.get("GATE_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"GATE_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    assert path is not None
-    return path
+    return find_browser()
 
 
 def _gate(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:

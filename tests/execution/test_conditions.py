@@ -164,6 +164,67 @@ def test_resume_with_conditions_finishes_the_plan_and_refuses_other_conditions(
     assert p.returncode == 2 and "cannot resume: not the same conditions" in p.stderr, p.stderr
 
 
+def _journal_keys(path: Path) -> list[tuple[str, str | None, int]]:
+    lines = path.read_text().splitlines()
+    return [(o["run"]["task"], o["run"]["condition"], o["run"]["replication"])
+            for o in map(json.loads, lines[1:]) if o.get("type") == "run"]
+
+
+@pytest.mark.slow
+def test_a_conditions_run_killed_midway_resumes_with_no_run_lost_or_repeated(
+        tmp_path: Path) -> None:
+    """The conditions are arms of one session: a real SIGKILL halfway through, then
+    ``--resume``, ends with each (task, condition, replication) exactly once, the killed
+    run's runs kept, and the outcomes of the run that was never interrupted."""
+    import subprocess
+    import sys
+    import time
+
+    cfg = bundled_config(tmp_path)
+    args = ["run", "--config", cfg, "--sim", "--seed", "5", "-k", "2", "-j", "1",
+            "--no-transcripts", "--task", RATE, "--task", PLAIN,
+            "--condition", "control", "--condition", "target"]
+    full = tmp_path / "full.json"
+    p = gate(*args, "-o", full)
+    assert p.returncode in (0, 1), p.stderr
+    expected = sorted(_journal_keys(journal_path(full)))
+    assert len(expected) == 6  # RATE: control and target; PLAIN: control only; twice each
+
+    out = tmp_path / "r.json"
+    journal = journal_path(out)
+    proc = subprocess.Popen([sys.executable, "-m", "gate", *map(str, args), "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and len(_journal_keys(journal)) >= 2:
+            break
+        time.sleep(0.02)
+    proc.kill()  # SIGKILL: nothing is tidied up
+    proc.wait(timeout=30)
+    landed = _journal_keys(journal)
+    assert 2 <= len(landed) < 6, landed  # killed halfway
+    left = load_results(out)
+    assert left.interrupted is not None and "incomplete" in left.interrupted.reason
+
+    p = gate(*args, "-o", out, "--resume")
+    assert p.returncode in (0, 1), p.stderr
+    assert f"resuming: {len(landed)} runs kept from the journal, {6 - len(landed)} to run" \
+        in p.stderr, p.stderr
+    journaled = _journal_keys(journal)
+    assert sorted(journaled) == expected  # none lost, none twice
+    assert journaled[:len(landed)] == landed  # the killed run's runs kept, not redone
+    done = load_results(out)
+    assert done.interrupted is None
+    assert sorted(r.key for r in done.runs) == expected
+
+    def outcomes(path: Path) -> dict:
+        return {(r["task"], r["condition"], r["replication"]):
+                (r["status"], r["turns"], r["usage"], r["cost_usd"])
+                for r in json.loads(path.read_text())["runs"]}
+
+    assert outcomes(out) == outcomes(full)
+
+
 def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
     """`gate run --agent oracle --condition control --condition target` on a task whose
     solution lists the workspace's skills and probes the repository's skills/ folder by its

@@ -13,8 +13,8 @@ from gate.compare import compare
 from gate.compare._model import PassRateTest
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings, load_config
-from gate.results import load_results
-from gate.run import RunRequest, run_suite
+from gate.results import RunResult, load_results
+from gate.run import ConditionArms, RunRequest, run_suite
 from gate.sequential import decisive_p, first_look, run_sequential
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,3 +96,29 @@ def test_a_small_suite_looks_again_until_it_can_decide(tmp_path: Path) -> None:
     schedule = out.results.schedule
     assert schedule is not None and schedule.sequential == [2, 5]
     assert out.comparison.verdict == "regression" and out.comparison.exit_code == 1
+
+
+@pytest.mark.slow
+def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_them(
+        baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``gate ci``'s skill conditions are arms of the suite's session: a sequential run's
+    first look runs them whole, the second keeps them and runs none again, and the looks
+    decide on the plain runs as they would without them."""
+    settings = GateSettings(sequential_pass_p=0.999)  # look twice
+    beside = ConditionArms(("control", "full"), (EASY[0],), 2)
+    landed: list[RunResult] = []
+    out = run_sequential(dataclasses.replace(_request(tmp_path), beside=beside), baseline,
+                         settings, on_result=landed.append)
+    assert out.looks == 2 and "3 more ran" in out.note
+    keys = [r.key for r in landed]
+    assert len(keys) == len(set(keys)), Counter(keys).most_common(3)  # none ran twice
+    assert sorted(k for k in keys if k.condition is not None) == sorted(
+        (EASY[0], c, i) for c in ("control", "full") for i in range(2))
+    assert sorted((r.task, r.replication) for r in out.results.runs
+                  if r.condition is None) == sorted((t, i) for t in EASY for i in range(5))
+    on_disk = load_results(tmp_path / "r.json")  # one file, every run of both looks
+    assert sorted(r.key.order for r in on_disk.runs) == sorted(k.order for k in keys)
+    assert on_disk.interrupted is None
+    assert on_disk.schedule is not None and on_disk.schedule.conditions == ["control", "full"]
+    assert on_disk.schedule.sequential == [2, 3]
+    assert set((on_disk.model_extra or {})["conditions"]) == {"control", "full"}

@@ -2,7 +2,9 @@
 
 Comments (list with ``per_page``/``page`` and ``Link`` headers, create, update), labels and
 their ``labeled`` events, collaborators' permissions, PR files, PR search by head, ``GET
-/user``, and one-shot injected failures (``fail_next``) for retry and error tests. Every
+/user``, the repository itself (its ``visibility``: public, private or internal), its GitHub
+Pages site (``pages``: None is Pages not enabled, a 404 as GitHub answers), a run's
+artifacts by name, and one-shot injected failures (``fail_next``) for retry and error tests. Every
 request is recorded. ``fail_next(..., landed=True)`` models GitHub's worst 5xx: the request is
 carried out (the comment is created) and only then answered with the error, as happens when a
 backend times out after the write.
@@ -82,6 +84,9 @@ class FakeGitHub:
         self.labels: dict[int, list[str]] = {}
         self.files: dict[int, list[str]] = {}
         self.pulls: list[dict[str, Any]] = []
+        self.visibility = "public"  # GET /repos/{repo}: "public", "private" or "internal"
+        self.pages: dict[str, Any] | None = None  # GET /repos/{repo}/pages; None: 404
+        self.artifacts: dict[int, list[dict[str, Any]]] = {}  # run id → its artifacts
         self.requests: list[Recorded] = []
         self.failures: list[Failure] = []
         self._next_id = 1000
@@ -113,6 +118,17 @@ class FakeGitHub:
                              f"#issuecomment-{self._next_id}"}
             self.comments.setdefault(pr, []).append(c)
             return c
+
+    def enable_pages(self, branch: str = "agent-gate-data", path: str = "/",
+                     build_type: str = "legacy") -> str:
+        """GitHub Pages built from ``branch`` (Settings → Pages → Deploy from a branch); the
+        site's address, as GitHub gives a project site."""
+        owner, name = self.repo.split("/")
+        url = f"https://{owner.lower()}.github.io/{name}/"
+        self.pages = {"url": f"{self.url}/repos/{self.repo}/pages", "status": "built",
+                      "html_url": url, "build_type": build_type,
+                      "source": {"branch": branch, "path": path}, "public": True}
+        return url
 
     def add_token(self, value: str, login: str, *, installation: bool = False,
                   write: bool = True) -> None:
@@ -229,6 +245,10 @@ class FakeGitHub:
                 return 403, NOT_ACCESSIBLE, {}
             return 200, {"login": who.login, "type": "User"}, {}
         base = f"/repos/{self.repo}"
+        if path == base and method == "GET":
+            return 200, {"full_name": self.repo, "default_branch": "main",
+                         "private": self.visibility != "public",
+                         "visibility": self.visibility}, {}
         if not path.startswith(base + "/"):
             return 404, {"message": "Not Found"}, {}
         tail = path[len(base):]
@@ -270,6 +290,16 @@ class FakeGitHub:
         if (m := re.fullmatch(r"/pulls/(\d+)/files", tail)) and method == "GET":
             return self._page(path, [{"filename": f} for f in self.files.get(int(m.group(1)),
                                                                               [])], query)
+        if tail == "/pages" and method == "GET":
+            if self.pages is None:
+                return 404, {"message": "Not Found",
+                             "documentation_url": "https://docs.github.com/rest/pages"}, {}
+            return 200, self.pages, {}
+        if (m := re.fullmatch(r"/actions/runs/(\d+)/artifacts", tail)) and method == "GET":
+            name = query.get("name", [""])[0]
+            items = [a for a in self.artifacts.get(int(m.group(1)), [])
+                     if not name or a["name"] == name]
+            return 200, {"total_count": len(items), "artifacts": items}, {}
         if tail == "/pulls" and method == "GET":
             head = query.get("head", [""])[0]
             items = [p for p in self.pulls if not head or p.get("_head") == head]

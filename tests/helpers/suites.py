@@ -86,6 +86,35 @@ def tiny_suite(root: Path) -> Path:
     return root
 
 
+def judged_repo(parent: Path) -> Path:
+    """A git repository whose main holds gate.toml (strict settings the checkout does not
+    share), the tiny suite and a 20-replication baseline; the checkout's own gate.toml, a PR's
+    that would loosen the gate, is never read by a judge of that PR."""
+    import numpy as np
+
+    from gate.compare._synthetic import reference_rates, synthetic_results
+    from gate.results import write_results
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+    repo = parent / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.invalid")
+    git("config", "user.name", "t")
+    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
+                                    "[gate]\npermutations = 999\npower_simulations = 0\n")
+    tiny_suite(repo / "tasks")
+    write_results(repo / "baseline.json",
+                  synthetic_results(reference_rates(), 20, np.random.default_rng(7)))
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    (repo / "gate.toml").write_text('[agent]\nkind = "oracle"\n[suite]\ntasks = "tasks"\n'
+                                    '[gate]\nalpha = 0.4\nblock_on = ["turns"]\n')
+    return repo
+
+
 def prepare_workspace(task: Task, parent: Path) -> Path:
     """A fresh workspace as the runner makes it: ``starting/`` copied, then ``setup.sh``."""
     parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BadInput
+from gate.formats._harbor import harbor_of
 from gate.sandbox import LocalSandboxProvider
 from gate.tasks import load_suite, load_task
 from tests.helpers.docker import IMAGE, ours
@@ -32,7 +33,7 @@ def test_a_harbor_task_loads_with_harbors_semantics(tmp_path: Path) -> None:
     assert task.verify_script == task.path / "tests" / "test.sh"
     assert task.setup_script is None and task.starting_dir is None
     assert task.build_timeout == 300.0
-    assert task.harbor is not None and task.harbor.agent_network == "public"  # Harbor's default
+    assert harbor_of(task).agent_network == "public"  # Harbor's default
     # a storage size is not listed: Harbor's docker environment does not act on it either
     assert task.unhonoured == []
     # and it never runs on the host
@@ -43,14 +44,12 @@ def test_harbor_network_policy_per_phase(tmp_path: Path) -> None:
     legacy = load_task(harbor_task(tmp_path, "legacy", toml="[environment]\n"
                                    "allow_internet = false\n[verifier]\nnetwork_mode = "
                                    '"public"\n'))
-    assert legacy.harbor is not None
-    assert (legacy.harbor.agent_network, legacy.harbor.verifier_network) == (
+    assert (harbor_of(legacy).agent_network, harbor_of(legacy).verifier_network) == (
         "no-network", "public")
     agent_only = load_task(harbor_task(tmp_path, "agent-only", toml='[environment]\n'
                                        'network_mode = "public"\n[agent]\n'
                                        'network_mode = "no-network"\n'))
-    assert agent_only.harbor is not None
-    assert (agent_only.harbor.agent_network, agent_only.harbor.verifier_network) == (
+    assert (harbor_of(agent_only).agent_network, harbor_of(agent_only).verifier_network) == (
         "no-network", "public")
 
 
@@ -64,8 +63,7 @@ def test_harbor_network_policy_per_phase(tmp_path: Path) -> None:
 def test_what_the_gate_cannot_honour_safely_is_refused_not_widened(
         tmp_path: Path, toml: str, refused: str) -> None:
     task = load_task(harbor_task(tmp_path, "t", toml=toml))
-    assert task.harbor is not None
-    why = task.harbor.refusal()
+    why = harbor_of(task).refusal()
     assert why is not None and refused in why
 
 
@@ -73,7 +71,7 @@ def test_a_shared_verifier_is_harbors_default_and_a_steps_separate_one_is_refuse
         tmp_path: Path) -> None:
     shared = load_task(harbor_task(tmp_path, "shared", toml='[verifier]\nenvironment_mode = '
                                    '"shared"\n'))
-    assert shared.harbor is not None and shared.harbor.refusal() is None
+    assert harbor_of(shared).refusal() is None
     assert shared.unhonoured == []
     from gate.harbor import parse_harbor_toml
 

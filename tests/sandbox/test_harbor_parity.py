@@ -19,6 +19,7 @@ import pytest
 
 from gate.agents import Agent, OracleAgent
 from gate.formats import detect_format
+from gate.formats._harbor import harbor_of
 from gate.results import RunResult
 from gate.runner import RunOptions, run_one
 from gate.skills import run_skills, skills_for
@@ -76,8 +77,7 @@ def command_agent(command: str) -> Agent:
 def test_legacy_resource_keys_convert_as_harbor_converts_them(tmp_path: Path) -> None:
     task = load_task(harbor(tmp_path, "legacy", toml='[environment]\nmemory = "4G"\n'
                                                       'storage = "10G"\ncpus = 2\n'))
-    assert task.harbor is not None
-    env = task.harbor.config.environment
+    env = harbor_of(task).config.environment
     assert (env.memory_mb, env.storage_mb) == (4096, 10240)
     assert task.meta.environment is not None and task.meta.environment.memory_mb == 4096
     assert "environment.memory" not in task.unhonoured  # converted, not dropped

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gate.compare._drift import MIN_AA_CHECKS, drift_guard
-from gate.github._history import HistoryEntry
+from gate.history import HistoryEntry
 
 
 def _entries(n: int, blocked: int, rates: list[float], fp: str = "fp") -> list[HistoryEntry]:

@@ -17,10 +17,14 @@ import pytest
 from gate.compare import _stats, compare, judge, resolution_with_runs
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings
+from gate.metrics import metric
 from gate.results import Results, Schedule
 from gate.sequential import first_look, second_look_runs
 
 SETTINGS = GateSettings(power_simulations=0)
+
+#: the three usage metrics' columns (gate/metrics.py): turns, cost, cache read / prompt
+LAY = _stats.layout([metric("turns"), metric("cost"), metric("cache_hit_rate")])
 
 
 def _one_task(passed: int, runs: int, *, cost: float = 1.0, hit: float = 0.95,
@@ -128,7 +132,7 @@ def _pvalues_over_every_labelling(pooled: list[np.ndarray], nc: list[int]) -> li
             mask = np.zeros(len(v), dtype=bool)
             mask[list(cand)] = True
             tasks.append(_stats.TaskSamples(v[~mask], v[mask]))
-        res = _stats.permutation_tests(tasks, permutations=9999, seed=0)["cost"]
+        res = _stats.permutation_tests(tasks, permutations=9999, seed=0, lay=LAY)["cost"]
         assert res is not None
         out.append(res.p_aggregate)
     return out

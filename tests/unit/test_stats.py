@@ -9,6 +9,10 @@ import pytest
 from scipy.stats import binomtest, fisher_exact, hypergeom
 
 from gate.compare import _stats
+from gate.metrics import metric
+
+#: the three usage metrics' columns (gate/metrics.py): turns, cost, cache read / prompt
+LAY = _stats.layout([metric("turns"), metric("cost"), metric("cache_hit_rate")])
 
 
 def _random_case(rng: np.random.Generator, max_n: int = 4, max_nb: int = 5, max_nc: int = 3):
@@ -143,8 +147,8 @@ def test_permutation_detects_a_cost_shift_and_not_noise() -> None:
     rng = np.random.default_rng(7)
     same = [_stats.TaskSamples(_samples(rng, 20), _samples(rng, 5)) for _ in range(15)]
     up = [_stats.TaskSamples(_samples(rng, 20), _samples(rng, 5, 1.5)) for _ in range(15)]
-    r_same = _stats.permutation_tests(same, permutations=999, seed=0)
-    r_up = _stats.permutation_tests(up, permutations=999, seed=0)
+    r_same = _stats.permutation_tests(same, permutations=999, seed=0, lay=LAY)
+    r_up = _stats.permutation_tests(up, permutations=999, seed=0, lay=LAY)
     assert r_same["cost"] is not None and r_up["cost"] is not None
     assert min(r_same["cost"].p_aggregate, r_same["cost"].p_equal_weight) > 0.005
     assert r_up["cost"].p_aggregate <= 0.002 and r_up["cost"].aggregate > 1.3
@@ -153,8 +157,8 @@ def test_permutation_detects_a_cost_shift_and_not_noise() -> None:
 def test_permutation_is_seeded_and_reproducible() -> None:
     rng = np.random.default_rng(8)
     tasks = [_stats.TaskSamples(_samples(rng, 4), _samples(rng, 3)) for _ in range(5)]
-    a = _stats.permutation_tests(tasks, permutations=199, seed=42)
-    b = _stats.permutation_tests(tasks, permutations=199, seed=42)
+    a = _stats.permutation_tests(tasks, permutations=199, seed=42, lay=LAY)
+    b = _stats.permutation_tests(tasks, permutations=199, seed=42, lay=LAY)
     assert a == b
 
 
@@ -163,7 +167,8 @@ def test_permutation_pvalues_are_calibrated_under_the_null() -> None:
     ps = []
     for _ in range(200):
         tasks = [_stats.TaskSamples(_samples(rng, 3), _samples(rng, 3)) for _ in range(6)]
-        res = _stats.permutation_tests(tasks, permutations=199, seed=int(rng.integers(1 << 30)))
+        res = _stats.permutation_tests(tasks, permutations=199,
+                                       seed=int(rng.integers(1 << 30)), lay=LAY)
         assert res["turns"] is not None
         ps.append(res["turns"].p_aggregate)
     assert np.mean(np.array(ps) <= 0.1) <= 0.16  # ~0.10 nominal
@@ -222,7 +227,7 @@ def test_permutation_tests_equal_their_naive_definition() -> None:
     for t in tasks:  # cache reads that vary from run to run
         t.baseline[:, 2] *= rng.uniform(0.5, 1.0, len(t.baseline))
         t.candidate[:, 2] *= rng.uniform(0.4, 1.0, len(t.candidate))
-    got = _stats.permutation_tests(tasks, permutations=199, seed=3)
+    got = _stats.permutation_tests(tasks, permutations=199, seed=3, lay=LAY)
     want = _naive_permutation_tests(tasks, 199, 3)
     for name, expected in want.items():
         res = got[name]
@@ -234,7 +239,7 @@ def test_permutation_tests_equal_their_naive_definition() -> None:
 def test_zero_metrics_are_not_measured() -> None:
     zero = np.zeros((3, 4))
     tasks = [_stats.TaskSamples(zero, zero) for _ in range(3)]
-    res = _stats.permutation_tests(tasks, permutations=99, seed=0)
+    res = _stats.permutation_tests(tasks, permutations=99, seed=0, lay=LAY)
     assert res == {"turns": None, "cost": None, "cache_hit_rate": None}
 
 
@@ -278,9 +283,9 @@ def test_permutation_tests_do_not_depend_on_the_number_of_cores(
     tasks = [_stats.TaskSamples(baseline=rng.random((6, 4)), candidate=rng.random((3, 4)))
              for _ in range(200)]  # 5 chunks of 44 tasks at 9,999 permutations
     monkeypatch.setattr(_stats.os, "cpu_count", lambda: 1)
-    one = _stats.permutation_tests(tasks, permutations=9999, seed=9)
+    one = _stats.permutation_tests(tasks, permutations=9999, seed=9, lay=LAY)
     monkeypatch.setattr(_stats.os, "cpu_count", lambda: 4)
-    four = _stats.permutation_tests(tasks, permutations=9999, seed=9)
+    four = _stats.permutation_tests(tasks, permutations=9999, seed=9, lay=LAY)
     assert one == four
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BadInput
+from gate.sandbox import LocalSandboxProvider
 from gate.tasks import load_suite
 
 
@@ -89,8 +90,10 @@ class PlainFormat(TaskFormat):
         return (path / "prompt.txt").is_file()
 
     def load(self, path: Path, name: str) -> Task:
+        box = "needs a box" if (path / "box").exists() else None  # the format's answer
         return Task(id=path.name, path=path.resolve(), prompt=(path / "prompt.txt").read_text(),
-                    digest=digest_dir(path), meta=TaskMeta(), format_name=self.name)
+                    digest=digest_dir(path), meta=TaskMeta(), format_name=self.name,
+                    verify_script=path.resolve() / "check.sh", container_need=box)
 
     def run_script(self, sandbox, rel, *, timeout):
         return sandbox.run_task_script(rel, timeout=timeout)
@@ -130,3 +133,8 @@ def test_a_new_task_format_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
 
     runs = {t.id: run_one(t, 0, Idle()).status for t in loaded.tasks}  # type: ignore[arg-type]
     assert runs == {"good": "passed", "bad": "failed"}
+    # what depends on the format is its answer, in the task it loaded: nothing else is told
+    (suite / "good" / "box").write_text("")
+    good = load_suite(suite, only=["good"]).tasks[0]
+    assert good.verify_script == good.path / "check.sh"
+    assert LocalSandboxProvider().refusal(good) == "needs a box"

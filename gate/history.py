@@ -1,4 +1,6 @@
-"""The history of ``main``: one JSON line per refresh, and the trend the PR comment shows.
+"""The history of ``main``: one JSON line per refresh, a core format beside the baseline
+(``gate.baseline``); the trend the PR comment and main's step summary show is drawn by the
+report (``gate.report.trend_markdown``) from :func:`trend_entries`.
 
 Drift (docs/statistics.md) is why the record of main's runs is kept: it shows reviewers where
 the suite has been heading, and each line keeps main's verdict against its own baseline (an
@@ -66,9 +68,13 @@ def append_history(path: Path, entry: HistoryEntry, keep: int = 200) -> list[His
     """Append ``entry``, keeping the newest ``keep`` lines; written atomically."""
     entries = parse_history(read_text(path, HISTORY_LIMIT, "history")) if path.exists() else []
     entries = [*entries, entry][-keep:]
-    atomic_write_text(path, "".join(e.model_dump_json(exclude_none=True) + "\n"
-                                    for e in entries))
+    atomic_write_text(path, dump_history(entries))
     return entries
+
+
+def dump_history(entries: list[HistoryEntry]) -> str:
+    """The history file's text: one JSON line per entry."""
+    return "".join(e.model_dump_json(exclude_none=True) + "\n" for e in entries)
 
 
 def trend_entries(entries: list[HistoryEntry], last: int = 20) -> list[HistoryEntry]:
@@ -78,32 +84,3 @@ def trend_entries(entries: list[HistoryEntry], last: int = 20) -> list[HistoryEn
         return []
     fp = entries[-1].fingerprint
     return [e for e in entries if e.fingerprint == fp and e.pass_rate is not None][-last:]
-
-
-def trend_markdown(entries: list[HistoryEntry], last: int = 20) -> str | None:
-    """A Mermaid chart (GitHub renders it) of main's pass rate, for main's step summary.
-    None when there is too little to draw."""
-    same = trend_entries(entries, last)
-    if len(same) < 2:
-        return None
-    labels = ", ".join(f'"{(e.commit or "?")[:7]}"' for e in same)
-    rates = ", ".join(f"{100 * (e.pass_rate or 0):.0f}" for e in same)
-    costs = [e.cost_usd for e in same]
-    lines = [
-        "```mermaid",
-        "xychart-beta",
-        f'    title "main: pass rate of the last {len(same)} runs (%)"',
-        f"    x-axis [{labels}]",
-        '    y-axis "pass rate %" 0 --> 100',
-        f"    line [{rates}]",
-        "```",
-        "",
-        f"Latest main run: {_pct(same[-1].pass_rate)} passed ({same[-1].passed}/"
-        f"{same[-1].total}), cost ${costs[-1]:.4f}; range over these runs "
-        f"{_pct(min(e.pass_rate or 0 for e in same))}–{_pct(max(e.pass_rate or 0 for e in same))}.",
-    ]
-    return "\n".join(lines)
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.0f}%"

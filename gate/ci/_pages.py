@@ -1,0 +1,167 @@
+"""What a trusted job publishes on the data branch's Pages site, and what the comment links.
+
+Only trusted jobs publish (a PR's own job has ``contents: read``: its code is under test):
+
+- main's refresh commits, with the pooled baseline in its push loop, the badge
+  (``badge.svg``: the run's pass rate and main's verdict against the baseline it replaced) and,
+  in a public repository, main's report (``reports/<branch>/index.html``, the page the gate
+  rendered itself: its own Content-Security-Policy holds on the Pages origin);
+- the fork pattern's comment job publishes a PR's report at ``reports/pr-<n>/index.html``,
+  only in a public repository whose Pages site serves the data branch; the page the fork
+  uploaded is the fork's to write, so it goes out only inside the gate's sandboxed wrapper
+  (``gate.report.sandboxed_page``), and the comment links that page.
+
+Anything else (a private or internal repository, Pages off or serving another branch, a
+refused push) keeps the artifact link: publishing never costs the comment or the verdict.
+The forge answers (visibility, the Pages site, the push: ``_forge``); the data branch's layout
+is ``gate.refresh``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate.ci._context import Context
+from gate.errors import GateError
+from gate.refresh import BADGE_REL, NOJEKYLL, report_rel
+from gate.report import link_url, render_body
+
+if TYPE_CHECKING:
+    from gate.ci._forge import PagesSite
+    from gate.refresh import Place
+    from gate.results import Results
+
+PAGE_LIMIT = 32_000_000  # bytes of a report published (a GitHub file is at most 100 MB)
+
+
+def report_name(base: str, artifact: str) -> str:
+    """A published report's folder: ``base`` (a branch, ``pr-<n>``), with the suite's own
+    suffix when its comment id is not the default one (as its artifact's name has)."""
+    return base + artifact.removeprefix("agent-gate-report")
+
+
+def main_pages(ctx: Context, place: Place | None, html: dict[str, object], results: Results,
+               verdict: str | None, artifact: str) -> dict[str, str]:
+    """The files main's refresh commits with the baseline: the badge on any data branch,
+    main's report only in a public repository."""
+    if place is None or not place.data:
+        return {}
+    from gate.compare import plain_runs
+    from gate.report import render_badge
+
+    # one badge per suite: badge.svg, badge-<comment-id>.svg for a suite with its own id
+    badge = BADGE_REL.replace(".svg", artifact.removeprefix("agent-gate-report") + ".svg")
+    files = {badge: render_badge(plain_runs(results).summary.pass_rate, verdict)}
+    public, how = ctx.forge.repository_public()
+    if not public:
+        ctx.log(f"gate ci: the repository is {how}: main's report is not published (a Pages "
+                "site is public); it stays in the report artifact")
+        return files
+    path = html.get("html_report_path")
+    page = _read_page(Path(str(path))) if path else None
+    if page is not None:
+        name = report_name(ctx.env.branch or "main", artifact)
+        files.update({report_rel(name): page, NOJEKYLL: ""})
+    return files
+
+
+def announce_main(ctx: Context, place: Place, files: dict[str, str]) -> None:
+    """After the push: where main's report is served (output ``report_url``), or why not."""
+    rel = next((r for r in files if r.startswith("reports/")), None)
+    if rel is None or not ctx.forge.can_ask():
+        return
+    site = _site(ctx, place.branch)
+    if site is not None:
+        url = site.page_url(rel)
+        ctx.log(f"gate ci: main's report is published: {url}")
+        ctx.io.set_outputs({"report_url": url})
+
+
+def _site(ctx: Context, branch: str) -> PagesSite | None:
+    """The Pages site when it serves ``branch``; else None, said once in the job's log and as
+    a notice."""
+    try:
+        site = ctx.forge.pages_site()
+    except GateError as exc:  # e.g. a token without `pages: read`
+        ctx.io.notice(f"cannot tell whether GitHub Pages serves {branch}: {exc}; reports "
+                      "link their artifact", title="agent-gate")
+        return None
+    if site is None or not site.serves(branch):
+        why = ("GitHub Pages is not enabled for this repository" if site is None else
+               f"GitHub Pages serves {site.branch or 'a workflow'}{site.path}, not {branch}/")
+        ctx.io.notice(f"{why}: reports link their artifact. To open them in one click, "
+                      f"publish {branch} with Pages (Settings → Pages → Deploy from a branch → "
+                      f"{branch}, / (root)); docs/github.md, \"The report on GitHub Pages\"",
+                      title="agent-gate")
+        return None
+    return site
+
+
+def _read_page(path: Path) -> str | None:
+    """A report page written by this job (bounded); None when there is none to publish."""
+    try:
+        if path.stat().st_size > PAGE_LIMIT:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def pr_report_footer(ctx: Context, run: dict[str, Any], number: int, data_branch: str,
+                     artifact: str) -> str:
+    """The comment job's last line: the published page of the PR's report, else the link to
+    the triggering run's report artifact, else nothing."""
+    url = publish_pr_report(ctx, number, data_branch, artifact)
+    if url is not None:
+        return render_body("published.md.j2", url=link_url(url)).strip("\n")
+    return _artifact_footer(ctx, run, artifact)
+
+
+def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str) -> str | None:
+    """The PR's uploaded report, wrapped, published on the data branch: its page's URL, or
+    None (the comment keeps the artifact link; said in the log or a notice)."""
+    from gate.ci._uploaded import read_uploaded
+
+    public, how = ctx.forge.repository_public()
+    if not public:
+        ctx.log(f"gate ci: the repository is {how}: the PR's report is not published (a "
+                "Pages site is public); the comment links its artifact")
+        return None
+    site = _site(ctx, data_branch) if ctx.forge.can_ask() else None
+    if site is None:
+        return None
+    html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
+    try:
+        page = read_uploaded(ctx.opts.report_path.with_name(html), PAGE_LIMIT, "published")
+    except GateError as exc:
+        ctx.log(f"gate ci: no HTML report to publish: {exc}")
+        return None
+    from gate.report import sandboxed_page
+
+    rel = report_rel(report_name(f"pr-{number}", artifact))
+    wrapper = sandboxed_page(ctx.redact(page), f"agent-gate report · PR #{number}")
+    try:
+        sha = ctx.forge.publish_files({rel: wrapper, NOJEKYLL: ""}, data_branch,
+                                      f"gate: publish the report of PR #{number}\n\n[skip ci]")
+    except GateError as exc:
+        ctx.io.warning(f"the PR's report was not published (the comment links its artifact): "
+                       f"{ctx.redact(str(exc))}", title="agent-gate")
+        return None
+    url = site.page_url(rel)
+    ctx.log(f"gate ci: published the PR's report on {data_branch} ({sha[:7]}): {url}")
+    ctx.io.set_outputs({"report_url": url})
+    return url
+
+
+def _artifact_footer(ctx: Context, run: dict[str, Any], artifact: str) -> str:
+    """The triggering run's report artifact, found by name (the forge's)."""
+    run_id = str(run.get("id") or "")
+    if not run_id.isdigit() or not ctx.forge.can_ask():
+        return ""
+    url = ctx.forge.run_artifact_url(run_id, artifact)
+    if url is None:
+        return ""
+    html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
+    return render_body("artifact.md.j2", url=link_url(url), artifact=artifact,
+                       file=html).strip("\n")
