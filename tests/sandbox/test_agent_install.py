@@ -335,7 +335,8 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     # the image's first run waited for its install; every other run, of either task, reused it
     waited = sorted(r["install_s"] for r in runs)
     assert waited[-1] > 10 and all(w < 5 for w in waited[:-1]), runs
-    assert all(r["duration_s"] < 60 for r in runs), runs
+    # (that a run's duration leaves out its install's wait is checked, without a wall-clock
+    # bound that a loaded machine breaks, by the install test above)
     assert _installs_left() == [] and ours() == []
 
 
