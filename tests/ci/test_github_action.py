@@ -92,7 +92,9 @@ def test_the_gate_step_execs_the_gate_from_its_own_venv(action: dict[str, Any]) 
     gate_step = steps["Run gate ci"]
     assert gate_step["run"].strip() == 'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci'
     install = steps["Install agent-gate"]["run"].strip().splitlines()
-    assert install[0] == 'cd "$(mktemp -d)"'
+    # the empty directory under RUNNER_TEMP, which the runner clears after the job (/tmp's
+    # would stay on a self-hosted runner)
+    assert install[0] == 'cd "$(mktemp -d -p "${RUNNER_TEMP:-/tmp}")"'
     assert '"$RUNNER_TEMP/agent-gate-venv"' in install[1]
 
 
@@ -183,7 +185,8 @@ def test_the_report_is_uploaded_before_the_comment_is_posted(action: dict[str, A
     assert po["env"]["GATE_ARTIFACT_ID"] == "${{ steps.upload.outputs.artifact-id }}"
     assert po["env"]["GATE_POST_COMMENT"] == "${{ steps.gate.outputs.comment_pending }}"
     assert po["run"].strip().splitlines() == [
-        'cd "$(mktemp -d)"', 'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci']
+        'cd "$(mktemp -d -p "${RUNNER_TEMP:-/tmp}")"',
+        'exec "$RUNNER_TEMP/agent-gate-venv/bin/gate" ci']
     assert steps[gate]["env"]["GATE_DEFER_COMMENT"] == "true"
 
 
