@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from gate._children import track as track_children
 from gate.errors import GateError
 from gate.secrets import become_subreaper, hide_secrets_from_environ
 
@@ -107,6 +108,7 @@ def main() -> None:
 def entry() -> None:
     """The console script: credentials out of the process's visible environment, then the CLI."""
     hide_secrets_from_environ(sys.argv[1:])
+    track_children()  # before anything is spawned: the gate's own children, told from orphans
     become_subreaper()  # orphans of runs come back to the gate, which kills them (gate.sandbox)
     # CI cancels a job with SIGTERM: stop the way Ctrl-C does, so runs are killed, not orphaned
     signal.signal(signal.SIGTERM, _terminate)

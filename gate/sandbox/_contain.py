@@ -41,17 +41,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import itertools
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from gate._children import started as started_children
+from gate._children import tracking
 from gate.errors import Unmeasurable
 from gate.sandbox._reaper import proc_stats
 
@@ -291,29 +291,17 @@ def _is_subreaper() -> bool:
     return _subreaper
 
 
-def _started_children() -> set[int] | None:
-    """The pids of the children ``subprocess`` started and has not reaped (every live
-    ``Popen``); None while one is being started (its pid not known yet)."""
-    pids: set[int] = set()
-    for obj in gc.get_objects():
-        if isinstance(obj, subprocess.Popen) and obj.returncode is None:
-            if obj.pid is None:
-                return None
-            pids.add(obj.pid)
-    return pids
-
-
 def _orphans() -> list[int] | None:
     """This subreaper's children that ``subprocess`` did not start: orphans of runs, adopted
     ([] when not a subreaper; None when that cannot be told now)."""
-    if not _is_subreaper():
+    if not (_is_subreaper() and tracking()):  # untracked: its own children are not known
         return []
     me = os.getpid()
     try:  # the children first, then the Popens: a child started in between is not taken
         children = [pid for pid, fields in proc_stats() if int(fields[1]) == me]
     except OSError:
         return []
-    started = _started_children()
+    started = started_children()
     if started is None:
         return None
     return [pid for pid in children if pid not in started]
