@@ -55,9 +55,14 @@ class Place:
         return sidecar_rel(self.baseline_rel)
 
 
-#: the data branch's pages (what a Pages site serves from it): the badge, Jekyll switched off
-BADGE_REL = "badge.svg"
+#: the data branch's pages (what a Pages site serves from it): Jekyll switched off
 NOJEKYLL = ".nojekyll"
+
+
+def badge_rel(suffix: str = "") -> str:
+    """Where a suite's badge lives on the data branch: ``badge.svg``, ``badge<suffix>.svg``
+    for a suite with its own comment id (``-<id>``, as its report artifact's name ends)."""
+    return f"badge{suffix}.svg"
 
 
 def report_rel(name: str) -> str:

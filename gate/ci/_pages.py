@@ -22,9 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gate._files import read_bytes
 from gate.ci._context import Context
 from gate.errors import GateError
-from gate.refresh import BADGE_REL, NOJEKYLL, report_rel
+from gate.refresh import NOJEKYLL, badge_rel, report_rel
 from gate.report import link_url, render_body
 
 if TYPE_CHECKING:
@@ -35,10 +36,20 @@ if TYPE_CHECKING:
 PAGE_LIMIT = 32_000_000  # bytes of a report published (a GitHub file is at most 100 MB)
 
 
+def _suffix(artifact: str) -> str:
+    """The suite's own suffix of its published files (``-<comment id>``), as its report
+    artifact's name has it; empty for the default comment id."""
+    return artifact.removeprefix("agent-gate-report")
+
+
 def report_name(base: str, artifact: str) -> str:
-    """A published report's folder: ``base`` (a branch, ``pr-<n>``), with the suite's own
-    suffix when its comment id is not the default one (as its artifact's name has)."""
-    return base + artifact.removeprefix("agent-gate-report")
+    """A published report's folder: ``base`` (a branch, ``pr-<n>``) and the suite's suffix."""
+    return base + _suffix(artifact)
+
+
+def _html_name(ctx: Context) -> str:
+    """The HTML report's file name inside the uploaded artifact."""
+    return ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
 
 
 def main_pages(ctx: Context, place: Place | None, html: dict[str, object], results: Results,
@@ -50,9 +61,8 @@ def main_pages(ctx: Context, place: Place | None, html: dict[str, object], resul
     from gate.compare import plain_runs
     from gate.report import render_badge
 
-    # one badge per suite: badge.svg, badge-<comment-id>.svg for a suite with its own id
-    badge = BADGE_REL.replace(".svg", artifact.removeprefix("agent-gate-report") + ".svg")
-    files = {badge: render_badge(plain_runs(results).summary.pass_rate, verdict)}
+    badge = render_badge(plain_runs(results).summary.pass_rate, verdict)
+    files = {badge_rel(_suffix(artifact)): badge}
     public, how = ctx.forge.repository_public()
     if not public:
         ctx.log(f"gate ci: the repository is {how}: main's report is not published (a Pages "
@@ -101,10 +111,8 @@ def _site(ctx: Context, branch: str) -> PagesSite | None:
 def _read_page(path: Path) -> str | None:
     """A report page written by this job (bounded); None when there is none to publish."""
     try:
-        if path.stat().st_size > PAGE_LIMIT:
-            return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_bytes(path, PAGE_LIMIT, "the HTML report").decode("utf-8")
+    except (GateError, UnicodeDecodeError):
         return None
 
 
@@ -131,7 +139,7 @@ def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str
     site = _site(ctx, data_branch) if ctx.forge.can_ask() else None
     if site is None:
         return None
-    html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
+    html = _html_name(ctx)
     try:
         page = read_uploaded(ctx.opts.report_path.with_name(html), PAGE_LIMIT, "published")
     except GateError as exc:
@@ -162,6 +170,6 @@ def _artifact_footer(ctx: Context, run: dict[str, Any], artifact: str) -> str:
     url = ctx.forge.run_artifact_url(run_id, artifact)
     if url is None:
         return ""
-    html = ctx.opts.html_report.name if ctx.opts.html_report else "gate-report.html"
+    html = _html_name(ctx)
     return render_body("artifact.md.j2", url=link_url(url), artifact=artifact,
                        file=html).strip("\n")
