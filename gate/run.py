@@ -30,7 +30,7 @@ from typing import Any
 
 from gate._files import printable
 from gate._git import current_commit
-from gate.agents import Agent, AgentKind, agent_kind
+from gate.agents import Agent, AgentKind
 from gate.config import GateConfig
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
@@ -220,8 +220,8 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
     suite = load_suite(tasks_dir, req.task_ids or None)
     installs = any(spec.installs(c) for spec, c in zip(specs, configs, strict=True))
     # tasks this sandbox cannot run (a container task without an engine) are reported
-    for kind in dict.fromkeys(kinds):
-        suite = admit(suite, provider, kind, agent_kind(kind).in_sandbox, installs=installs)
+    for kind, spec in dict(zip(kinds, specs, strict=True)).items():
+        suite = admit(suite, provider, kind, spec.in_sandbox, installs=installs)
     if not suite.tasks:
         provider.close()
         raise BadInput(f"{tasks_dir}: no loadable task"
