@@ -113,13 +113,13 @@ def test_installed_once_per_image_guarded_its_time_apart_its_leftovers_gone(
     harbor_task(suite, "count-b")  # the same environment/: the same image
     cfg = _config(tmp_path, suite, install_script(*host_service))
     out = tmp_path / "r.json"
-    p = gate("run", "--config", cfg, "--sim", "-k", "3", "-j", "2", "-o", out,
+    p = gate("run", "--config", cfg, "--sim", "-k", "2", "-j", "2", "-o", out,
              timeout=600, cwd=tmp_path)
     assert p.returncode in (0, 1), p.stderr
     data = json.loads(out.read_text())
     runs = data["runs"]
     statuses = [r["status"] for r in runs]  # the simulated model may fail a run
-    assert len(runs) == 6 and "passed" in statuses and "error" not in statuses, runs
+    assert len(runs) == 4 and "passed" in statuses and "error" not in statuses, runs
     # installed once: one nonce in every replication of both tasks
     nonces = {ln for r in runs for ln in _stderr_lines(r, "NONCE ")}
     assert len(nonces) == 1 and len(next(iter(nonces))) > len("NONCE "), nonces
@@ -136,7 +136,7 @@ def test_installed_once_per_image_guarded_its_time_apart_its_leftovers_gone(
     # the report's run details say it
     html = tmp_path / "r.html"
     assert gate("report", out, "--html", html).returncode == 0
-    assert html.read_text().count("agent install: waited ") == 6
+    assert html.read_text().count("agent install: waited ") == 4
     # the committed image went with the job, as did every container
     assert _installs_left() == [] and ours() == []
 
@@ -319,7 +319,7 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     tasks = load_suite(suite).tasks
     seed = next(s for s in range(1000) if all(
         decide_outcome(s, "claude-sonnet-5-5", t.id, t.difficulty, r) == "solve"
-        for t in tasks for r in (0, 1)))
+        for t in tasks for r in (0,)))
     (tmp_path / "install.sh").write_text(script)
     cfg = tmp_path / "gate.toml"
     command = json.dumps(_migration_guide_command())
@@ -327,11 +327,11 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
                    f"\ninstall = \"install.sh\"\ninstall_timeout_sec = 1200\n"
                    f'[suite]\ntasks = "{suite}"\nsandbox = "docker"\n')
     out = tmp_path / "r.json"
-    p = gate("run", "--config", cfg, "--sim", "--seed", str(seed), "-k", "2", "-j", "1",
+    p = gate("run", "--config", cfg, "--sim", "--seed", str(seed), "-k", "1", "-j", "1",
              "-o", out, timeout=1800, cwd=tmp_path)
     runs = json.loads(out.read_text())["runs"] if out.exists() else []
-    assert [r["status"] for r in runs] == ["passed"] * 4, (p.stderr[-3000:], runs)
-    assert [r["score"] for r in runs if r["task"] == REAL_TASK] == [{"reward": 1.0}] * 2
+    assert [r["status"] for r in runs] == ["passed"] * 2, (p.stderr[-3000:], runs)
+    assert [r["score"] for r in runs if r["task"] == REAL_TASK] == [{"reward": 1.0}]
     # the image's first run waited for its install; every other run, of either task, reused it
     waited = sorted(r["install_s"] for r in runs)
     assert waited[-1] > 10 and all(w < 5 for w in waited[:-1]), runs

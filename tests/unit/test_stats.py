@@ -308,3 +308,27 @@ def test_relabelled_arm_sums_are_the_arm_means_of_each_relabelling() -> None:
     assert not np.allclose(base[1:], base[0])  # relabellings move the arms
     again = sum(b for b, _ in _stats.relabelled_arm_sums(tasks, 3, 99))
     np.testing.assert_array_equal(base, again)
+
+
+def test_the_bootstrap_draws_are_resampled_runs_within_tasks() -> None:
+    """arm_stats' draws of a mean are its textbook bootstrap: per task, ``BOOTSTRAP`` resamples
+    of the task's runs with replacement (drawn in the task's order from the seeded generator),
+    each resample's mean, averaged over the tasks. Computed here by gathering the resamples;
+    the gate counts them instead, which must not change a draw."""
+    from gate.compare import arm_stats
+    from gate.compare._synthetic import reference_rates, synthetic_results
+
+    res = synthetic_results(reference_rates(6), 7, np.random.default_rng(5))
+    by: dict[str, list] = {}
+    for r in res.runs:
+        by.setdefault(r.task, []).append(r)
+    tasks = sorted(by)
+    stats = arm_stats(by, tasks, 0.95, 11)
+    rng = np.random.default_rng(11)
+    want = np.zeros(1000)
+    for t in tasks:
+        turns = np.array([float(r.turns) for r in by[t]])
+        want += turns[rng.integers(0, len(turns), size=(1000, len(turns)))].mean(axis=1)
+    want /= len(tasks)
+    assert np.allclose(stats.draws["turns"], want, rtol=1e-12, atol=0)
+    assert len(set(np.round(want, 9))) > 50  # resamples that differ: a check that can fail
