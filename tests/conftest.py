@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.docker import engine_problem
-from tests.helpers.order import longest_first
+from tests.helpers.order import longest_first, workers
 from tests.helpers.process import starts_gate
 from tests.helpers.suites import write_task
 
@@ -26,6 +26,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a long test left at the end of a worker's share is what the run's wall time waits on."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     items[:] = longest_first(items, workers)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core, one more for a run with the slow tests (they wait as
+    much as they compute; tests/helpers/order.py)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return workers(cores or 1, str(config.getoption("markexpr") or ""))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -91,6 +91,15 @@ def _guess(items: Sequence[Item]) -> float:
     return total
 
 
+def workers(cores: int, markexpr: str) -> int:
+    """How many workers ``-n auto`` starts (``--maxprocesses`` caps it): one per core, and one
+    more when the slow tests run. Those wait on the Docker engine, the package registries and
+    their own sleeps as much as they compute: with one worker per core a whole run left the
+    machine 19 % idle (``vmstat``, 2 cores), and a third worker took the run from 645 s to
+    589 s (docs/performance.md). The quick loop (``-m "not slow"``) only computes."""
+    return cores if "not slow" in markexpr else cores + 1
+
+
 def longest_first(items: list[Item], workers: int) -> list[Item]:
     """``items`` reordered for ``workers`` worksteal workers (see the module's docstring)."""
     if workers < 2 or len(items) < 2 * workers:

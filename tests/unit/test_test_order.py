@@ -56,3 +56,12 @@ def test_the_longest_modules_open_the_workers_shares_whole() -> None:
 def test_nothing_moves_without_workers() -> None:
     items = _suite()
     assert longest_first(list(items), 1) == items
+
+
+def test_a_run_with_the_slow_tests_gets_a_worker_more_than_cores_the_quick_loop_not() -> None:
+    from tests.helpers.order import workers
+
+    assert workers(2, "") == 3  # `python3 -m pytest`, as .ci/run runs it
+    assert workers(2, "slow") == 3
+    assert workers(2, "not slow") == 2  # the quick loop only computes
+    assert workers(1, "not slow and not docker") == 1
