@@ -101,10 +101,12 @@ def test_claude_code_completes_an_easy_task_against_gate_sim_serve(tmp_path: Pat
     ws = prepare_workspace(task, tmp_path)
     home = tmp_path / "home"
     home.mkdir()
+    (tmp_path / "tmp").mkdir()  # Claude Code's temp root (claude-<uid>/...), not the machine's
     ledger = tmp_path / "ledger.jsonl"
     with serve("--tasks", str(suite_dir), "--seed", str(seed), "--ledger", str(ledger)) as url:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-               "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sim-key",
+               "TMPDIR": str(tmp_path / "tmp"), "ANTHROPIC_BASE_URL": url,
+               "ANTHROPIC_API_KEY": "sim-key",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"}
         res = subprocess.run(
             [claude_bin, "-p", task.prompt, "--output-format", "json",
