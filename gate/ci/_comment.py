@@ -1,17 +1,44 @@
 """``comment`` (a ``workflow_run`` job): post the report a fork PR's run uploaded, on that PR.
 
-It runs with a write token next to files a fork wrote: it reads no gate.toml, runs nothing,
-and the report is read as a bounded regular file (never through a symlink, never a FIFO) and
-defused before it is posted. Whether a comment is created comes from the triggering run's
-conclusion (trusted), never from the report's text.
+It runs with a write token next to files a fork wrote: it reads no file of its workspace (its
+``[ci]`` settings are the default branch's gate.toml, read through the forge's API), runs
+nothing, and the report is read as a bounded regular file (never through a symlink, never a
+FIFO) and defused before it is posted. Whether a comment is created comes from the triggering
+run's conclusion (trusted), never from the report's text.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gate.ci._context import Context
 from gate.ci._publish import Publisher
 from gate.ci._uploaded import read_uploaded_report
-from gate.config import comment_mode
+from gate.config import CISettings, comment_mode, parse_config
+from gate.errors import ForgeError
+
+
+def default_branch_ci(ctx: Context) -> CISettings:
+    """``[ci]`` of the default branch's config (``opts.config_repo_path``): the job has no
+    checkout, and a gate.toml in its workspace could be a fork's artifact (which would choose
+    the branch its write token pushes to). The defaults when the branch has no such file, or
+    when it cannot be read (said in a warning); a malformed one is bad input (exit 2)."""
+    path = ctx.opts.config_repo_path
+    if not ctx.forge.can_ask():
+        ctx.log(f"gate ci: no repository or token to read the default branch's {path}: [ci]'s "
+                "defaults and the action's inputs apply")
+        return CISettings()
+    try:
+        text = ctx.forge.default_branch_file(path)
+    except ForgeError as exc:
+        ctx.io.warning(f"the default branch's {path} could not be read ({ctx.redact(str(exc))})"
+                       ": its [ci] settings are not applied, only the defaults and the "
+                       "action's inputs")
+        return CISettings()
+    if text is None:
+        ctx.log(f"gate ci: the default branch has no {path}: [ci]'s defaults apply")
+        return CISettings()
+    return parse_config(text, where=f"{path} (the default branch's)", root=Path.cwd()).ci
 
 
 def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:

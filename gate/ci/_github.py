@@ -33,6 +33,7 @@ from gate.github import (
     PullRequestInfo,
     Refresh,
     config_state,
+    default_branch_file,
     ensure_base_ref,
     fetch_branch,
     find_pr_for_run,
@@ -131,6 +132,9 @@ class GitHubForge:
                        token=self._token, server_url=self.env.server_url,
                        source_branch=push.source_branch, guard=push.guard, log=log,
                        seed=push.seed, published=push.published)
+
+    def default_branch_file(self, path: str) -> str | None:
+        return default_branch_file(self.session.client, path)
 
     # ----- the data branch's pages (GitHub Pages)
 

@@ -57,6 +57,9 @@ class CIOptions:
     report_path: Path = Path("gate-report.md")
     # the comment id when neither the input nor [ci] names one: from the config path
     default_comment_id: str = DEFAULT_COMMENT_ID
+    # the config's path in the repository: comment mode (no checkout) reads the [ci] table of
+    # the default branch's copy through the forge (gate/ci/_comment.py)
+    config_repo_path: str = "gate.toml"
     # judge these stored results (a run's artifact) instead of running the suite
     rejudge: Path | None = None
     # a matrix's judge job: the directory of the shards' downloaded results, merged into

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gate._files import atomic_write_text
-from gate.ci._comment import post_uploaded_report
+from gate.ci._comment import default_branch_ci, post_uploaded_report
 from gate.ci._context import Context
 from gate.ci._event import Event, find_event, resolve_mode
 from gate.ci._forge import CIFacts, Sink
@@ -73,8 +73,9 @@ def _report_failure(ctx: Context, mode: str, reason: str, exc: GateError) -> Non
 
 def _dispatch(ctx: Context, event: Event, seen: Callable[[CISettings], None]) -> int:
     if event.kind == "comment" and event.source != "shard":
-        return post_uploaded_report(ctx, Publisher(ctx, ctx.opts.overrides.apply(
-            ctx.opts.run.config.ci)))
+        settings = ctx.opts.overrides.apply(default_branch_ci(ctx))
+        seen(settings)
+        return post_uploaded_report(ctx, Publisher(ctx, settings))
     from gate.ci._jobs import run_job  # the measuring stages: never on the comment job's path
 
     return run_job(ctx, event, seen)

@@ -103,7 +103,8 @@ def ci(
     pull_request  baseline from the base branch, one sticky comment, exit by verdict
     push to main  pool the run into baseline.json, append the history, commit or keep
     fork PRs      no secrets: exit 3 (or skip, --fork-without-key skip)
-    workflow_run  post the report a fork PR's run uploaded (reads no gate.toml)
+    workflow_run  post the report a fork PR's run uploaded ([ci]: the default
+                  branch's gate.toml, through the API; nothing of the workspace)
 
     Reads GITHUB_* and the token (GITHUB_TOKEN) from the environment; secrets are masked.
     Exit: 0 pass · 1 regression · 2 bad input · 3 unmeasurable.
@@ -119,7 +120,8 @@ def ci(
     from gate.github import event_name, workspace
 
     if is_comment_mode(mode, event_name()):
-        # posting another run's report: no gate.toml, no suite (see is_comment_mode)
+        # posting another run's report: no gate.toml of the workspace, no suite (see
+        # is_comment_mode); its [ci] is the default branch's, read by gate.ci
         from gate.config import GateConfig
         from gate.run import RunRequest
 
@@ -137,7 +139,7 @@ def ci(
     # it in a workspace a fork's files may be in)
     root = workspace() or Path.cwd()
     from gate.ci import CIOptions, CIOverrides
-    from gate.github import default_comment_id
+    from gate.github import config_repo_path, default_comment_id
 
     shown = progress()
 
@@ -151,6 +153,7 @@ def ci(
         run=req, mode=mode, report_path=Path(report_path), on_result=shown.on_result,
         on_start=start,
         default_comment_id=default_comment_id(config_path, root),
+        config_repo_path=config_repo_path(config_path, root),
         rejudge=_rejudge_path(rejudge, req.output),
         merge=Path(merge_dir) if merge_dir and merge_dir.strip() else None,
         html_report=Path(html_report) if html_report.strip() else None,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         MARKER_PREFIX,
         CommentRef,
         comment_body,
+        config_repo_path,
         default_comment_id,
         find_comment,
         find_pr_for_run,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     )
     from gate.github._pages import (
         PagesSite,
+        default_branch_file,
         pages_site,
         publish_files,
         raw_url,
@@ -86,7 +88,7 @@ if TYPE_CHECKING:
 _MODULES: dict[str, tuple[str, ...]] = {
     "_comment": (
         "DEFAULT_COMMENT_ID", "MARKER", "MARKER_PREFIX", "CommentRef", "comment_body",
-        "default_comment_id",
+        "config_repo_path", "default_comment_id",
         "find_comment", "find_pr_for_run", "label_added_by", "marker", "pr_files", "pr_labels",
         "upsert_comment", "user_permission",
     ),
@@ -99,8 +101,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "_git": ("ProtectedBranch", "config_state", "ensure_base_ref", "fetch_branch", "remote_ref"),
     "_modes": ("COMMENT_MODES", "MODES", "is_comment_mode"),
     "_outputs": ("ActionsIO",),
-    "_pages": ("PagesSite", "pages_site", "publish_files", "raw_url", "repository_public",
-               "run_artifact_url"),
+    "_pages": ("PagesSite", "default_branch_file", "pages_site", "publish_files", "raw_url",
+               "repository_public", "run_artifact_url"),
     "_refresh": ("Pooling", "Refresh"),
     "_rest": ("GitHubClient", "GitHubError"),
     "_session": ("GitHubSession",),
@@ -131,7 +133,9 @@ __all__ = [
     "actions_sha",
     "comment_body",
     "comment_mode",
+    "config_repo_path",
     "config_state",
+    "default_branch_file",
     "default_comment_id",
     "ensure_base_ref",
     "event_name",

@@ -51,16 +51,21 @@ def marker(comment_id: str) -> str:
     return f"{MARKER_PREFIX} id={comment_id} -->"
 
 
-def default_comment_id(config: str | Path | None, root: Path) -> str:
-    """A suite's comment id when none is configured: its config path relative to the repository
-    root (``gate.toml``, ``suites/fast.toml``), so two suites in one repository differ."""
+def config_repo_path(config: str | Path | None, root: Path) -> str:
+    """The config's path relative to the repository root (``gate.toml``, ``suites/fast.toml``;
+    its name when it lies outside the root)."""
     path = Path(config or DEFAULT_COMMENT_ID)
     absolute = path if path.is_absolute() else Path.cwd() / path
     try:
-        rel = absolute.resolve().relative_to(root.resolve()).as_posix()
+        return absolute.resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError):
-        rel = path.name
-    text = _UNSAFE_ID.sub("-", rel).lstrip("._/:@+=-")[:100]
+        return path.name
+
+
+def default_comment_id(config: str | Path | None, root: Path) -> str:
+    """A suite's comment id when none is configured: its config path relative to the repository
+    root (:func:`config_repo_path`), so two suites in one repository differ."""
+    text = _UNSAFE_ID.sub("-", config_repo_path(config, root)).lstrip("._/:@+=-")[:100]
     return text or DEFAULT_COMMENT_ID
 
 

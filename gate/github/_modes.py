@@ -11,7 +11,8 @@ def is_comment_mode(mode: str, event_name: str) -> bool:
     """Whether this invocation only posts another run's report (``workflow_run``).
 
     Decided before anything is loaded: comment mode runs with a write token next to files a
-    fork wrote, so it reads no gate.toml and imports nothing from the working directory;
-    what it needs comes from the trusted workflow (the event, the inputs, the environment).
+    fork wrote, so it reads no gate.toml of the working directory and imports nothing from
+    it; what it needs comes from the trusted workflow (the event, the inputs, the environment)
+    and the default branch (its gate.toml's ``[ci]``, read through the API by ``gate.ci``).
     """
     return mode == "comment" or (mode == "auto" and event_name == "workflow_run")

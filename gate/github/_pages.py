@@ -17,11 +17,14 @@ page is published is ``gate.ci``'s call).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from gate._git import git
 from gate._git import last_line as _last_line
@@ -89,6 +92,29 @@ def pages_site(client: GitHubClient) -> PagesSite | None:
     source: dict[str, Any] = data["source"] if isinstance(data.get("source"), dict) else {}
     return PagesSite(str(data["html_url"]).rstrip("/") + "/", str(source.get("branch") or ""),
                      str(source.get("path") or "/"), str(data.get("build_type") or ""))
+
+
+def default_branch_file(client: GitHubClient, path: str) -> str | None:
+    """A file of the repository's default branch, read through the API (``GET
+    /repos/{owner}/{repo}/contents/{path}``, no ``ref``: the default branch), or None when the
+    branch has no such file (404). Another failure raises ``GitHubError``."""
+    try:
+        data = client.request("GET", client.repo_path("contents/" + quote(path)),
+                              what=f"read {path} on the default branch",
+                              permission="contents: read").json()
+    except GitHubError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    except ValueError:
+        return None
+    if not (isinstance(data, dict) and data.get("type") == "file"
+            and data.get("encoding") == "base64" and isinstance(data.get("content"), str)):
+        return None
+    try:
+        return base64.b64decode(data["content"]).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def raw_url(server_url: str, repository: str, branch: str, rel: str) -> str:

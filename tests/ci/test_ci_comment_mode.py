@@ -1,6 +1,7 @@
 """``gate ci`` in ``comment`` mode (the trusted ``workflow_run`` half of the fork pattern) holds a
-write token next to files a fork wrote: it reads no gate.toml and imports nothing from the
-working directory. Run through the installed console script, as the action's step runs it.
+write token next to files a fork wrote: it reads no gate.toml of its workspace (its [ci] is the
+default branch's, through the API) and imports nothing from the working directory. Run
+through the installed console script, as the action's step runs it.
 """
 
 from __future__ import annotations
@@ -132,3 +133,33 @@ def test_comment_mode_skips_a_cancelled_run(gh: FakeGitHub, tmp_path: Path) -> N
     assert p.returncode == 0, p.stderr
     assert "cancelled" in p.stderr and outputs["comment_url"] == ""
     assert not gh.comments.get(PR)
+
+
+@pytest.mark.skipif(not GATE.exists(), reason="needs the installed `gate` console script")
+def test_comment_mode_reads_ci_from_the_default_branch_and_says_when_it_cannot(
+    gh: FakeGitHub, tmp_path: Path,
+) -> None:
+    """[ci] is the default branch's gate.toml, through the API (no checkout): its comment id
+    marks the comment. When GitHub refuses that read, the job says so and posts with the
+    defaults; it never reads the workspace's copy instead."""
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True, env=user_env())
+    (origin / "gate.toml").write_text('[ci]\ncomment_id = "fast-suite"\n')
+    for args in (("add", "gate.toml"), ("commit", "-q", "-m", "settings")):
+        subprocess.run(["git", "-C", str(origin), *args], check=True, env=user_env())
+    gh.origin = origin / ".git"
+    workspace, temp = _dirs(tmp_path)
+    (workspace / "gate.toml").write_text('[ci]\ncomment_id = "hijacked"\n')
+    report = temp / "gate-report.md"
+    report.write_text("### agent-gate: regression\n")
+    p, _ = _comment_run(gh, workspace, report)
+    assert p.returncode == 0, p.stderr
+    (comment,) = gh.comments[PR]
+    assert comment["body"].startswith(marker("fast-suite")), comment["body"][:80]
+    gh.comments.clear()
+    gh.fail_next("GET", "/contents/", 403, times=3)
+    p, _ = _comment_run(gh, workspace, report)
+    assert p.returncode == 0, p.stderr
+    assert "the default branch's gate.toml could not be read" in p.stdout + p.stderr
+    (comment,) = gh.comments[PR]
+    assert comment["body"].startswith(marker("gate.toml"))

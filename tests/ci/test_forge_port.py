@@ -27,7 +27,7 @@ from gate.ci._obtain import Obtained
 from gate.ci._plan import Basis, make_plan, measured_by
 from gate.compare._synthetic import synthetic_results
 from gate.config import GateConfig, load_config
-from gate.errors import ForgeError
+from gate.errors import ForgeError, GateError
 from gate.results import load_results, write_results
 from gate.run import RunRequest
 from gate.secrets import Redactor
@@ -130,6 +130,7 @@ class MemoryForge:
     setter: LabelSetter | ForgeError = field(
         default_factory=lambda: LabelSetter(None, "none", False))
     comments: dict[tuple[int, str], str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # the default branch's, by path
     closed: bool = False
 
     def changed_files(self, number: int) -> list[str]:
@@ -170,6 +171,9 @@ class MemoryForge:
 
     def push_data(self, push: DataPush, log: Any) -> Push:
         raise AssertionError("nothing is pushed here")
+
+    def default_branch_file(self, path: str) -> str | None:
+        return self.files.get(path)
 
     def can_ask(self) -> bool:
         return True
@@ -214,7 +218,7 @@ def test_a_forge_that_is_not_github_posts_a_forks_uploaded_report(
     opts = CIOptions(run=RunRequest(config=GateConfig(root=tmp_path)), mode="auto",
                      report_path=report, log=lambda _: None)
     assert run_ci(opts, facts, sink) == 0
-    posted = forge.comments[(7, "gate.toml")]
+    posted = forge.comments[(7, "gate.toml")]  # no gate.toml on the default branch
     assert posted.startswith("Regression, ping") and "@maintainer" not in posted
     assert "<!--" not in posted
     # not public: nothing published, the comment links the run's report artifact
@@ -258,3 +262,33 @@ def test_a_forge_that_is_not_github_says_who_set_the_accept_label(
     assert got.comparison.verdict == "regression"
     assert (got.exit_code, got.accepted) == (exit_code, exit_code == 0)
     assert note in got.markdown or any(note in text for _, text in sink.said), got.markdown
+
+
+def test_the_comment_job_takes_its_settings_from_the_default_branch_never_its_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No checkout: [ci] is the default branch's gate.toml, read through the forge, and a
+    gate.toml in the workspace (where a careless workflow downloads a fork's artifact) is not
+    read: it cannot choose the comment, or the branch the job's write token publishes to."""
+    forge = MemoryForge(heads={("fork/agent", "feature", "abc123"): 7},
+                        files={"gate.toml": '[ci]\ncomment_id = "agent"\n'
+                                            'comment_mode = "always"\n'})
+    _use(monkeypatch, forge)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gate.toml").write_text('[ci]\ncomment_id = "hijack"\ndata_branch = "main"\n')
+    report = tmp_path / "gate-report.md"
+    report.write_text("No regression.\n")
+    facts = PipelineFacts("workflow_run", event={"workflow_run": {
+        "id": 99, "event": "pull_request", "conclusion": "success", "head_branch": "feature",
+        "head_sha": "abc123", "head_repository": {"full_name": "fork/agent"}}})
+    opts = CIOptions(run=RunRequest(config=GateConfig(root=tmp_path)), mode="auto",
+                     report_path=report, log=lambda _: None)
+    assert run_ci(opts, facts, Lines()) == 0
+    # created on a passing run: the default branch's comment_mode ("always"), under its id
+    assert list(forge.comments) == [(7, "agent")]
+    # a malformed [ci] on the default branch is bad input, named
+    forge.files["gate.toml"] = '[ci]\ncomment_mode = "sometimes"\n'
+    sink = Lines()
+    with pytest.raises(GateError) as err:
+        run_ci(opts, facts, sink)
+    assert err.value.exit_code == 2 and "gate.toml (the default branch's)" in str(err.value)

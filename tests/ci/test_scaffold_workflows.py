@@ -51,6 +51,7 @@ def scaffold(tmp_path: Path) -> Iterator[Project]:
     sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
     sh(seed, "git", "push", "-q", "origin", "main")
     with FakeGitHub(REPO, token=TOKEN) as gh:
+        gh.origin = origin  # the contents API reads the repository's files
         yield Project(tmp_path, origin, gh)
 
 
@@ -242,3 +243,48 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
                 action, env={"GITHUB_ACTOR": "dependabot[bot]"})
     assert run.code == 0 and run.outputs["verdict"] == "skipped", run.stderr
     assert "Nothing under test changed" in run.summary, run.summary
+
+
+def test_the_report_job_follows_the_default_branchs_ci_settings(
+        scaffold: Project, action: dict[str, Any]) -> None:
+    """The report workflow has no checkout: its [ci] settings are main's gate.toml, read
+    through the API. A suite that names its own comment id and data branch there gets its PR's
+    comment found and relinked, and its page published on its branch, which Pages serves."""
+    pages = scaffold.gh.enable_pages("gate-pages")
+    owner = scaffold.clone("main-settings")
+    cfg = owner / "gate.toml"
+    text = cfg.read_text().replace('# data_branch = "agent-gate-data"',
+                                   'data_branch = "gate-pages"\ncomment_id = "agent"')
+    assert 'data_branch = "gate-pages"' in text
+    cfg.write_text(text)
+    sh(owner, "git", "commit", "-q", "-am", "own comment id and data branch")
+    sh(owner, "git", "push", "-q", "origin", "main")
+    main = scaffold.clone("main-ci")
+    refresh = _play(scaffold, main, "agent-gate-main.yml",
+                    _workflow_inputs(main, "agent-gate-main.yml", "", sim="true"), action,
+                    event="push", event_path=push_event(main), ref="refs/heads/main",
+                    env={"ANTHROPIC_API_KEY": ""})
+    assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
+
+    def one_turn(work: Path) -> None:
+        cfg = work / "gate.toml"
+        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 1", cfg.read_text()))
+
+    pr = scaffold.pr_branch("fewer-turns", one_turn)
+    run = _play(scaffold, pr, "agent-gate.yml",
+                _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
+                env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1 and "gate-pages (main/)" in run.summary + run.stderr, run.stderr
+    _post(scaffold, run, action, artifact_id="31337")
+    (comment,) = scaffold.gh.comments[PR]
+    assert "agent-gate:comment id=agent" in str(comment["body"])
+    report = _report_job(scaffold, pr, action)
+    assert report.code == 0, report.stderr
+    page = f"{pages}reports/pr-{PR}-agent/"
+    assert report.outputs["report_url"] == page, report.stderr
+    (comment,) = scaffold.gh.comments[PR]
+    assert f"[The full report]({page})" in str(comment["body"])
+    published = sh(scaffold.tmp, "git", "--git-dir", str(scaffold.origin), "show",
+                   f"gate-pages:reports/pr-{PR}-agent/index.html")
+    assert '<iframe sandbox="" ' in published
+    assert any(c.path.endswith("/contents/gate.toml") for c in scaffold.gh.requests)

@@ -20,13 +20,16 @@ Tokens have an identity and refuse what GitHub refuses:
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from gate.github import GitHubClient
 
@@ -87,6 +90,9 @@ class FakeGitHub:
         self.visibility = "public"  # GET /repos/{repo}: "public", "private" or "internal"
         self.pages: dict[str, Any] | None = None  # GET /repos/{repo}/pages; None: 404
         self.artifacts: dict[int, list[dict[str, Any]]] = {}  # run id → its artifacts
+        # the repository's git (a bare repository): GET /contents/{path} reads a file of it, at
+        # ``ref`` or else the default branch (main); None: no file is found (404)
+        self.origin: Path | None = None
         self.requests: list[Recorded] = []
         self.failures: list[Failure] = []
         self._next_id = 1000
@@ -290,6 +296,8 @@ class FakeGitHub:
         if (m := re.fullmatch(r"/pulls/(\d+)/files", tail)) and method == "GET":
             return self._page(path, [{"filename": f} for f in self.files.get(int(m.group(1)),
                                                                               [])], query)
+        if (m := re.fullmatch(r"/contents/(.+)", tail)) and method == "GET":
+            return self._contents(unquote(m.group(1)), query.get("ref", ["main"])[0])
         if tail == "/pages" and method == "GET":
             if self.pages is None:
                 return 404, {"message": "Not Found",
@@ -305,6 +313,18 @@ class FakeGitHub:
             items = [p for p in self.pulls if not head or p.get("_head") == head]
             return self._page(path, items, query)
         return 404, {"message": "Not Found"}, {}
+
+    def _contents(self, path: str, ref: str) -> tuple[int, Any, dict[str, str]]:
+        """A file's JSON as GitHub gives it (base64), read from :attr:`origin` at ``ref``."""
+        if self.origin is None:
+            return 404, {"message": "Not Found"}, {}
+        found = subprocess.run(["git", "--git-dir", str(self.origin), "show", f"{ref}:{path}"],
+                               capture_output=True)
+        if found.returncode != 0:
+            return 404, {"message": "Not Found"}, {}
+        return 200, {"type": "file", "encoding": "base64", "path": path,
+                     "name": path.rsplit("/", 1)[-1], "size": len(found.stdout),
+                     "content": base64.encodebytes(found.stdout).decode()}, {}
 
 
 def client(fake: FakeGitHub, **kw: object) -> GitHubClient:
