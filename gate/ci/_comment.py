@@ -36,7 +36,10 @@ def default_branch_ci(ctx: Context) -> CISettings:
                        "action's inputs")
         return CISettings()
     if text is None:
-        ctx.log(f"gate ci: the default branch has no {path}: [ci]'s defaults apply")
+        # GitHub answers 404 for a file the token may not read, too (a private repository
+        # and a job without `contents: read`)
+        ctx.log(f"gate ci: no {path} on the default branch (or the token may not read it: "
+                "`contents: read`): [ci]'s defaults apply")
         return CISettings()
     return parse_config(text, where=f"{path} (the default branch's)", root=Path.cwd()).ci
 
