@@ -57,6 +57,7 @@ class Token:
     login: str = "github-actions[bot]"
     installation: bool = True  # an App installation token (Actions' too): no GET /user
     write: bool = True  # issues / pull-requests: write
+    contents: bool = True  # contents: read (a job's grant; in a public repository not needed)
 
 
 @dataclass
@@ -137,8 +138,8 @@ class FakeGitHub:
         return url
 
     def add_token(self, value: str, login: str, *, installation: bool = False,
-                  write: bool = True) -> None:
-        self.tokens[value] = Token(login, installation, write)
+                  write: bool = True, contents: bool = True) -> None:
+        self.tokens[value] = Token(login, installation, write, contents)
 
     def label(self, pr: int, name: str, by: str) -> None:
         """``by`` adds the label: it is on the PR, and the issue's events say who added it."""
@@ -297,6 +298,8 @@ class FakeGitHub:
             return self._page(path, [{"filename": f} for f in self.files.get(int(m.group(1)),
                                                                               [])], query)
         if (m := re.fullmatch(r"/contents/(.+)", tail)) and method == "GET":
+            if self.visibility != "public" and not who.contents:
+                return 404, {"message": "Not Found"}, {}  # GitHub hides what it refuses
             return self._contents(unquote(m.group(1)), query.get("ref", ["main"])[0])
         if tail == "/pages" and method == "GET":
             if self.pages is None:
