@@ -76,17 +76,23 @@ def repository_public(env: CIEnvironment, client: GitHubClient | None) -> tuple[
     return False, "unknown"
 
 
-def pages_site(client: GitHubClient) -> PagesSite | None:
-    """The Pages site, or None when Pages is not enabled (404). Another failure raises."""
+def _found(client: GitHubClient, tail: str, what: str, permission: str) -> Any:
+    """``GET`` a path of the repository: its JSON, or None for a 404 or a body that is not
+    JSON. Another failure raises ``GitHubError``."""
     try:
-        data = client.request("GET", client.repo_path("pages"), what="read the GitHub Pages "
-                              "site", permission="pages: read").json()
+        return client.request("GET", client.repo_path(tail), what=what,
+                              permission=permission).json()
     except GitHubError as exc:
         if exc.status == 404:
             return None
         raise
     except ValueError:
         return None
+
+
+def pages_site(client: GitHubClient) -> PagesSite | None:
+    """The Pages site, or None when Pages is not enabled (404). Another failure raises."""
+    data = _found(client, "pages", "read the GitHub Pages site", "pages: read")
     if not isinstance(data, dict) or not str(data.get("html_url") or "").startswith("https://"):
         return None
     source: dict[str, Any] = data["source"] if isinstance(data.get("source"), dict) else {}
@@ -98,16 +104,8 @@ def default_branch_file(client: GitHubClient, path: str) -> str | None:
     """A file of the repository's default branch, read through the API (``GET
     /repos/{owner}/{repo}/contents/{path}``, no ``ref``: the default branch), or None when the
     branch has no such file (404). Another failure raises ``GitHubError``."""
-    try:
-        data = client.request("GET", client.repo_path("contents/" + quote(path)),
-                              what=f"read {path} on the default branch",
-                              permission="contents: read").json()
-    except GitHubError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    except ValueError:
-        return None
+    data = _found(client, "contents/" + quote(path), f"read {path} on the default branch",
+                  "contents: read")
     if not (isinstance(data, dict) and data.get("type") == "file"
             and data.get("encoding") == "base64" and isinstance(data.get("content"), str)):
         return None

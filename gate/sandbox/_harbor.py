@@ -45,9 +45,9 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import docker.errors
@@ -82,6 +82,7 @@ from gate.tasks import Task
 if TYPE_CHECKING:
     from gate.skills import Skill
 
+_T = TypeVar("_T")
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
 PIDS = 4096
 POLL_S = 0.25
@@ -91,6 +92,10 @@ _IGNORED = {"__pycache__", ".DS_Store", ".git"}
 SKILL_FINDS = 1000  # SKILL.md files listed at most
 SKILL_FIND_S = 60  # seconds the search for them may take
 SKILL_NAMED = 10  # named in the run's notes at most
+#: times a short probe whose answer is its output is asked: under load the engine (Docker
+#: 20.10) now and then hands an exec's output back empty or cut short (seen: only ``id -u``'s
+#: line of ``id -u; id -g``, nothing of ``printf "$HOME"``), which is no answer
+ASKS = 3
 # Go's os.FileMode bits, as the engine reports a path's mode
 _DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
     1 << 19)
@@ -379,12 +384,22 @@ class DockerRunContainer(RunContainer):
     def _home(self, user: str) -> str:
         """``user``'s home directory in the container (``$HOME`` as ``docker exec`` sets it
         from the image's ``/etc/passwd``)."""
-        res = self._run(["sh", "-c", 'printf %s "$HOME"'], user=user, env={}, timeout=30)
-        home = res.stdout.strip()
-        if res.returncode != 0 or not home.startswith("/"):
+        home, res = self._ask(["sh", "-c", 'printf %s "$HOME"'], user, _absolute)
+        if home is None:
             raise SandboxError(f"cannot find the home directory of the user "
                                f"{user or '(image default)'!r}: {_tail(res.output)}")
         return home
+
+    def _ask(self, argv: list[str], user: str, parse: Callable[[str], _T | None],
+             ) -> tuple[_T | None, ExecResult]:
+        """A short probe's answer (``parse`` of its output, None: no answer), asked up to
+        :data:`ASKS` times; with the last exec's result."""
+        for _ in range(ASKS):
+            res = self._run(argv, user=user, env={}, timeout=30)
+            found = parse(res.stdout) if res.returncode == 0 else None
+            if found is not None:
+                break
+        return found, res
 
     def _skill_dirs(self, homes: Iterable[str]) -> list[str]:
         """Every folder a skill-loading agent reads skills from: each agent user's
@@ -462,18 +477,13 @@ class DockerRunContainer(RunContainer):
         return self._container_id
 
     def _uid_gid(self, user: str) -> tuple[int, int]:
-        """The user's uid and gid, asked once. Asked twice at most: an exec's output stream
-        cut short (seen once under load: only ``id -u``'s line arrived) is no answer."""
-        for _ in range(2):
-            if user in self._ids:
-                break
-            res = self._run(["sh", "-c", "id -u; id -g"], user=user, env={}, timeout=30)
-            found = res.stdout.split()[:2]
-            if len(found) == 2 and all(x.isdigit() for x in found):
-                self._ids[user] = (int(found[0]), int(found[1]))
+        """The user's uid and gid, asked once (:meth:`_ask`)."""
         if user not in self._ids:
-            raise SandboxError(f"cannot resolve the user {user or '(image default)'!r} (exit "
-                               f"{res.returncode}): {_tail(res.output)}")
+            ids, res = self._ask(["sh", "-c", "id -u; id -g"], user, _two_ids)
+            if ids is None:
+                raise SandboxError(f"cannot resolve the user {user or '(image default)'!r} "
+                                   f"(exit {res.returncode}): {_tail(res.output)}")
+            self._ids[user] = ids
         return self._ids[user]
 
     def _put(self, target: str, data: bytes, user: str, mode: int = 0o644) -> None:
@@ -588,6 +598,18 @@ class DockerRunContainer(RunContainer):
 
 
 HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it
+
+
+def _absolute(text: str) -> str | None:
+    """A probe's answer that is an absolute path."""
+    return text.strip() if text.strip().startswith("/") else None
+
+
+def _two_ids(text: str) -> tuple[int, int] | None:
+    """A probe's answer of two numbers (``id -u; id -g``)."""
+    found = text.split()[:2]
+    return (int(found[0]), int(found[1])) if len(found) == 2 and all(
+        x.isdigit() for x in found) else None
 
 
 def _skill_folders(found: list[str], dirs: list[str]) -> tuple[list[str], list[str]]:

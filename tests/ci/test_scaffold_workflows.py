@@ -125,6 +125,21 @@ def _report_job(project: Project, pr: Path, action: dict[str, Any]) -> CIRun:
                      "GIT_CONFIG_VALUE_0": f"https://github.example/{REPO}.git"})
 
 
+def _regressing_pr(scaffold: Project, action: dict[str, Any]) -> tuple[Path, CIRun]:
+    """A PR that collapses the example task (one turn), played through the PR workflow on the
+    simulator: its checkout and its run, a regression (exit 1)."""
+    def one_turn(work: Path) -> None:
+        cfg = work / "gate.toml"
+        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 1", cfg.read_text()))
+
+    pr = scaffold.pr_branch("fewer-turns", one_turn)
+    run = _play(scaffold, pr, "agent-gate.yml",
+                _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
+                env={"ANTHROPIC_API_KEY": ""})
+    assert run.code == 1 and run.outputs["verdict"] == "regression", run.stderr
+    return pr, run
+
+
 def _bump_checkout(work: Path) -> None:
     """What the scaffold's dependabot.yml opens: a newer pin of actions/checkout."""
     for wf in (work / ".github" / "workflows").glob("*.yml"):
@@ -165,15 +180,7 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     assert "[![agent-gate](https://github.com/OWNER/REPO/raw/agent-gate-data/badge.svg)]" in told
 
     # a PR that collapses the example task: judged against the data branch's baseline
-    def one_turn(work: Path) -> None:
-        cfg = work / "gate.toml"
-        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 1", cfg.read_text()))
-
-    pr = scaffold.pr_branch("fewer-turns", one_turn)
-    run = _play(scaffold, pr, "agent-gate.yml",
-                _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
-                env={"ANTHROPIC_API_KEY": ""})
-    assert run.code == 1 and run.outputs["verdict"] == "regression", run.stderr
+    pr, run = _regressing_pr(scaffold, action)
     _post(scaffold, run, action, artifact_id="31337")
     (comment,) = scaffold.gh.comments.get(PR, [])  # something to read: a comment
     assert "no baseline" not in run.summary and "same-job A/B" not in run.summary
@@ -266,15 +273,8 @@ def test_the_report_job_follows_the_default_branchs_ci_settings(
                     env={"ANTHROPIC_API_KEY": ""})
     assert refresh.code == 0 and refresh.outputs["refresh"] == "committed", refresh.stderr
 
-    def one_turn(work: Path) -> None:
-        cfg = work / "gate.toml"
-        cfg.write_text(re.sub(r"(?m)^max_turns = \d+", "max_turns = 1", cfg.read_text()))
-
-    pr = scaffold.pr_branch("fewer-turns", one_turn)
-    run = _play(scaffold, pr, "agent-gate.yml",
-                _workflow_inputs(pr, "agent-gate.yml", "", sim="true"), action,
-                env={"ANTHROPIC_API_KEY": ""})
-    assert run.code == 1 and "gate-pages (main/)" in run.summary + run.stderr, run.stderr
+    pr, run = _regressing_pr(scaffold, action)
+    assert "gate-pages (main/)" in run.summary + run.stderr, run.stderr
     _post(scaffold, run, action, artifact_id="31337")
     (comment,) = scaffold.gh.comments[PR]
     assert "agent-gate:comment id=agent" in str(comment["body"])
