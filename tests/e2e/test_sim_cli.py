@@ -113,6 +113,10 @@ def test_claude_code_completes_an_easy_task_against_gate_sim_serve(tmp_path: Pat
              "--dangerously-skip-permissions", "--model", model],
             cwd=ws, env=env, capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    # what it keeps per workspace went to its own temp root, not the machine's /tmp
+    slug = str(ws).replace("/", "-")
+    machine = Path("/tmp") / f"claude-{os.getuid()}"
+    assert not (machine / slug).exists() and list((tmp_path / "tmp").iterdir())
     result = json.loads(res.stdout)
     assert result["is_error"] is False
     served = [e for e in read_ledger(ledger) if e.get("task") == task_id]
