@@ -112,6 +112,12 @@ class SuiteConfig(_Strict):
                     "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
 
 
+    tamper_exempt: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=1000,
+        description="tasks (ids) whose Harbor verifier's world is not checked for tampering "
+                    "by the agent's install or the agent (docs/harbor-migration.md)")
+
+
 class GateSettings(_Strict):
     """How the verdict is reached (docs/statistics.md) and what CI does with it."""
 

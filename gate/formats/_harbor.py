@@ -384,6 +384,7 @@ class HarborFormat(TaskFormat):
             healthcheck(self._container(sandbox), check, "[environment]")
         if task.steps:
             self._prepare_step(self._container(sandbox), 0)
+        self._container(sandbox).mark_verifier_world()  # the task's own, before any agent
 
     def _prepare_step(self, box: Container, index: int) -> None:
         task = box.task
@@ -441,6 +442,9 @@ class HarborFormat(TaskFormat):
         index = box.step if step is None else step
         hstep = self._step(task, index)
         left, services = box.end_phase()  # nothing the agent started runs now (but services)
+        if changed := box.tampering():  # the verifier would run what the agent changed
+            return Verification(ExecResult(-1, "", "", False, 0.0), False, _with_left(
+                _tampering(changed), left, services))
         box.set_network(h.network("verifier", hstep))
         self._upload_tests(box, hstep)
         user = h.user("verifier", hstep)
@@ -501,6 +505,7 @@ class HarborFormat(TaskFormat):
             except Unhealthy as exc:  # the agent's steps so far left it unready: a failure
                 missed = f"then {exc}"
             else:
+                box.mark_verifier_world()  # what the verifier installed is its own
                 return Verification(verdict.result, verdict.passed, verdict.reason,
                                     verdict.score, verdict.files, final=False)
         strategy = h.config.multi_step_reward_strategy or "mean"
@@ -576,6 +581,13 @@ def _reward_stamp(box: Container) -> str:
               'else echo "$f none"; fi; done')
     res = box.run_as(["sh", "-c", script], user="0", env={}, timeout=30)
     return res.stdout if not res.timed_out else f"(unreadable: {res.output[:200]})"
+
+
+def _tampering(found: list[str], shown: int = 5) -> str:
+    """A tampered run's reason: the paths, the first few named."""
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return (f"tampering: what the verifier executes or is configured by was changed before "
+            f"it ran, so it did not run: {'; '.join(found[:shown])}{more}")
 
 
 def _with_left(reason: str, left: list[str], services: list[str]) -> str:

@@ -226,6 +226,9 @@ class SandboxOptions:
     reward_unprotected: frozenset[str] = frozenset()
     # tasks whose long-lived container keeps NET_RAW ([suite].net_raw; Harbor's format)
     net_raw: frozenset[str] = frozenset()
+    # tasks whose verifier's world is not checked for tampering ([suite].tamper_exempt, the
+    # base branch's on a PR: gate/sandbox/_tamper.py)
+    tamper_exempt: frozenset[str] = frozenset()
 
 
 class SandboxProvider(abc.ABC):
@@ -362,6 +365,17 @@ class RunContainer(Sandbox):
         task the suite lists in ``reward_unprotected`` keeps its services (a process listening
         on a TCP port, with its parents). Returns the command lines of what the agent left
         and was stopped, and of the services kept."""
+
+    @abc.abstractmethod
+    def mark_verifier_world(self) -> None:
+        """Take what the verifier executes or is configured by, as it is now, as the task's
+        own (after the task's own steps, after a verifier that installed its tools)."""
+
+    @abc.abstractmethod
+    def tampering(self) -> list[str]:
+        """Each change to what the verifier executes or is configured by that the agent's
+        install made, or that was made since the mark, as ``"<path> <how>"``
+        (:mod:`gate.sandbox._tamper`)."""
 
     @abc.abstractmethod
     def set_network(self, mode: str) -> None:

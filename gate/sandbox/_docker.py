@@ -304,6 +304,7 @@ class DockerSandboxProvider(SandboxProvider):
         self._image_locks: dict[str, threading.Lock] = {}
         self.installed: list[str] = []  # the agent's installs this gate committed (_install)
         self.failed_installs: dict[str, str] = {}  # tag → why its install failed
+        self.tampered_installs: dict[str, tuple[str, ...]] = {}  # tag → its tampering
 
     @property
     def pull(self) -> bool:

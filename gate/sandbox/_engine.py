@@ -41,6 +41,7 @@ class Engine(Protocol):
     owner: str  # OWNER_LABEL's value for what this gate makes
     installed: list[str]  # the agent's installs this gate committed
     failed_installs: dict[str, str]  # tag → why its install failed
+    tampered_installs: dict[str, tuple[str, ...]]  # tag → what its install tampered with
 
     @property
     def keep(self) -> bool: ...

@@ -77,6 +77,8 @@ from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
+from gate.sandbox._tamper import Flag, mounted_changes, since
+from gate.sandbox._watch import look, mounted, world_of
 from gate.tasks import Task
 
 if TYPE_CHECKING:
@@ -154,6 +156,7 @@ class DockerRunContainer(RunContainer):
         shutil.copyfile(RELAY, self._meter_dir / "relay.py")
         self._relay: Any = None
         self._unguarded: str | None = None  # why the network guard could not be set
+        self._marked: tuple[list[Flag], dict[str, str]] = ([], {})  # the verifier's world
 
     # ----- lifecycle ----------------------------------------------------------------------
 
@@ -263,6 +266,41 @@ class DockerRunContainer(RunContainer):
     def _listing(self) -> Listing:
         return parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0", env={},
                                      timeout=30).stdout)
+
+    def mark_verifier_world(self) -> None:
+        """What the verifier's world is now is the task's own (:mod:`._tamper`)."""
+        if not self._tamper_exempt():
+            self._marked = (self._look(), self._mounted())
+
+    def tampering(self) -> list[str]:
+        """What the install and, since the mark, anything else changed in the verifier's world
+        (:mod:`._tamper`); none for a task in ``[suite].tamper_exempt``."""
+        self.check_open()
+        if self._tamper_exempt():
+            return []
+        flags, mounts = self._marked
+        found = since(self._look(), flags) + mounted_changes(mounts, self._mounted())
+        install = self.provider.tampered_installs.get(self.image, ())
+        return [*(f"the agent's install: {f}" for f in install), *map(str, found)]
+
+    def _tamper_exempt(self) -> bool:
+        if self.task.id not in self.provider.options.tamper_exempt:
+            return False
+        note = ("gate: the tamper check is off for this task ([suite].tamper_exempt): what the "
+                "agent's install or the agent changed of the verifier's world is not judged")
+        if note not in self.skill_notes:
+            self.skill_notes = (*self.skill_notes, note)
+        return True
+
+    def _look(self) -> list[Flag]:
+        client = self.provider.client()
+        return look(client, self._cid, self._as_root, world_of(client, self.image))
+
+    def _mounted(self) -> dict[str, str]:
+        return mounted(self._as_root)
+
+    def _as_root(self, argv: list[str]) -> ExecResult:
+        return self._run(argv, user="0", env={}, timeout=120)
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"

@@ -33,6 +33,7 @@ from gate._files import clip, strip_ansi
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
 from gate.sandbox._engine import LABEL, OWNER_LABEL, Engine, owner_gone
 from gate.sandbox._harbor import DockerRunContainer
+from gate.sandbox._watch import look, world_of
 from gate.tasks import Task, task_format
 
 REPOSITORY = "agent-gate-install"
@@ -104,7 +105,10 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
             raise SandboxError(f"the agent's install ([agent] install) failed (exit "
                                f"{res.returncode}){_said(res.output)}")
         box.run_as(["rm", "-f", SCRIPT_PATH], user="0", env={}, timeout=30)
+        tampered = _tampering(provider, box, image)
         _commit(provider, box, image, tag)
+        if tampered:  # every run of the image fails on it, as the agent's doing
+            provider.tampered_installs[tag] = tampered
     finally:
         box.close()
 
@@ -116,6 +120,14 @@ def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
             "sh", SCRIPT_PATH]
     return box.run_as(argv, user="0", env={"HOME": "/root", "DEBIAN_FRONTEND": "noninteractive"},
                       timeout=install.timeout)
+
+
+def _tampering(provider: Engine, box: DockerRunContainer, image: str) -> tuple[str, ...]:
+    """What the install changed of a Harbor verifier's world (:mod:`._tamper`)."""
+    client = provider.client()
+    flags = look(client, box.container_id, lambda argv: box.run_as(
+        argv, user="0", env={}, timeout=120), world_of(client, image))
+    return tuple(map(str, flags))
 
 
 def _said(output: str) -> str:
