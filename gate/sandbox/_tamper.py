@@ -110,6 +110,7 @@ if [ -d /var/lib/dpkg/info ] && [ -s "$t/pats" ]; then
   grep -F -f "$t/p" /var/lib/dpkg/status 2>/dev/null | grep '^ /' | sed 's/^/C\t/'
 fi
 rm -rf "$t"
+printf 'E\n'
 """
 
 
@@ -151,6 +152,10 @@ class Answers:
 
     found: Mapping[str, Found]
     record: Record
+    ended: bool = True  # the probe's last line came back (the engine can cut an output)
+
+    def complete(self, asked: Iterable[str]) -> bool:
+        return self.ended and all(p in self.found for p in asked)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,7 +259,8 @@ def parse(output: str) -> Answers:
             words = rest.split()
             if len(words) >= 2 and words[0].startswith("/") and "obsolete" not in words[2:]:
                 md5[words[0]] = words[1]
-    return Answers(found, Record(frozenset(listed), md5))
+    ended = output.endswith("E\n")
+    return Answers(found, Record(frozenset(listed), md5), ended)
 
 
 def _packaged(path: str, found: Found, answers: Answers) -> bool:

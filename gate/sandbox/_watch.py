@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import tarfile
 from collections.abc import Callable
+from typing import TypeVar
 
 import docker
 import docker.errors
@@ -30,6 +31,8 @@ from gate.sandbox._tamper import (
 )
 
 Run = Callable[[list[str]], ExecResult]  # one command as root in the container
+_T = TypeVar("_T")
+ASKS = 3  # as gate.sandbox._harbor.ASKS
 _KINDS = {0: "C", 1: "A", 2: "D"}  # the engine's change kinds
 _ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 
@@ -54,18 +57,34 @@ def look(client: docker.DockerClient, cid: str, run: Run, world: World) -> list[
                         for d in diff], world)
     if not cands:
         return []
-    res = run(["sh", "-c", PROBE, "sh", *questions(cands, world)])
-    if res.returncode != 0 or res.timed_out:
-        raise SandboxError(f"cannot examine the container's changes (exit {res.returncode})")
+    asked = questions(cands, world)
+    answers = _ask(run, ["sh", "-c", PROBE, "sh", *asked], parse,
+                   lambda a: a.complete(asked), "examine the container's changes")
     bundle_ok = any(c.path == CA_BUNDLE for c in cands) and _bundle_derived(client, cid)
-    return verdict(cands, parse(res.stdout), world, bundle_ok=bundle_ok)
+    return verdict(cands, answers, world, bundle_ok=bundle_ok)
 
 
 def mounted(run: Run) -> dict[str, str]:
     """The checksums of the files Docker bind-mounts (``docker diff`` never lists them)."""
     script = "for f in " + " ".join(MOUNTED) + '; do echo "$f $(cksum < "$f" 2>&1)"; done'
-    res = run(["sh", "-c", script])
-    return {p: s for p, _, s in (ln.partition(" ") for ln in res.stdout.splitlines())}
+    return _ask(run, ["sh", "-c", script], _sums, lambda s: set(s) >= set(MOUNTED),
+                "read the files Docker mounts")
+
+
+def _sums(text: str) -> dict[str, str]:
+    return {p: s for p, _, s in (ln.partition(" ") for ln in text.splitlines())}
+
+
+def _ask(run: Run, argv: list[str], parse_: Callable[[str], _T], whole: Callable[[_T], bool],
+         what: str) -> _T:
+    """A probe's answer, asked up to :data:`ASKS` times: under load the engine now and then
+    hands an exec's output back empty or cut short, which is no answer (never a flag)."""
+    for _ in range(ASKS):
+        res = run(argv)
+        answer = parse_(res.stdout)
+        if res.returncode == 0 and not res.timed_out and whole(answer):
+            return answer
+    raise SandboxError(f"cannot {what} (exit {res.returncode}): no whole answer in {ASKS} asks")
 
 
 def _bundle_derived(client: docker.DockerClient, cid: str) -> bool:
