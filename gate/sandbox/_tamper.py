@@ -334,7 +334,9 @@ def _why(c: Change, answers: Answers, world: World, bundle_ok: bool) -> str | No
     if c.kind == "A" and not _config(c.path) and not is_hook(c.path) and not _under(
             c.path, ROOT_BINS):
         hidden = [p for p in shadowed(c.path, world) if _shadows(c.path, p, answers)]
-        return f"added, shadowing {hidden[0]}" if hidden else None
+        if not hidden or _packaged(c.path, found, answers):
+            return None  # shadows nothing, or a package put it there
+        return f"added, shadowing {hidden[0]}"
     if _SITE.search(c.path) and not is_hook(c.path) and not answers.record.lists(c.path):
         return None  # pip's
     if _packaged(c.path, found, answers) or _derived(c.path, found, bundle_ok):

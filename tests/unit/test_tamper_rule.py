@@ -26,6 +26,8 @@ BASH_MD5 = "a" * 32
 #: engine names /usr/bin/bash)
 DPKG = """\
 L\t/var/lib/dpkg/info/bash.list:/bin/bash
+L\t/var/lib/dpkg/info/bash-static.list:/usr/sbin/bash
+M\t/var/lib/dpkg/info/bash-static.md5sums:{bash}  usr/sbin/bash
 M\t/var/lib/dpkg/info/bash.md5sums:{bash}  bin/bash
 L\t/var/lib/dpkg/info/python3.11.list:/usr/bin/python3.11
 L\t/var/lib/dpkg/info/python3-minimal.list:/usr/bin/python3
@@ -67,6 +69,8 @@ CASES = [
      [_p("f", "/usr/local/bin/python3", "f" * 32),
       _p("l", "/usr/bin/python3", real="/usr/bin/python3.11")],
      ["/usr/local/bin/python3 added, shadowing /usr/bin/python3"]),
+    ("a package's new command before another's", Change("A", "/usr/sbin/bash"),
+     [_p("f", "/usr/sbin/bash", BASH_MD5), _p("f", "/usr/bin/bash", "b" * 32)], []),
     ("a new command in /usr/bin is /bin's own name, not a shadow", Change("A", "/usr/bin/node"),
      [_p("l", "/usr/bin/node", real="/usr/bin/nodejs"),
       _p("l", "/bin/node", real="/usr/bin/nodejs")], []),
