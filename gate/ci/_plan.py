@@ -224,8 +224,9 @@ def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:
     notes: list[str] = []
     if edited:
         notes.append(render_note("baseline_edited", path=code(rel), branch=code(ys.label)))
-    if basis.config.suite.reward_unprotected:  # the base's [suite]
-        notes.append(_unprotected_note(basis.config.suite.reward_unprotected))
+    for name in ("reward_unprotected", "tamper_exempt"):  # the base's [suite]
+        if tasks := getattr(basis.config.suite, name):
+            notes.append(_tasks_note(name, tasks))
     if how == "ab" or (how == "auto" and text is None):
         forced = code('[ci] judge = "ab"')
         why = (Markup(f"{forced} on {code(ys.label)}") if how == "ab" else Markup(
@@ -249,13 +250,14 @@ def make_plan(ctx: Context, event: Event, basis: Basis) -> Plan:
     return Plan(basis, pr, edited, tuple(notes), False, None, baseline, conditions)
 
 
-def _unprotected_note(tasks: list[str], shown: int = 20) -> str:
-    """One line naming the tasks whose reward is not protected from the agent."""
+def _tasks_note(name: str, tasks: list[str], shown: int = 20) -> str:
+    """One line naming the tasks a ``[suite]`` list (``name``) leaves less protected from
+    the agent."""
     names = sorted(set(tasks))
     listed = Markup(", ").join(code(t) for t in names[:shown])
     if len(names) > shown:
         listed += Markup(f" and {len(names) - shown} more")
-    return render_note("reward_unprotected", tasks=listed)
+    return render_note(name, tasks=listed)
 
 
 def _pr_edits(ctx: Context, root: Path, base_ref: str, rel: str, pr: ChangeRequest) -> bool:

@@ -29,8 +29,9 @@ docker-facing part (``docker diff``, the probe, the marks) is
 **What does not**: a *new* file in a ``PATH`` directory that shadows no command of a later one
 (``npm install -g`` adding ``/usr/local/bin/claude``: the verifier names no such command), a
 new library that no earlier loader directory puts before an existing one, and what ``pip``
-does in ``site-packages`` / ``dist-packages`` (new, upgraded or removed packages: a real
-solution's ``pip install``) but for a start-up hook, and but for a file ``dpkg`` owns.
+does in ``site-packages`` / ``dist-packages`` and ``npm`` in ``node_modules`` (new, upgraded or
+removed packages: a real solution's ``pip install``, Claude Code's own update) but for a
+start-up hook, and but for a file ``dpkg`` owns.
 
 **The package manager's record exempts**: a file ``dpkg`` lists (``/var/lib/dpkg/info/
 <pkg>.list``, under either name of the merged ``/usr``) whose md5 is the one ``dpkg`` recorded
@@ -78,7 +79,7 @@ CONFIG = (
 CONFIG_GLOBS = (re.compile(r"^/etc/python[0-9.]*(/|$)"),)
 #: bind-mounted by Docker: ``docker diff`` never lists them, their content is compared
 MOUNTED = ("/etc/hosts", "/etc/resolv.conf", "/etc/hostname")
-_SITE = re.compile(r"/(site|dist)-packages(/|$)")
+_SITE = re.compile(r"/(site-packages|dist-packages|node_modules)(/|$)")  # pip's and npm's
 _MERGED = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 CA_DIRS = ("/usr/share/ca-certificates/", "/usr/local/share/ca-certificates/")
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"

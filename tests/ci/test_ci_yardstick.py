@@ -304,6 +304,31 @@ def test_a_pr_cannot_swap_gate_toml_for_a_link_to_a_file_the_base_lacks(
     assert "`[gate].block_on`" not in body  # the base's block_on, not the defaults'
 
 
+def test_only_the_base_branch_turns_a_tasks_tamper_check_off(project: Project) -> None:
+    """[suite].tamper_exempt turns the tamper check off for a task: a PR that lists its own
+    tasks is told of the change and runs as main says; main's list is one line of the
+    comment."""
+    def exempt(work: Path) -> None:
+        toml = (work / "gate.toml").read_text()
+        (work / "gate.toml").write_text(toml.replace(
+            "[suite]\n", '[suite]\ntamper_exempt = ["alpha"]\n'))
+
+    run = project.gate_ci(project.pr_branch("exempt", exempt))
+    assert run.code == 0, run.stderr
+    (comment,) = _marker_comments(project.gh)
+    assert "`[suite].tamper_exempt`: \\[\\] → \\[&quot;alpha&quot;\\]" in comment["body"]
+    assert "Tamper check off" not in comment["body"]
+    main = project.clone("main-exempts")
+    exempt(main)
+    sh(main, "git", "commit", "-qam", "alpha's verifier is checked by hand")
+    sh(main, "git", "push", "-q", "origin", "main")
+    run = project.gate_ci(project.pr_branch("plain", lambda work: (
+        work / "NOTES.md").write_text("a change\n")))
+    assert run.code == 0, run.stderr
+    body = _marker_comments(project.gh)[0]["body"]
+    assert "🔓 Tamper check off (`[suite].tamper_exempt`: " in body and "`alpha`." in body
+
+
 def test_only_the_base_branch_leaves_a_tasks_reward_unprotected(project: Project) -> None:
     """[suite].reward_unprotected lets the agent's services run into a task's verifier: a PR
     that lists its own tasks is told of the change and runs as main says; main's list is one
