@@ -11,14 +11,15 @@ provider only as an :class:`Engine`.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import docker
 
@@ -107,3 +108,25 @@ class HostRelay:
             self._listener.close()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Chunks(io.RawIOBase):
+    """A file over an iterator of byte chunks (the engine's archive stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n

@@ -45,7 +45,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -69,6 +69,7 @@ from gate.sandbox._engine import (
     OWNER_LABEL,
     RELAY,
     RELAY_PORT,
+    Chunks,
     Engine,
     HostRelay,
     first_line,
@@ -106,28 +107,6 @@ _DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) |
 def _tail(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "(no output)"
-
-
-class _Chunks(io.RawIOBase):
-    """A file over an iterator of byte chunks (the engine's archive stream)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buf = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buf:
-            try:
-                self._buf = next(self._chunks)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
 
 
 class DockerRunContainer(RunContainer):
@@ -294,13 +273,10 @@ class DockerRunContainer(RunContainer):
 
     def _look(self) -> list[Flag]:
         client = self.provider.client()
-        return look(client, self._cid, self._as_root, world_of(client, self.image))
+        return look(client, self._cid, world_of(client, self.image))
 
     def _mounted(self) -> dict[str, str]:
-        return mounted(self._as_root)
-
-    def _as_root(self, argv: list[str]) -> ExecResult:
-        return self._run(argv, user="0", env={}, timeout=120)
+        return mounted(self.provider.client(), self._cid)
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"
@@ -481,7 +457,7 @@ class DockerRunContainer(RunContainer):
         if size > max_bytes and not truncate:
             raise OSError(errno.EFBIG, f"{size} bytes, over the gate's limit of {max_bytes}",
                           path)
-        with tarfile.open(fileobj=io.BufferedReader(_Chunks(iter(chunks))), mode="r|") as tf:
+        with tarfile.open(fileobj=io.BufferedReader(Chunks(iter(chunks))), mode="r|") as tf:
             member = tf.next()
             fh = tf.extractfile(member) if member is not None else None
             if fh is None:

@@ -5,9 +5,10 @@ Harbor's verifier runs in the agent's own container, so whoever is root before i
 collapsed agent pass (``/usr/bin/bash`` wrapped to exit 0 on ``test.sh``; a ``.pth`` hook that
 patches pytest; ``/etc/hosts`` sending the verifier's downloads elsewhere). This module is the
 rule, pure: which changed paths count (:func:`candidates`), what the container must be asked
-about them (:func:`questions`, :data:`PROBE`), and which are tampering (:func:`verdict`). The
-docker-facing part (``docker diff``, the probe, the marks) is
-:class:`gate.sandbox._harbor.DockerRunContainer`'s.
+about them (:func:`questions`), dpkg's record of them (:func:`record_of`), and which are
+tampering (:func:`verdict`). The docker-facing part, :mod:`gate.sandbox._watch`, reads the
+container's filesystem through the engine (``docker diff``, its archive API), never with a
+command in the container: a root agent may have replaced ``sh``, ``md5sum`` or ``grep``.
 
 **What counts** (a path added, changed or deleted):
 
@@ -84,36 +85,7 @@ _MERGED = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 CA_DIRS = ("/usr/share/ca-certificates/", "/usr/local/share/ca-certificates/")
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 DERIVED = ("/etc/ld.so.cache", "/etc/ca-certificates.conf")
-MAX_ASKED = 5000  # paths asked of the container at most: past that, the rest flag unasked
-
-#: asks the container about each path of its arguments: ``P kind md5 realpath path`` (kind:
-#: f file, l symlink, d folder, o other, - none), then dpkg's records of them, their real
-#: paths and their merged-``/usr`` aliases: ``L <list file>:<path>``, ``M <md5sums
-#: file>:<md5>  <rel path>`` and the status file's conffile lines ``C  <path> <md5>``
-PROBE = r"""
-t=$(mktemp -d) || exit 3
-for p in "$@"; do
-  if [ -L "$p" ]; then k=l; m=-; elif [ -f "$p" ]; then k=f; m=$(md5sum < "$p" | cut -c1-32)
-  elif [ -d "$p" ]; then k=d; m=-; elif [ -e "$p" ]; then k=o; m=-; else k=-; m=-; fi
-  r=$(readlink -f -- "$p" 2>/dev/null) || r=-
-  printf 'P\t%s\t%s\t%s\t%s\n' "$k" "$m" "$r" "$p"
-  for q in "$p" "$r"; do
-    printf '%s\n' "$q"
-    case $q in /usr/bin/*|/usr/sbin/*|/usr/lib/*|/usr/lib32/*|/usr/lib64/*|/usr/libx32/*)
-      printf '%s\n' "${q#/usr}";; /bin/*|/sbin/*|/lib/*|/lib32/*|/lib64/*|/libx32/*)
-      printf '/usr%s\n' "$q";; esac
-  done >> "$t/pats"
-done
-if [ -d /var/lib/dpkg/info ] && [ -s "$t/pats" ]; then
-  sort -u "$t/pats" > "$t/p"; sed 's|^/||' "$t/p" > "$t/rel"
-  grep -HFx -f "$t/p" /var/lib/dpkg/info/*.list 2>/dev/null | sed 's/^/L\t/'
-  grep -HF -f "$t/rel" /var/lib/dpkg/info/*.md5sums 2>/dev/null | sed 's/^/M\t/'
-  grep -F -f "$t/p" /var/lib/dpkg/status 2>/dev/null | grep '^ /' | sed 's/^/C\t/'
-fi
-rm -rf "$t"
-printf 'E\n'
-"""
-
+MAX_ASKED = 2000  # paths read from the container at most: past that, the rest flag unread
 
 @dataclasses.dataclass(frozen=True)
 class Change:
@@ -149,14 +121,11 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class Answers:
-    """The probe's answers (:func:`parse`)."""
+    """What the engine read of the container's filesystem: each asked path, and dpkg's record
+    of them (:func:`record_of`)."""
 
     found: Mapping[str, Found]
     record: Record
-    ended: bool = True  # the probe's last line came back (the engine can cut an output)
-
-    def complete(self, asked: Iterable[str]) -> bool:
-        return self.ended and all(p in self.found for p in asked)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,10 +158,11 @@ def _under(path: str, tops: Iterable[str]) -> bool:
 def is_hook(path: str) -> bool:
     """An interpreter's start-up hook: a ``.pth`` file, ``sitecustomize``, ``usercustomize``
     (a module or a package; not the bytecode Python itself caches of one)."""
-    folder, name = posixpath.split(path)
-    if posixpath.basename(folder) == "__pycache__":
+    parts = path.split("/")
+    if parts[-2:-1] == ["__pycache__"]:
         return False
-    return name.endswith(".pth") or name.split(".")[0] in ("sitecustomize", "usercustomize")
+    return parts[-1].endswith(".pth") or any(
+        p.split(".")[0] in ("sitecustomize", "usercustomize") for p in parts)
 
 
 def _config(path: str) -> bool:
@@ -207,9 +177,9 @@ def _lib(path: str) -> bool:
     return _under(path, LIB_TOPS) or bool(_SITE.search(path))
 
 
-def candidates(changes: Iterable[Change], world: World) -> list[Change]:
+def candidates(changes: Sequence[Change], world: World) -> list[Change]:
     """The changes that may be tampering (the rest cannot change what the verifier runs)."""
-    return [c for c in changes if _config(c.path) or _command_dir(c.path, world)
+    return [c for c in leaves(changes) if _config(c.path) or _command_dir(c.path, world)
             or (_lib(c.path) and (c.kind != "A" or is_hook(c.path) or _loader_top(c.path)))]
 
 
@@ -228,8 +198,7 @@ def shadowed(path: str, world: World) -> tuple[str, ...]:
 
 
 def questions(cands: Sequence[Change], world: World) -> list[str]:
-    """Every path the probe is asked about: the candidates, what they may shadow, the
-    resolved targets' records come with them (:data:`PROBE`)."""
+    """Every path the engine is asked about: the candidates, and what they may shadow."""
     asked = dict.fromkeys(c.path for c in cands)
     for c in cands:
         if c.kind == "A":
@@ -237,31 +206,35 @@ def questions(cands: Sequence[Change], world: World) -> list[str]:
     return list(asked)[:MAX_ASKED]
 
 
-def parse(output: str) -> Answers:
-    """The probe's output as :class:`Answers`."""
-    found: dict[str, Found] = {}
+def record_of(info: Mapping[str, str], status: str, wanted: Iterable[str]) -> Record:
+    """dpkg's record of the ``wanted`` paths (and their merged-``/usr`` aliases): ``info`` is
+    ``/var/lib/dpkg/info``'s ``<pkg>.list`` and ``<pkg>.md5sums`` texts by file name,
+    ``status`` the status file (its conffiles' md5s; an obsolete one's record exempts
+    nothing)."""
+    want = {a for p in wanted for a in aliases(p)}
     listed: set[str] = set()
     md5: dict[str, str] = {}
-    for line in output.splitlines():
-        tag, _, rest = line.partition("\t")
-        if tag == "P":
-            parts = rest.split("\t", 3)
-            if len(parts) == 4:
-                kind, digest, real, path = parts
-                found[path] = Found(kind, None if digest == "-" else digest,
-                                    None if real == "-" else real)
-        elif tag == "L" and ".list:" in rest:
-            listed.add(rest.split(".list:", 1)[1])
-        elif tag == "M" and ".md5sums:" in rest:
-            digest, _, rel = rest.split(".md5sums:", 1)[1].partition("  ")
-            if digest and rel:
-                md5["/" + rel] = digest
-        elif tag == "C":
-            words = rest.split()
-            if len(words) >= 2 and words[0].startswith("/") and "obsolete" not in words[2:]:
-                md5[words[0]] = words[1]
-    ended = output.endswith("E\n")
-    return Answers(found, Record(frozenset(listed), md5), ended)
+    for name, text in info.items():
+        if name.endswith(".list"):
+            listed.update(line for line in text.splitlines() if line in want)
+        elif name.endswith(".md5sums"):
+            for line in text.splitlines():
+                digest, _, rel = line.partition("  ")
+                if "/" + rel in want:
+                    md5["/" + rel] = digest
+    for line in status.splitlines():
+        words = line.split()
+        if line.startswith(" /") and len(words) >= 2 and words[0] in want and \
+                "obsolete" not in words[2:]:
+            md5[words[0]] = words[1]
+    return Record(frozenset(listed), md5)
+
+
+def leaves(changes: Sequence[Change]) -> list[Change]:
+    """The changes that are not a folder holding another change (``docker diff`` lists each
+    changed file's folders too): what is left to ask about."""
+    parents = {posixpath.dirname(c.path) for c in changes}
+    return [c for c in changes if c.path not in parents]
 
 
 def _packaged(path: str, found: Found, answers: Answers) -> bool:
@@ -325,7 +298,7 @@ def verdict(cands: Sequence[Change], answers: Answers, world: World, *,
 def _why(c: Change, answers: Answers, world: World, bundle_ok: bool) -> str | None:
     found = answers.found.get(c.path)
     if found is None:
-        return "changed (one change too many to examine)"
+        return "changed (one change too many to read)"
     if found.kind == "d" and not is_hook(c.path):
         return None  # a folder's own entry: what changed in it is listed on its own
     if found.kind == "-":

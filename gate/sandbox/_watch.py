@@ -1,40 +1,44 @@
 """The tamper check's docker-facing part: what a container's filesystem changed against its
-image (``docker diff``), asked of the container (:data:`gate.sandbox._tamper.PROBE`) and
-judged by :mod:`gate.sandbox._tamper`, the rule."""
+image (``docker diff``), read through the engine's archive API and judged by
+:mod:`gate.sandbox._tamper`, the rule. Nothing here runs a command in the container: a root
+agent may have replaced the ``sh``, ``md5sum`` or ``grep`` such a probe would run."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import posixpath
 import tarfile
-from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import docker
 import docker.errors
 import requests.exceptions
+from docker.utils import decode_json_header
 
-from gate.sandbox._base import ExecResult, SandboxError
-from gate.sandbox._engine import first_line
+from gate.sandbox._base import SandboxError
+from gate.sandbox._engine import Chunks, first_line
 from gate.sandbox._tamper import (
     CA_BUNDLE,
     CA_DIRS,
     MOUNTED,
-    PROBE,
+    Answers,
     Change,
     Flag,
+    Found,
     World,
     bundle_derived,
     candidates,
-    parse,
     questions,
+    record_of,
     verdict,
 )
 
-Run = Callable[[list[str]], ExecResult]  # one command as root in the container
-_T = TypeVar("_T")
-ASKS = 3  # as gate.sandbox._harbor.ASKS
 _KINDS = {0: "C", 1: "A", 2: "D"}  # the engine's change kinds
 _ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+_DIR, _SYMLINK = 1 << 31, 1 << 27  # Go's os.FileMode bits, as the engine reports a path's mode
+HOPS = 40  # symbolic links followed at most, as the kernel's limit
+CHUNK = 1 << 20
 
 
 def world_of(client: docker.DockerClient, image: str) -> World:
@@ -47,7 +51,7 @@ def world_of(client: docker.DockerClient, image: str) -> World:
     return World.of(path)
 
 
-def look(client: docker.DockerClient, cid: str, run: Run, world: World) -> list[Flag]:
+def look(client: docker.DockerClient, cid: str, world: World) -> list[Flag]:
     """What, of the container's changes against its image, is tampering."""
     try:
         diff = client.api.diff(cid) or []
@@ -57,53 +61,112 @@ def look(client: docker.DockerClient, cid: str, run: Run, world: World) -> list[
                         for d in diff], world)
     if not cands:
         return []
-    asked = questions(cands, world)
-    answers = _ask(run, ["sh", "-c", PROBE, "sh", *asked], parse,
-                   lambda a: a.complete(asked), "examine the container's changes")
-    bundle_ok = any(c.path == CA_BUNDLE for c in cands) and _bundle_derived(client, cid)
+    files = _Files(client, cid)
+    found = {p: files.found(p) for p in questions(cands, world)}
+    wanted = {*found, *(f.real for f in found.values() if f.real)}
+    info = files.texts("/var/lib/dpkg/info", (".list", ".md5sums"))
+    status = files.texts("/var/lib/dpkg/status", ("status",))
+    answers = Answers(found, record_of(info, "".join(status.values()), wanted))
+    bundle_ok = any(c.path == CA_BUNDLE for c in cands) and _bundle_derived(files)
     return verdict(cands, answers, world, bundle_ok=bundle_ok)
 
 
-def mounted(run: Run) -> dict[str, str]:
+def mounted(client: docker.DockerClient, cid: str) -> dict[str, str]:
     """The checksums of the files Docker bind-mounts (``docker diff`` never lists them)."""
-    script = "for f in " + " ".join(MOUNTED) + '; do echo "$f $(cksum < "$f" 2>&1)"; done'
-    return _ask(run, ["sh", "-c", script], _sums, lambda s: set(s) >= set(MOUNTED),
-                "read the files Docker mounts")
+    files = _Files(client, cid)
+    return {p: str(files.found(p).md5) for p in MOUNTED}
 
 
-def _sums(text: str) -> dict[str, str]:
-    return {p: s for p, _, s in (ln.partition(" ") for ln in text.splitlines())}
-
-
-def _ask(run: Run, argv: list[str], parse_: Callable[[str], _T], whole: Callable[[_T], bool],
-         what: str) -> _T:
-    """A probe's answer, asked up to :data:`ASKS` times: under load the engine now and then
-    hands an exec's output back empty or cut short, which is no answer (never a flag)."""
-    for _ in range(ASKS):
-        res = run(argv)
-        answer = parse_(res.stdout)
-        if res.returncode == 0 and not res.timed_out and whole(answer):
-            return answer
-    raise SandboxError(f"cannot {what} (exit {res.returncode}): no whole answer in {ASKS} asks")
-
-
-def _bundle_derived(client: docker.DockerClient, cid: str) -> bool:
-    bundle = _texts(client, cid, CA_BUNDLE)
-    certs = [t for d in CA_DIRS for t in _texts(client, cid, d.rstrip("/"))]
+def _bundle_derived(files: _Files) -> bool:
+    bundle = list(files.texts(CA_BUNDLE, ("",)).values())
+    certs = [t for d in CA_DIRS for t in files.texts(d.rstrip("/"), ("",)).values()]
     return bool(bundle) and bundle_derived(bundle[0], certs)
 
 
-def _texts(client: docker.DockerClient, cid: str, path: str) -> list[str]:
-    """The regular files' texts at ``path`` (a file or a folder) in the container."""
-    try:
-        chunks, _ = client.api.get_archive(cid, path)
-        data = b"".join(chunks)
-    except _ERRORS:
-        return []
-    out = []
-    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-        for member in tf.getmembers():
-            fh = tf.extractfile(member) if member.isreg() else None
-            if fh is not None:
-                out.append(fh.read().decode("ascii", errors="replace"))
-    return out
+class _Files:
+    """The container's filesystem as the engine reads it (``GET /containers/{id}/archive``),
+    each path read once."""
+
+    def __init__(self, client: docker.DockerClient, cid: str) -> None:
+        self.api = client.api
+        self.cid = cid
+        self._stats: dict[str, tuple[str, str | None, str | None]] = {}
+
+    def found(self, path: str) -> Found:
+        kind, digest, _ = self._stat(path)
+        return Found(kind, digest, self._real(path) if kind != "-" else None)
+
+    def _stat(self, path: str) -> tuple[str, str | None, str | None]:
+        """(kind, md5 of a regular file, a link's target) of ``path``, not followed."""
+        if path not in self._stats:
+            self._stats[path] = self._read_stat(path)
+        return self._stats[path]
+
+    def _read_stat(self, path: str) -> tuple[str, str | None, str | None]:
+        try:  # HEAD: the path's stat alone (a GET of a folder would archive all of it)
+            res = self.api.head(self.api._url("/containers/{0}/archive", self.cid),
+                                params={"path": path})
+            if res.status_code == 404:
+                return "-", None, None
+            res.raise_for_status()
+            stat = decode_json_header(res.headers["X-Docker-Container-Path-Stat"])
+            mode = int(stat.get("mode", 0))
+            if mode & _SYMLINK:
+                return "l", None, str(stat.get("linkTarget") or "")
+            if mode & _DIR:
+                return "d", None, None
+            chunks, _ = self.api.get_archive(self.cid, path, chunk_size=CHUNK)
+            return self._digest(chunks)
+        except (*_ERRORS, KeyError, ValueError, tarfile.TarError) as exc:
+            raise SandboxError(f"cannot read {path} in the container: {first_line(exc)}") \
+                from exc
+
+    @staticmethod
+    def _digest(chunks: Any) -> tuple[str, str | None, str | None]:
+        """The md5 of the archive's one member, read as it streams."""
+        with tarfile.open(fileobj=io.BufferedReader(Chunks(chunks)), mode="r|") as tf:
+            member = tf.next()
+            fh = tf.extractfile(member) if member is not None and member.isreg() else None
+            if fh is None:
+                return "o", None, None
+            md5 = hashlib.md5(usedforsecurity=False)
+            while block := fh.read(CHUNK):
+                md5.update(block)
+        return "f", md5.hexdigest(), None
+
+    def _real(self, path: str) -> str | None:
+        """Where ``path`` resolves to, every link of it followed (None: a loop)."""
+        done, todo, hops = "/", [p for p in path.split("/") if p], 0
+        while todo:
+            part = todo.pop(0)
+            if part in (".", ""):
+                continue
+            here = posixpath.dirname(done) if part == ".." else posixpath.join(done, part)
+            kind, _, target = self._stat(here) if part != ".." else ("d", None, None)
+            if kind != "l":
+                done = here
+                continue
+            hops += 1
+            if hops > HOPS or target is None:
+                return None
+            todo = [p for p in target.split("/") if p] + todo
+            done = "/" if target.startswith("/") else done
+        return done
+
+    def texts(self, path: str, ends: tuple[str, ...]) -> dict[str, str]:
+        """The texts of the regular files at ``path`` (a file or a folder) whose names end
+        with one of ``ends``, by name."""
+        try:
+            chunks, _ = self.api.get_archive(self.cid, path, chunk_size=CHUNK)
+            data = b"".join(chunks)
+        except _ERRORS:
+            return {}
+        out = {}
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            for member in tf.getmembers():
+                fh = tf.extractfile(member) if member.isreg() and member.name.endswith(
+                    ends) else None
+                if fh is not None:
+                    out[posixpath.basename(member.name)] = fh.read().decode(
+                        "utf-8", errors="replace")
+        return out

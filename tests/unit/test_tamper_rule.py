@@ -9,46 +9,59 @@ from gate.sandbox._tamper import (
     Answers,
     Change,
     Flag,
+    Found,
     World,
     aliases,
     bundle_derived,
     candidates,
+    leaves,
     mounted_changes,
-    parse,
     questions,
+    record_of,
     since,
     verdict,
 )
 
 WORLD = World.of("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 BASH_MD5 = "a" * 32
-#: a probe's answers about a Debian image with a merged /usr (dpkg lists /bin/bash, the
-#: engine names /usr/bin/bash)
-DPKG = """\
-L\t/var/lib/dpkg/info/bash.list:/bin/bash
-L\t/var/lib/dpkg/info/bash-static.list:/usr/sbin/bash
-M\t/var/lib/dpkg/info/bash-static.md5sums:{bash}  usr/sbin/bash
-M\t/var/lib/dpkg/info/bash.md5sums:{bash}  bin/bash
-L\t/var/lib/dpkg/info/python3.11.list:/usr/bin/python3.11
-L\t/var/lib/dpkg/info/python3-minimal.list:/usr/bin/python3
-L\t/var/lib/dpkg/info/curl.list:/usr/bin/curl
-L\t/var/lib/dpkg/info/nodejs.list:/usr/bin/nodejs
-L\t/var/lib/dpkg/info/libc6:amd64.list:/lib/x86_64-linux-gnu/libc.so.6
-M\t/var/lib/dpkg/info/libc6:amd64.md5sums:{libc}  lib/x86_64-linux-gnu/libc.so.6
-M\t/var/lib/dpkg/info/libc6:amd64.md5sums:{other}  lib/x86_64-linux-gnu/libc.so.6.old
-L\t/var/lib/dpkg/info/apt.list:/etc/apt/apt.conf.d/01autoremove
-C\t /etc/apt/apt.conf.d/01autoremove {conf}
-C\t /etc/apt/apt.conf.d/02gone {conf} obsolete
-""".format(bash=BASH_MD5, libc="c" * 32, other="d" * 32, conf="e" * 32)
+#: dpkg's database in a Debian image with a merged /usr (dpkg lists /bin/bash, the engine
+#: names /usr/bin/bash): /var/lib/dpkg/info's files by name, and the status file's conffiles
+INFO = {
+    "bash.list": "/.\n/bin\n/bin/bash\n",
+    "bash.md5sums": f"{BASH_MD5}  bin/bash\n",
+    "bash-static.list": "/usr/sbin/bash\n",
+    "bash-static.md5sums": f"{BASH_MD5}  usr/sbin/bash\n",
+    "python3.11.list": "/usr/bin/python3.11\n",
+    "python3-minimal.list": "/usr/bin/python3\n",
+    "curl.list": "/usr/bin/curl\n",
+    "nodejs.list": "/usr/bin/nodejs\n",
+    "libc6:amd64.list": "/lib/x86_64-linux-gnu/libc.so.6\n",
+    "libc6:amd64.md5sums": f"{'c' * 32}  lib/x86_64-linux-gnu/libc.so.6\n"
+                           f"{'d' * 32}  lib/x86_64-linux-gnu/libc.so.6.old\n",
+    "apt.list": "/etc/apt/apt.conf.d/01autoremove\n",
+    "apt.conffiles": "/etc/apt/apt.conf.d/01autoremove\n",
+}
+STATUS = f"""Package: apt
+Conffiles:
+ /etc/apt/apt.conf.d/01autoremove {'e' * 32}
+ /etc/apt/apt.conf.d/02gone {'e' * 32} obsolete
+Description: commandline package manager
+"""
 
 
-def _p(kind: str, path: str, md5: str = "-", real: str | None = None) -> str:
-    return f"P\t{kind}\t{md5}\t{real or path}\t{path}"
+def _p(kind: str, path: str, md5: str | None = None,
+       real: str | None = None) -> tuple[str, Found]:
+    return path, Found(kind, md5, real or (path if kind != "-" else None))
 
 
-def _judge(change: Change, *found: str, bundle_ok: bool = False) -> list[str]:
-    answers = parse("\n".join(found) + "\n" + DPKG)
-    return [str(f) for f in verdict(candidates([change], WORLD), answers, WORLD,
+def _answers(*found: tuple[str, Found]) -> Answers:
+    seen = dict(found)
+    wanted = {*seen, *(f.real for f in seen.values() if f.real)}
+    return Answers(seen, record_of(INFO, STATUS, wanted))
+
+
+def _judge(change: Change, *found: tuple[str, Found], bundle_ok: bool = False) -> list[str]:
+    return [str(f) for f in verdict(candidates([change], WORLD), _answers(*found), WORLD,
                                     bundle_ok=bundle_ok)]
 
 
@@ -200,17 +213,23 @@ def test_a_mark_keeps_what_was_so_and_a_new_change_of_it_flags() -> None:
     assert mounted_changes({"/etc/hosts": "1 2"}, {"/etc/hosts": "1 2"}) == []
 
 
-def test_the_probes_output_read_back() -> None:
-    answers: Answers = parse(_p("f", "/usr/bin/x y", "1" * 32) + "\ngarbage\n" + DPKG)
-    assert answers.found["/usr/bin/x y"].md5 == "1" * 32
-    assert answers.record.recorded("/usr/lib/x86_64-linux-gnu/libc.so.6") == "c" * 32
-    assert answers.record.lists("/usr/bin/bash")
-    assert answers.record.recorded("/etc/apt/apt.conf.d/02gone") is None
+def test_dpkgs_record_read_back() -> None:
+    record = record_of(INFO, STATUS, [
+        "/usr/bin/bash", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/etc/apt/apt.conf.d/02gone",
+        "/etc/apt/apt.conf.d/01autoremove"])
+    assert record.lists("/usr/bin/bash") and record.recorded("/usr/bin/bash") == BASH_MD5
+    assert record.recorded("/usr/lib/x86_64-linux-gnu/libc.so.6") == "c" * 32
+    assert record.recorded("/etc/apt/apt.conf.d/01autoremove") == "e" * 32
+    assert record.recorded("/etc/apt/apt.conf.d/02gone") is None  # obsolete
+    assert not record.lists("/usr/bin/curl")  # not asked: not read
 
 
-def test_a_cut_answer_is_no_answer() -> None:
-    whole = _p("f", "/usr/bin/bash", BASH_MD5) + "\n" + DPKG + "E\n"
-    assert parse(whole).complete(["/usr/bin/bash"])
-    assert not parse(whole).complete(["/usr/bin/bash", "/usr/bin/sh"])
-    assert not parse(whole[:-2]).complete(["/usr/bin/bash"])  # the last line lost
-    assert not parse("").complete([])
+def test_only_the_leaves_of_a_diff_are_asked_about() -> None:
+    diff = [Change("C", "/usr"), Change("C", "/usr/bin"), Change("A", "/usr/bin/x"),
+            Change("A", "/usr/bin x"), Change("A", "/usr/lib/python3/dist-packages/sitecustomize"),
+            Change("A", "/usr/lib/python3/dist-packages/sitecustomize/__init__.py")]
+    assert [c.path for c in leaves(diff)] == [
+        "/usr/bin/x", "/usr/bin x", "/usr/lib/python3/dist-packages/sitecustomize/__init__.py"]
+    # a hook package's module is a hook too
+    assert [c.path for c in candidates(diff, WORLD)] == [
+        "/usr/bin/x", "/usr/lib/python3/dist-packages/sitecustomize/__init__.py"]
