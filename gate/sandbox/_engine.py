@@ -109,6 +109,10 @@ class HostRelay:
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
+# Go's os.FileMode bits, as the engine reports a path's mode (its archive API's stat)
+DIR, SYMLINK, SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
+    1 << 19)
+
 
 class Chunks(io.RawIOBase):
     """A file over an iterator of byte chunks (the engine's archive stream)."""

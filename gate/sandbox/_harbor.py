@@ -62,6 +62,7 @@ from gate.sandbox._base import (
     RunContainer,
     SandboxError,
 )
+from gate.sandbox._engine import DIR as _DIR
 from gate.sandbox._engine import (
     LABEL,
     METER_DIR,
@@ -74,6 +75,8 @@ from gate.sandbox._engine import (
     HostRelay,
     first_line,
 )
+from gate.sandbox._engine import SPECIAL as _SPECIAL
+from gate.sandbox._engine import SYMLINK as _SYMLINK
 from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
@@ -99,9 +102,6 @@ SKILL_NAMED = 10  # named in the run's notes at most
 #: 20.10) now and then hands an exec's output back empty or cut short (seen: only ``id -u``'s
 #: line of ``id -u; id -g``, nothing of ``printf "$HOME"``), which is no answer
 ASKS = 3
-# Go's os.FileMode bits, as the engine reports a path's mode
-_DIR, _SYMLINK, _SPECIAL = 1 << 31, 1 << 27, (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (
-    1 << 19)
 
 
 def _tail(text: str) -> str:

@@ -254,8 +254,8 @@ def _packaged(path: str, found: Found, answers: Answers) -> bool:
 def _target_ok(target: str, answers: Answers) -> bool:
     """A link's target, when it was asked about too, is the package manager's own file."""
     seen = answers.found.get(target)
-    return seen is None or seen.kind != "f" or answers.record.recorded(target) in (None,
-                                                                                  seen.md5)
+    return seen is None or seen.kind != "f" or seen.md5 is None or answers.record.recorded(
+        target) in (None, seen.md5)
 
 
 def _derived(path: str, found: Found, bundle_ok: bool) -> bool:
@@ -295,6 +295,33 @@ def verdict(cands: Sequence[Change], answers: Answers, world: World, *,
     return [out[p] for p in sorted(out)]
 
 
+def digests_needed(cands: Sequence[Change], answers: Answers, world: World) -> set[str]:
+    """The regular files whose md5 the verdict reads (``answers`` as far as known without
+    them): reading a file is most of the check's time, and most new files need none."""
+    need = set()
+    for c in cands:
+        found = answers.found.get(c.path)
+        if found is None or found.kind != "f":
+            continue
+        if _new_command(c):
+            if any(_shadows(c.path, p, answers) for p in shadowed(c.path, world)):
+                need.add(c.path)
+        elif not _pips(c.path, answers):
+            need.add(c.path)
+    return need
+
+
+def _new_command(c: Change) -> bool:
+    """A new file judged by what it shadows (a command, a library)."""
+    return c.kind == "A" and not _config(c.path) and not is_hook(c.path) and not _under(
+        c.path, ROOT_BINS)
+
+
+def _pips(path: str, answers: Answers) -> bool:
+    """pip's or npm's file: in a package folder, no hook, not dpkg's."""
+    return bool(_SITE.search(path)) and not is_hook(path) and not answers.record.lists(path)
+
+
 def _why(c: Change, answers: Answers, world: World, bundle_ok: bool) -> str | None:
     found = answers.found.get(c.path)
     if found is None:
@@ -302,17 +329,14 @@ def _why(c: Change, answers: Answers, world: World, bundle_ok: bool) -> str | No
     if found.kind == "d" and not is_hook(c.path):
         return None  # a folder's own entry: what changed in it is listed on its own
     if found.kind == "-":
-        if _SITE.search(c.path) and not answers.record.lists(c.path) and not is_hook(c.path):
-            return None  # pip removed it
-        return "deleted"
-    if c.kind == "A" and not _config(c.path) and not is_hook(c.path) and not _under(
-            c.path, ROOT_BINS):
+        return None if _pips(c.path, answers) else "deleted"
+    if _new_command(c):
         hidden = [p for p in shadowed(c.path, world) if _shadows(c.path, p, answers)]
         if not hidden or _packaged(c.path, found, answers):
             return None  # shadows nothing, or a package put it there
         return f"added, shadowing {hidden[0]}"
-    if _SITE.search(c.path) and not is_hook(c.path) and not answers.record.lists(c.path):
-        return None  # pip's
+    if _pips(c.path, answers):
+        return None
     if _packaged(c.path, found, answers) or _derived(c.path, found, bundle_ok):
         return None
     return "added" if c.kind == "A" else "changed"

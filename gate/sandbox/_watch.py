@@ -5,10 +5,12 @@ agent may have replaced the ``sh``, ``md5sum`` or ``grep`` such a probe would ru
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import posixpath
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import docker
@@ -17,6 +19,9 @@ import requests.exceptions
 from docker.utils import decode_json_header
 
 from gate.sandbox._base import SandboxError
+from gate.sandbox._engine import DIR as _DIR
+from gate.sandbox._engine import SPECIAL as _SPECIAL
+from gate.sandbox._engine import SYMLINK as _SYMLINK
 from gate.sandbox._engine import Chunks, first_line
 from gate.sandbox._tamper import (
     CA_BUNDLE,
@@ -29,6 +34,7 @@ from gate.sandbox._tamper import (
     World,
     bundle_derived,
     candidates,
+    digests_needed,
     questions,
     record_of,
     verdict,
@@ -36,7 +42,8 @@ from gate.sandbox._tamper import (
 
 _KINDS = {0: "C", 1: "A", 2: "D"}  # the engine's change kinds
 _ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
-_DIR, _SYMLINK = 1 << 31, 1 << 27  # Go's os.FileMode bits, as the engine reports a path's mode
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gate-tamper")  # under the
+# SDK's 10 connections
 HOPS = 40  # symbolic links followed at most, as the kernel's limit
 CHUNK = 1 << 20
 
@@ -62,11 +69,17 @@ def look(client: docker.DockerClient, cid: str, world: World) -> list[Flag]:
     if not cands:
         return []
     files = _Files(client, cid)
-    found = {p: files.found(p) for p in questions(cands, world)}
+    asked = questions(cands, world)
+    files.prefetch(asked)
+    found = {p: files.found(p, digest=False) for p in asked}
     wanted = {*found, *(f.real for f in found.values() if f.real)}
     info = files.texts("/var/lib/dpkg/info", (".list", ".md5sums"))
     status = files.texts("/var/lib/dpkg/status", ("status",))
     answers = Answers(found, record_of(info, "".join(status.values()), wanted))
+    need = digests_needed(cands, answers, world)
+    digests = dict(zip(need, files.pool.map(files.digest_of, need), strict=True))
+    answers = Answers({p: dataclasses.replace(f, md5=digests[p]) if p in need else f
+                       for p, f in found.items()}, answers.record)
     bundle_ok = any(c.path == CA_BUNDLE for c in cands) and _bundle_derived(files)
     return verdict(cands, answers, world, bundle_ok=bundle_ok)
 
@@ -91,16 +104,31 @@ class _Files:
         self.api = client.api
         self.cid = cid
         self._stats: dict[str, tuple[str, str | None, str | None]] = {}
+        self.pool = _POOL
 
-    def found(self, path: str) -> Found:
-        kind, digest, _ = self._stat(path)
-        return Found(kind, digest, self._real(path) if kind != "-" else None)
+    def found(self, path: str, *, digest: bool = True) -> Found:
+        """What ``path`` is; a regular file's md5 read when ``digest``."""
+        kind, _, _ = self._stat(path)
+        md5 = self.digest_of(path) if digest and kind == "f" else None
+        return Found(kind, md5, self._real(path) if kind != "-" else None)
+
+    def prefetch(self, paths: list[str]) -> None:
+        """Every path's stat at once (the engine answers each in tens of milliseconds)."""
+        list(self.pool.map(self._stat, paths))
 
     def _stat(self, path: str) -> tuple[str, str | None, str | None]:
-        """(kind, md5 of a regular file, a link's target) of ``path``, not followed."""
+        """(kind, None, a link's target) of ``path``, not followed."""
         if path not in self._stats:
             self._stats[path] = self._read_stat(path)
         return self._stats[path]
+
+    def digest_of(self, path: str) -> str | None:
+        try:
+            chunks, _ = self.api.get_archive(self.cid, path, chunk_size=CHUNK)
+            return self._digest(chunks)[1]
+        except (*_ERRORS, tarfile.TarError) as exc:
+            raise SandboxError(f"cannot read {path} in the container: {first_line(exc)}") \
+                from exc
 
     def _read_stat(self, path: str) -> tuple[str, str | None, str | None]:
         try:  # HEAD: the path's stat alone (a GET of a folder would archive all of it)
@@ -115,9 +143,8 @@ class _Files:
                 return "l", None, str(stat.get("linkTarget") or "")
             if mode & _DIR:
                 return "d", None, None
-            chunks, _ = self.api.get_archive(self.cid, path, chunk_size=CHUNK)
-            return self._digest(chunks)
-        except (*_ERRORS, KeyError, ValueError, tarfile.TarError) as exc:
+            return ("f" if mode & _SPECIAL == 0 else "o"), None, None
+        except (*_ERRORS, KeyError, ValueError) as exc:
             raise SandboxError(f"cannot read {path} in the container: {first_line(exc)}") \
                 from exc
 

@@ -14,6 +14,7 @@ from gate.sandbox._tamper import (
     aliases,
     bundle_derived,
     candidates,
+    digests_needed,
     leaves,
     mounted_changes,
     questions,
@@ -233,3 +234,16 @@ def test_only_the_leaves_of_a_diff_are_asked_about() -> None:
     # a hook package's module is a hook too
     assert [c.path for c in candidates(diff, WORLD)] == [
         "/usr/bin/x", "/usr/lib/python3/dist-packages/sitecustomize/__init__.py"]
+
+
+def test_only_the_files_whose_md5_decides_are_read() -> None:
+    changes = [Change("A", "/usr/local/bin/claude"), Change("A", "/usr/local/bin/python3"),
+               Change("C", "/usr/bin/bash"), Change("A", "/etc/ld.so.preload"),
+               Change("C", "/usr/local/lib/python3.13/site-packages/numpy/core.py")]
+    answers = _answers(
+        _p("f", "/usr/local/bin/claude"), _p("f", "/usr/local/bin/python3"),
+        _p("l", "/usr/bin/python3", real="/usr/bin/python3.11"), _p("f", "/usr/bin/bash"),
+        _p("f", "/etc/ld.so.preload"),
+        _p("f", "/usr/local/lib/python3.13/site-packages/numpy/core.py"))
+    assert digests_needed(candidates(changes, WORLD), answers, WORLD) == {
+        "/usr/local/bin/python3", "/usr/bin/bash", "/etc/ld.so.preload"}
