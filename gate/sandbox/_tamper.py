@@ -42,9 +42,15 @@ derive from checked inputs is theirs too: ``/etc/ld.so.cache`` (``ldconfig``, fr
 libraries and ``ld.so.conf*``, each checked), ``/etc/ssl/certs``'s links into the CA folders,
 ``/etc/ca-certificates.conf`` (it only selects packaged certificates) and the bundle
 ``ca-certificates.crt`` when every certificate in it is one of the CA folders' (as
-``update-ca-certificates`` writes it). *Not checked*: whether the package came from the image's
-configured repositories (``dpkg -i`` of a crafted package records the md5s it brought); a
-change to ``/etc/apt`` itself flags, unless a package's conffile.
+``update-ca-certificates`` writes it). *Not checked*: whether a package came from the image's
+configured repositories, nor dpkg's database itself: a root agent that installs a crafted
+package (``dpkg -i``) or rewrites ``/var/lib/dpkg/info/<pkg>.md5sums`` with its file's md5
+passes the record check. A change to ``/etc/apt`` flags, unless a package's conffile.
+
+**When**: the agent's install, its layer before it is committed (every run of the image fails
+on it); a run's container before each verify, once the agent phase's processes are stopped,
+against a mark taken after the task's own steps (its healthcheck, a step's ``setup.sh``) and
+after each step's verifier (what a verifier installs, uv in ``~/.local/bin``, is its own).
 """
 
 from __future__ import annotations
