@@ -106,6 +106,12 @@ class SuiteConfig(_Strict):
     # so their reward is not protected from the agent; the comment says so
     reward_unprotected: list[str] = Field(default_factory=list, description="task ids whose "
                                           "verifier needs a service the agent started")
+    # server tools (the provider runs them, and may bill them per use) the meter lets an agent
+    # offer: "web_search", "web_fetch", "code_execution", "mcp" (gate/meter/_provider.py); none
+    # by default: a request that offers another is refused, as the agent's. Read from the base
+    # branch on a PR like all of [suite]: a server tool gives even a no-network task the web
+    server_tools: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=16)
     net_raw: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
         default_factory=list, max_length=1000,
         description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "

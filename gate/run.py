@@ -63,6 +63,7 @@ from gate.session import (
     item_key,
     open_upstream,
     resolve_names,
+    server_tools,
     spend,
     suite_info,
 )
@@ -196,6 +197,7 @@ class Stage:
     prices: PriceTable
     replications: int
     jobs: int
+    server_tools: frozenset[str] = frozenset()  # [suite].server_tools: what the meter admits
 
     def upstream(self, req: RunRequest, ledger: Path, uses_model: bool
                  ) -> Callable[[], contextlib.AbstractContextManager[Upstream]] | None:
@@ -213,6 +215,7 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
     cfg = req.config
     kinds = [req.agent_kind or c.agent.kind for c in configs]
     specs = [resolve_names(c, k) for c, k in zip(configs, kinds, strict=True)]
+    tools = server_tools(cfg)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
                                registry=req.registry)
@@ -228,7 +231,8 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
                           if suite.problems else ""))
     return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
-                 req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs)
+                 req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs,
+                 tools)
 
 
 def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: str,
@@ -493,7 +497,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
 
     session = SessionPlan(
         work=work, planned=planned, provider=stage.provider, cancel=stage.cancel,
-        prices=stage.prices, jobs=stage.jobs, budget=budget,
+        prices=stage.prices, jobs=stage.jobs, budget=budget, server_tools=stage.server_tools,
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
                        f"--resume -o {req.output}` continues it)")],

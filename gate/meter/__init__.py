@@ -70,6 +70,14 @@ whether it wrote the shared part or read it.
 """
 
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S
+from gate.meter._provider import (
+    CREDIT_MESSAGE,
+    ERROR_TYPES,
+    SERVER_TOOL_NAMES,
+    SERVER_TOOLS,
+    ServerTool,
+    offered_server_tools,
+)
 from gate.meter._proxy import MeterProxy
 from gate.meter._routes import ENDPOINTS, MAX_REQUEST_BYTES, MESSAGES, PUBLIC_API, route
 from gate.meter._run import (
@@ -88,12 +96,16 @@ from gate.meter._upstream import CONNECT_TIMEOUT_S, upstream_pool, upstream_sett
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
+    "CREDIT_MESSAGE",
     "ENDPOINTS",
+    "ERROR_TYPES",
     "FIRST_FLIGHT_WAIT_S",
     "MAX_REQUEST_BYTES",
     "MESSAGES",
     "METERING",
     "PUBLIC_API",
+    "SERVER_TOOLS",
+    "SERVER_TOOL_NAMES",
     "Cause",
     "MeterProxy",
     "MeteredRequest",
@@ -101,8 +113,10 @@ __all__ = [
     "RefusedRequest",
     "RunMeter",
     "RunTotals",
+    "ServerTool",
     "_SSELines",
     "_SSEUsage",
+    "offered_server_tools",
     "prefix_family",
     "route",
     "upstream_pool",
