@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -311,3 +312,25 @@ def test_an_unknown_server_tool_in_gate_toml_is_one_line(tmp_path: Path,
     assert p.returncode == 2, p.stderr
     assert "suite.server_tools" in p.stderr and "web_serch" in p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.slow
+def test_a_pull_request_cannot_allow_itself_a_server_tool(tmp_path: Path,
+                                                         make_task: Any) -> None:
+    """``[suite]`` measures, so on a PR it is the base branch's: a PR that allows itself web
+    search still has it refused (``gate run --base-ref``: the yardstick ``gate ci`` opens on
+    a pull request), and is told of the change."""
+    cfg = _config(tmp_path, make_task)
+    cfg.write_text(cfg.read_text().replace(f'tasks = "{tmp_path / "suite"}"', 'tasks = "suite"'))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-q",
+                  "-m", "base"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    cfg.write_text(cfg.read_text() + 'server_tools = ["web_search"]\n')
+    p = gate("run", "--config", cfg, "--base-ref", "main", "-k", "1", "-o", tmp_path / "pr.json",
+             "--sim", cwd=tmp_path, env={"BODY": json.dumps(_body(tools=[SEARCH]))})
+    assert p.returncode == 0, p.stderr
+    assert "[suite].server_tools" in p.stdout + p.stderr, p.stdout + p.stderr
+    run = load_results(tmp_path / "pr.json").runs[0]
+    assert run.status == "failed", (run.status, run.reason, p.stderr)
+    assert run.reason is not None and "not allowed in this suite" in run.reason
