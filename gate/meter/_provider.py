@@ -4,11 +4,13 @@ known by in a request's ``tools``, and the usage count that carries each one's f
 shapes of its credentials. The meter's code reads these; a later port for another provider
 replaces this table, not the meter.
 
-Sources: the API's error shapes and types (docs/API-FACTS, "Errors and retries"); the credit
-message as the API sends it (a 400 ``invalid_request_error``: the API has no billing error
-type); the server tools' types and ``usage.server_tool_use`` fields as the ``anthropic`` SDK
-types them (``web_search_*``, ``web_fetch_*``, ``code_execution_*``; ``ServerToolUsage``:
-``web_search_requests``, ``web_fetch_requests``). Their prices are in the dated price table
+Sources: the API's error shapes and types as its documentation lists them (``{"type":
+"error", "error": {"type", "message"}, "request_id"}``); the credit message as the API sends it
+(a 400 ``invalid_request_error`` whose message goes on "Please go to Plans & Billing to upgrade
+or purchase credits.": the API has no billing error type); the server tools' types and
+``usage.server_tool_use`` fields as the ``anthropic`` SDK types them (``web_search_*``,
+``web_fetch_*``, ``code_execution_*``; ``ServerToolUsage``: ``web_search_requests``,
+``web_fetch_requests``). Their prices are in the dated price table
 (``gate/data/prices.toml``, ``[server_tools]``), not here.
 """
 
