@@ -115,12 +115,17 @@ def decode(v: Any) -> Any:
     return v
 
 
+def short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def same(got: Any, want: Any) -> bool:
     """Equal, and of the same types all the way down (``1 != True``, ``70 != 70.0``)."""
     if type(got) is not type(want):
         return False
     if isinstance(want, (list, tuple)):
-        return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want))
+        return len(got) == len(want) and all(same(g, w) for g, w in zip(got, want, strict=True))
     if isinstance(want, dict):
         return got.keys() == want.keys() and all(same(got[k], want[k]) for k in want)
     return bool(got == want)
@@ -193,7 +198,7 @@ class Checks:
 
     def expect(self, expr: str, want: Any) -> None:
         got = self.ask(expr)
-        self.check(same(got, want), f"{expr} = {got!r}, want {want!r}")
+        self.check(same(got, want), f"{expr} = {short(got)}, want {short(want)}")
 
     def shipped_tests(self, *modules: str, ran: int | None = None,
                       names: tuple[str, ...] = ()) -> None:
@@ -215,30 +220,35 @@ class Checks:
 
     def names(self) -> dict[str, Any]:
         return {"__name__": "__gatecheck__", "do": self.do, "ask": self.ask,
-                "raised": self.raised, "message": self.message, "check": self.check, "expect": self.expect,
-                "shipped_tests": self.shipped_tests, "rng": self.rng}
+                "raised": self.raised, "message": self.message, "check": self.check,
+                "expect": self.expect, "shipped_tests": self.shipped_tests, "rng": self.rng}
 
 
 def main(argv: list[str]) -> int:
     if not (sys.flags.isolated and sys.flags.no_site) or len(argv) != 2:
         print("usage: python3 -I -S gatecheck.py CHECKS_FILE|-", file=sys.stderr)
         return 2
-    source = sys.stdin.read() if argv[1] == "-" else open(argv[1], encoding="utf-8").read()
+    if argv[1] == "-":
+        source = sys.stdin.read()
+    else:
+        with open(argv[1], encoding="utf-8") as fh:
+            source = fh.read()
     worker = Worker()
     checks = Checks(worker)
     try:
         exec(compile(source, argv[1], "exec"), checks.names())
-        checks.check(checks.count > 0, "the checks file made no check")
+        if checks.count == 0:
+            raise CheckFailed("the checks file made no check")
+        verdict, code = f"{checks.count} checks passed", 0
     except CheckFailed as exc:
-        print(f"gatecheck: FAIL: {exc}")
-        return 1
+        verdict, code = f"FAIL: {exc}", 1
     except Exception as exc:  # an assert in the checks file, or its own mistake
-        print(f"gatecheck: FAIL: {type(exc).__name__}: {exc}")
-        return 1
+        verdict, code = f"FAIL: {type(exc).__name__}: {exc}", 1
     finally:
         worker.close()
-    print(f"gatecheck: {checks.count} checks passed")
-    return 0
+    # on stderr, after the worker's own output (which goes there too), so it is the last line
+    print(f"gatecheck: {verdict}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
