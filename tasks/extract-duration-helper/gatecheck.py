@@ -15,15 +15,16 @@ environment, its own memory and file descriptors).
 How: the checks (the file named, or stdin for ``-``) run in THIS process, which never imports
 the workspace: ``-I`` keeps the current directory, the script's directory and ``PYTHON*``
 variables off ``sys.path``, ``-S`` keeps site-packages (and any ``.pth`` planted there) out.
-The checked code runs in a second process, the worker, started here with ``-I`` and the
+The checked code runs in a second process, the worker, started here with ``-I -B`` and the
 workspace placed after the standard library on its ``sys.path`` (a planted ``unittest.py``
-cannot shadow the real one). The worker only runs what it is asked, one request at a time
-(``do``, ``ask``), and answers with plain data (None, bool, int, float, str and lists, tuples,
-sets and dicts of them, by exact type, so no object can compare equal to everything); every
-comparison is made here, against expected values the worker never receives. So whatever the
-checked code does, it can only hand back values, and a value is right when the code computes
-it. Inputs drawn from ``rng`` (seeded from /dev/urandom each run: the nonce) are known to
-nobody in advance, so even their answers cannot be prepared.
+cannot shadow the real one; ``PYTHONPATH`` is ignored: a checks file that needs ``src/`` says
+so, ``do("import sys; sys.path.insert(0, 'src')")``). The worker only runs what it is asked,
+one request at a time (``do``, ``ask``), and answers with plain data (None, bool, int, float,
+str and lists, tuples, sets and dicts of them, by exact type, so no object can compare equal to
+everything); every comparison is made here, against expected values the worker never receives.
+So whatever the checked code does, it can only hand back values, and a value is right when the
+code computes it. Inputs drawn from ``rng`` (seeded from /dev/urandom each run: the nonce) are
+known to nobody in advance, so even their answers cannot be prepared.
 
 Limits (docs: README "Writing tasks"): the worker can read what the verifier's user can,
 the task directory included, so code that opens this file's caller, finds the expected values
@@ -136,7 +137,7 @@ class Worker:
 
     def __init__(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != "TASK_DIR"}
-        self.proc = subprocess.Popen([sys.executable, "-I", "-c", WORKER], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-I", "-B", "-c", WORKER], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def request(self, op: str, code: str) -> dict[str, Any]:
