@@ -106,3 +106,13 @@ def test_only_plain_data_comes_back(tmp_path: Path) -> None:
         assert "not plain data" in p.stderr.splitlines()[-1], p.stderr
     p = _gatecheck(tmp_path, "do('import m')\nexpect('m.text + \"\"', 'x')\n")
     assert p.returncode == 0 and p.stderr.splitlines()[-1] == "gatecheck: 1 checks passed"
+
+
+def test_gatecheck_refuses_to_run_where_the_workspace_could_be_imported(tmp_path: Path) -> None:
+    """Without -I -S the checks' own process would have the current directory (the
+    workspace) or site-packages on its path: it refuses (exit 2), so such a verify fails."""
+    (tmp_path / "json.py").write_text("import os\nos._exit(0)\n")
+    for flags in ([], ["-I"], ["-S"]):
+        p = subprocess.run([sys.executable, *flags, TEMPLATE, "-"], input="check(True, '')\n",
+                           text=True, capture_output=True, cwd=tmp_path, timeout=60)
+        assert p.returncode == 2 and "usage: python3 -I -S" in p.stderr, (flags, p)
