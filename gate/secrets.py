@@ -61,6 +61,9 @@ VALUE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # escaped too: a key inside JSON, or JSON inside JSON)
         ("a private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
                           r"(?:[A-Za-z0-9+/=:,\s]|\\+[nr]|-(?!----))*(?:" + _PEM_END + ")?", 0),
+        # ... or its end alone (what kept an output's tail cut its head off: its last lines
+        # are masked too, :func:`_key_tails`)
+        ("a private key", _PEM_END, 0),
         ("a URL with a password",
          _SCHEME + r"[^/?#@\s:\"'\\]*:(?P<secret>[^/?#@\s\"'\\]+)@", re.IGNORECASE),
         # a token as the user and no password: a Sentry DSN's key (32 hex digits), an API key
@@ -118,9 +121,55 @@ def mask_credentials(text: str) -> str:
     """``text`` with every value of a credential's shape (:data:`VALUE_SHAPES`) replaced by
     ``[REDACTED]``: what the gate stores of a command's output, whoever's secret it quotes
     (an install script's error quoting a file it read: no variable of the gate holds it)."""
+    text = _key_tails(text)
     for _, shape in VALUE_SHAPES:
         text = shape.sub(_masked, text)
     return text
+
+
+_PEM_END_RE = re.compile(_PEM_END)
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_KEY_BODY_LIMIT = 16_384  # characters: a private key's PEM body is a few kB
+
+
+def _key_tails(text: str) -> str:
+    """Each private key's end whose start was cut off (an output's tail kept) masked with the
+    key's lines before it (whole lines of base64, their breaks escaped too: a JSON line),
+    found by walking back from the marker: one pass, however long a base64 text without one
+    is. A key whose start is there is left whole to :data:`VALUE_SHAPES`."""
+    out, last = [], 0
+    for m in _PEM_END_RE.finditer(text):
+        start = _body_start(text, m.start(), max(last, m.start() - _KEY_BODY_LIMIT))
+        if re.search(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+                     text[max(last, start - 512):start]):
+            continue  # the whole key is there (an encrypted one's headers too)
+        out += [text[last:start], "[REDACTED]"]
+        last = m.end()
+    return "".join(out) + text[last:] if out else text
+
+
+def _body_start(text: str, end: int, floor: int) -> int:
+    """Where the whole lines of base64 just before ``end`` (a line's start) begin."""
+    start = end
+    while start > floor and (brk := _break_before(text, start)) is not None:
+        run = brk
+        while run > floor and text[run - 1] in _BASE64:
+            run -= 1
+        if text[run - 1:run] == "\\" and text[run:run + 1] in ("n", "r"):
+            run += 1  # the line starts after an escaped break, which stays whole
+        if run == brk or (run > floor and _break_before(text, run) is None):
+            break  # no line, or not a whole one ("error: <base64>")
+        start = run
+    return start
+
+
+def _break_before(text: str, i: int) -> int | None:
+    """Where the line break just before ``i`` starts (``\\n``, ``\\r\\n``, or either escaped
+    in a JSON string), or None."""
+    for brk in ("\r\n", "\n", "\\r\\n", "\\n", "\r"):
+        if text.endswith(brk, 0, i):
+            return i - len(brk)
+    return None
 
 
 def _masked(m: re.Match[str]) -> str:

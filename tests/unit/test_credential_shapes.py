@@ -149,3 +149,15 @@ def test_masking_is_linear_in_the_texts_length(text: str) -> None:
     start = time.process_time()
     Redactor(["some-known-secret"])(text)
     assert time.process_time() - start < 1.0
+
+
+def test_a_keys_last_lines_are_masked_when_its_start_was_cut() -> None:
+    """What keeps an output's tail (a failed install's last 15 lines) may cut a key's first
+    line off: its last lines and end are still a key; the text around them is kept."""
+    body = "\n".join(f"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAA{i:02d}" for i in range(5))
+    tail = f"{body}\n-----END OPENSSH PRIVATE KEY-----\n"
+    assert credential_reason("CFG_TAIL", tail) == "a private key"
+    said = Redactor()(f"error: cannot read\n{tail}exit 5\n")
+    assert said == "error: cannot read\n[REDACTED]\nexit 5\n", said
+    line = Redactor()(json.dumps({"output": f"[cut]\r\n{tail}"}))
+    assert "b3BlbnNzaC1rZXkt" not in line and json.loads(line)["output"].startswith("[cut]\r\n")
