@@ -1,13 +1,14 @@
 """``gate.toml``: the agent under test, the suite, and the gate's settings.
 
-Relative paths in the file are relative to the file's directory.
+Relative paths in the file are relative to the file's directory; ``[agent]``'s
+(:data:`AGENT_PATHS`) must stay inside it, symlinks resolved.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -48,6 +49,13 @@ class PriceOverride(_Strict):
     cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE)
 
 
+#: ``[agent]`` keys that name a file or folder of the repository: relative to gate.toml's
+#: folder and inside it, symlinks resolved (:meth:`GateConfig.agent_path`). The agent under
+#: test is the PR's code: a path out of the checkout (``~/.docker/config.json``) would hand
+#: the runner's files to it, its install's output, its fingerprint or the comment.
+AGENT_PATHS = ("system_prompt", "install", "skills")
+
+
 class AgentConfig(_Strict):
     # a registered agent kind (gate.agents): builtin, command, oracle. The registry checks the
     # name where it is looked up (config imports no registry: they import config)
@@ -71,6 +79,15 @@ class AgentConfig(_Strict):
     env: list[str] = Field(default_factory=list,
                            description="extra non-secret variables passed to a command agent")
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
+
+    @field_validator(*AGENT_PATHS)
+    @classmethod
+    def _in_the_repository(cls, v: str | None) -> str | None:
+        if v is not None and (PurePosixPath(v).is_absolute() or v.startswith("~")
+                              or ".." in PurePosixPath(v).parts or "\0" in v):
+            raise ValueError(f"{printable(v)[:80]!r} is not a path inside the repository: "
+                             "relative to gate.toml's folder, with no '/' first, '~' or '..'")
+        return v
 
 
 class SuiteConfig(_Strict):
@@ -298,9 +315,39 @@ class GateConfig(_Strict):
         p = Path(relative)
         return p if p.is_absolute() else self.root / p
 
+    def agent_path(self, key: str) -> Path:
+        """``[agent].<key>`` (one of :data:`AGENT_PATHS`, set), resolved inside this suite's
+        root (:func:`inside`)."""
+        return inside(self.root, getattr(self.agent, key), self.where(f"agent.{key}"))
+
     def where(self, field: str) -> str:
         """``<file>: <field>``, to name a value of this configuration in an error."""
         return f"{self.source or DEFAULT_CONFIG}: {field}"
+
+
+def inside(root: Path, relative: str, where: str) -> Path:
+    """``relative`` resolved against ``root``, symlinks and all; ``BadInput`` (``where``: the
+    file and the key) when it leads out of ``root``."""
+    base = root.resolve()
+    try:
+        resolved = (base / relative).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BadInput(f"{where}: {printable(relative)[:80]!r}: {exc}") from None
+    if not resolved.is_relative_to(base):
+        raise BadInput(f"{where}: {printable(relative)[:80]!r} leads out of the repository "
+                       f"(gate.toml's folder, {printable(str(base))}) through a symlink: the "
+                       "agent's files must be the repository's own")
+    return resolved
+
+
+def _agent_paths_inside(cfg: GateConfig, where: str) -> None:
+    """Every ``[agent]`` path, and each condition's overlay of one, inside the suite's root."""
+    for key in AGENT_PATHS:
+        if getattr(cfg.agent, key):
+            inside(cfg.root, getattr(cfg.agent, key), f"{where}: agent.{key}")
+        for name, condition in cfg.conditions.items():
+            if isinstance(condition.agent.get(key), str):
+                inside(cfg.root, condition.agent[key], f"{where}: conditions.{name}.agent.{key}")
 
 
 def load_config(path: str | Path | None) -> GateConfig:
@@ -328,4 +375,5 @@ def parse_config(text: str, *, where: str, root: Path) -> GateConfig:
     except ValidationError as exc:
         raise BadInput(f"{where}: {describe_validation_error(exc)}") from None
     cfg.root = root
+    _agent_paths_inside(cfg, where)
     return cfg

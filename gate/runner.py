@@ -27,7 +27,7 @@ from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
 from gate.sandbox import Sandbox, SandboxError, SandboxProvider, clip, make_provider
-from gate.secrets import Redactor
+from gate.secrets import Redactor, mask_credentials
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
 
@@ -95,7 +95,8 @@ class RunOptions:
 
 
 def _tail(text: str, limit: int = 200) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    """The last line of an output, for a reason: credentials masked before it is cut."""
+    lines = [ln for ln in mask_credentials(text).strip().splitlines() if ln.strip()]
     return lines[-1][:limit] if lines else "(no output)"
 
 

@@ -33,6 +33,7 @@ from gate._files import clip, strip_ansi
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
 from gate.sandbox._engine import LABEL, OWNER_LABEL, Engine, owner_gone
 from gate.sandbox._harbor import DockerRunContainer
+from gate.secrets import mask_credentials
 from gate.tasks import Task, task_format
 
 REPOSITORY = "agent-gate-install"
@@ -119,7 +120,10 @@ def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
 
 
 def _said(output: str) -> str:
-    lines = [ln.rstrip() for ln in strip_ansi(output).splitlines() if ln.strip()][-TAIL_LINES:]
+    """The end of a failed install's output, for its reason: credentials masked while the
+    whole output is there (a key whose first lines the tail would cut), then capped."""
+    lines = [ln.rstrip() for ln in mask_credentials(strip_ansi(output)).splitlines()
+             if ln.strip()][-TAIL_LINES:]
     if not lines:
         return "; it printed nothing"
     return "; its output ends:\n" + clip("\n".join(lines), TAIL_CHARS)

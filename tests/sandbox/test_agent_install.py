@@ -184,6 +184,46 @@ def test_a_failed_install_is_an_infra_error_naming_its_end_and_the_agent_never_r
         "install"}
 
 
+#: what an install may print of files it read (a registry login, a token, a key): none of it
+#: the gate's environment holds, so only its shape can tell it (issue 38, item 4)
+LEAKED = ("dXNlcjpyZWctSW5zdGFsbExlYWs9", "ghp_InstallLeak0123456789abcdefXYZ",
+          "b3BlbnNzaC1rZXktdjEAAAAInstallLeak", "pq-InstallLeak-8")
+LEAKING = f"""#!/bin/sh
+echo "reading the registry login"
+echo "-----BEGIN OPENSSH PRIVATE KEY-----"
+for i in $(seq 20); do echo "{LEAKED[2]}$i"; done
+echo "-----END OPENSSH PRIVATE KEY-----"
+echo '{{"auths": {{"registry.example": {{"auth": "{LEAKED[0]}"}}}}}}'
+echo "export GH_TOKEN={LEAKED[1]}"
+echo "host=db user=app password={LEAKED[3]}" >&2
+exit 5
+"""  # the key's start is past the 15 lines its reason keeps
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
+def test_a_failed_installs_output_is_scrubbed_in_its_reason_results_and_report(
+        tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-a")
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", _config(tmp_path, suite, LEAKING), "--sim", "-k", "1", "-o", out,
+             timeout=300, cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["reason"].startswith("infra: the agent's install ([agent] install) failed "
+                                    "(exit 5); its output ends:"), run["reason"]
+    assert "GH_TOKEN=[REDACTED]" in run["reason"]  # the rest of its output is kept
+    assert run["reason"].count("[REDACTED]") == 4, run["reason"]
+    report = tmp_path / "report.html"
+    assert gate("report", out, "--html", report, cwd=tmp_path).returncode == 0
+    stored = [out.read_text(), report.read_text(), p.stdout, p.stderr,
+              *(f.read_text() for f in (tmp_path / "r.transcripts").iterdir())]
+    for text in stored:
+        assert not any(secret in text for secret in LEAKED), text[:2000]
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 @in_docker
