@@ -1,10 +1,11 @@
 """What a root agent breaks in its own container is its failure, never infra.
 
 The gate's own steps in a Harbor task's container run after the agent phase (the phase
-boundary's ``sh -c`` listing and ``kill -STOP``, the tests' upload, the verifier). An agent that
-renamed ``/bin/sh`` or stopped the container's pid 1 made the next of them fail, and the run
-was recorded as an infra error: it dropped out of the comparison, and a task that went from
-6/6 to 1/6 read "No regression". Through ``gate run`` on a real container: the run is failed,
+boundary's ``sh -c`` listing and ``kill -STOP``, the tests' upload, the verifier). An agent
+that renamed ``/bin/sh`` or stopped the container's pid 1 made the next of them fail, and the
+run was recorded as an infra error: it dropped out of the comparison, and a task that went
+from 6/6 to 1/6 read "No regression" (one that removed ``awk`` blinded the listing, and
+passed). Through ``gate run`` on a real container: the run is failed,
 its reason naming the gate's step; a task the agent leaves alone passes beside them (the
 verifier writes 1 whatever the agent did, so only the break can fail a run).
 """
@@ -26,6 +27,8 @@ BREAKS = {
     "honest": "true",
     # the gate's own steps run `sh -c ...` as root
     "no-sh": "mv /bin/sh /bin/sh.x",
+    # the phase boundary's listing of processes and sockets ends in awk: it cannot be trusted
+    "no-awk": "rm -f \"$(command -v awk)\"",
     # pid 1 (the container's keep-alive) ends: the container stops under the gate
     "pid1": "kill -TERM 1; kill -KILL 1; sleep 5",
 }
@@ -48,11 +51,12 @@ def test_an_agent_that_breaks_its_container_fails_its_run_not_as_infra(tmp_path:
     assert out.exists(), p.stdout + p.stderr
     runs = {r["task"]: r for r in json.loads(out.read_text())["runs"]}
     assert runs["honest"]["status"] == "passed", runs["honest"]
-    for name in ("no-sh", "pid1"):
+    for name in ("no-sh", "no-awk", "pid1"):
         run = runs[name]
         assert run["status"] == "failed", (name, run["status"], run["reason"])
         assert run["reason"].startswith("the gate's "), (name, run["reason"])
         assert "step failed after the agent phase" in run["reason"], (name, run["reason"])
-    assert "phase-boundary" in runs["no-sh"]["reason"], runs["no-sh"]["reason"]
+    for name in ("no-sh", "no-awk"):
+        assert "phase-boundary" in runs[name]["reason"], runs[name]["reason"]
     assert "the container stopped" in runs["pid1"]["reason"], runs["pid1"]["reason"]
     assert ours() == []
