@@ -13,6 +13,7 @@ cancel check, the credential-free environment and the once-only teardown.
 """
 
 from gate._files import clip
+from gate.errors import ContainerStepError
 from gate.sandbox._base import (
     READ_LIMIT,
     AgentInstall,
@@ -51,6 +52,7 @@ __all__ = [
     "READ_LIMIT",
     "AgentInstall",
     "ContainerSpec",
+    "ContainerStepError",
     "ExecResult",
     "LocalSandbox",
     "LocalSandboxProvider",
