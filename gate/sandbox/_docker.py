@@ -5,7 +5,10 @@ bind-mounted at ``/workspace``; a private ``HOME`` at ``/home/gate``. Each comma
 an agent's tool call, the oracle, ``verify.sh``) runs in its own container of the task's image,
 which is removed when the command ends, so nothing a command starts (a ``setsid`` daemon, a
 fork bomb) outlives it. The task directory is mounted read-only at ``/task`` for the task's own
-scripts only, never for the agent's commands.
+scripts only, never for the agent's commands. With the agent's install (``[agent] install``),
+only the agent's commands run from the installed image: the task's own scripts (``setup.sh``,
+``verify.sh``, the oracle's solution) always run from the task's image, so nothing the install
+put there (a wrapped ``bash`` that exits 0 for ``verify.sh``) ever judges the agent.
 
 Every container: no network (unless the task opts in), a non-root user, all capabilities
 dropped, no-new-privileges, a read-only root with a tmpfs ``/tmp``, memory / pids / CPU limits,
@@ -100,11 +103,15 @@ def _user() -> tuple[int, int]:
 
 
 class DockerSandbox(Sandbox):
+    """``image``: the task's, which its own scripts run from; ``agent_image``: the one the
+    agent's commands run from (the task's with the agent's install in it), else ``image``."""
+
     def __init__(self, provider: DockerSandboxProvider, task: Task, image: str,
-                 root: Path) -> None:
+                 root: Path, agent_image: str | None = None) -> None:
         self.provider = provider
         self.task = task
         self.image = image
+        self.agent_image = agent_image or image
         self.root = root
         self.host_workdir = root / "work"
         self.workdir = WORKDIR
@@ -162,7 +169,7 @@ class DockerSandbox(Sandbox):
         uid, gid = _user()
         try:
             container = client.containers.create(
-                self.image, argv, detach=True, init=True,
+                self.image if task_visible else self.agent_image, argv, detach=True, init=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
                 user=f"{uid}:{gid}", working_dir=WORKDIR, environment=env,
                 network_mode="bridge" if limits and limits.network else "none",
@@ -500,16 +507,21 @@ class DockerSandboxProvider(SandboxProvider):
         """From the task's image with the agent's install committed in it (:mod:`._install`:
         once per image and script; the seconds this run waited for it are its
         ``install_s``)."""
-        image, waited = installed_image(self, task, self.image_for(task), install)
-        sandbox = self._make(task, run_name, image)
+        image = self.image_for(task)
+        installed, waited = installed_image(self, task, image, install)
+        sandbox = self._make(task, run_name, image, installed)
         sandbox.install_s = waited
         return sandbox
 
-    def _make(self, task: Task, run_name: str, image: str) -> Sandbox:
+    def _make(self, task: Task, run_name: str, image: str,
+              installed: str | None = None) -> Sandbox:
+        """``installed``: the image with the agent's install, which a long-lived container
+        starts from, and the per-command sandbox runs the agent's commands (only) from."""
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
         fmt = task_format(task)
         if fmt.lifecycle == "per_run":  # one long-lived container for the whole run
-            box = DockerRunContainer(self, task, image, root, fmt.container_spec(task))
+            box = DockerRunContainer(self, task, installed or image, root,
+                                     fmt.container_spec(task))
             box.cancel = self.cancel
             try:
                 box.start()
@@ -517,7 +529,7 @@ class DockerSandboxProvider(SandboxProvider):
                 box.close()
                 raise
             return box
-        sandbox = DockerSandbox(self, task, image, root)
+        sandbox = DockerSandbox(self, task, image, root, agent_image=installed)
         if os.getuid() == 0:
             uid, gid = _user()
             try:

@@ -1,8 +1,11 @@
 """The long-lived container life cycle on Docker: one container per run (a :class:`RunContainer`).
 
 A task whose state is its image's filesystem (Harbor's) gets one container of its image, its
-``ENTRYPOINT`` kept and its command a small ``sh`` loop that keeps it alive (Harbor's compose
-file replaces the command only, with ``sleep infinity``); every command of the run is a
+``ENTRYPOINT`` kept and its command a keep-alive (Harbor's compose file replaces the command
+only, with ``sleep infinity``): the image's ``sh`` blocked on its own ``read`` of the
+container's stdin, kept open by the engine and written by no one (:data:`KEEPALIVE`). It
+starts no process, ever, so nothing of the agent's is ever started in its place, nor needs
+sparing by its name (:mod:`._procs`); every command of the run is a
 ``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
 format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
 through the :class:`RunContainer` steps: :meth:`end_phase` kills every process the agent phase
@@ -85,7 +88,12 @@ if TYPE_CHECKING:
     from gate.skills import Skill
 
 _T = TypeVar("_T")
-KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
+#: the container's command: ``sh`` reading its stdin (``stdin_open``: a pipe the engine holds
+#: open, so ``read`` blocks, using no CPU; a line written to it is read and the loop goes on).
+#: It forks nothing: no renewed ``sleep`` that a root agent's trojan ``/usr/bin/sleep`` would
+#: replace. An ``ENTRYPOINT`` that closed stdin: the same process execs the image's ``sleep``
+#: at once, before the agent phase (the same pid and start time: still the container's own)
+KEEPALIVE = "trap 'exit 0' TERM; while read _; do :; done; exec sleep infinity"
 PIDS = 4096
 POLL_S = 0.25
 PHASE_ROUNDS = 5  # rounds of killing what the agent phase left running
@@ -172,7 +180,7 @@ class DockerRunContainer(RunContainer):
         self.workdir = spec.workdir or config.get("WorkingDir") or "/"
         try:
             container = client.containers.create(
-                self.image, command=["sh", "-c", KEEPALIVE], detach=True,
+                self.image, command=["sh", "-c", KEEPALIVE], detach=True, stdin_open=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
                 environment=spec.env, network_mode="bridge", cap_drop=self._cap_drop(),
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
