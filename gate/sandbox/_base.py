@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gate.formats import Container, Workspace
     from gate.skills import Skill
 
+FRESH_HOME = "/tmp/.gate-home"  # a RunContainer's fresh_home
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
 
 
@@ -93,12 +94,23 @@ class Sandbox(abc.ABC):
         """The environment a command inherits before scrubbing (none, in a container)."""
         return {}
 
-    def run_task_script(self, rel: str, *, timeout: float) -> ExecResult:
+    def run_task_script(self, rel: str, *, timeout: float, own_home: bool = False) -> ExecResult:
         """Run ``bash <task_dir>/<rel>`` with ``TASK_DIR`` set and the task directory visible
-        (the gate's layouts' way of running a task's own script)."""
+        (the gate's layouts' way of running a task's own script). ``own_home``: the script
+        gets an empty ``HOME`` made for it (:meth:`fresh_home`), not the one the agent's
+        commands shared — the verifier's, so nothing the agent left in ``~`` (a user-site
+        ``.pth``, a ``~/.gitconfig``) runs in the verifier's ``python3`` or ``git``."""
         self.check_open()
-        return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
+        env = script_env(self)
+        if own_home:
+            env["HOME"] = self.fresh_home()
+        return self._exec(task_script(self, rel), env=self.command_env(env),
                           timeout=timeout, stdin=None, task_visible=True)
+
+    @abc.abstractmethod
+    def fresh_home(self) -> str:
+        """An empty folder, made afresh on each call, as a task-visible command sees it: the
+        verifier's ``HOME``."""
 
     def path_of(self, rel: str) -> str:
         """The absolute path, as a command inside the sandbox sees it, of ``rel`` (a path the
@@ -371,6 +383,12 @@ class RunContainer(Sandbox):
     def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
         """Copy the host folder ``source`` to the absolute ``target`` (root-owned, modes
         kept); ``clear``: empty ``target`` first."""
+
+    def fresh_home(self) -> str:
+        """A folder of the container's own, emptied afresh (a per-run format's verifier runs
+        in the agent's container by its format's contract; this is for a script that asks)."""
+        self.reset_dir(FRESH_HOME)
+        return FRESH_HOME
 
     @abc.abstractmethod
     def reset_dir(self, target: str) -> None:

@@ -79,6 +79,7 @@ from gate.tasks import Task, digest_dir, task_format
 
 WORKDIR = "/workspace"
 HOME = "/home/gate"
+VERIFY_HOME = "/home/gate-verify"  # the verifier's own HOME (fresh_home)
 TASK_DIR = "/task"
 IO_DIR = "/run/gate-io"  # read-only: the command's stdin
 UNPRIVILEGED = 1000  # the uid/gid commands run as when the gate itself runs as root
@@ -146,9 +147,21 @@ class DockerSandbox(Sandbox):
         ]
         if task_visible:
             mounts.append(Mount(TASK_DIR, str(self.task.path), type="bind", read_only=True))
+            if (self.root / "verify-home").is_dir():
+                mounts.append(Mount(VERIFY_HOME, str(self.root / "verify-home"), type="bind"))
         if self._relay is not None:
             mounts.append(Mount(METER_DIR, str(self._relay.dir), type="bind", read_only=True))
         return mounts
+
+    def fresh_home(self) -> str:
+        """Mounted at ``VERIFY_HOME`` for the task's own scripts, emptied on each call and
+        owned by the command user (never the agent's ``HOME``)."""
+        home = self.root / "verify-home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        if os.getuid() == 0:
+            os.lchown(home, *_user())
+        return VERIFY_HOME
 
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
               task_visible: bool) -> ExecResult:

@@ -235,6 +235,12 @@ class LocalSandbox(Sandbox):
     def host_environ(self) -> Mapping[str, str]:
         return os.environ
 
+    def fresh_home(self) -> str:
+        home = self.root / "verify-home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        return str(home)
+
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
               task_visible: bool) -> ExecResult:
         return run_process_group(
