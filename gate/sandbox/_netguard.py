@@ -200,10 +200,11 @@ def _resolve(host: str) -> list[str]:
 
 
 def rules(hosts: Iterable[str], reach: Reach, *, v6: bool) -> list[str]:
-    """One family's ``OUTPUT`` chain, in order, each rule as ``iptables -S`` prints it: reject
-    the host's addresses and what :data:`V4_ALWAYS` / :data:`V6_ALWAYS` name; then accept what
-    ``reach`` allows inside the private ranges (a resolver or a proxy that is the host's own
-    address stays rejected: its rule comes first); then reject the private ranges."""
+    """One family's ``OUTPUT`` chain, in order, each rule as ``iptables -S`` prints it: accept
+    what goes out through ``lo`` (the namespace's own); reject the host's addresses and what
+    :data:`V4_ALWAYS` / :data:`V6_ALWAYS` name; then accept what ``reach`` allows inside the
+    private ranges (a resolver or a proxy that is the host's own address stays rejected: its
+    rule comes first); then reject the private ranges."""
     family, bits = (6, 128) if v6 else (4, 32)
     reject = " -j REJECT --reject-with " + ("icmp6-adm-prohibited" if v6 else
                                            "icmp-admin-prohibited")
@@ -216,13 +217,17 @@ def rules(hosts: Iterable[str], reach: Reach, *, v6: bool) -> list[str]:
     own = sorted({a for a in map(_address, hosts) if a and ":" in a} if v6 else
                  {a for a in map(_address, hosts) if a and ":" not in a})
     first = [*(f"-d {a}/{bits}" for a in own), *(V6_ALWAYS if v6 else V4_ALWAYS)]
+    # first of all, the namespace's own traffic (loopback and its own addresses, which go out
+    # through lo): the ICMP error a REJECT sends back to the container's own (private) address
+    # must not meet the private ranges' rule, or a refused connect hangs instead of failing
+    mine = "-o lo -j ACCEPT"
     accept = [f"-d {a}/{bits} -p {proto} -m {proto} --dport 53"
               for a in reach.resolvers if _family(a) == family and inside(a)
               for proto in ("udp", "tcp")]
     accept += [f"-d {a}/{bits} -p tcp -m tcp --dport {port}"
                for a, port in reach.proxies if _family(a) == family and inside(a)]
     accept += [f"-d {n}" for n in reach.allowed if ipaddress.ip_network(n).version == family]
-    return [*(spec + reject for spec in dict.fromkeys(first)),
+    return [mine, *(spec + reject for spec in dict.fromkeys(first)),
             *(spec + " -j ACCEPT" for spec in dict.fromkeys(accept)),
             *(f"-d {net}{reject}" for net in private)]
 

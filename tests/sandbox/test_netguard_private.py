@@ -38,11 +38,13 @@ REACH = Reach(resolvers=("10.255.255.53", "8.8.8.8", "172.17.0.1", "fd00::53"),
               allowed=("10.20.0.0/16", "fd12:3456::/32"))
 
 
-def verdict(chain: list[str], dest: str, proto: str, port: int) -> str:
-    """What ``chain`` (rules as ``iptables -S`` prints them) does with a unicast packet: the
-    first rule that matches decides; none: the chain's policy, ACCEPT."""
+def verdict(chain: list[str], dest: str, proto: str, port: int, out: str = "eth0") -> str:
+    """What ``chain`` (rules as ``iptables -S`` prints them) does with a unicast packet that
+    leaves through ``out``: the first rule that matches decides; none: the policy, ACCEPT."""
     for rule in chain:
         w = rule.split()
+        if "-o" in w and w[w.index("-o") + 1] != out:
+            continue
         if "addrtype" in w:  # broadcast by address type: no unicast destination is one
             continue
         if "-d" in w and ipaddress.ip_address(dest) not in ipaddress.ip_network(
@@ -104,6 +106,17 @@ def verdict(chain: list[str], dest: str, proto: str, port: int) -> str:
 def test_the_guards_chain_as_a_table(dest: str, proto: str, port: int, expected: str) -> None:
     chain = rules(HOSTS, REACH, v6=":" in dest)
     assert verdict(chain, dest, proto, port) == expected, chain
+
+
+def test_the_namespaces_own_traffic_is_never_rejected() -> None:
+    """The ICMP error a REJECT answers a refused connect with goes to the container's own
+    address (private, on Docker's bridge) through lo: rejected in turn, the connect would hang
+    until its timeout instead of failing at once."""
+    for own in ("172.17.0.2", "10.0.3.4", "fd00:1::2"):
+        chain = rules(HOSTS, REACH, v6=":" in own)
+        assert verdict(chain, own, "ipv6-icmp" if ":" in own else "icmp", 0, out="lo") == \
+            "accept", chain
+        assert verdict(chain, own, "tcp", 80, out="eth0") == "reject", chain
 
 
 def test_without_exceptions_the_resolver_and_the_proxy_are_rejected_too() -> None:
@@ -276,5 +289,38 @@ def test_a_task_with_network_reaches_a_private_address_only_when_the_suite_allow
     if allow:
         assert "reached-private" in said and private_peer.accepted() >= 1, said
     else:
-        assert "reached-private" not in said and "blocked" in said, said
+        # refused at once (the REJECT's ICMP error reaches the prober), not left to time out
+        assert "reached-private" not in said and "No route to host" in said, said
+        assert private_peer.accepted() == 0, said
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("allow", [False, True], ids=["default", "allowed"])
+def test_the_agents_install_reaches_a_private_address_only_when_the_suite_allows_it(
+        private_peer: Peer, tmp_path: Path, allow: bool) -> None:
+    """``[agent] install`` runs as root with network (a public phase): it probes the listener
+    and leaves what it saw in the image, which the agent's command then prints."""
+    from tests.helpers.harbor import harbor_task
+
+    suite = tmp_path / "suite"
+    harbor_task(suite, "lan")
+    (tmp_path / "install.sh").write_text(
+        f"#!/bin/sh\npython3 - {private_peer.address} {private_peer.port} > /opt/probe.txt "
+        f"<<'EOF'\n{PROBE}\nEOF\n")
+    allowed = f'allow_private = ["{private_peer.network}"]\n' if allow else ""
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[agent]\nkind = "command"\ncommand = "cat /opt/probe.txt >&2"\n'
+                   f'install = "install.sh"\n[suite]\ntasks = "{suite}"\n{allowed}')
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "-o", out, timeout=300, cwd=tmp_path)
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["status"] != "error", (p.stderr, run)
+    said = Path(run["transcript"]).read_text()
+    time.sleep(0.2)
+    if allow:
+        assert "reached-private" in said and private_peer.accepted() >= 1, said
+    else:
+        # refused at once (the REJECT's ICMP error reaches the prober), not left to time out
+        assert "reached-private" not in said and "No route to host" in said, said
         assert private_peer.accepted() == 0, said
