@@ -324,3 +324,27 @@ def test_the_agents_install_reaches_a_private_address_only_when_the_suite_allows
         # refused at once (the REJECT's ICMP error reaches the prober), not left to time out
         assert "reached-private" not in said and "No route to host" in said, said
         assert private_peer.accepted() == 0, said
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_pull_request_cannot_open_a_private_network_to_itself(
+        private_peer: Peer, tmp_path: Path) -> None:
+    """``[suite]`` measures, so on a PR it is the base branch's: a PR that adds the listener's
+    network to ``allow_private`` is still refused it (``gate run --base-ref``: the yardstick
+    ``gate ci`` opens on a pull request)."""
+    repo = tmp_path / "repo"
+    cfg = _suite(repo, "docker", private_peer, allow=False)
+    cfg.write_text(cfg.read_text().replace(str(repo / "suite"), "suite"))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-q",
+                  "-m", "base"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    cfg.write_text(cfg.read_text() + f'allow_private = ["{private_peer.network}"]\n')
+    out = tmp_path / "pr.json"
+    p = gate("run", "--config", cfg, "--base-ref", "main", "--agent", "oracle", "-k", "1",
+             "-o", out, cwd=repo, timeout=300)
+    assert p.returncode == 0, p.stderr
+    said = (tmp_path / "pr.transcripts" / "lan-r0.jsonl").read_text()
+    assert "reached-private" not in said and "No route to host" in said, said
+    assert private_peer.accepted() == 0, said
