@@ -7,8 +7,9 @@ resolver, the cloud's metadata service behind the host) answers a task that opte
 network. The guard closes that from inside the container's own network namespace, without
 touching the host's firewall. The container is created on the bridge but taken off it before it
 starts (:func:`detach`): it starts with loopback only, so nothing in it — the image's
-``ENTRYPOINT`` runs first — reaches anything yet. Then the gate appends to the namespace's own
-``OUTPUT`` chain a ``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
+``ENTRYPOINT`` runs first — reaches anything yet. Then the gate writes the namespace's own
+``OUTPUT`` chain: what goes out through ``lo`` is the namespace's own (accepted), then a
+``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
 IPv6 addresses, loopback excepted: inside the container, loopback is the container's own), for
 the bridge's gateway, for the link-local range ``169.254.0.0/16`` (where cloud metadata
 services answer), and for every broadcast and multicast destination (``255.255.255.255``, the
