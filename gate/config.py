@@ -6,6 +6,7 @@ Relative paths in the file are relative to the file's directory; ``[agent]``'s
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -90,6 +91,26 @@ class AgentConfig(_Strict):
         return v
 
 
+#: the private ranges a container with network never reaches unless ``[suite].allow_private``
+#: names a part of one (gate/sandbox/_netguard.py): RFC 1918's, the carrier-grade NAT range
+#: (RFC 6598; some clouds' internal services) and IPv6's unique local addresses (RFC 4193)
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+
+
+def private_network(text: str) -> str:
+    """``text`` as a network inside one of :data:`PRIVATE_RANGES`, written as ``ip`` and
+    ``iptables`` write it; ``ValueError`` saying why it is not one."""
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{text[:60]!r} is not a network in CIDR form ({exc})") from None
+    if not any(net.network_address in r and net.broadcast_address in r
+               for r in map(ipaddress.ip_network, PRIVATE_RANGES)):
+        raise ValueError(f"{net} is not inside a private range the guard closes "
+                         f"({', '.join(PRIVATE_RANGES)})")
+    return str(net)
+
+
 class SuiteConfig(_Strict):
     tasks: str = "tasks"
     replications: int = Field(default=3, gt=0)
@@ -133,6 +154,17 @@ class SuiteConfig(_Strict):
         default_factory=list, max_length=1000,
         description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "
                     "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
+    # private networks a container with network may reach (a task's or an install's public
+    # phase): the guard rejects RFC 1918, CGNAT and IPv6 ULA ranges but for the host's
+    # resolvers and the runner's proxies (gate/sandbox/_netguard.py); the base branch's on a PR
+    allow_private: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=100,
+        description="private networks (CIDR, e.g. 10.20.0.0/16) a task with network may reach")
+
+    @field_validator("allow_private")
+    @classmethod
+    def _private_networks(cls, nets: list[str]) -> list[str]:
+        return [private_network(n) for n in nets]
 
 
 class GateSettings(_Strict):

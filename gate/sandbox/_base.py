@@ -238,6 +238,8 @@ class SandboxOptions:
     reward_unprotected: frozenset[str] = frozenset()
     # tasks whose long-lived container keeps NET_RAW ([suite].net_raw; Harbor's format)
     net_raw: frozenset[str] = frozenset()
+    # private networks a container with network may reach ([suite].allow_private: CIDRs)
+    allow_private: tuple[str, ...] = ()
 
 
 class SandboxProvider(abc.ABC):

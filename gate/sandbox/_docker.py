@@ -177,7 +177,8 @@ class DockerSandbox(Sandbox):
         start = time.monotonic()
         client = self.provider.client()
         limits = self.task.meta.environment
-        guard = NetGuard(self._io, IO_DIR) if limits and limits.network else None  # _netguard
+        guard = (NetGuard(self._io, IO_DIR, self.provider.options.allow_private)  # _netguard
+                 if limits and limits.network else None)
         argv = guard.hold(argv) if guard else argv
         uid, gid = _user()
         try:

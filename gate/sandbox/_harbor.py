@@ -220,7 +220,7 @@ class DockerRunContainer(RunContainer):
         from gate.sandbox._netguard import guard_container
 
         try:
-            guard_container(container)
+            guard_container(container, allow=self.provider.options.allow_private)
         except SandboxError as exc:
             self._unguarded = str(exc)
 

@@ -109,7 +109,8 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
     return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull,
                           pass_env=tuple(suite.pass_env),
                           reward_unprotected=frozenset(suite.reward_unprotected),
-                          net_raw=frozenset(suite.net_raw))
+                          net_raw=frozenset(suite.net_raw),
+                          allow_private=tuple(suite.allow_private))
 
 
 def admit(suite: Suite, provider: SandboxProvider, agent_kind: str,
