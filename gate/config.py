@@ -133,6 +133,11 @@ class SuiteConfig(_Strict):
         default_factory=list, max_length=1000,
         description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "
                     "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
+    # what one run may write (its workspace, a container's writable layer) and what the
+    # agent's install may commit, in MB: past it the run is stopped and fails as the agent's
+    # doing; too little free disk for it is infra (gate/sandbox/_quota.py)
+    disk_mb: int = Field(default=1024, gt=0, le=1_048_576, strict=True,
+                         description="MB one run (or the agent's install) may write")
 
 
 class GateSettings(_Strict):

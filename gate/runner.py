@@ -396,6 +396,9 @@ def run_one(
         _fault(run, exc)
     finally:
         if sandbox is not None:
+            if (over := sandbox.disk_over()) is not None:  # past [suite] disk_mb: its doing
+                run.record({"type": "disk", "reason": over})
+                run.status, run.reason = "failed", over
             run.withheld = sandbox.withheld_env()
             run.skill_notes = list(sandbox.skill_notes)
             sandbox.close()
