@@ -37,7 +37,7 @@ MB = 1 << 20
 MARGIN_MB = 256  # free space a job needs beyond one run's limit (the results, the logs)
 HOST_POLL_S = 1.0
 CONTAINER_POLL_S = 3.0  # the engine computes SizeRw by walking the layer (~0.2 s for 20k files)
-SHARE = 0.2  # a watcher waits at least its last measure's time / SHARE between measures
+SHARE = 0.1  # a watcher waits at least its last measure's time / SHARE between measures
 SETTING = "[suite] disk_mb"
 
 
