@@ -160,6 +160,11 @@ class SuiteConfig(_Strict):
     allow_private: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         default_factory=list, max_length=100,
         description="private networks (CIDR, e.g. 10.20.0.0/16) a task with network may reach")
+    # what one run may write (its workspace, a container's writable layer) and what the
+    # agent's install may commit, in MB: past it the run is stopped and fails as the agent's
+    # doing; too little free disk for it is infra (gate/sandbox/_quota.py)
+    disk_mb: int = Field(default=1024, gt=0, le=1_048_576, strict=True,
+                         description="MB one run (or the agent's install) may write")
 
     @field_validator("allow_private")
     @classmethod

@@ -49,7 +49,7 @@ from gate.results import (
     transcripts_dir,
 )
 from gate.runner import Arm, RunOptions, condition_plan, plan
-from gate.sandbox import SandboxProvider, admit, suite_sandboxes
+from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
 from gate.session import (
     NO_KEY,
     SIM_CREDENTIAL,
@@ -230,6 +230,11 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
         raise BadInput(f"{tasks_dir}: no loadable task"
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
                           if suite.problems else ""))
+    try:  # too little free disk for one run's limit: infra, said once for the job
+        ensure_free(provider.disk_paths(), cfg.suite.disk_mb)
+    except BaseException:
+        provider.close()
+        raise
     return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
                  req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs,
                  tools)

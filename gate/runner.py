@@ -396,6 +396,7 @@ def run_one(
         _fault(run, exc)
     finally:
         if sandbox is not None:
+            _past_disk(run, sandbox)
             run.withheld = sandbox.withheld_env()
             run.skill_notes = list(sandbox.skill_notes)
             sandbox.close()
@@ -410,12 +411,22 @@ def _fault(run: _Run, exc: SandboxError | OSError) -> None:
     agent phase began: the agent had the container to break (``/bin/sh`` renamed, pid 1
     killed), and an infra error would drop the run from the comparison. Anything else (the
     engine, the host, a cancel), and anything before the agent phase (the image, the
-    container's start, setup), is infra."""
+    container's start, setup), is infra; a run past its disk limit is failed after this
+    (:func:`_past_disk`)."""
     if run.acted and isinstance(exc, ContainerStepError):
         run.status = "failed"
         run.reason = f"the gate's {exc.step} step failed after the agent phase: {exc.detail}"
     else:
         run.status, run.reason = "error", f"infra: {exc}"
+
+
+def _past_disk(run: _Run, sandbox: Sandbox) -> None:
+    """A run that wrote past ``[suite] disk_mb`` fails with that reason, whatever else it
+    came to: its sandbox's watch stopped it (an infra error of its own making, "cancelled"),
+    or measured it past the limit as it ended. What it wrote is the agent's doing."""
+    if (over := sandbox.disk_over()) is not None:
+        run.record({"type": "disk", "reason": over})
+        run.status, run.reason = "failed", over
 
 
 def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple[Task, int]]:

@@ -36,6 +36,7 @@ from gate.sandbox._contain import (
     no_task_alive,
 )
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
+from gate.sandbox._quota import ensure_free
 from gate.sandbox._select import admit, open_provider, suite_options, suite_sandboxes
 
 
@@ -68,6 +69,7 @@ __all__ = [
     "backend_names",
     "clip",
     "containment",
+    "ensure_free",
     "make_provider",
     "no_task_alive",
     "open_provider",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import shlex
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from gate.errors import BadInput, SandboxError
 from gate.formats import ContainerSpec, ExecResult, Verification
+from gate.sandbox._quota import HOST_POLL_S, DiskLimit, DiskWatch, RunStop
 from gate.secrets import scrubbed_env, withheld_notes
 from gate.tasks import Task, task_format
 
@@ -60,6 +62,8 @@ class Sandbox(abc.ABC):
     skill_notes: tuple[str, ...] = ()
     _closed: bool = False
     _started: bool = False  # its format's start() has run
+    disk: DiskWatch | None = None  # what it wrote, watched against [suite] disk_mb (_quota)
+    disk_poll_s: float = HOST_POLL_S
 
     # ----- what a backend implements ------------------------------------------------------
 
@@ -85,6 +89,12 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def _teardown(self) -> None:
         """Remove everything of this sandbox (the workspace unless asked to keep it)."""
+
+    def disk_used(self) -> int:
+        """The bytes this run wrote that stay on the machine's disk (its host folders, its
+        container's writable layer). A backend that cannot tell leaves it, and nothing of it
+        is watched."""
+        raise NotImplementedError
 
     def base_env(self) -> dict[str, str]:
         """Variables every command here gets (``WORK_DIR``, a private ``HOME`` ...)."""
@@ -195,11 +205,27 @@ class Sandbox(abc.ABC):
             self._put_dir(skill.path, f"{SKILLS_DIR}/{skill.folder}")
         return list(skills)
 
+    def watch_disk(self, limit: DiskLimit | None) -> None:
+        """Watch what this sandbox writes against ``limit`` from now on (once): past it, what
+        runs is stopped as a cancel stops it, and :meth:`disk_over` says why."""
+        if limit is None or self.disk is not None or \
+                type(self).disk_used is Sandbox.disk_used:
+            return
+        stop = RunStop(self.cancel)
+        self.cancel = stop
+        self.disk = DiskWatch(limit, self.disk_used, stop, self.disk_poll_s)
+
+    def disk_over(self) -> str | None:
+        """Why this run failed its disk limit (measured now, unless already past), or None."""
+        return self.disk.check() if self.disk is not None else None
+
     def close(self) -> None:
         """Tear down. Safe to call twice; never raises for a teardown that half failed."""
         if self._closed:
             return
         self._closed = True
+        if self.disk is not None:
+            self.disk.close()
         self._teardown()
 
     def __enter__(self) -> Sandbox:
@@ -240,6 +266,10 @@ class SandboxOptions:
     net_raw: frozenset[str] = frozenset()
     # private networks a container with network may reach ([suite].allow_private: CIDRs)
     allow_private: tuple[str, ...] = ()
+    disk_mb: int | None = None  # what one run may write ([suite].disk_mb); None: unwatched
+
+    def disk_limit(self, what: str = "the run") -> DiskLimit | None:
+        return DiskLimit(self.disk_mb, what) if self.disk_mb else None
 
 
 class SandboxProvider(abc.ABC):
@@ -268,6 +298,10 @@ class SandboxProvider(abc.ABC):
         """Why this backend cannot run anything here (e.g. no engine reachable)."""
         return None
 
+    def disk_paths(self) -> list[Path]:
+        """The folders whose disk a run writes to (its workspace's; an engine's layers)."""
+        return [self.options.base_dir or Path(tempfile.gettempdir())]
+
     def refusal(self, task: Task) -> str | None:
         """Why ``task`` cannot run in this backend (``None``: it can)."""
         return None
@@ -290,7 +324,9 @@ class SandboxProvider(abc.ABC):
             raise SandboxError(why)
         sandbox = (self._create(task, run_name) if install is None
                    else self._create_installed(task, run_name, install))
-        sandbox.cancel = self.cancel
+        if sandbox.disk is None:  # once, though a routing provider hands the task on
+            sandbox.cancel = self.cancel
+            sandbox.watch_disk(self.options.disk_limit())
         sandbox.pass_env = self.options.pass_env
         sandbox.task = task
         if not sandbox._started:  # once, though a routing provider hands the task on

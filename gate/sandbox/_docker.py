@@ -75,6 +75,7 @@ from gate.sandbox._local import (
     write_inside,
 )
 from gate.sandbox._netguard import NetGuard
+from gate.sandbox._quota import tree_bytes
 from gate.tasks import Task, digest_dir, task_format
 
 WORKDIR = "/workspace"
@@ -138,6 +139,11 @@ class DockerSandbox(Sandbox):
     def base_env(self) -> dict[str, str]:
         return {"WORK_DIR": WORKDIR, "HOME": HOME, "TMPDIR": "/tmp",
                 "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def disk_used(self) -> int:
+        """The host folders mounted into its commands (their root is read-only, their
+        ``/tmp`` a tmpfs counted in their memory)."""
+        return tree_bytes(self.root)
 
     def _mounts(self, task_visible: bool) -> list[Mount]:
         mounts = [
@@ -365,6 +371,17 @@ class DockerSandboxProvider(SandboxProvider):
         except SandboxError as exc:
             return str(exc)
         return None
+
+    def disk_paths(self) -> list[Path]:
+        """The workspaces' folder, and the engine's (its containers' layers) when it is on
+        this host."""
+        paths = super().disk_paths()
+        with contextlib.suppress(SandboxError, docker.errors.DockerException,
+                                 requests.exceptions.RequestException):
+            root = self.client().info().get("DockerRootDir")
+            if root and os.path.isdir(root):
+                paths.append(Path(root))
+        return paths
 
     def refusal(self, task: Task) -> str | None:
         if why := task_format(task).refusal(task):

@@ -82,6 +82,7 @@ from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
+from gate.sandbox._quota import CONTAINER_POLL_S
 from gate.tasks import Task
 
 if TYPE_CHECKING:
@@ -238,6 +239,14 @@ class DockerRunContainer(RunContainer):
         shutil.rmtree(self._meter_dir, ignore_errors=True)
         if not self.provider.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+
+    disk_poll_s = CONTAINER_POLL_S
+
+    def disk_used(self) -> int:
+        """Its writable layer (the engine's ``SizeRw``: what it wrote over its image)."""
+        found = self.provider.client().api.containers(all=True, size=True,
+                                                      filters={"id": self._cid})
+        return int((found[0].get("SizeRw") or 0) if found else 0)
 
     # ----- the RunContainer steps ---------------------------------------------------------
 

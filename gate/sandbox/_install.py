@@ -95,8 +95,14 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
     box.cancel = provider.cancel
     try:
         box.start()
+        box.watch_disk(provider.options.disk_limit("the agent's install ([agent] install)"))
         box.set_network("public")  # refused where the guard could not be set
-        res = _run_script(box, install)
+        try:
+            res = _run_script(box, install)
+        except SandboxError:  # stopped: by its disk watch, or the job's cancel
+            _within_disk(box)
+            raise
+        _within_disk(box)
         if res.timed_out:
             raise SandboxError(f"the agent's install ([agent] install) took longer than "
                                f"install_timeout_sec ({install.timeout:g} s): stopped"
@@ -108,6 +114,12 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
         _commit(provider, box, image, tag)
     finally:
         box.close()
+
+
+def _within_disk(box: DockerRunContainer) -> None:
+    """An install whose layer went past ``[suite] disk_mb`` fails with that reason."""
+    if (over := box.disk_over()) is not None:
+        raise SandboxError(over) from None
 
 
 def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
