@@ -201,7 +201,7 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
              for name in (BASE, PR)]
     results = execute(SessionPlan(
         work=work, planned=work, files=files, provider=stage.provider, cancel=stage.cancel,
-        prices=stage.prices, jobs=stage.jobs,
+        prices=stage.prices, jobs=stage.jobs, server_tools=stage.server_tools,
         upstream=stage.upstream(req, ledger, any(a.spec.uses_model for a in arms.values())),
         request_observer=req.request_observer, on_result=on_result))
     return ABRun(base=results[BASE], pr=results[PR], base_path=outputs[BASE],

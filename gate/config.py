@@ -1,13 +1,15 @@
 """``gate.toml``: the agent under test, the suite, and the gate's settings.
 
-Relative paths in the file are relative to the file's directory.
+Relative paths in the file are relative to the file's directory; ``[agent]``'s
+(:data:`AGENT_PATHS`) must stay inside it, symlinks resolved.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -48,6 +50,13 @@ class PriceOverride(_Strict):
     cache_read: float | None = Field(default=None, ge=0, le=MAX_PRICE)
 
 
+#: ``[agent]`` keys that name a file or folder of the repository: relative to gate.toml's
+#: folder and inside it, symlinks resolved (:meth:`GateConfig.agent_path`). The agent under
+#: test is the PR's code: a path out of the checkout (``~/.docker/config.json``) would hand
+#: the runner's files to it, its install's output, its fingerprint or the comment.
+AGENT_PATHS = ("system_prompt", "install", "skills")
+
+
 class AgentConfig(_Strict):
     # a registered agent kind (gate.agents): builtin, command, oracle. The registry checks the
     # name where it is looked up (config imports no registry: they import config)
@@ -71,6 +80,35 @@ class AgentConfig(_Strict):
     env: list[str] = Field(default_factory=list,
                            description="extra non-secret variables passed to a command agent")
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
+
+    @field_validator(*AGENT_PATHS)
+    @classmethod
+    def _in_the_repository(cls, v: str | None) -> str | None:
+        if v is not None and (PurePosixPath(v).is_absolute() or v.startswith("~")
+                              or ".." in PurePosixPath(v).parts or "\0" in v):
+            raise ValueError(f"{printable(v)[:80]!r} is not a path inside the repository: "
+                             "relative to gate.toml's folder, with no '/' first, '~' or '..'")
+        return v
+
+
+#: the private ranges a container with network never reaches unless ``[suite].allow_private``
+#: names a part of one (gate/sandbox/_netguard.py): RFC 1918's, the carrier-grade NAT range
+#: (RFC 6598; some clouds' internal services) and IPv6's unique local addresses (RFC 4193)
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+
+
+def private_network(text: str) -> str:
+    """``text`` as a network inside one of :data:`PRIVATE_RANGES`, written as ``ip`` and
+    ``iptables`` write it; ``ValueError`` saying why it is not one."""
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{text[:60]!r} is not a network in CIDR form ({exc})") from None
+    if not any(net.network_address in r and net.broadcast_address in r
+               for r in map(ipaddress.ip_network, PRIVATE_RANGES)):
+        raise ValueError(f"{net} is not inside a private range the guard closes "
+                         f"({', '.join(PRIVATE_RANGES)})")
+    return str(net)
 
 
 class SuiteConfig(_Strict):
@@ -106,10 +144,32 @@ class SuiteConfig(_Strict):
     # so their reward is not protected from the agent; the comment says so
     reward_unprotected: list[str] = Field(default_factory=list, description="task ids whose "
                                           "verifier needs a service the agent started")
+    # server tools (the provider runs them, and may bill them per use) the meter lets an agent
+    # offer: "web_search", "web_fetch", "code_execution", "mcp" (gate/meter/_provider.py); none
+    # by default: a request that offers another is refused, as the agent's. Read from the base
+    # branch on a PR like all of [suite]: a server tool gives even a no-network task the web
+    server_tools: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=16)
     net_raw: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
         default_factory=list, max_length=1000,
         description="tasks (ids) whose Harbor container keeps the NET_RAW capability (raw "
                     "and packet sockets); the gate drops it by default (docs/harbor-migration.md)")
+    # private networks a container with network may reach (a task's or an install's public
+    # phase): the guard rejects RFC 1918, CGNAT and IPv6 ULA ranges but for the host's
+    # resolvers and the runner's proxies (gate/sandbox/_netguard.py); the base branch's on a PR
+    allow_private: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=100,
+        description="private networks (CIDR, e.g. 10.20.0.0/16) a task with network may reach")
+    # what one run may write (its workspace, a container's writable layer) and what the
+    # agent's install may commit, in MB: past it the run is stopped and fails as the agent's
+    # doing; too little free disk for it is infra (gate/sandbox/_quota.py)
+    disk_mb: int = Field(default=1024, gt=0, le=1_048_576, strict=True,
+                         description="MB one run (or the agent's install) may write")
+
+    @field_validator("allow_private")
+    @classmethod
+    def _private_networks(cls, nets: list[str]) -> list[str]:
+        return [private_network(n) for n in nets]
 
 
     tamper_exempt: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
@@ -298,9 +358,39 @@ class GateConfig(_Strict):
         p = Path(relative)
         return p if p.is_absolute() else self.root / p
 
+    def agent_path(self, key: str) -> Path:
+        """``[agent].<key>`` (one of :data:`AGENT_PATHS`, set), resolved inside this suite's
+        root (:func:`inside`)."""
+        return inside(self.root, getattr(self.agent, key), self.where(f"agent.{key}"))
+
     def where(self, field: str) -> str:
         """``<file>: <field>``, to name a value of this configuration in an error."""
         return f"{self.source or DEFAULT_CONFIG}: {field}"
+
+
+def inside(root: Path, relative: str, where: str) -> Path:
+    """``relative`` resolved against ``root``, symlinks and all; ``BadInput`` (``where``: the
+    file and the key) when it leads out of ``root``."""
+    base = root.resolve()
+    try:
+        resolved = (base / relative).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BadInput(f"{where}: {printable(relative)[:80]!r}: {exc}") from None
+    if not resolved.is_relative_to(base):
+        raise BadInput(f"{where}: {printable(relative)[:80]!r} leads out of the repository "
+                       f"(gate.toml's folder, {printable(str(base))}) through a symlink: the "
+                       "agent's files must be the repository's own")
+    return resolved
+
+
+def _agent_paths_inside(cfg: GateConfig, where: str) -> None:
+    """Every ``[agent]`` path, and each condition's overlay of one, inside the suite's root."""
+    for key in AGENT_PATHS:
+        if getattr(cfg.agent, key):
+            inside(cfg.root, getattr(cfg.agent, key), f"{where}: agent.{key}")
+        for name, condition in cfg.conditions.items():
+            if isinstance(condition.agent.get(key), str):
+                inside(cfg.root, condition.agent[key], f"{where}: conditions.{name}.agent.{key}")
 
 
 def load_config(path: str | Path | None) -> GateConfig:
@@ -328,4 +418,5 @@ def parse_config(text: str, *, where: str, root: Path) -> GateConfig:
     except ValidationError as exc:
         raise BadInput(f"{where}: {describe_validation_error(exc)}") from None
     cfg.root = root
+    _agent_paths_inside(cfg, where)
     return cfg

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gate._files import describe_validation_error
 from gate.config import PriceOverride
@@ -63,6 +63,16 @@ class _BundledTable(BaseModel):
 
     date: str
     models: dict[str, _BundledModel]
+    # USD per use of a server tool, keyed by the ``usage.server_tool_use`` count that bills it
+    server_tools: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("server_tools")
+    @classmethod
+    def _not_negative(cls, fees: dict[str, float]) -> dict[str, float]:
+        for key, fee in fees.items():
+            if fee < 0:
+                raise ValueError(f"{key}: a price must not be negative")
+        return fees
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,8 @@ class ModelPrice:
 class PriceTable:
     date: str
     models: Mapping[str, ModelPrice]
+    #: USD per use of a server tool, by the ``usage.server_tool_use`` count that bills it
+    server_tools: Mapping[str, float] = field(default_factory=dict)
 
     def resolve(self, model: str) -> ModelPrice:
         """Exact id, else its family (a dated or ``-latest`` id), else a clear ``BadInput``."""
@@ -101,10 +113,16 @@ class PriceTable:
         models = dict(self.models)
         for name, o in overrides.items():
             models[name] = ModelPrice(Rates.from_price(o))
-        return PriceTable(self.date, models)
+        return PriceTable(self.date, models, self.server_tools)
 
     def cost(self, model: str, usage: Usage) -> float:
         return request_cost(self.resolve(model), usage)
+
+    def tool_fees(self, counts: Mapping[str, int]) -> tuple[float, list[str]]:
+        """USD for a request's billed server-tool uses (``usage.server_tool_use``'s counts),
+        and the counts this table has no price for (never priced at $0 in silence)."""
+        fee = sum(n * self.server_tools[k] for k, n in counts.items() if k in self.server_tools)
+        return fee, sorted(k for k in counts if k not in self.server_tools)
 
 
 def request_cost(price: ModelPrice, usage: Usage) -> float:
@@ -140,7 +158,7 @@ def parse_price_table(text: str, where: str) -> PriceTable:
             Rates.from_price(m.long_context) if m.long_context else None,
             m.long_context_threshold,
         )
-    return PriceTable(table.date, models)
+    return PriceTable(table.date, models, dict(table.server_tools))
 
 
 @lru_cache(maxsize=1)

@@ -41,3 +41,19 @@ class SandboxError(Exception):
     """The sandbox itself failed (not the task): an infra error. Defined here, below the
     sandbox and the task formats (which raise it while driving a sandbox); :mod:`gate.sandbox`
     re-exports it."""
+
+
+class ContainerStepError(SandboxError):
+    """A step of the gate's own in a run's container failed by the container's doing, not
+    the engine's: its command exited non-zero or timed out (``/bin/sh`` renamed, a tool
+    removed), or the container stopped (its pid 1 ended). The sandbox tells it from a
+    failure of the engine (unreachable, an API error), which stays a plain
+    :class:`SandboxError`. Before the agent phase it is infra like any; once the agent phase
+    began, the runner fails the run with it (``gate/runner.py``, ``_fault``): whatever broke
+    the container then was in the agent's reach. ``step``: which of the gate's steps
+    (``phase-boundary``, ``upload``, ...); ``detail``: what went wrong."""
+
+    def __init__(self, step: str, detail: str) -> None:
+        super().__init__(f"the gate's {step} step failed: {detail}")
+        self.step = step
+        self.detail = detail

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Protocol
 
 from gate.config import GateConfig
@@ -41,7 +40,7 @@ def digest_of(obj: Any) -> str:
 def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
     parts = source.fingerprint_parts(cfg)
     if source.uses_model and cfg.agent.skills:
-        skills = Path(cfg.path(cfg.agent.skills))
+        skills = cfg.agent_path("skills")
         if not skills.is_dir():
             raise BadInput(f"[agent].skills: {skills} is not a directory")
         from gate.skills import config_skills

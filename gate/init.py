@@ -4,10 +4,12 @@ Writes what a careful maintainer would merge: a commented ``gate.toml`` whose su
 a collapse of its example task out of the box (6 runs per task: docs/statistics.md,
 "Resolution"), the agent's system prompt (``agent/system.md``, long enough to be cached), one
 example task in the suite layout (``setup.sh``, ``task.md``, ``verify.sh``, ``task.toml``,
-``solution/solve.sh``), the three workflows (the PR check; the baseline refresh on the default
-branch, kept on the data branch; the trusted report job after each PR check, which publishes
-its report on GitHub Pages and links it), with actions pinned by commit SHA and
-``.github/dependabot.yml`` keeping them current, and the results' entries in ``.gitignore``.
+``solution/solve.sh``, and ``gatecheck.py``, which judges the verifier's checks outside the
+checked code's process: README.md, "Writing tasks"), the three workflows (the PR check; the
+baseline refresh on the default branch, kept on the data branch; the trusted report job after
+each PR check, which publishes its report on GitHub Pages and links it), with actions pinned
+by commit SHA and ``.github/dependabot.yml`` keeping them current, and the results' entries
+in ``.gitignore``.
 
 It never overwrites: when any file it would write exists, it writes nothing and names the file
 (exit 2). Two files are shared with the rest of a repository and handled gently: an existing
@@ -67,6 +69,7 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("task/task.toml", f"tasks/{EXAMPLE_TASK}/task.toml", False),
     ("task/setup.sh", f"tasks/{EXAMPLE_TASK}/setup.sh", True),
     ("task/verify.sh", f"tasks/{EXAMPLE_TASK}/verify.sh", True),
+    ("task/gatecheck.py", f"tasks/{EXAMPLE_TASK}/gatecheck.py", False),
     ("task/solution/solve.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh", True),
     ("workflows/agent-gate.yml", ".github/workflows/agent-gate.yml", False),
     ("workflows/agent-gate-main.yml", ".github/workflows/agent-gate-main.yml", False),

@@ -49,7 +49,7 @@ from gate.results import (
     transcripts_dir,
 )
 from gate.runner import Arm, RunOptions, condition_plan, plan
-from gate.sandbox import SandboxProvider, admit, suite_sandboxes
+from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
 from gate.session import (
     NO_KEY,
     SIM_CREDENTIAL,
@@ -63,6 +63,7 @@ from gate.session import (
     item_key,
     open_upstream,
     resolve_names,
+    server_tools,
     spend,
     suite_info,
 )
@@ -196,6 +197,7 @@ class Stage:
     prices: PriceTable
     replications: int
     jobs: int
+    server_tools: frozenset[str] = frozenset()  # [suite].server_tools: what the meter admits
 
     def upstream(self, req: RunRequest, ledger: Path, uses_model: bool
                  ) -> Callable[[], contextlib.AbstractContextManager[Upstream]] | None:
@@ -213,6 +215,7 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
     cfg = req.config
     kinds = [req.agent_kind or c.agent.kind for c in configs]
     specs = [resolve_names(c, k) for c, k in zip(configs, kinds, strict=True)]
+    tools = server_tools(cfg)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
                                registry=req.registry)
@@ -227,8 +230,14 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
         raise BadInput(f"{tasks_dir}: no loadable task"
                        + (f" ({suite.problems[0].name}: {suite.problems[0].reason})"
                           if suite.problems else ""))
+    try:  # too little free disk for one run's limit: infra, said once for the job
+        ensure_free(provider.disk_paths(), cfg.suite.disk_mb)
+    except BaseException:
+        provider.close()
+        raise
     return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
-                 req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs)
+                 req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs,
+                 tools)
 
 
 def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: str,
@@ -493,7 +502,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
 
     session = SessionPlan(
         work=work, planned=planned, provider=stage.provider, cancel=stage.cancel,
-        prices=stage.prices, jobs=stage.jobs, budget=budget,
+        prices=stage.prices, jobs=stage.jobs, budget=budget, server_tools=stage.server_tools,
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
                        f"--resume -o {req.output}` continues it)")],

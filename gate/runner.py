@@ -5,8 +5,9 @@ fresh workspace, ``starting/`` copied, ``setup.sh`` (cwd = workspace), the agent
 ``.runner/final.txt`` and ``verify.sh`` under a timeout. Setup, sandbox and model-API
 failures the provider or the machine caused are infra errors, never task failures; what the
 agent caused (a model with no price, a request refused, malformed or left in flight, a stream
-it cut before it began) fails its run with that reason. The runner keeps no global state and never
-changes its own cwd, so runs can go in parallel.
+it cut before it began) fails its run with that reason, and so does a step of the gate's own
+that the run's container failed once the agent phase began (``_fault``). The runner keeps no
+global state and never changes its own cwd, so runs can go in parallel.
 """
 
 from __future__ import annotations
@@ -26,8 +27,15 @@ from gate._files import json_problem
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.meter import RunTotals
 from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
-from gate.sandbox import Sandbox, SandboxError, SandboxProvider, clip, make_provider
-from gate.secrets import Redactor
+from gate.sandbox import (
+    ContainerStepError,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    clip,
+    make_provider,
+)
+from gate.secrets import Redactor, mask_credentials
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.usage import Usage
 
@@ -95,7 +103,8 @@ class RunOptions:
 
 
 def _tail(text: str, limit: int = 200) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    """The last line of an output, for a reason: credentials masked before it is cut."""
+    lines = [ln for ln in mask_credentials(text).strip().splitlines() if ln.strip()]
     return lines[-1][:limit] if lines else "(no output)"
 
 
@@ -178,6 +187,7 @@ class _Run:
     withheld: list[str] = field(default_factory=list)  # credentials kept from its commands
     skill_notes: list[str] = field(default_factory=list)  # about skills (the sandbox's)
     install_s: float | None = None  # waited for the agent's install: not the run's duration
+    acted: bool = False  # the agent phase began: what breaks in its sandbox may be its doing
 
 
 def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None) -> _Run:
@@ -226,6 +236,7 @@ def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill],
         api_key=meter_run.token if meter_run else None,
         record=run.record, skills=tuple(skills),
     )
+    run.acted = True
     try:
         outcome = agent.run(sandbox, ctx)
     except SandboxError:
@@ -382,14 +393,40 @@ def run_one(
                            index if task.steps else None):
                 break
     except (SandboxError, OSError) as exc:
-        run.status, run.reason = "error", f"infra: {exc}"
+        _fault(run, exc)
     finally:
         if sandbox is not None:
+            _past_disk(run, sandbox)
             run.withheld = sandbox.withheld_env()
             run.skill_notes = list(sandbox.skill_notes)
             sandbox.close()
         totals, capped = _close_meter(run)
     return _record(run, totals, capped)
+
+
+def _fault(run: _Run, exc: SandboxError | OSError) -> None:
+    """Whose failure a sandbox's error is, decided here only. A step of the gate's own that
+    failed in the run's container by the container's doing (``ContainerStepError``: its
+    command could not run or failed, the container stopped) counts against the run once the
+    agent phase began: the agent had the container to break (``/bin/sh`` renamed, pid 1
+    killed), and an infra error would drop the run from the comparison. Anything else (the
+    engine, the host, a cancel), and anything before the agent phase (the image, the
+    container's start, setup), is infra; a run past its disk limit is failed after this
+    (:func:`_past_disk`)."""
+    if run.acted and isinstance(exc, ContainerStepError):
+        run.status = "failed"
+        run.reason = f"the gate's {exc.step} step failed after the agent phase: {exc.detail}"
+    else:
+        run.status, run.reason = "error", f"infra: {exc}"
+
+
+def _past_disk(run: _Run, sandbox: Sandbox) -> None:
+    """A run that wrote past ``[suite] disk_mb`` fails with that reason, whatever else it
+    came to: its sandbox's watch stopped it (an infra error of its own making, "cancelled"),
+    or measured it past the limit as it ended. What it wrote is the agent's doing."""
+    if (over := sandbox.disk_over()) is not None:
+        run.record({"type": "disk", "reason": over})
+        run.status, run.reason = "failed", over
 
 
 def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple[Task, int]]:

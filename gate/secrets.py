@@ -1,8 +1,9 @@
 """Keeping credentials away from everything the gate starts or writes.
 
 Two tools: ``scrubbed_env`` builds the environment for task scripts and agent processes
-(no credential of any kind), and ``Redactor`` masks known secret values in text that is
-about to be stored (transcripts, logs, comments).
+(no credential of any kind), and ``Redactor`` masks known secret values, and every value of
+a credential's shape, in text that is about to be stored (transcripts, reasons, logs,
+comments).
 """
 
 from __future__ import annotations
@@ -15,26 +16,81 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 # The one rule for "is this variable a credential", by its name or its value (credential_reason).
-# By name: a word that carries one, or points a process at one (SSH_AUTH_SOCK, NPM_AUTH, GH_PAT).
+# By name: a word that carries one, or points a process at one (SSH_AUTH_SOCK, NPM_AUTH, GH_PAT);
+# a name ending in PASS, DSN or _PWD (DB_PASS, SENTRY_DSN, DB_PWD; not the shell's PWD, OLDPWD).
 _CREDENTIAL_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)|(^|_)PAT(_|$)",
-    re.IGNORECASE)
-# By value: a URL with a password in it (or a long user name: a token as one), a webhook's URL
-# (the URL is the credential), a query parameter that carries one (signed URLs), or a token of
-# a known shape anywhere in the value.
-_URL_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://(?P<user>[^/?#@\s:]*)(?P<pw>:[^/?#@\s]*)?@",
-                           re.IGNORECASE)
-_WEBHOOK = re.compile(
-    r"://(hooks\.slack\.com/(services|workflows|triggers)/|(ptb\.|canary\.)?discord(app)?\.com/"
-    r"api/webhooks/|[a-z0-9.-]*webhook\.office\.com/|outlook\.office\.com/webhook/|"
-    r"chat\.googleapis\.com/v1/spaces/[^?]*\?[^#]*key=)", re.IGNORECASE)
-_SECRET_QUERY = re.compile(
-    r"[?&](access_token|api[_-]?key|apikey|key|token|secret|password|passwd|sig|signature|"
-    r"x-amz-signature|x-goog-signature|auth)=[^&#\s]{8,}", re.IGNORECASE)
-_TOKEN_SHAPE = re.compile(
-    r"(\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-ant-[A-Za-z0-9_-]{8,}|"
-    r"xox[abposr]-[A-Za-z0-9-]{8,}|(AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{16,}|"
-    r"npm_[A-Za-z0-9]{30,}|sk-(proj-)?[A-Za-z0-9_-]{32,}|hf_[A-Za-z0-9]{30,})\b)")
+    r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE)|(^|_)PAT(_|$)|"
+    r"PASS$|DSN$|_PWD$", re.IGNORECASE)
+
+# By value: tokens of a known shape anywhere in the value, by whose they are (each "a token").
+# Anthropic's key stays here; the meter's provider table names the providers it meters.
+_TOKENS = {
+    "GitHub": r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
+    "Anthropic": r"sk-ant-[A-Za-z0-9_-]{8,}",
+    "OpenAI": r"sk-(proj-)?[A-Za-z0-9_-]{32,}",
+    "Slack": r"xox[abposr]-[A-Za-z0-9-]{8,}|xapp-[0-9]+-[A-Za-z0-9-]{8,}",
+    "AWS access key": r"(AKIA|ASIA)[0-9A-Z]{16}",
+    "GitLab": r"gl(pat|ptt|dt|rt|cbt|ft|soat)-[A-Za-z0-9_-]{16,}",
+    "npm": r"npm_[A-Za-z0-9]{30,}",
+    "Hugging Face": r"hf_[A-Za-z0-9]{30,}",
+    # a secret or restricted key, live or test (a test key still reads the account's test
+    # data); a publishable key (pk_) is public by design
+    "Stripe": r"[sr]k_(live|test)_[A-Za-z0-9]{16,}",
+    "PyPI": r"pypi-AgE[A-Za-z0-9_-]{40,}",
+    "SendGrid": r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+    "Vault": r"hv[sbr]\.[A-Za-z0-9_-]{24,}",
+}
+# a word's start, also right after an escaped newline or tab (``\\nghp_…`` in a JSON line)
+_START = r"(?:(?<=\\[nrt])|\b)"
+_TOKEN = _START + "(" + "|".join(f"(?:{p})" for p in _TOKENS.values()) + r")\b"
+# a URL's scheme, from its start only (a long word is not tried at each of its letters)
+_SCHEME = r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://"
+_PEM_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+#: ``(why, pattern)``: a value matching the pattern anywhere is a credential, for that reason.
+#: A pattern's group ``secret`` is what stored text has masked (:func:`mask_credentials`);
+#: without one, the whole match. The first that matches names the reason.
+VALUE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (why, re.compile(pattern, flags)) for why, pattern, flags in (
+        # a cloud service account's key file (its JSON, the key in it; quoted in JSON too)
+        ("a service account's key",
+         r'"private_key\\*"\s*:\s*\\*"(?P<secret>(?:[^"\\]|\\+[^"\\])*)', 0),
+        # a registry login in Docker's config.json (base64 of user:password, or a token)
+        ("a registry login", r'"(auth|identitytoken|registrytoken)\\*"\s*:\s*\\*"'
+                             r'(?P<secret>[A-Za-z0-9+/=._-]{8,})', re.IGNORECASE),
+        # a PEM or OpenSSH private key: the block, or what is left of a cut one (its newlines
+        # escaped too: a key inside JSON, or JSON inside JSON)
+        ("a private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+                          r"(?:[A-Za-z0-9+/=:,\s]|\\+[nr]|-(?!----))*(?:" + _PEM_END + ")?", 0),
+        # ... or its end alone (what kept an output's tail cut its head off: its last lines
+        # are masked too, :func:`_key_tails`)
+        ("a private key", _PEM_END, 0),
+        ("a URL with a password",
+         _SCHEME + r"[^/?#@\s:\"'\\]*:(?P<secret>[^/?#@\s\"'\\]+)@", re.IGNORECASE),
+        # a token as the user and no password: a Sentry DSN's key (32 hex digits), an API key
+        ("a URL with a token as its user",
+         _SCHEME + r"(?P<secret>[^/?#@\s:\"'\\]{32,}):?@", re.IGNORECASE),
+        # the URL is the credential: Slack, Discord, Teams, Google Chat
+        ("a webhook's URL",
+         r"://(hooks\.slack\.com/(services|workflows|triggers)/|(ptb\.|canary\.)?discord(app)?"
+         r"\.com/api/webhooks/|[a-z0-9.-]*webhook\.office\.com/|outlook\.office\.com/webhook/|"
+         r"chat\.googleapis\.com/v1/spaces/[^?\s]*\?[^#\s]*key=)(?P<secret>[^\s\"'<>\\]+)",
+         re.IGNORECASE),
+        # a query parameter that carries one (signed URLs)
+        ("a URL with a credential in its query",
+         r"[?&](access_token|api[_-]?key|apikey|key|token|secret|password|passwd|sig|signature|"
+         r"x-amz-signature|x-goog-signature|auth)=(?P<secret>[^&#\s\"'\\]{8,})", re.IGNORECASE),
+        # libpq's keyword form (host=db user=u password=secret), or any key=value list's
+        # password; not a call's argument (f(password=pw))
+        ("a connection string with a password",
+         r"\bpassword\s*=\s*(?P<q>['\"]?)(?P<secret>[^\s;'\"(),\\]+)(?P=q)(?=[\s;&\"'\\]|$)",
+         re.IGNORECASE),
+        # a JSON web token: header, payload and signature
+        ("a JSON web token",
+         _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}", 0),
+        ("a token", _TOKEN, 0),
+    ))
+
+
 # Prefixes of the gate's, GitHub's and the model providers' own variables: never a task's,
 # credential or not (GITHUB_SHA is none, but nothing of the CI's is for the code under test).
 _SECRET_PREFIXES = (
@@ -58,16 +114,69 @@ def credential_reason(name: str, value: str = "") -> str | None:
         return "its name"
     if not value or len(value) < 8:
         return None
-    m = _URL_USERINFO.search(value)
-    if m and (m.group("pw") not in (None, ":") or len(m.group("user")) > 32):
-        return "a URL with a password" if m.group("pw") else "a URL with a token as its user"
-    if _WEBHOOK.search(value):
-        return "a webhook's URL"
-    if _SECRET_QUERY.search(value):
-        return "a URL with a credential in its query"
-    if _TOKEN_SHAPE.search(value):
-        return "a token"
+    return next((why for why, shape in VALUE_SHAPES if shape.search(value)), None)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with every value of a credential's shape (:data:`VALUE_SHAPES`) replaced by
+    ``[REDACTED]``: what the gate stores of a command's output, whoever's secret it quotes
+    (an install script's error quoting a file it read: no variable of the gate holds it)."""
+    text = _key_tails(text)
+    for _, shape in VALUE_SHAPES:
+        text = shape.sub(_masked, text)
+    return text
+
+
+_PEM_END_RE = re.compile(_PEM_END)
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_KEY_BODY_LIMIT = 16_384  # characters: a private key's PEM body is a few kB
+
+
+def _key_tails(text: str) -> str:
+    """Each private key's end whose start was cut off (an output's tail kept) masked with the
+    key's lines before it (whole lines of base64, their breaks escaped too: a JSON line),
+    found by walking back from the marker: one pass, however long a base64 text without one
+    is. A key whose start is there is left whole to :data:`VALUE_SHAPES`."""
+    out, last = [], 0
+    for m in _PEM_END_RE.finditer(text):
+        start = _body_start(text, m.start(), max(last, m.start() - _KEY_BODY_LIMIT))
+        if re.search(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+                     text[max(last, start - 512):start]):
+            continue  # the whole key is there (an encrypted one's headers too)
+        out += [text[last:start], "[REDACTED]"]
+        last = m.end()
+    return "".join(out) + text[last:] if out else text
+
+
+def _body_start(text: str, end: int, floor: int) -> int:
+    """Where the whole lines of base64 just before ``end`` (a line's start) begin."""
+    start = end
+    while start > floor and (brk := _break_before(text, start)) is not None:
+        run = brk
+        while run > floor and text[run - 1] in _BASE64:
+            run -= 1
+        if text[run - 1:run] == "\\" and text[run:run + 1] in ("n", "r"):
+            run += 1  # the line starts after an escaped break, which stays whole
+        if run == brk or (run > floor and _break_before(text, run) is None):
+            break  # no line, or not a whole one ("error: <base64>")
+        start = run
+    return start
+
+
+def _break_before(text: str, i: int) -> int | None:
+    """Where the line break just before ``i`` starts (``\\n``, ``\\r\\n``, or either escaped
+    in a JSON string), or None."""
+    for brk in ("\r\n", "\n", "\\r\\n", "\\n", "\r"):
+        if text.endswith(brk, 0, i):
+            return i - len(brk)
     return None
+
+
+def _masked(m: re.Match[str]) -> str:
+    if "secret" not in m.re.groupindex or m.start("secret") < 0:
+        return "[REDACTED]"
+    whole, start, end = m.group(0), m.start("secret") - m.start(), m.end("secret") - m.start()
+    return whole[:start] + "[REDACTED]" + whole[end:]
 
 
 def is_secret_name(name: str) -> bool:
@@ -129,7 +238,8 @@ def scrubbed_env(
 
 
 class Redactor:
-    """Replaces known secret values with ``[REDACTED]``."""
+    """Replaces known secret values, and any value of a credential's shape
+    (:func:`mask_credentials`), with ``[REDACTED]``."""
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         vals = sorted({v for v in values if v and len(v) >= 8}, key=len, reverse=True)
@@ -140,7 +250,8 @@ class Redactor:
         return cls([*secret_values(), *extra])
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub("[REDACTED]", text) if self._pattern else text
+        return mask_credentials(self._pattern.sub("[REDACTED]", text) if self._pattern
+                                else text)
 
     def __repr__(self) -> str:  # never show the values
         return "Redactor(<hidden>)"

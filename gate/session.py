@@ -32,7 +32,7 @@ from gate.agents import Agent, AgentKind, agent_kind
 from gate.config import GateConfig
 from gate.cost import PriceTable
 from gate.errors import BadInput, Unmeasurable
-from gate.meter import PUBLIC_API, MeterProxy
+from gate.meter import PUBLIC_API, SERVER_TOOL_NAMES, MeterProxy
 from gate.results import (
     Interruption,
     Journal,
@@ -82,6 +82,16 @@ def resolve_names(cfg: GateConfig, kind: str) -> AgentKind:
         raise BadInput(f"{cfg.where('suite.sandbox')}: unknown sandbox "
                        f"{printable(cfg.suite.sandbox)!r} (known: {', '.join(backend_names())})")
     return agent_kind(kind, where=cfg.where("agent.kind"))
+
+
+def server_tools(cfg: GateConfig) -> frozenset[str]:
+    """The server tools ``[suite].server_tools`` lets a run's requests offer, checked by name
+    (an unknown one is exit 2 naming the file and the field, before anything starts)."""
+    for name in cfg.suite.server_tools:
+        if name not in SERVER_TOOL_NAMES:
+            raise BadInput(f"{cfg.where('suite.server_tools')}: unknown server tool "
+                           f"{printable(name)!r} (known: {', '.join(SERVER_TOOL_NAMES)})")
+    return frozenset(cfg.suite.server_tools)
 
 
 def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
@@ -297,6 +307,7 @@ class SessionPlan:
     budget: Budget | None = None
     on_start: Callable[[Results, int], None] | None = field(default=None)
     on_result: Callable[[RunResult], None] | None = field(default=None)
+    server_tools: frozenset[str] = frozenset()  # [suite].server_tools: what the meter admits
 
 
 def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterProxy | None, str]:
@@ -310,7 +321,8 @@ def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterPr
         run_header = RUN_HEADER
     meter = stack.enter_context(MeterProxy(
         base, credential, plan.prices, credential_header=header_name,
-        observer=plan.request_observer, run_header=run_header))
+        observer=plan.request_observer, run_header=run_header,
+        server_tools=plan.server_tools))
     return meter, upstream
 
 

@@ -291,8 +291,9 @@ def config_skills(cfg: GateConfig) -> list[Skill]:
     """The skills of ``[agent].skills`` (none when it is not set)."""
     if not cfg.agent.skills:
         return []
+    folder = cfg.agent_path("skills")  # inside the repository, or exit 2 naming the key
     try:
-        return load_skills(cfg.path(cfg.agent.skills))
+        return load_skills(folder)
     except BadInput as exc:
         raise BadInput(f"[agent].skills: {exc}") from None
 

@@ -27,7 +27,7 @@ AGENTS_DIR = Path(__file__).resolve().parent
 def system_prompt_text(cfg: GateConfig) -> str | None:
     if not cfg.agent.system_prompt:
         return None
-    path = cfg.path(cfg.agent.system_prompt)
+    path = cfg.agent_path("system_prompt")
     try:
         return read_text(path, PROMPT_LIMIT, "system prompt")
     except BadInput as exc:
@@ -39,7 +39,7 @@ def install_text(cfg: GateConfig) -> str | None:
     task's image), ``None`` when there is none."""
     if not cfg.agent.install:
         return None
-    path = cfg.path(cfg.agent.install)
+    path = cfg.agent_path("install")
     try:
         text = read_text(path, PROMPT_LIMIT, "install script")
     except BadInput as exc:

@@ -65,7 +65,7 @@ def skills_rel(cfg: GateConfig, root: Path) -> str | None:
     if not cfg.agent.skills:
         return None
     try:
-        return _git.repo_relative(root, cfg.path(cfg.agent.skills)).rstrip("/")
+        return _git.repo_relative(root, cfg.agent_path("skills")).rstrip("/")
     except BadInput:
         return None
 

@@ -40,6 +40,9 @@ def sim() -> None:
 @click.option("--fault-disconnect", "fdrop", type=_RATE, default=0.0,
               envvar="GATE_SIM_FAULT_DISCONNECT",
               help="Share of requests whose connection is dropped mid-response.")
+@click.option("--fault-credit", "fcredit", type=_RATE, default=0.0,
+              envvar="GATE_SIM_FAULT_CREDIT",
+              help="Share of requests answered as an account out of credit (400).")
 @click.option("--retry-after", type=click.FloatRange(min=0), default=1.0, show_default=True,
               envvar="GATE_SIM_RETRY_AFTER", help="retry-after of a 429, in seconds.")
 @click.option("--latency-ms", type=click.FloatRange(min=0), default=0.0, show_default=True,
@@ -55,8 +58,9 @@ def sim() -> None:
 @click.option("-v", "--verbose", is_flag=True, envvar="GATE_SIM_VERBOSE",
               help="Log every request to stderr.")
 def serve(host: str, port: int, tasks_dir: str | None, seed: int, f429: float, f529: float,
-          f500: float, fstream: float, fdrop: float, retry_after: float, latency_ms: float,
-          jitter_ms: float, tokens_per_second: float, ledger: str | None, verbose: bool) -> None:
+          f500: float, fstream: float, fdrop: float, fcredit: float, retry_after: float,
+          latency_ms: float, jitter_ms: float, tokens_per_second: float, ledger: str | None,
+          verbose: bool) -> None:
     """Serve the Messages API (JSON, SSE, count_tokens, prompt caching) with a simulated model.
 
     Point any client at it with ANTHROPIC_BASE_URL and any API key. Reported model ids carry a
@@ -65,7 +69,7 @@ def serve(host: str, port: int, tasks_dir: str | None, seed: int, f429: float, f
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(message)s")
     faults = FaultConfig(rate_429=f429, rate_529=f529, rate_500=f500, rate_stream_error=fstream,
-                         rate_disconnect=fdrop, retry_after=retry_after)
+                         rate_disconnect=fdrop, rate_credit=fcredit, retry_after=retry_after)
     simulator = Simulator(
         tasks_dir=Path(tasks_dir) if tasks_dir else None, seed=seed, faults=faults,
         latency=Latency(latency_ms, jitter_ms, tokens_per_second or None),

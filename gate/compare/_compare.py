@@ -14,7 +14,7 @@ from statistics import median
 import numpy as np
 
 from gate.compare import _intervals, _resolution, _stats
-from gate.compare._infra import infra_rate, over_infra_limit
+from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -481,8 +481,8 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
     infra, inconclusive = _inconclusive(b_info, c_info, compared, len(b_tasks), settings)
-    if (unmeasured := _unmeasured_reason(tasks)) is not None:
-        inconclusive.append(unmeasured)
+    inconclusive += [r for r in (_unmeasured_reason(tasks),
+                                 _infra_task_reason(tasks, settings.max_infra_rate)) if r]
     # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
     # the long ones, and long runs fail more (timeouts, turn caps). What survived is shown, but
     # neither "pass" nor "regression" would be honest: the verdict is inconclusive (exit 3).
@@ -530,6 +530,25 @@ def _unmeasured_reason(tasks: Sequence[TaskChange]) -> str | None:
     more = f" and {len(gone) - _MAX_NAMED} more" if len(gone) > _MAX_NAMED else ""
     return (f"{len(gone)} task{'s' if len(gone) != 1 else ''} with no valid run in one arm, "
             f"so not compared: {named}{more}")
+
+
+def _infra_task_reason(tasks: Sequence[TaskChange], max_rate: float) -> str | None:
+    """The compared tasks whose runs in this run are mostly infra errors where the
+    baseline's were not (``infra_took_over``): named, at most five, with their errors."""
+    hit = [t for t in tasks if t.status == "compared" and infra_took_over(
+        t.candidate_errors, t.candidate_runs, t.baseline_errors, t.baseline_runs, max_rate)]
+    if not hit:
+        return None
+
+    def arm(t: TaskChange) -> str:
+        return (f"{t.candidate_errors} infra errors, {t.candidate_runs} valid "
+                f"run{'s' if t.candidate_runs != 1 else ''}; baseline {t.baseline_errors} of "
+                f"{t.baseline_errors + t.baseline_runs}")
+
+    named = ", ".join(f"{t.task} ({arm(t)})" for t in hit[:_MAX_NAMED])
+    more = f" and {len(hit) - _MAX_NAMED} more" if len(hit) > _MAX_NAMED else ""
+    return (f"{len(hit)} task{'s' if len(hit) != 1 else ''} with mostly infra errors in this "
+            f"run (pass rate unknown): {named}{more}")
 
 
 def unpriced_note(candidate: Results) -> str | None:

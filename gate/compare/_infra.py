@@ -4,7 +4,9 @@ An arm's infra rate is its error runs over all its runs (an arm with no run has 
 over the limit when strictly above ``[gate].max_infra_rate`` (at the limit is measurable).
 ``compare`` applies it to both arms, and adds the one-sided Fisher test between them;
 ``gate run`` and main's refresh, which have no second arm, apply the per-arm half through
-``gate.ci``'s policy (``check_infra``). Light on purpose: no numpy here.
+``gate.ci``'s policy (``check_infra``). One task's infra errors are judged too
+(:func:`infra_took_over`): an arm's rate and test can hide a task that went to infra errors.
+Light on purpose: no numpy here.
 """
 
 from __future__ import annotations
@@ -43,3 +45,22 @@ def infra_count(results: Results) -> InfraCount:
     """A results file's infra errors and runs, from its summary (every run it holds)."""
     s = results.summary
     return InfraCount(errors=s.errors, runs=s.total + s.errors)
+
+
+#: a task's share of infra errors over which its runs in an arm are "mostly" errors
+MOSTLY = 0.5
+
+
+def infra_took_over(errors: int, valid: int, baseline_errors: int, baseline_valid: int,
+                    max_rate: float) -> bool:
+    """Whether one task's infra errors rose in the candidate: its infra rate there is over
+    the task's limit (``max_rate``, ``[gate].max_infra_rate``, but at least :data:`MOSTLY`:
+    a task has few runs) where the baseline's is not. Its few valid runs stand for runs
+    that never happened, so its pass rate there is unknown: ``compare`` names it and the
+    verdict is inconclusive, never a pass (a task from 6/6 passed to 1 passed + 5 errors;
+    the arm's rate, 5 of 60, stays under the limit and its test). Not a regression: an infra
+    error is no evidence of one. ``max_infra_rate = 1`` turns it off with the arm's limit."""
+    limit = max(max_rate, MOSTLY)
+    return (over_infra_limit(infra_rate(errors, errors + valid), limit)
+            and not over_infra_limit(infra_rate(baseline_errors, baseline_errors
+                                                + baseline_valid), limit))

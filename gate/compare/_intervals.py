@@ -81,7 +81,7 @@ def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[s
     rng = np.random.default_rng(seed)
     runs = [valid_runs(runs_by_task.get(t, [])) for t in tasks]
     rows = [m for m in PERMUTED if all(m.sample(r) is not None for rs in runs for r in rs)]
-    samples = [s for s in (_columns(rs, rows) for rs in runs) if len(s)]
+    samples = [_columns(rs, rows) for rs in runs if rs]  # a task of infra errors: no sample
     names = [m.name for m in METRICS]
     values: dict[str, float | None] = dict.fromkeys(names)
     intervals: dict[str, Interval | None] = dict.fromkeys(names)

@@ -80,8 +80,9 @@ class Workspace(Protocol):
 
     task: Task
 
-    def run_task_script(self, rel: str, *, timeout: float) -> ExecResult:
-        """Run ``bash <task dir>/<rel>`` with ``TASK_DIR`` set, cwd = the workspace."""
+    def run_task_script(self, rel: str, *, timeout: float, own_home: bool = False) -> ExecResult:
+        """Run ``bash <task dir>/<rel>`` with ``TASK_DIR`` set, cwd = the workspace;
+        ``own_home``: with an empty ``HOME`` of its own, not the agent's."""
         ...
 
 

@@ -107,7 +107,7 @@ class GateFormat(TaskFormat):
 
     def verify(self, sandbox: Workspace, *, timeout: float,
                step: int | None = None) -> Verification:
-        res = sandbox.run_task_script("verify.sh", timeout=timeout)
+        res = sandbox.run_task_script("verify.sh", timeout=timeout, own_home=True)
         return Verification(res, passed=res.returncode == 0 and not res.timed_out)
 
 

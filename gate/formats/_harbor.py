@@ -95,7 +95,7 @@ from gate._files import (
     read_text,
     read_toml,
 )
-from gate.errors import BadInput, SandboxError
+from gate.errors import BadInput, ContainerStepError, SandboxError
 from gate.formats import (
     NEEDS_CONTAINER,
     Container,
@@ -402,9 +402,10 @@ class HarborFormat(TaskFormat):
                 res = box.run_as(["bash", f"{box.workdir.rstrip('/')}/setup.sh"],
                                  user=_user(user),
                                  env=box.command_env(), timeout=task.task_timeout())
-                if res.returncode != 0 or res.timed_out:
-                    raise SandboxError(f"step {step.name!r}: setup.sh failed "
-                                       f"(exit {res.returncode}): {_tail(res.output)}")
+                if res.returncode != 0 or res.timed_out:  # after an agent's step: its doing
+                    raise ContainerStepError("step-setup", f"step {step.name!r}: setup.sh "
+                                             f"failed (exit {res.returncode}): "
+                                             f"{_tail(res.output)}")
         if step.healthcheck is not None:
             healthcheck(box, step.healthcheck, f"step {step.name!r}")
 

@@ -30,7 +30,21 @@ Who caused each problem is recorded (``Cause``): these are the agent's, and fail
 the reason (``unmetered_by``); so does an API error of the agent's making that it gives up on
 (``agent_error``: a request the meter refused, a 400/413 from the API, a 404 for a model that
 does not exist). The provider's and the machine's (5xx, 529, 429, a stream the upstream cut,
-no connection, the gate's credential refused) are infra (``api_failure``).
+no connection, the gate's credential refused) are infra (``api_failure``), told apart by status
+and ``error.type`` (the provider's table, ``_provider.py``). An account out of credit is a 400
+``invalid_request_error`` too: it is infra only when its message starts with the provider's
+credit message *and* the meter's own 1-token request on the gate's credential gets the same
+answer (the API quotes a request's text in its validation errors: a word anywhere in a message
+is the agent's to choose); what that check is billed is the run's overhead.
+
+Server tools (the provider runs them and may bill them per use: ``web_search_*``,
+``web_fetch_*``, ``code_execution_*`` in ``tools``, a request's ``mcp_servers``) are refused
+(400, the agent's) unless the suite allows them (``[suite].server_tools``, the base branch's).
+Allowed, ``usage.server_tool_use``'s counts are priced from the price table's
+``[server_tools]``; a billed count it has no price for, or a tool billed by time the usage does
+not report (code execution), leaves the run not fully metered. Client tools may have a
+``type`` too (``bash_*``, ``text_editor_*``, ``computer_*``, ``custom``): only the table's
+prefixes make a server tool.
 
 The meter forwards only what it parsed the way the API will: a POST body must be UTF-8 JSON in
 which no object repeats a key (at any depth; parsers differ on which of two values wins, so
@@ -70,6 +84,14 @@ whether it wrote the shared part or read it.
 """
 
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S
+from gate.meter._provider import (
+    CREDIT_MESSAGE,
+    ERROR_TYPES,
+    SERVER_TOOL_NAMES,
+    SERVER_TOOLS,
+    ServerTool,
+    offered_server_tools,
+)
 from gate.meter._proxy import MeterProxy
 from gate.meter._routes import ENDPOINTS, MAX_REQUEST_BYTES, MESSAGES, PUBLIC_API, route
 from gate.meter._run import (
@@ -88,12 +110,16 @@ from gate.meter._upstream import CONNECT_TIMEOUT_S, upstream_pool, upstream_sett
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
+    "CREDIT_MESSAGE",
     "ENDPOINTS",
+    "ERROR_TYPES",
     "FIRST_FLIGHT_WAIT_S",
     "MAX_REQUEST_BYTES",
     "MESSAGES",
     "METERING",
     "PUBLIC_API",
+    "SERVER_TOOLS",
+    "SERVER_TOOL_NAMES",
     "Cause",
     "MeterProxy",
     "MeteredRequest",
@@ -101,8 +127,10 @@ __all__ = [
     "RefusedRequest",
     "RunMeter",
     "RunTotals",
+    "ServerTool",
     "_SSELines",
     "_SSEUsage",
+    "offered_server_tools",
     "prefix_family",
     "route",
     "upstream_pool",

@@ -8,7 +8,8 @@ import http.client
 import json
 import secrets
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -19,6 +20,16 @@ from gate.cost import PriceTable
 from gate.errors import BadInput
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S, _FirstFlights, _Lead
 from gate.meter._http import _Handler
+from gate.meter._provider import (
+    API_VERSION,
+    BEARER_HEADER,
+    CREDIT_PROBE,
+    error_cause,
+    is_credit_answer,
+    refused_server_tool,
+    server_tool_counts,
+    unmetered_server_tool,
+)
 from gate.meter._routes import (
     _RESPONSE_DROP,
     MAX_REQUEST_BYTES,
@@ -41,18 +52,8 @@ from gate.meter._upstream import (
 )
 from gate.usage import Usage
 
-
-def refused_by(status: int, message: str) -> Cause:
-    """Who caused an API error answer: the agent, for a request the API refused as malformed
-    (400 ``invalid_request_error``, 413, 404 for a model that does not exist); the provider or
-    the machine for the rest (401/403: the gate's credential, 429, 5xx, 529) and for a 400
-    about the account's credit or billing."""
-    low = message.lower()
-    if status == 400 and not any(w in low for w in ("credit", "billing")):
-        return "agent"
-    if status == 413 or (status == 404 and low.startswith("model:")):
-        return "agent"
-    return "provider"
+#: how long the meter's own check of the account's credit holds for every run
+CREDIT_CHECK_TTL_S = 30.0
 
 
 class MeterProxy:
@@ -70,12 +71,15 @@ class MeterProxy:
         observer: Callable[[str, bytes], None] | None = None,
         run_header: str | None = None,
         first_flight_wait: float = FIRST_FLIGHT_WAIT_S,
+        server_tools: Collection[str] = (),
     ) -> None:
         """``observer(run_id, body)`` sees each authenticated request body (benchmarks).
         ``first_flight_wait``: how long a request waits at most for its family's first
         response to begin (then it goes anyway, and may write the prefix again).
         ``run_header``: a header naming the run (``<task>-r<replication>``) on every forwarded
-        request — for the simulator only, which derives the run's randomness from it."""
+        request — for the simulator only, which derives the run's randomness from it.
+        ``server_tools``: the server tools a request may offer (``[suite].server_tools``);
+        a request that offers another is refused, as the agent's."""
         self._run_header = run_header
         self.upstream = upstream.rstrip("/")
         self._credential = credential
@@ -87,6 +91,8 @@ class MeterProxy:
         self._runs: dict[str, RunMeter] = {}
         self._flights = _FirstFlights()
         self.unpriced: set[str] = set()
+        self.server_tools = frozenset(server_tools)
+        self._credit_check: tuple[float, bool] | None = None  # (when, out of credit)
         self._lock = threading.Lock()
         proxy, verify = upstream_settings(self.upstream)
         url = urllib3.util.parse_url(self.upstream)
@@ -217,6 +223,10 @@ class MeterProxy:
             run.agent_fault(f"400 from the gate's meter: {exc}")
             self._send_error(h, 400, "invalid_request_error", f"{exc} (the gate's meter)")
             return
+        if billable and (why := refused_server_tool(payload, self.server_tools)) is not None:
+            run.agent_fault(f"400 from the gate's meter: {why}")
+            self._send_error(h, 400, "invalid_request_error", f"{why} (the gate's meter)")
+            return
         if billable and (refusal := run.admit_message()) is not None:
             self._send_error(h, 400, "invalid_request_error", refusal)
             return
@@ -227,6 +237,8 @@ class MeterProxy:
             return
         if self._observer is not None:
             self._observer(run.run_id, body)
+        if billable and (unbilled := unmetered_server_tool(payload)) is not None:
+            run.not_metered(unbilled)
         prefix = run.prefix(payload)  # where the request stands on arrival, before any wait
         lead: _Lead | None = None
         try:
@@ -254,10 +266,7 @@ class MeterProxy:
             model = str(payload.get("model") or "unknown")
             stream = bool(payload.get("stream"))
         target = f"/{endpoint}" + (f"?{query}" if query else "")
-        headers = forwarded_headers(h.header_list)
-        headers[self._credential_header] = (
-            f"Bearer {self._credential}" if self._credential_header == "authorization"
-            else self._credential)
+        headers = {**forwarded_headers(h.header_list), **self._credential_headers()}
         headers["accept-encoding"] = "identity"  # pass bytes through unchanged
         if self._run_header:
             headers[self._run_header] = run.run_name
@@ -293,6 +302,10 @@ class MeterProxy:
                 if not up.closed:
                     up.close()
                 up.release_conn()
+
+    def _credential_headers(self) -> dict[str, str]:
+        return {self._credential_header: f"Bearer {self._credential}"
+                if self._credential_header == BEARER_HEADER else self._credential}
 
     def _send_direct(self, h: _Handler, target: str, body: bytes,
                      headers: dict[str, str]) -> http.client.HTTPResponse:
@@ -415,29 +428,95 @@ class MeterProxy:
             run.not_metered("not fully metered: the agent cut a model stream before it began "
                             "(the upstream may bill it; nothing passed to count it from)")
         error = tracker.error or broken
+        fee = self._tool_fee(run, tracker.usage) if tracker.started else 0.0
         run.add(MeteredRequest(
             model, status, True, usage,
-            self._price(run, model, usage) if tracker.started else 0.0,
+            self._price(run, model, usage) + fee if tracker.started else 0.0,
             error=error, request_id=request_id, billed=tracker.started, prefix=prefix,
-            by=(by or "provider") if error else None, estimated=estimated), self._pricer(run))
+            by=(by or "provider") if error else None, estimated=estimated,
+            tool_fee_usd=fee), self._pricer(run))
 
     def _metered_json(self, run: RunMeter, model: str, status: int, data: bytes,
                       request_id: str | None) -> MeteredRequest:
         if status == 200:
             try:
-                usage = Usage.from_api(json.loads(data).get("usage"))
+                raw = json.loads(data).get("usage")
+                usage = Usage.from_api(raw)
             except (ValueError, AttributeError):
-                usage = Usage()
-            return MeteredRequest(model, 200, False, usage, self._price(run, model, usage),
-                                  request_id=request_id, billed=True)
+                raw, usage = None, Usage()
+            fee = self._tool_fee(run, raw)
+            return MeteredRequest(model, 200, False, usage,
+                                  self._price(run, model, usage) + fee,
+                                  request_id=request_id, billed=True, tool_fee_usd=fee)
         try:
             err = json.loads(data).get("error", {})
-            why = f"{status} {err.get('type', 'error')}"
-            message = str(err.get("message", ""))
+            kind, message = str(err.get("type", "error")), str(err.get("message", ""))
+            why = f"{status} {kind}"
         except (ValueError, AttributeError):
-            why, message = f"HTTP {status}", ""
+            kind, message, why = "", "", f"HTTP {status}"
+        by = error_cause(status, kind, message)
+        if by == "credit?":
+            out = self._out_of_credit(run, model)
+            by = "provider" if out else "agent"
+            why += (": the account's credit is too low (the gate's meter checked)" if out else
+                    ": quotes the provider's credit message, but the account has credit (the "
+                    "gate's meter checked)")
         return MeteredRequest(model, status, False, Usage(), 0.0, error=why,
-                              request_id=request_id, by=refused_by(status, message))
+                              request_id=request_id, by=by)
+
+    def _out_of_credit(self, run: RunMeter, model: str) -> bool:
+        """Whether the account behind the gate's credential is out of credit, by the meter's
+        own 1-token request (the answer the agent got may quote the message; this one cannot):
+        asked once per ``CREDIT_CHECK_TTL_S`` for every run. What it is billed is the run's
+        overhead, not the agent's cost. No answer: not confirmed."""
+        with self._lock:
+            seen = self._credit_check
+            if seen is not None and time.monotonic() - seen[0] < CREDIT_CHECK_TTL_S:
+                return seen[1]
+        body = json.dumps({"model": model, **CREDIT_PROBE}).encode()
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
+                   "accept-encoding": "identity", **self._credential_headers()}
+        try:
+            status, data = self._ask(body, headers)
+        except _UPSTREAM_ERRORS:
+            return False
+        try:
+            answer: Any = json.loads(data)
+        except ValueError:
+            answer = None
+        out = is_credit_answer(status, answer)
+        if status == 200 and isinstance(answer, dict):
+            with contextlib.suppress(BadInput, AttributeError):
+                run.overhead(self.prices.cost(model, Usage.from_api(answer.get("usage"))))
+        with self._lock:
+            self._credit_check = (time.monotonic(), out)
+        return out
+
+    def _ask(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        """One request of the meter's own to the messages endpoint: (status, body)."""
+        target = f"/{MESSAGES}"
+        if self._pool is not None:
+            up = self._pool.urlopen("POST", self.upstream + target, body=body, headers=headers,
+                                    redirect=False, retries=False, timeout=self._timeout)
+            return up.status, up.data
+        conn = self._connect()
+        try:
+            conn.request("POST", self._base_path + target, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def _tool_fee(self, run: RunMeter, usage: Any) -> float:
+        """USD for a billed request's server-tool uses (``usage.server_tool_use``); a count
+        the price table has no price for leaves the run not fully metered (the agent's doing,
+        as a model with no price): never a silent $0."""
+        fee, unpriced = self.prices.tool_fees(server_tool_counts(usage))
+        if unpriced:
+            run.not_metered(f"not fully metered: the provider billed server-tool use "
+                            f"{', '.join(unpriced)}, which the price table of "
+                            f"{self.prices.date} has no price for")
+        return fee
 
     def _price(self, run: RunMeter, model: str, usage: Usage) -> float:
         """Priced by the model the request asked for. The run checked its configured model has

@@ -90,6 +90,7 @@ class MeteredRequest:
     measured_cost_usd: float | None = None
     by: Cause | None = None  # who caused ``error``
     estimated: bool = False  # a stream cut short: its output tokens are an estimate
+    tool_fee_usd: float = 0.0  # of ``cost_usd``: its server tools' fees (web searches)
 
     @property
     def overhead_usd(self) -> float:
@@ -147,6 +148,9 @@ class RunMeter:
     _forwarded: int = 0  # messages requests begun (forwarded or about to be), not yet ended
     unmetered: str | None = None  # why the run's totals may miss a billed request, once known
     unmetered_by: Cause | None = None
+    #: billed to the gate's account for the run but not by the agent (the meter's own check of
+    #: the account's credit): in the billed cost, so in the run's overhead
+    _own_usd: float = 0.0
     # the newest ended request's failure and who caused it (None: it succeeded)
     _last: tuple[Cause, str] | None = field(default=None, repr=False)
 
@@ -197,6 +201,11 @@ class RunMeter:
             if self.unmetered is None or (by == "agent" and self.unmetered_by != "agent"):
                 self.unmetered, self.unmetered_by = why, by
 
+    def overhead(self, usd: float) -> None:
+        """A cost of the meter's own for this run (never the agent's measured cost)."""
+        with self._lock:
+            self._own_usd += usd
+
     def agent_fault(self, why: str) -> None:
         """The meter refused a request of the agent's (never forwarded): its newest failure."""
         with self._lock:
@@ -216,7 +225,7 @@ class RunMeter:
                 and req.usage.cache_creation_input_tokens:
             req.measured_usage = warm(req.usage)
             if cost is not None:
-                req.measured_cost_usd = cost(req.model, req.measured_usage)
+                req.measured_cost_usd = cost(req.model, req.measured_usage) + req.tool_fee_usd
         with self._lock:
             if req.billed and req.prefix is not None and req.prefix.family is not None:
                 self._families.add(req.prefix.family)
@@ -251,7 +260,7 @@ class RunMeter:
             cost_usd=sum(r.cost_usd if r.measured_cost_usd is None else r.measured_cost_usd
                          for r in billed),
             billed_usage=sum((r.usage for r in billed), Usage()),
-            billed_cost_usd=sum(r.cost_usd for r in billed),
+            billed_cost_usd=sum(r.cost_usd for r in billed) + self._own_usd,
             unmetered=self.unmetered, unmetered_by=self.unmetered_by,
             estimated=sum(1 for r in billed if r.estimated),
         )

@@ -13,6 +13,7 @@ cancel check, the credential-free environment and the once-only teardown.
 """
 
 from gate._files import clip
+from gate.errors import ContainerStepError
 from gate.sandbox._base import (
     READ_LIMIT,
     AgentInstall,
@@ -35,6 +36,7 @@ from gate.sandbox._contain import (
     no_task_alive,
 )
 from gate.sandbox._local import LocalSandbox, LocalSandboxProvider, run_process_group
+from gate.sandbox._quota import ensure_free
 from gate.sandbox._select import admit, open_provider, suite_options, suite_sandboxes
 
 
@@ -51,6 +53,7 @@ __all__ = [
     "READ_LIMIT",
     "AgentInstall",
     "ContainerSpec",
+    "ContainerStepError",
     "ExecResult",
     "LocalSandbox",
     "LocalSandboxProvider",
@@ -66,6 +69,7 @@ __all__ = [
     "backend_names",
     "clip",
     "containment",
+    "ensure_free",
     "make_provider",
     "no_task_alive",
     "open_provider",

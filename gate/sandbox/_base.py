@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import shlex
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from gate.errors import BadInput, SandboxError
 from gate.formats import ContainerSpec, ExecResult, Verification
+from gate.sandbox._quota import HOST_POLL_S, DiskLimit, DiskWatch, RunStop
 from gate.secrets import scrubbed_env, withheld_notes
 from gate.tasks import Task, task_format
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from gate.formats import Container, Workspace
     from gate.skills import Skill
 
+FRESH_HOME = "/tmp/.gate-home"  # a RunContainer's fresh_home
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
 
 
@@ -59,6 +62,8 @@ class Sandbox(abc.ABC):
     skill_notes: tuple[str, ...] = ()
     _closed: bool = False
     _started: bool = False  # its format's start() has run
+    disk: DiskWatch | None = None  # what it wrote, watched against [suite] disk_mb (_quota)
+    disk_poll_s: float = HOST_POLL_S
 
     # ----- what a backend implements ------------------------------------------------------
 
@@ -85,6 +90,12 @@ class Sandbox(abc.ABC):
     def _teardown(self) -> None:
         """Remove everything of this sandbox (the workspace unless asked to keep it)."""
 
+    def disk_used(self) -> int:
+        """The bytes this run wrote that stay on the machine's disk (its host folders, its
+        container's writable layer). A backend that cannot tell leaves it, and nothing of it
+        is watched."""
+        raise NotImplementedError
+
     def base_env(self) -> dict[str, str]:
         """Variables every command here gets (``WORK_DIR``, a private ``HOME`` ...)."""
         return {"WORK_DIR": self.workdir}
@@ -93,12 +104,23 @@ class Sandbox(abc.ABC):
         """The environment a command inherits before scrubbing (none, in a container)."""
         return {}
 
-    def run_task_script(self, rel: str, *, timeout: float) -> ExecResult:
+    def run_task_script(self, rel: str, *, timeout: float, own_home: bool = False) -> ExecResult:
         """Run ``bash <task_dir>/<rel>`` with ``TASK_DIR`` set and the task directory visible
-        (the gate's layouts' way of running a task's own script)."""
+        (the gate's layouts' way of running a task's own script). ``own_home``: the script
+        gets an empty ``HOME`` made for it (:meth:`fresh_home`), not the one the agent's
+        commands shared — the verifier's, so nothing the agent left in ``~`` (a user-site
+        ``.pth``, a ``~/.gitconfig``) runs in the verifier's ``python3`` or ``git``."""
         self.check_open()
-        return self._exec(task_script(self, rel), env=self.command_env(script_env(self)),
+        env = script_env(self)
+        if own_home:
+            env["HOME"] = self.fresh_home()
+        return self._exec(task_script(self, rel), env=self.command_env(env),
                           timeout=timeout, stdin=None, task_visible=True)
+
+    @abc.abstractmethod
+    def fresh_home(self) -> str:
+        """An empty folder, made afresh on each call, as a task-visible command sees it: the
+        verifier's ``HOME``."""
 
     def path_of(self, rel: str) -> str:
         """The absolute path, as a command inside the sandbox sees it, of ``rel`` (a path the
@@ -183,11 +205,27 @@ class Sandbox(abc.ABC):
             self._put_dir(skill.path, f"{SKILLS_DIR}/{skill.folder}")
         return list(skills)
 
+    def watch_disk(self, limit: DiskLimit | None) -> None:
+        """Watch what this sandbox writes against ``limit`` from now on (once): past it, what
+        runs is stopped as a cancel stops it, and :meth:`disk_over` says why."""
+        if limit is None or self.disk is not None or \
+                type(self).disk_used is Sandbox.disk_used:
+            return
+        stop = RunStop(self.cancel)
+        self.cancel = stop
+        self.disk = DiskWatch(limit, self.disk_used, stop, self.disk_poll_s)
+
+    def disk_over(self) -> str | None:
+        """Why this run failed its disk limit (measured now, unless already past), or None."""
+        return self.disk.check() if self.disk is not None else None
+
     def close(self) -> None:
         """Tear down. Safe to call twice; never raises for a teardown that half failed."""
         if self._closed:
             return
         self._closed = True
+        if self.disk is not None:
+            self.disk.close()
         self._teardown()
 
     def __enter__(self) -> Sandbox:
@@ -226,9 +264,15 @@ class SandboxOptions:
     reward_unprotected: frozenset[str] = frozenset()
     # tasks whose long-lived container keeps NET_RAW ([suite].net_raw; Harbor's format)
     net_raw: frozenset[str] = frozenset()
+    # private networks a container with network may reach ([suite].allow_private: CIDRs)
+    allow_private: tuple[str, ...] = ()
     # tasks whose verifier's world is not checked for tampering ([suite].tamper_exempt, the
     # base branch's on a PR: gate/sandbox/_tamper.py)
     tamper_exempt: frozenset[str] = frozenset()
+    disk_mb: int | None = None  # what one run may write ([suite].disk_mb); None: unwatched
+
+    def disk_limit(self, what: str = "the run") -> DiskLimit | None:
+        return DiskLimit(self.disk_mb, what) if self.disk_mb else None
 
 
 class SandboxProvider(abc.ABC):
@@ -257,6 +301,10 @@ class SandboxProvider(abc.ABC):
         """Why this backend cannot run anything here (e.g. no engine reachable)."""
         return None
 
+    def disk_paths(self) -> list[Path]:
+        """The folders whose disk a run writes to (its workspace's; an engine's layers)."""
+        return [self.options.base_dir or Path(tempfile.gettempdir())]
+
     def refusal(self, task: Task) -> str | None:
         """Why ``task`` cannot run in this backend (``None``: it can)."""
         return None
@@ -279,7 +327,9 @@ class SandboxProvider(abc.ABC):
             raise SandboxError(why)
         sandbox = (self._create(task, run_name) if install is None
                    else self._create_installed(task, run_name, install))
-        sandbox.cancel = self.cancel
+        if sandbox.disk is None:  # once, though a routing provider hands the task on
+            sandbox.cancel = self.cancel
+            sandbox.watch_disk(self.options.disk_limit())
         sandbox.pass_env = self.options.pass_env
         sandbox.task = task
         if not sandbox._started:  # once, though a routing provider hands the task on
@@ -385,6 +435,12 @@ class RunContainer(Sandbox):
     def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
         """Copy the host folder ``source`` to the absolute ``target`` (root-owned, modes
         kept); ``clear``: empty ``target`` first."""
+
+    def fresh_home(self) -> str:
+        """A folder of the container's own, emptied afresh (a per-run format's verifier runs
+        in the agent's container by its format's contract; this is for a script that asks)."""
+        self.reset_dir(FRESH_HOME)
+        return FRESH_HOME
 
     @abc.abstractmethod
     def reset_dir(self, target: str) -> None:

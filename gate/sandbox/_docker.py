@@ -5,7 +5,10 @@ bind-mounted at ``/workspace``; a private ``HOME`` at ``/home/gate``. Each comma
 an agent's tool call, the oracle, ``verify.sh``) runs in its own container of the task's image,
 which is removed when the command ends, so nothing a command starts (a ``setsid`` daemon, a
 fork bomb) outlives it. The task directory is mounted read-only at ``/task`` for the task's own
-scripts only, never for the agent's commands.
+scripts only, never for the agent's commands. With the agent's install (``[agent] install``),
+only the agent's commands run from the installed image: the task's own scripts (``setup.sh``,
+``verify.sh``, the oracle's solution) always run from the task's image, so nothing the install
+put there (a wrapped ``bash`` that exits 0 for ``verify.sh``) ever judges the agent.
 
 Every container: no network (unless the task opts in), a non-root user, all capabilities
 dropped, no-new-privileges, a read-only root with a tmpfs ``/tmp``, memory / pids / CPU limits,
@@ -72,10 +75,12 @@ from gate.sandbox._local import (
     write_inside,
 )
 from gate.sandbox._netguard import NetGuard
+from gate.sandbox._quota import tree_bytes
 from gate.tasks import Task, digest_dir, task_format
 
 WORKDIR = "/workspace"
 HOME = "/home/gate"
+VERIFY_HOME = "/home/gate-verify"  # the verifier's own HOME (fresh_home)
 TASK_DIR = "/task"
 IO_DIR = "/run/gate-io"  # read-only: the command's stdin
 UNPRIVILEGED = 1000  # the uid/gid commands run as when the gate itself runs as root
@@ -100,11 +105,15 @@ def _user() -> tuple[int, int]:
 
 
 class DockerSandbox(Sandbox):
+    """``image``: the task's, which its own scripts run from; ``agent_image``: the one the
+    agent's commands run from (the task's with the agent's install in it), else ``image``."""
+
     def __init__(self, provider: DockerSandboxProvider, task: Task, image: str,
-                 root: Path) -> None:
+                 root: Path, agent_image: str | None = None) -> None:
         self.provider = provider
         self.task = task
         self.image = image
+        self.agent_image = agent_image or image
         self.root = root
         self.host_workdir = root / "work"
         self.workdir = WORKDIR
@@ -131,6 +140,11 @@ class DockerSandbox(Sandbox):
         return {"WORK_DIR": WORKDIR, "HOME": HOME, "TMPDIR": "/tmp",
                 "PYTHONDONTWRITEBYTECODE": "1"}
 
+    def disk_used(self) -> int:
+        """The host folders mounted into its commands (their root is read-only, their
+        ``/tmp`` a tmpfs counted in their memory)."""
+        return tree_bytes(self.root)
+
     def _mounts(self, task_visible: bool) -> list[Mount]:
         mounts = [
             Mount(WORKDIR, str(self.host_workdir), type="bind"),
@@ -139,9 +153,21 @@ class DockerSandbox(Sandbox):
         ]
         if task_visible:
             mounts.append(Mount(TASK_DIR, str(self.task.path), type="bind", read_only=True))
+            if (self.root / "verify-home").is_dir():
+                mounts.append(Mount(VERIFY_HOME, str(self.root / "verify-home"), type="bind"))
         if self._relay is not None:
             mounts.append(Mount(METER_DIR, str(self._relay.dir), type="bind", read_only=True))
         return mounts
+
+    def fresh_home(self) -> str:
+        """Mounted at ``VERIFY_HOME`` for the task's own scripts, emptied on each call and
+        owned by the command user (never the agent's ``HOME``)."""
+        home = self.root / "verify-home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        if os.getuid() == 0:
+            os.lchown(home, *_user())
+        return VERIFY_HOME
 
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
               task_visible: bool) -> ExecResult:
@@ -157,12 +183,13 @@ class DockerSandbox(Sandbox):
         start = time.monotonic()
         client = self.provider.client()
         limits = self.task.meta.environment
-        guard = NetGuard(self._io, IO_DIR) if limits and limits.network else None  # _netguard
+        guard = (NetGuard(self._io, IO_DIR, self.provider.options.allow_private)  # _netguard
+                 if limits and limits.network else None)
         argv = guard.hold(argv) if guard else argv
         uid, gid = _user()
         try:
             container = client.containers.create(
-                self.image, argv, detach=True, init=True,
+                self.image if task_visible else self.agent_image, argv, detach=True, init=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
                 user=f"{uid}:{gid}", working_dir=WORKDIR, environment=env,
                 network_mode="bridge" if limits and limits.network else "none",
@@ -346,6 +373,17 @@ class DockerSandboxProvider(SandboxProvider):
             return str(exc)
         return None
 
+    def disk_paths(self) -> list[Path]:
+        """The workspaces' folder, and the engine's (its containers' layers) when it is on
+        this host."""
+        paths = super().disk_paths()
+        with contextlib.suppress(SandboxError, docker.errors.DockerException,
+                                 requests.exceptions.RequestException):
+            root = self.client().info().get("DockerRootDir")
+            if root and os.path.isdir(root):
+                paths.append(Path(root))
+        return paths
+
     def refusal(self, task: Task) -> str | None:
         if why := task_format(task).refusal(task):
             return why
@@ -501,16 +539,21 @@ class DockerSandboxProvider(SandboxProvider):
         """From the task's image with the agent's install committed in it (:mod:`._install`:
         once per image and script; the seconds this run waited for it are its
         ``install_s``)."""
-        image, waited = installed_image(self, task, self.image_for(task), install)
-        sandbox = self._make(task, run_name, image)
+        image = self.image_for(task)
+        installed, waited = installed_image(self, task, image, install)
+        sandbox = self._make(task, run_name, image, installed)
         sandbox.install_s = waited
         return sandbox
 
-    def _make(self, task: Task, run_name: str, image: str) -> Sandbox:
+    def _make(self, task: Task, run_name: str, image: str,
+              installed: str | None = None) -> Sandbox:
+        """``installed``: the image with the agent's install, which a long-lived container
+        starts from, and the per-command sandbox runs the agent's commands (only) from."""
         root = make_workspace(task, run_name, self.options.base_dir, keep=self.keep)
         fmt = task_format(task)
         if fmt.lifecycle == "per_run":  # one long-lived container for the whole run
-            box = DockerRunContainer(self, task, image, root, fmt.container_spec(task))
+            box = DockerRunContainer(self, task, installed or image, root,
+                                     fmt.container_spec(task))
             box.cancel = self.cancel
             try:
                 box.start()
@@ -518,7 +561,7 @@ class DockerSandboxProvider(SandboxProvider):
                 box.close()
                 raise
             return box
-        sandbox = DockerSandbox(self, task, image, root)
+        sandbox = DockerSandbox(self, task, image, root, agent_image=installed)
         if os.getuid() == 0:
             uid, gid = _user()
             try:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import docker
+import docker.errors
+import requests.exceptions
 
 from gate.sandbox._base import SandboxOptions
 from gate.sandbox._relay import serve
@@ -61,6 +63,19 @@ def first_line(exc: BaseException) -> str:
     """An engine error in one line (its explanation where it has one)."""
     text = str(getattr(exc, "explanation", None) or exc).strip()
     return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
+def stopped(client: docker.DockerClient, container_id: str) -> str | None:
+    """How a container ended, when the engine says it is not running (its exit code, an
+    out-of-memory kill); None while it runs or when the engine cannot say."""
+    try:
+        state = client.api.inspect_container(container_id).get("State") or {}
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        return None
+    if state.get("Running", True):
+        return None
+    return f"exit {state.get('ExitCode')}" + (
+        ", killed out of memory" if state.get("OOMKilled") else "")
 
 
 def _alive(pid: int) -> bool:

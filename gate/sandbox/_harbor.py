@@ -1,8 +1,11 @@
 """The long-lived container life cycle on Docker: one container per run (a :class:`RunContainer`).
 
 A task whose state is its image's filesystem (Harbor's) gets one container of its image, its
-``ENTRYPOINT`` kept and its command a small ``sh`` loop that keeps it alive (Harbor's compose
-file replaces the command only, with ``sleep infinity``); every command of the run is a
+``ENTRYPOINT`` kept and its command a keep-alive (Harbor's compose file replaces the command
+only, with ``sleep infinity``): the image's ``sh`` blocked on its own ``read`` of the
+container's stdin, kept open by the engine and written by no one (:data:`KEEPALIVE`). It
+starts no process, ever, so nothing of the agent's is ever started in its place, nor needs
+sparing by its name (:mod:`._procs`); every command of the run is a
 ``docker exec`` in it, in the format's working directory (else the image's ``WORKDIR``) as the
 format's user (else the image's ``USER``). The format (:mod:`gate.formats`) drives the phases
 through the :class:`RunContainer` steps: :meth:`end_phase` kills every process the agent phase
@@ -55,6 +58,7 @@ import requests.exceptions
 from docker.types import LogConfig, Mount
 
 from gate._files import clip
+from gate.errors import ContainerStepError
 from gate.sandbox._base import (
     READ_LIMIT,
     ContainerSpec,
@@ -74,6 +78,7 @@ from gate.sandbox._engine import (
     Engine,
     HostRelay,
     first_line,
+    stopped,
 )
 from gate.sandbox._engine import SPECIAL as _SPECIAL
 from gate.sandbox._engine import SYMLINK as _SYMLINK
@@ -81,19 +86,25 @@ from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
-from gate.sandbox._tamper import Flag, mounted_changes, since
-from gate.sandbox._watch import look, mounted, world_of
+from gate.sandbox._quota import CONTAINER_POLL_S
+from gate.sandbox._watch import Watch
 from gate.tasks import Task
 
 if TYPE_CHECKING:
     from gate.skills import Skill
 
 _T = TypeVar("_T")
-KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 3600 & wait; done"
+#: the container's command: ``sh`` reading its stdin (``stdin_open``: a pipe the engine holds
+#: open, so ``read`` blocks, using no CPU; a line written to it is read and the loop goes on).
+#: It forks nothing: no renewed ``sleep`` that a root agent's trojan ``/usr/bin/sleep`` would
+#: replace. An ``ENTRYPOINT`` that closed stdin: the same process execs the image's ``sleep``
+#: at once, before the agent phase (the same pid and start time: still the container's own)
+KEEPALIVE = "trap 'exit 0' TERM; while read _; do :; done; exec sleep infinity"
 PIDS = 4096
 POLL_S = 0.25
 PHASE_ROUNDS = 5  # rounds of killing what the agent phase left running
 EXEC_TAG = "GATE_EXEC"
+PHASE_STEP = "phase-boundary"  # the gate's step that ends the agent phase (its name in a reason)
 _IGNORED = {"__pycache__", ".DS_Store", ".git"}
 SKILL_FINDS = 1000  # SKILL.md files listed at most
 SKILL_FIND_S = 60  # seconds the search for them may take
@@ -135,7 +146,7 @@ class DockerRunContainer(RunContainer):
         shutil.copyfile(RELAY, self._meter_dir / "relay.py")
         self._relay: Any = None
         self._unguarded: str | None = None  # why the network guard could not be set
-        self._marked: tuple[list[Flag], dict[str, str]] = ([], {})  # the verifier's world
+        self._watch = Watch(provider, task.id, image)  # the tamper check
 
     # ----- lifecycle ----------------------------------------------------------------------
 
@@ -151,7 +162,7 @@ class DockerRunContainer(RunContainer):
         self.workdir = spec.workdir or config.get("WorkingDir") or "/"
         try:
             container = client.containers.create(
-                self.image, command=["sh", "-c", KEEPALIVE], detach=True,
+                self.image, command=["sh", "-c", KEEPALIVE], detach=True, stdin_open=True,
                 labels={LABEL: "1", OWNER_LABEL: self.provider.owner},
                 environment=spec.env, network_mode="bridge", cap_drop=self._cap_drop(),
                 mounts=[Mount(METER_DIR, str(self._meter_dir), type="bind", read_only=True)],
@@ -171,10 +182,10 @@ class DockerRunContainer(RunContainer):
             raise SandboxError(f"cannot start the container: {first_line(exc)}") from exc
         self._guard(container)
         self.set_network(spec.network)
-        self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}")
+        self._root_sh(f"mkdir -p {shlex.quote(self.workdir)}", step="workdir")
         if spec.runner_dir:
             self.reset_dir(spec.runner_dir)
-        self._at_start = {p.ident for p in self._listing().procs.values()}
+        self._at_start = {p.ident for p in self._listing("process-listing").procs.values()}
 
     def _cap_drop(self) -> list[str]:
         """``NET_RAW`` (Harbor keeps it): root's packet socket would hand-build frames to a
@@ -191,7 +202,7 @@ class DockerRunContainer(RunContainer):
         from gate.sandbox._netguard import guard_container
 
         try:
-            guard_container(container)
+            guard_container(container, allow=self.provider.options.allow_private)
         except SandboxError as exc:
             self._unguarded = str(exc)
 
@@ -210,6 +221,14 @@ class DockerRunContainer(RunContainer):
         if not self.provider.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    disk_poll_s = CONTAINER_POLL_S
+
+    def disk_used(self) -> int:
+        """Its writable layer (the engine's ``SizeRw``: what it wrote over its image)."""
+        found = self.provider.client().api.containers(all=True, size=True,
+                                                      filters={"id": self._cid})
+        return int((found[0].get("SizeRw") or 0) if found else 0)
+
     # ----- the RunContainer steps ---------------------------------------------------------
 
     def end_phase(self) -> tuple[list[str], list[str]]:
@@ -226,57 +245,38 @@ class DockerRunContainer(RunContainer):
             if not agents and not gates:
                 return sorted(stopped), sorted({p.cmd[:200] for p in kept})
             stopped |= {p.cmd[:200] for p in agents}
-        raise SandboxError("the agent phase's processes could not be stopped: the verifier "
-                           "does not start")
+        raise ContainerStepError(PHASE_STEP, "the agent phase's processes could not be "
+                                 "stopped: the verifier does not start")
 
     def _phase_round(self, services: bool) -> tuple[list[Proc], list[Proc], list[Proc]]:
-        """Stop all but pid 1, list, kill the agent phase's (and the gate's own), resume."""
-        self._run(["sh", "-c", "kill -STOP -1"], user="0", env={}, timeout=30)  # sh's builtin
+        """Stop all but pid 1, list, kill the agent phase's (and the gate's own), resume.
+        Each is a step of the gate's own: one that cannot run (no ``sh``, no ``awk``, the
+        container stopped) fails the round, never leaves the agent's processes running."""
+        self._root_sh("kill -STOP -1 || true", step=PHASE_STEP, timeout=30)  # sh's builtin
         resume = "kill -CONT -1"
         try:
-            agents, gates, kept = leftovers(self._listing(), self._at_start, own=self._own,
-                                            services=services)
+            agents, gates, kept = leftovers(self._listing(PHASE_STEP), self._at_start,
+                                            own=self._own, services=services)
             if agents or gates:
                 resume = f"kill -9 {' '.join(str(p.pid) for p in agents + gates)}; {resume}"
         finally:
-            self._run(["sh", "-c", resume], user="0", env={}, timeout=30)
+            self._root_sh(f"{resume} || true", step=PHASE_STEP, timeout=30)
         return agents, gates, kept
 
-    def _listing(self) -> Listing:
-        return parse_procs(self._run(["sh", "-c", PROC_SCRIPT], user="0", env={},
-                                     timeout=30).stdout)
+    def _listing(self, step: str) -> Listing:
+        return parse_procs(self._root_sh(PROC_SCRIPT, step=step, timeout=30).stdout)
 
     def mark_verifier_world(self) -> None:
-        """What the verifier's world is now is the task's own (:mod:`._tamper`)."""
-        if not self._tamper_exempt():
-            self._marked = (self._look(), self._mounted())
+        """What the verifier's world is now is the task's own (:mod:`._watch`)."""
+        self._watch.mark(self._cid)
 
     def tampering(self) -> list[str]:
         """What the install and, since the mark, anything else changed in the verifier's world
-        (:mod:`._tamper`); none for a task in ``[suite].tamper_exempt``."""
+        (:mod:`._watch`); none for a task in ``[suite].tamper_exempt``, and its notes say so."""
         self.check_open()
-        if self._tamper_exempt():
-            return []
-        flags, mounts = self._marked
-        found = since(self._look(), flags) + mounted_changes(mounts, self._mounted())
-        install = self.provider.tampered_installs.get(self.image, ())
-        return [*(f"the agent's install: {f}" for f in install), *map(str, found)]
-
-    def _tamper_exempt(self) -> bool:
-        if self.task.id not in self.provider.options.tamper_exempt:
-            return False
-        note = ("gate: the tamper check is off for this task ([suite].tamper_exempt): what the "
-                "agent's install or the agent changed of the verifier's world is not judged")
-        if note not in self.skill_notes:
-            self.skill_notes = (*self.skill_notes, note)
-        return True
-
-    def _look(self) -> list[Flag]:
-        client = self.provider.client()
-        return look(client, self._cid, world_of(client, self.image))
-
-    def _mounted(self) -> dict[str, str]:
-        return mounted(self.provider.client(), self._cid)
+        found = self._watch.tampering(self._cid)
+        self.skill_notes = tuple(dict.fromkeys((*self.skill_notes, *self._watch.notes)))
+        return found
 
     def set_network(self, mode: str) -> None:
         want = "public" if mode == "public" else "no-network"
@@ -297,11 +297,11 @@ class DockerRunContainer(RunContainer):
 
     def reset_dir(self, target: str) -> None:
         q = shlex.quote(target)
-        self._root_sh(f"rm -rf {q} && mkdir -p {q} && chmod 777 {q}")
+        self._root_sh(f"rm -rf {q} && mkdir -p {q} && chmod 777 {q}", step="folder-reset")
 
     def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
         q = shlex.quote(target)
-        self._root_sh(f"{f'rm -rf {q} && ' if clear else ''}mkdir -p {q}")
+        self._root_sh(f"{f'rm -rf {q} && ' if clear else ''}mkdir -p {q}", step="upload")
         try:
             self.provider.client().api.put_archive(self._cid, target,
                                                    _tar_of(source, 0, 0, "root"))
@@ -385,7 +385,7 @@ class DockerRunContainer(RunContainer):
         drop = [p for p in in_dirs if posixpath.basename(p) not in keep
                 and (only or posixpath.basename(p) in shipped)]
         if drop:
-            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, drop))}")
+            self._root_sh(f"rm -rf {' '.join(map(shlex.quote, drop))}", step="skills")
         for user, home in homes.items():
             for skill in skills:
                 self._put_tree(skill.path, f"{home.rstrip('/')}/.claude/skills/{skill.folder}",
@@ -469,8 +469,10 @@ class DockerRunContainer(RunContainer):
         target = self._abs(path)
         user = self.spec.user or ""
         parent = posixpath.dirname(target)
-        res = self._run(["mkdir", "-p", parent], user=user, env=self.command_env(), timeout=30)
+        res = self._run(["mkdir", "-p", parent], user=user, env=self.command_env(), timeout=30,
+                        step="file-write")
         if res.returncode != 0:
+            self._check_running("file-write")
             raise PermissionError(errno.EACCES, _tail(res.output), path)
         self._put(target, content.encode("utf-8"), user)
 
@@ -495,8 +497,11 @@ class DockerRunContainer(RunContainer):
         if user not in self._ids:
             ids, res = self._ask(["sh", "-c", "id -u; id -g"], user, _two_ids)
             if ids is None:
-                raise SandboxError(f"cannot resolve the user {user or '(image default)'!r} "
-                                   f"(exit {res.returncode}): {_tail(res.output)}")
+                why = (f"cannot resolve the user {user or '(image default)'!r} "
+                       f"(exit {res.returncode}): {_tail(res.output)}")
+                # its probe could not run (no sh): the container's; an empty answer: the engine's
+                raise (ContainerStepError("user-lookup", why) if res.returncode > 0
+                       else SandboxError(why))
             self._ids[user] = ids
         return self._ids[user]
 
@@ -530,7 +535,7 @@ class DockerRunContainer(RunContainer):
             owned.append(parent)
             parent = posixpath.dirname(parent)
         self._root_sh(f"rm -rf {shlex.quote(target)} && mkdir -p {shlex.quote(target)} && "
-                      f"chown {uid}:{gid} {' '.join(map(shlex.quote, owned))}")
+                      f"chown {uid}:{gid} {' '.join(map(shlex.quote, owned))}", step="copy")
         try:
             ok = self.provider.client().api.put_archive(self._cid, target,
                                                         _tar_of(source, uid, gid, ""))
@@ -540,15 +545,31 @@ class DockerRunContainer(RunContainer):
         if not ok:
             raise SandboxError(f"the engine refused {source.name}/")
 
-    def _root_sh(self, script: str) -> None:
-        res = self._run(["sh", "-c", script], user="0", env={}, timeout=60)
-        if res.returncode != 0:
-            raise SandboxError(f"container step failed: {_tail(res.output)}")
+    def _root_sh(self, script: str, *, step: str, timeout: float = 60) -> ExecResult:
+        """A step of the gate's own: ``script`` as root with ``sh``. Its command failing (a
+        non-zero exit, a timeout) is the container's failure (:class:`ContainerStepError`),
+        never the engine's."""
+        res = self._run(["sh", "-c", script], user="0", env={}, timeout=timeout, step=step)
+        if res.returncode != 0 or res.timed_out:
+            self._check_running(step)
+            if res.returncode < 0 and not res.timed_out:  # no exit code: the engine lost it
+                raise SandboxError(f"the gate's {step} step: the engine gave no exit code")
+            why = f"timed out after {timeout:g} s" if res.timed_out else f"exit {res.returncode}"
+            raise ContainerStepError(step, f"{why}: {_tail(res.output)}")
+        return res
 
-    def _run(self, argv: list[str], *, user: str, env: dict[str, str],
-             timeout: float) -> ExecResult:
+    def _check_running(self, step: str) -> None:
+        """Where a step failed, whose failure it is: the container's own
+        (:class:`ContainerStepError`) when it is no longer running (its pid 1 ended: something
+        in it stopped it), else the caller says (the engine's, or the command's)."""
+        if (ended := stopped(self.provider.client(), self._cid)) is not None:
+            raise ContainerStepError(step, f"the container stopped ({ended})")
+
+    def _run(self, argv: list[str], *, user: str, env: dict[str, str], timeout: float,
+             step: str = "command") -> ExecResult:
         """One ``docker exec``: bounded output; on timeout or cancel, it and everything it
-        started (every process carrying its tag) is killed."""
+        started (every process carrying its tag) is killed. One the engine refuses is the
+        engine's failure, or ``step``'s when the container stopped (:meth:`_check_running`)."""
         tag = f"{os.getpid()}-{next(self._seq)}"
         api = self.provider.client().api
         start = time.monotonic()
@@ -556,7 +577,8 @@ class DockerRunContainer(RunContainer):
             exec_id = api.exec_create(self._cid, argv, user=user,
                                       environment={**env, EXEC_TAG: tag},
                                       workdir=self.workdir)["Id"]
-        except docker.errors.DockerException as exc:
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            self._check_running(step)  # it stopped: the container's failure, not the engine's
             raise SandboxError(f"cannot run in the container: {first_line(exc)}") from exc
         out, err = _Capture(OUTPUT_LIMIT), _Capture(OUTPUT_LIMIT)
         done = threading.Event()

@@ -34,6 +34,7 @@ from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxE
 from gate.sandbox._engine import LABEL, OWNER_LABEL, Engine, owner_gone
 from gate.sandbox._harbor import DockerRunContainer
 from gate.sandbox._watch import look, world_of
+from gate.secrets import mask_credentials
 from gate.tasks import Task, task_format
 
 REPOSITORY = "agent-gate-install"
@@ -95,8 +96,14 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
     box.cancel = provider.cancel
     try:
         box.start()
+        box.watch_disk(provider.options.disk_limit("the agent's install ([agent] install)"))
         box.set_network("public")  # refused where the guard could not be set
-        res = _run_script(box, install)
+        try:
+            res = _run_script(box, install)
+        except SandboxError:  # stopped: by its disk watch, or the job's cancel
+            _within_disk(box)
+            raise
+        _within_disk(box)
         if res.timed_out:
             raise SandboxError(f"the agent's install ([agent] install) took longer than "
                                f"install_timeout_sec ({install.timeout:g} s): stopped"
@@ -111,6 +118,12 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
             provider.tampered_installs[tag] = tampered
     finally:
         box.close()
+
+
+def _within_disk(box: DockerRunContainer) -> None:
+    """An install whose layer went past ``[suite] disk_mb`` fails with that reason."""
+    if (over := box.disk_over()) is not None:
+        raise SandboxError(over) from None
 
 
 def _run_script(box: DockerRunContainer, install: AgentInstall) -> ExecResult:
@@ -130,7 +143,10 @@ def _tampering(provider: Engine, box: DockerRunContainer, image: str) -> tuple[s
 
 
 def _said(output: str) -> str:
-    lines = [ln.rstrip() for ln in strip_ansi(output).splitlines() if ln.strip()][-TAIL_LINES:]
+    """The end of a failed install's output, for its reason: credentials masked while the
+    whole output is there (a key whose first lines the tail would cut), then capped."""
+    lines = [ln.rstrip() for ln in mask_credentials(strip_ansi(output)).splitlines()
+             if ln.strip()][-TAIL_LINES:]
     if not lines:
         return "; it printed nothing"
     return "; its output ends:\n" + clip("\n".join(lines), TAIL_CHARS)

@@ -26,6 +26,7 @@ from gate.sandbox._base import (
     SandboxProvider,
 )
 from gate.sandbox._contain import SCOPE, SCOPE_VAR, Scope
+from gate.sandbox._quota import tree_bytes
 from gate.tasks import Task
 
 REAPER = Path(__file__).with_name("_reaper.py")
@@ -234,6 +235,15 @@ class LocalSandbox(Sandbox):
 
     def host_environ(self) -> Mapping[str, str]:
         return os.environ
+
+    def fresh_home(self) -> str:
+        home = self.root / "verify-home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        return str(home)
+
+    def disk_used(self) -> int:
+        return tree_bytes(self.root)  # work/, home/, tmp/
 
     def _exec(self, command: str, *, env: dict[str, str], timeout: float, stdin: str | None,
               task_visible: bool) -> ExecResult:

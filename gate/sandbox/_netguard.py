@@ -1,4 +1,5 @@
-"""A container with network reaches the outside, never the host's own services.
+"""A container with network reaches the outside, never the host's own services nor a
+private network (but for its resolvers and proxies, and what the suite allows).
 
 A container on Docker's bridge routes everything through the bridge's gateway — an address of
 the host — so a service the host binds on ``0.0.0.0`` (a database, a metrics endpoint, a
@@ -6,16 +7,26 @@ resolver, the cloud's metadata service behind the host) answers a task that opte
 network. The guard closes that from inside the container's own network namespace, without
 touching the host's firewall. The container is created on the bridge but taken off it before it
 starts (:func:`detach`): it starts with loopback only, so nothing in it — the image's
-``ENTRYPOINT`` runs first — reaches anything yet. Then the gate appends to the namespace's own
-``OUTPUT`` chain a ``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
+``ENTRYPOINT`` runs first — reaches anything yet. Then the gate writes the namespace's own
+``OUTPUT`` chain: what goes out through ``lo`` is the namespace's own (accepted), then a
+``REJECT`` rule for every address of the host (all its interfaces' IPv4 and
 IPv6 addresses, loopback excepted: inside the container, loopback is the container's own), for
 the bridge's gateway, for the link-local range ``169.254.0.0/16`` (where cloud metadata
 services answer), and for every broadcast and multicast destination (``255.255.255.255``, the
 bridge subnet's broadcast by address type, ``224.0.0.0/4``, IPv6's ``ff00::/8`` and
 ``fe80::/10`` but for ICMPv6: a host's UDP service on 0.0.0.0 receives and answers those),
-through ``nsenter -t <container pid> -n iptables-restore``; it reads the rules back, and only
-then attaches the bridge (:func:`attach`). Traffic to anything else still leaves through the
-gateway (only packets *addressed* to the host are refused). The rules belong to the namespace,
+and then for the private ranges (:data:`gate.config.PRIVATE_RANGES`: RFC 1918's, CGNAT's
+``100.64.0.0/10``, IPv6's ``fc00::/7``: a self-hosted runner's LAN, a cloud's internal
+services), but for what the container needs there: the host's resolvers (DNS, port 53: the
+nameservers of the host's resolv.conf files and the engine's ``dns`` setting, which Docker's
+default bridge copies into the container; never the container's own file, which root in it may
+rewrite before the guard), the runner's proxies (``HTTP(S)_PROXY``, ``ALL_PROXY``, lowercase
+too: that address and TCP port) and the networks ``[suite].allow_private`` names (the base
+branch's on a PR). The chain is written whole, in that order (:func:`rules`: an address of the
+host stays rejected even when it is a resolver or a proxy), through ``nsenter -t <container
+pid> -n iptables-restore``; it is read back, and only then is the bridge attached
+(:func:`attach`). Traffic to anything else still leaves through the gateway (only packets
+*addressed* to the host or a private network are refused). The rules belong to the namespace,
 so they hold when a network is attached, detached and attached again (Harbor's phases). Nothing
 in the container can remove them: the docker sandbox's commands have no capability at all
 (``cap_drop ALL``), Harbor's containers the engine's defaults less ``NET_RAW`` (no
@@ -29,9 +40,10 @@ place and the bridge attached (a guard that fails kills the container; the comma
 It takes ``nsenter``, ``ip`` and ``iptables`` on the host and the privilege to enter another
 process's network namespace: root, or password-less ``sudo`` (GitHub's hosted runners). Where
 that is missing, a command with network is refused with the reason (``SandboxError``): the
-exposure is not accepted silently. Other containers on the same bridge are not covered (they
-listen on nothing of the gate's). An image's build (``docker build`` of a task's Dockerfile)
-is not guarded: its ``RUN`` steps have the engine's network, host services included.
+exposure is not accepted silently. Other containers on the same bridge are out of reach too
+where its subnet is private (Docker's default, ``172.17.0.0/16``, is). An image's build
+(``docker build`` of a task's Dockerfile) is not guarded: its ``RUN`` steps have the engine's
+network, host services and private networks included.
 """
 
 from __future__ import annotations
@@ -41,12 +53,17 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import docker.errors
 
+from gate.config import PRIVATE_RANGES
 from gate.sandbox._base import SandboxError
 
 LINK_LOCAL = "169.254.0.0/16"
@@ -60,6 +77,15 @@ V4_ALWAYS = (f"-d {LINK_LOCAL}", "-d 224.0.0.0/4", "-d 255.255.255.255/32",
 #: its own once attached, after the guard) but ICMPv6: neighbour discovery, without which IPv6
 #: has no neighbours
 V6_ALWAYS = ("-d ff00::/8 ! -p ipv6-icmp", "-d fe80::/10 ! -p ipv6-icmp")
+#: where the host's resolvers are written: Docker's default bridge copies the first into a
+#: container (loopback dropped), or systemd-resolved's upstream list when the first names only
+#: its stub; the engine's own ``dns`` setting replaces both
+RESOLV_CONFS = (Path("/etc/resolv.conf"), Path("/run/systemd/resolve/resolv.conf"))
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+#: the runner's proxy settings (their host and port: a corporate proxy lives in a private range)
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+PROXY_PORTS = {"http": 80, "https": 443, "socks": 1080, "socks4": 1080, "socks4a": 1080,
+               "socks5": 1080, "socks5h": 1080}
 _HOLD_S = 60  # how long a held command waits for the guard before it gives up
 _TOOL_TIMEOUT_S = 20
 
@@ -111,13 +137,114 @@ def host_addresses() -> list[str]:
     return found
 
 
+@dataclass(frozen=True)
+class Reach:
+    """What a guarded container may still reach inside :data:`~gate.config.PRIVATE_RANGES`:
+    the host's resolvers (DNS: port 53, UDP and TCP), the runner's proxies (address, TCP port)
+    and the networks ``[suite].allow_private`` names (the base branch's on a PR)."""
+
+    resolvers: tuple[str, ...] = ()
+    proxies: tuple[tuple[str, int], ...] = ()
+    allowed: tuple[str, ...] = ()
+
+
+def host_resolvers(files: Sequence[Path] = RESOLV_CONFS,
+                   daemon: Path = DAEMON_JSON) -> tuple[str, ...]:
+    """The ``nameserver`` addresses of ``files`` and the engine's ``dns`` setting (``daemon``):
+    never the container's own resolv.conf, which root in it may have rewritten before its
+    guard (the image's ``ENTRYPOINT`` runs first)."""
+    named: list[str] = []
+    for path in files:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        named += [w[1] for w in map(str.split, lines) if len(w) > 1 and w[0] == "nameserver"]
+    try:
+        dns = json.loads(daemon.read_text()).get("dns")
+        if isinstance(dns, list):
+            named += [str(a) for a in dns]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return tuple(dict.fromkeys(a for a in map(_address, named) if a))
+
+
+def runner_proxies(environ: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
+    """The address and port of each proxy ``environ`` sets (:data:`PROXY_VARS`; a name is
+    resolved here, on the host). The values may hold a password: none is ever said."""
+    found: list[tuple[str, int]] = []
+    for name in PROXY_VARS:
+        value = environ.get(name, "").strip()
+        parts = urlsplit(value if "://" in value else f"http://{value}")
+        try:
+            port = parts.port or PROXY_PORTS.get(parts.scheme.lower())
+        except ValueError:
+            continue
+        if value and parts.hostname and port:
+            found += [(a, port) for a in _resolve(parts.hostname)]
+    return tuple(dict.fromkeys(found))
+
+
+def _address(text: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(text.split("%")[0]))
+    except ValueError:
+        return None
+
+
+def _resolve(host: str) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return [a for a in (_address(str(i[4][0])) for i in infos) if a]
+
+
+def rules(hosts: Iterable[str], reach: Reach, *, v6: bool) -> list[str]:
+    """One family's ``OUTPUT`` chain, in order, each rule as ``iptables -S`` prints it: accept
+    what goes out through ``lo`` (the namespace's own); reject the host's addresses and what
+    :data:`V4_ALWAYS` / :data:`V6_ALWAYS` name; then accept what ``reach`` allows inside the
+    private ranges (a resolver or a proxy that is the host's own address stays rejected: its
+    rule comes first); then reject the private ranges."""
+    family, bits = (6, 128) if v6 else (4, 32)
+    reject = " -j REJECT --reject-with " + ("icmp6-adm-prohibited" if v6 else
+                                           "icmp-admin-prohibited")
+    private = [ipaddress.ip_network(n) for n in PRIVATE_RANGES
+               if ipaddress.ip_network(n).version == family]
+
+    def inside(addr: str) -> bool:
+        return any(ipaddress.ip_address(addr) in net for net in private)
+
+    own = sorted({a for a in map(_address, hosts) if a and ":" in a} if v6 else
+                 {a for a in map(_address, hosts) if a and ":" not in a})
+    first = [*(f"-d {a}/{bits}" for a in own), *(V6_ALWAYS if v6 else V4_ALWAYS)]
+    # first of all, the namespace's own traffic (loopback and its own addresses, which go out
+    # through lo): the ICMP error a REJECT sends back to the container's own (private) address
+    # must not meet the private ranges' rule, or a refused connect hangs instead of failing
+    mine = "-o lo -j ACCEPT"
+    accept = [f"-d {a}/{bits} -p {proto} -m {proto} --dport 53"
+              for a in reach.resolvers if _family(a) == family and inside(a)
+              for proto in ("udp", "tcp")]
+    accept += [f"-d {a}/{bits} -p tcp -m tcp --dport {port}"
+               for a, port in reach.proxies if _family(a) == family and inside(a)]
+    accept += [f"-d {n}" for n in reach.allowed if ipaddress.ip_network(n).version == family]
+    return [mine, *(spec + reject for spec in dict.fromkeys(first)),
+            *(spec + " -j ACCEPT" for spec in dict.fromkeys(accept)),
+            *(f"-d {net}{reject}" for net in private)]
+
+
+def _family(addr: str) -> int:
+    return ipaddress.ip_address(addr).version
+
+
 class NetGuard:
     """The guard of one command's container: :meth:`hold` its argv, :meth:`apply` once it has
     started. ``io_host`` / ``io_container``: the command's read-only I/O directory, as the
-    host and the container see it."""
+    host and the container see it; ``allow``: ``[suite].allow_private``."""
 
-    def __init__(self, io_host: Path, io_container: str) -> None:
+    def __init__(self, io_host: Path, io_container: str, allow: Sequence[str] = ()) -> None:
         self.prefix = _privilege()
+        self.allow = tuple(allow)
         self.marker = f".net-ready-{secrets.token_hex(8)}"
         self.io_host = io_host
         self.io_container = io_container
@@ -148,7 +275,7 @@ class NetGuard:
         bridge (:func:`attach`), then release the held command. Raises ``SandboxError`` (the
         caller removes the container; the command never ran)."""
         assert self.prefix is not None
-        guard_container(container, self.prefix)
+        guard_container(container, self.prefix, self.allow)
         attach(container)
         (self.io_host / self.marker).write_text("")
 
@@ -187,11 +314,14 @@ def _bridge_gateways(container: Any) -> set[str]:
     return {c["Gateway"].split("/")[0] for c in config or () if c.get("Gateway")}
 
 
-def guard_container(container: Any, prefix: list[str] | None = None) -> None:
+def guard_container(container: Any, prefix: list[str] | None = None,
+                    allow: Sequence[str] = ()) -> None:
     """Reject, in the started ``container``'s own network namespace, every packet addressed to
     the host (:func:`host_addresses`), to the bridge's gateway, to ``169.254.0.0/16``, to a
-    broadcast or multicast address (a host's UDP service on 0.0.0.0 answers those), and read
-    the rules back; ``SandboxError`` when that cannot be done. The rules belong to the
+    broadcast or multicast address (a host's UDP service on 0.0.0.0 answers those), and to the
+    private ranges but for the host's resolvers, the runner's proxies and the networks
+    ``allow`` names (:func:`rules`), and read the rules back; ``SandboxError`` when that cannot
+    be done. The rules belong to the
     namespace, not to an interface: they hold across a network attached, detached and attached
     again (Harbor's phases), so one call once the container starts (on no network:
     :func:`detach`) guards it for good."""
@@ -207,31 +337,28 @@ def guard_container(container: Any, prefix: list[str] | None = None) -> None:
     routes = json.loads(_run([*enter, "ip", "-j", "-4", "route", "show", "default"]) or "[]")
     hosts = [*host_addresses(), *_bridge_gateways(container),
              *(r["gateway"] for r in routes if r.get("gateway"))]
-    v4 = {f"-d {a}/32" for a in hosts if ":" not in a}
-    _reject(enter, "iptables", {*v4, *V4_ALWAYS}, "icmp-admin-prohibited")
-    v6 = {f"-d {a.split('%')[0]}/128" for a in hosts if ":" in a}
-    if v6 or _has_ipv6(enter):  # IPv6 on the host, or in the namespace
-        _reject(enter, "ip6tables", {*v6, *V6_ALWAYS}, "icmp6-adm-prohibited")
+    reach = Reach(host_resolvers(), runner_proxies(os.environ), tuple(allow))
+    _set_chain(enter, "iptables", rules(hosts, reach, v6=False))
+    if any(":" in a for a in hosts) or _has_ipv6(enter):  # IPv6 on the host, or in the namespace
+        _set_chain(enter, "ip6tables", rules(hosts, reach, v6=True))
 
 
-def _reject(enter: list[str], tool: str, specs: set[str], why: str) -> None:
-    """Append a REJECT rule to the namespace's OUTPUT chain for each of ``specs`` (a rule's
-    match, as ``iptables -S`` prints it) it does not have yet (``iptables-restore --noflush``:
-    one call), then check every one is there."""
-    tail = f" -j REJECT --reject-with {why}"
+def _set_chain(enter: list[str], tool: str, chain: list[str]) -> None:
+    """Make the namespace's ``OUTPUT`` chain ``chain`` (its rules in order, as ``iptables -S``
+    prints them: an accepted exception counts only before the range it opens), in one
+    ``iptables-restore`` of the namespace's own filter table, and read it back."""
 
-    def present() -> set[str]:
-        rules = _run([*enter, tool, "-w", "-S", "OUTPUT"]).splitlines()
-        return {r[len("-A OUTPUT "):-len(tail)] for r in rules
-                if r.startswith("-A OUTPUT ") and r.endswith(tail)}
+    def present() -> list[str]:
+        return [r[len("-A OUTPUT "):] for r in _run([*enter, tool, "-w", "-S", "OUTPUT"])
+                .splitlines() if r.startswith("-A OUTPUT ")]
 
-    missing = specs - present()
-    if missing:
-        lines = [f"-A OUTPUT {spec}{tail}" for spec in sorted(missing)]
-        _run([*enter, f"{tool}-restore", "-w", "--noflush"],
-             "\n".join(["*filter", *lines, "COMMIT"]) + "\n")
-    if left := specs - present():
-        raise SandboxError(f"network guard: no rule in place for {sorted(left)[:3]}")
+    if present() != chain:
+        table = ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]",
+                 ":OUTPUT ACCEPT [0:0]", *(f"-A OUTPUT {rule}" for rule in chain), "COMMIT"]
+        _run([*enter, f"{tool}-restore", "-w"], "\n".join(table) + "\n")
+    if (got := present()) != chain:
+        off = [r for r in chain if r not in got] or ["their order"]
+        raise SandboxError(f"network guard: the rules read back differ: {off[:3]}")
 
 
 def _has_ipv6(enter: list[str]) -> bool:

@@ -14,13 +14,14 @@ pid 1, at once, atomically against fork), then listed, the agent phase's killed 
 resumed: a process that forks and lets its parent exit, over and over, would otherwise never
 be at a listed pid when the kill comes.
 
-Spared, by what an agent cannot forge without root: pid 1; the processes the container
-started with (its ``ENTRYPOINT``'s); the keep-alive loop's own ``sleep`` when it renews it (a
-child of a process the container started with, *in that process's session*: a process of a
-``docker exec`` is in a session of its own and cannot join another); and the listing itself
-(the shell whose pid it prints, and what it forks). The gate's own meter relay, which a
-command agent's exec starts, is killed like the rest but not counted as the agent's
-(:func:`leftovers`' ``own``: by identity, pid and start time, never by name).
+Spared, by identity alone: pid 1; the processes the container started with (its
+``ENTRYPOINT``'s, and the keep-alive, which starts no process: ``_harbor.KEEPALIVE``);
+and the listing itself (the shell whose pid it prints, and what it forks). No process is
+spared by its name or command line: when the keep-alive renewed a ``sleep 3600`` spared as
+such, a root agent replaced ``/usr/bin/sleep``, killed the sleep, and its trojan, started by
+the loop and called ``sleep 3600``, did the task after the agent phase. The gate's own meter
+relay, which a command agent's exec starts, is killed like the rest but not counted as the
+agent's (:func:`leftovers`' ``own``: by identity, pid and start time, never by name).
 
 A suite's owner may list tasks whose verifier needs a service the agent started
 (``[suite].reward_unprotected``, from the base branch): for those, ``services`` keeps a
@@ -42,11 +43,9 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-#: the keep-alive loop's sleep, renewed every hour (gate/sandbox/_harbor.py's KEEPALIVE)
-KEEPALIVE_SLEEP = "sleep 3600"
-#: ``S <the listing shell's pid>``, then one line per process (``P pid ppid state session
-#: start sockets cmdline``: ``/proc/<pid>/stat`` fields 4, 3, 6 and 22), then the listening
-#: TCP sockets' inodes (``L inode``: state 0A in /proc/net/tcp and tcp6)
+#: ``S <the listing shell's pid>``, then one line per process (``P pid ppid state start
+#: sockets cmdline``: ``/proc/<pid>/stat`` fields 4, 3 and 22), then the listening TCP
+#: sockets' inodes (``L inode``: state 0A in /proc/net/tcp and tcp6)
 SCRIPT = (
     'echo "S $$"; for p in /proc/[0-9]*; do n=${p#/proc/}; '
     "st=$(sed 's/.*) //' \"$p/stat\" 2>/dev/null); [ -n \"$st\" ] || continue; "
@@ -54,7 +53,7 @@ SCRIPT = (
     "s=$(for f in \"$p\"/fd/*; do readlink \"$f\"; done 2>/dev/null | "
     "sed -n 's/^socket:\\[\\([0-9]*\\)\\]$/\\1/p' | tr '\\n' ,); "
     "c=$(tr '\\000\\n' '  ' < \"$p/cmdline\" 2>/dev/null); "
-    "printf 'P %s %s %s %s %s %s %s\\n' \"$n\" \"$2\" \"$1\" \"$4\" \"${20}\" \"${s:-,}\" \"$c\"; "
+    "printf 'P %s %s %s %s %s %s\\n' \"$n\" \"$2\" \"$1\" \"${20}\" \"${s:-,}\" \"$c\"; "
     "done; "
     "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print \"L\", $10}'"
 )
@@ -66,7 +65,6 @@ Ident = tuple[int, str]  # a process: its pid and its start time (clock ticks af
 class Proc:
     pid: int
     ppid: int
-    session: int
     start: str
     sockets: frozenset[str]
     cmd: str
@@ -89,30 +87,26 @@ def parse(text: str) -> Listing:
     listening: set[str] = set()
     shell: int | None = None
     for line in text.splitlines():
-        parts = line.split(" ", 7)
+        parts = line.split(" ", 6)
         if parts[0] == "S" and len(parts) == 2 and parts[1].isdigit():
             shell = int(parts[1])
         elif parts[0] == "L" and len(parts) >= 2:
             listening.add(parts[1])
-        elif (parts[0] == "P" and len(parts) >= 7
-              and all(x.isdigit() for x in (parts[1], parts[2], parts[4], parts[5]))):
+        elif (parts[0] == "P" and len(parts) >= 6
+              and all(x.isdigit() for x in (parts[1], parts[2], parts[4]))):
             if parts[3] in ("Z", "X"):  # a zombie (or dead) process runs nothing: skip it
                 continue
-            procs[int(parts[1])] = Proc(int(parts[1]), int(parts[2]), int(parts[4]), parts[5],
-                                        frozenset(s for s in parts[6].split(",") if s),
-                                        (parts[7] if len(parts) > 7 else "").strip())
+            procs[int(parts[1])] = Proc(int(parts[1]), int(parts[2]), parts[4],
+                                        frozenset(s for s in parts[5].split(",") if s),
+                                        (parts[6] if len(parts) > 6 else "").strip())
     return Listing(procs, listening, shell)
 
 
 def _spared(p: Proc, listing: Listing, at_start: set[Ident]) -> bool:
-    """Not the agent phase's: pid 1, the container's own processes, the keep-alive loop's
-    renewed sleep, the listing and what it forked."""
+    """Not the agent phase's: pid 1, the container's own processes (the keep-alive among
+    them), the listing and what it forked. Never by a name or a command line."""
     procs = listing.procs
     if p.pid == 1 or p.ident in at_start:
-        return True
-    parent = procs.get(p.ppid)
-    if (parent is not None and parent.ident in at_start and parent.session == p.session
-            and p.cmd == KEEPALIVE_SLEEP):
         return True
     seen: set[int] = set()
     up: Proc | None = p

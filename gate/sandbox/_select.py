@@ -109,7 +109,8 @@ def suite_options(suite: SuiteConfig, *, keep: bool = False,
     return SandboxOptions(keep=keep, cancel=cancel, image=suite.image, pull=pull,
                           pass_env=tuple(suite.pass_env),
                           reward_unprotected=frozenset(suite.reward_unprotected),
-                          net_raw=frozenset(suite.net_raw),
+                          net_raw=frozenset(suite.net_raw), disk_mb=suite.disk_mb,
+                          allow_private=tuple(suite.allow_private),
                           tamper_exempt=frozenset(suite.tamper_exempt))
 
 

@@ -22,7 +22,7 @@ from gate.sandbox._base import SandboxError
 from gate.sandbox._engine import DIR as _DIR
 from gate.sandbox._engine import SPECIAL as _SPECIAL
 from gate.sandbox._engine import SYMLINK as _SYMLINK
-from gate.sandbox._engine import Chunks, first_line
+from gate.sandbox._engine import Chunks, Engine, first_line
 from gate.sandbox._tamper import (
     CA_BUNDLE,
     CA_DIRS,
@@ -35,8 +35,10 @@ from gate.sandbox._tamper import (
     bundle_derived,
     candidates,
     digests_needed,
+    mounted_changes,
     questions,
     record_of,
+    since,
     verdict,
 )
 
@@ -46,6 +48,41 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gate-tamper")  # u
 # SDK's 10 connections
 HOPS = 40  # symbolic links followed at most, as the kernel's limit
 CHUNK = 1 << 20
+
+
+EXEMPT_NOTE = ("gate: the tamper check is off for this task ([suite].tamper_exempt): what the "
+               "agent's install or the agent changed of the verifier's world is not judged")
+
+
+class Watch:
+    """A run's tamper check: the mark of the verifier's world (after the task's own steps,
+    after each verifier) and what changed since, with what the run's image's install changed
+    (:mod:`gate.sandbox._install` records it on the provider)."""
+
+    def __init__(self, provider: Engine, task_id: str, image: str) -> None:
+        self.provider = provider
+        self.image = image
+        self.exempt = task_id in provider.options.tamper_exempt
+        self.notes: tuple[str, ...] = (EXEMPT_NOTE,) if self.exempt else ()
+        self._marked: tuple[list[Flag], dict[str, str]] = ([], {})
+
+    def mark(self, cid: str) -> None:
+        if not self.exempt:
+            self._marked = (self._look(cid), mounted(self.provider.client(), cid))
+
+    def tampering(self, cid: str) -> list[str]:
+        """Each change that is tampering, ``"<path> <how>"``; the install's first."""
+        if self.exempt:
+            return []
+        flags, mounts = self._marked
+        found = since(self._look(cid), flags) + mounted_changes(
+            mounts, mounted(self.provider.client(), cid))
+        install = self.provider.tampered_installs.get(self.image, ())
+        return [*(f"the agent's install: {f}" for f in install), *map(str, found)]
+
+    def _look(self, cid: str) -> list[Flag]:
+        client = self.provider.client()
+        return look(client, cid, world_of(client, self.image))
 
 
 def world_of(client: docker.DockerClient, image: str) -> World:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gate.errors import BadInput
 
-FAULT_KINDS = ("429", "529", "500", "stream_error", "disconnect")
+FAULT_KINDS = ("429", "529", "500", "stream_error", "disconnect", "credit")
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,9 @@ class FaultConfig:
 
     ``stream_error`` sends ``event: error`` after HTTP 200 and ``message_start`` (streams only);
     ``disconnect`` closes the socket mid-response (mid-stream for streams, before any byte for
-    JSON). ``retry_after`` is the ``retry-after`` header of a 429, in seconds.
+    JSON); ``credit`` answers as an account out of credit does (a 400 ``invalid_request_error``
+    with the provider's message). ``retry_after`` is the ``retry-after`` header of a 429, in
+    seconds.
     """
 
     rate_429: float = 0.0
@@ -24,6 +26,7 @@ class FaultConfig:
     rate_500: float = 0.0
     rate_stream_error: float = 0.0
     rate_disconnect: float = 0.0
+    rate_credit: float = 0.0
     retry_after: float = 1.0
 
     def __post_init__(self) -> None:
@@ -38,7 +41,8 @@ class FaultConfig:
 
     def rates(self) -> dict[str, float]:
         return dict(zip(FAULT_KINDS, (self.rate_429, self.rate_529, self.rate_500,
-                                      self.rate_stream_error, self.rate_disconnect), strict=True))
+                                      self.rate_stream_error, self.rate_disconnect,
+                                      self.rate_credit), strict=True))
 
     def pick(self, seed: int, n: int, stream: bool) -> str | None:
         """The fault for the ``n``-th request, if any: one seeded draw over the rates."""

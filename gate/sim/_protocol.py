@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from gate.meter import offered_server_tools
 
 ERROR_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
@@ -36,6 +39,24 @@ def error_body(error_type: str, message: str, request_id: str) -> dict[str, Any]
             "request_id": request_id}
 
 
+_TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # what a content block's type can be
+
+
+def server_tool_use(req: dict[str, Any]) -> dict[str, Any]:
+    """``usage.server_tool_use`` of an answer to ``req``: each server tool it offers that is
+    billed per use is used ``max_uses`` times (1 if it sets none), as a model that searched
+    as often as it was let; nothing when it offers none."""
+    counts: dict[str, int] = {}
+    for server, named in offered_server_tools(req):
+        if server.price_key is None:
+            continue
+        tool = next(t for t in req["tools"] if isinstance(t, dict) and t.get("type") == named)
+        uses = tool.get("max_uses")
+        counts[server.price_key] = counts.get(server.price_key, 0) + (
+            uses if isinstance(uses, int) and not isinstance(uses, bool) and uses > 0 else 1)
+    return {"server_tool_use": counts} if counts else {}
+
+
 def check_messages_request(body: Any, *, count_only: bool = False) -> dict[str, Any]:
     """Reject what the API rejects; tolerate (ignore) fields the simulator does not model."""
     if not isinstance(body, dict):
@@ -61,6 +82,9 @@ def check_messages_request(body: Any, *, count_only: bool = False) -> dict[str, 
             for j, b in enumerate(content):
                 if not isinstance(b, dict) or not isinstance(b.get("type"), str):
                     raise invalid(f"messages.{i}.content.{j}.type: Field required")
+                if not _TAG.fullmatch(b["type"]):  # quoted back, as the API quotes it
+                    raise invalid(f"messages.{i}.content.{j}: Input tag {b['type'][:200]!r} "
+                                  "found using 'type' does not match any of the expected tags")
         elif not isinstance(content, str):
             raise invalid(f"messages.{i}.content: Input should be a valid string or list")
     system = body.get("system")

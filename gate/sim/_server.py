@@ -22,12 +22,19 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from gate.meter import CREDIT_MESSAGE
 from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
 from gate.sim._faults import FaultConfig, Latency
 from gate.sim._ledger import Ledger, key_id
 from gate.sim._model import RUN_HEADER, SimModel, apply_stop_sequences, fit_max_tokens
-from gate.sim._protocol import ApiError, check_messages_request, error_body, invalid
+from gate.sim._protocol import (
+    ApiError,
+    check_messages_request,
+    error_body,
+    invalid,
+    server_tool_use,
+)
 
 log = logging.getLogger("gate.sim")
 
@@ -246,9 +253,11 @@ class _Handler(BaseHTTPRequestHandler):
         # so a concurrent request in the meantime misses, like the API
         plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
         time.sleep(engine.latency.first_byte_s(engine.seed, n))
-        if fault in ("429", "529", "500"):
+        if fault in ("429", "529", "500", "credit"):
             entry["fault"] = fault
             raise {
+                "credit": ApiError("invalid_request_error", CREDIT_MESSAGE + " Please go to "
+                                   "Plans & Billing to upgrade or purchase credits."),
                 "429": ApiError("rate_limit_error", "Number of request tokens has exceeded your "
                                 "per-minute rate limit (simulated)",
                                 {"retry-after": _fmt_seconds(engine.faults.retry_after)}),
@@ -269,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "msg_sim_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
             "model": sim_label(str(req["model"])), "content": content, "stop_reason": stop,
             "stop_sequence": seq if stop == "stop_sequence" else None,
-            "usage": plan.usage.as_api(out_tokens),
+            "usage": {**plan.usage.as_api(out_tokens), **server_tool_use(req)},
         }
         log.info("simulator: %s %s task=%s episode=%s turn=%s -> %s", request_id,
                  message["model"], reply.task, reply.episode, reply.turn, stop)

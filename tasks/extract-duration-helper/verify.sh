@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Pass when one parse_duration in jobs/durations.py serves both modules, with no copies left.
+# The checks are judged by gatecheck.py outside the checked code's process (README.md,
+# "Writing tasks").
 set -euo pipefail
 cd "$WORK_DIR"
 export PYTHONDONTWRITEBYTECODE=1
 
 cmp "$TASK_DIR/starting/tests/test_jobs.py" tests/test_jobs.py
 test -f jobs/durations.py || { echo "FAIL: jobs/durations.py does not exist"; exit 1; }
-
-out=$(python3 -m unittest -v tests.test_jobs 2>&1) || { echo "$out"; echo "FAIL: test suite fails"; exit 1; }
-grep -q "Ran 5 tests" <<<"$out"
 
 # no unit table or duration regex left in the two modules
 for f in jobs/scheduler.py jobs/retry.py; do
@@ -19,23 +18,19 @@ for f in jobs/scheduler.py jobs/retry.py; do
     grep -q 'parse_duration' "$f" || { echo "FAIL: $f does not use parse_duration"; exit 1; }
 done
 
-python3 - <<'PY'
-import jobs.durations as d
-import jobs.retry
-import jobs.scheduler
-
-pd = d.parse_duration
-assert pd("90s") == 90 and pd("15m") == 900 and pd("2h") == 7200 and pd("1d") == 86400
-assert pd("45") == 45 and pd(" 3 M ") == 180
+python3 -I -S "$TASK_DIR/gatecheck.py" - <<'PY'
+shipped_tests("tests.test_jobs", ran=5)
+do("import jobs.durations as d, jobs.retry, jobs.scheduler")
+for text, seconds in [("90s", 90), ("15m", 900), ("2h", 7200), ("1d", 86400), ("45", 45), (" 3 M ", 180)]:
+    expect(f"d.parse_duration({text!r})", seconds)
 for bad in ["", "h", "1w", "2.5m", "-1s", "0", "0m"]:
-    try:
-        pd(bad)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError(f"parse_duration({bad!r}) should raise ValueError")
-
+    check("ValueError" in raised(f"d.parse_duration({bad!r})"), f"parse_duration({bad!r}) should raise ValueError")
+# durations drawn afresh each run (rng)
+for _ in range(30):
+    n, unit = rng.randint(1, 9999), rng.choice(["", "s", "m", "h", "d", "S", "H"])
+    expect(f"d.parse_duration({f'{n}{unit}'!r})", n * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit.lower()])
 # both modules really go through the shared helper: swap it out and watch them follow
+do("""
 calls = []
 def fake(text):
     calls.append(text)
@@ -44,8 +39,9 @@ for mod in (jobs.scheduler, jobs.retry):
     if hasattr(mod, "parse_duration"):
         mod.parse_duration = fake
 d.parse_duration = fake
-assert jobs.scheduler.Job("x", "whatever").interval == 7, "scheduler does not use parse_duration"
-assert jobs.retry.Backoff("a", "b").cap == 7, "retry does not use parse_duration"
-assert len(calls) == 3, calls
-print("hidden checks ok")
+""")
+expect("jobs.scheduler.Job('x', 'whatever').interval", 7)
+expect("jobs.retry.Backoff('a', 'b').cap", 7)
+expect("calls", ["whatever", "a", "b"])
 PY
+echo "ok"

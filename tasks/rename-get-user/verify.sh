@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Pass when get_usr is gone everywhere, get_user works at every call site, tests still pass.
+# The checks are judged by gatecheck.py outside the checked code's process (README.md,
+# "Writing tasks").
 set -euo pipefail
 cd "$WORK_DIR"
 export PYTHONDONTWRITEBYTECODE=1
@@ -11,30 +13,19 @@ if grep -rnw --include='*.py' 'get_usr' .; then
 fi
 
 # the existing tests must still exist and pass (renamed calls are fine, deleted tests are not)
-out=$(python3 -m unittest -v tests.test_users tests.test_orders 2>&1) || { echo "$out"; echo "FAIL: test suite fails"; exit 1; }
-for t in test_known_user test_unknown_user test_returns_a_copy test_prefs_defaults \
-         test_gold_discount test_place_order test_invoice; do
-    grep -q "^$t .* ok$" <<<"$out" || { echo "$out"; echo "FAIL: $t did not run or did not pass"; exit 1; }
-done
-
-python3 - <<'PY'
-import shop.billing, shop.cli, shop.orders, shop.users
-from shop.users import UnknownUser, get_user, get_usr_prefs
-
-assert not hasattr(shop.users, "get_usr"), "get_usr alias left behind in shop.users"
-assert not hasattr(shop.users, "get_user_prefs"), "get_usr_prefs must keep its name"
-for mod in (shop.orders, shop.cli):
-    assert not hasattr(mod, "get_usr"), f"{mod.__name__} still imports get_usr"
-assert get_user(2)["email"] == "linus@example.com"
-try:
-    get_user(404)
-except UnknownUser:
-    pass
-else:
-    raise AssertionError("get_user(404) must raise UnknownUser")
-assert get_usr_prefs(1)["currency"] == "EUR"
-assert shop.orders.order_total(2, {"pen": 2}) == 3.0
-print("hidden checks ok")
+python3 -I -S "$TASK_DIR/gatecheck.py" - <<'PY'
+shipped_tests("tests.test_users", "tests.test_orders",
+              names=("test_known_user", "test_unknown_user", "test_returns_a_copy", "test_prefs_defaults",
+                     "test_gold_discount", "test_place_order", "test_invoice"))
+do("import shop.billing, shop.cli, shop.orders, shop.users")
+do("from shop.users import UnknownUser, get_user, get_usr_prefs")
+expect('hasattr(shop.users, "get_usr")', False)
+expect('hasattr(shop.users, "get_user_prefs")', False)
+expect('[hasattr(mod, "get_usr") for mod in (shop.orders, shop.cli)]', [False, False])
+expect('get_user(2)["email"]', "linus@example.com")
+check("UnknownUser" in raised("get_user(404)"), "get_user(404) must raise UnknownUser")
+expect('get_usr_prefs(1)["currency"]', "EUR")
+expect('shop.orders.order_total(2, {"pen": 2})', 3.0)
 PY
 
 cli=$(python3 -m shop.cli 1)

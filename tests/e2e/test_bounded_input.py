@@ -79,11 +79,15 @@ def test_system_prompt_dev_zero_fifo_or_huge_is_exit_2_at_once(make_task, suite_
     huge.write_text("x" * (PROMPT_LIMIT + 1))
     binary = tmp_path / "binary.md"
     binary.write_bytes(b"hello \xff\xfe")
-    for prompt, why in (("/dev/zero", "not a regular file"), (fifo, "not a regular file"),
-                        (huge, "too large"), (tmp_path, "directory"),
-                        (binary, "not UTF-8")):
-        p = gate("run", "--sim", "--config", _sim_config(tmp_path, suite_dir, prompt),
-                 "-o", tmp_path / "r.json", timeout=60)  # /dev/zero unbounded: never returns
+    (tmp_path / "zero").symlink_to("/dev/zero")  # [agent] paths stay in the repository:
+    p = gate("run", "--sim", "--config", _sim_config(tmp_path, suite_dir, "zero"),
+             "-o", tmp_path / "r.json", timeout=60)  # /dev/zero unbounded: never returns
+    one_line_error(p, "gate.toml", "agent.system_prompt", "out of the repository")
+    for prompt, why in ((fifo, "not a regular file"), (huge, "too large"),
+                        (tmp_path, "directory"), (binary, "not UTF-8")):
+        rel = prompt.relative_to(tmp_path).as_posix()
+        p = gate("run", "--sim", "--config", _sim_config(tmp_path, suite_dir, rel),
+                 "-o", tmp_path / "r.json", timeout=60)
         one_line_error(p, "[agent].system_prompt", str(prompt), "system prompt", why)
 
 
@@ -92,7 +96,8 @@ def test_a_bad_system_prompt_is_refused_before_the_sdk_loads(tmp_path: Path) -> 
     """Exit 2 *at once*: the prompt file is checked before the anthropic SDK (~2 s of CPU to
     import) is, so a bad one costs a CI job well under a second."""
     cfg = tmp_path / "gate.toml"
-    cfg.write_text('[agent]\nkind = "builtin"\nsystem_prompt = "/dev/zero"\n')
+    os.mkfifo(tmp_path / "prompt.fifo")
+    cfg.write_text('[agent]\nkind = "builtin"\nsystem_prompt = "prompt.fifo"\n')
     probe = ("import sys\nfrom gate.agents import agent_kind\nfrom gate.config import "
              "load_config\nfrom gate.errors import BadInput\ntry:\n"
              f"    agent_kind('builtin').build(load_config({str(cfg)!r}), 'm', 'l')\n"

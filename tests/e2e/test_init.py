@@ -22,7 +22,8 @@ from tests.helpers.process import user_env
 
 WRITTEN = ("gate.toml", "agent/system.md", f"tasks/{EXAMPLE_TASK}/task.md",
            f"tasks/{EXAMPLE_TASK}/task.toml", f"tasks/{EXAMPLE_TASK}/setup.sh",
-           f"tasks/{EXAMPLE_TASK}/verify.sh", f"tasks/{EXAMPLE_TASK}/solution/solve.sh",
+           f"tasks/{EXAMPLE_TASK}/verify.sh", f"tasks/{EXAMPLE_TASK}/gatecheck.py",
+           f"tasks/{EXAMPLE_TASK}/solution/solve.sh",
            ".github/workflows/agent-gate.yml", ".github/workflows/agent-gate-main.yml",
            ".github/workflows/agent-gate-report.yml")
 SHARED = (".gitignore", ".github/dependabot.yml")

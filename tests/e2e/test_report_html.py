@@ -495,3 +495,20 @@ def test_without_chromium_the_browser_tests_skip_unless_required(
     monkeypatch.setenv("GATE_REQUIRE_BROWSER", "1")
     with pytest.raises(pytest.fail.Exception, match="GATE_REQUIRE_BROWSER=1 but no Chromium"):
         _browser()
+
+
+@pytest.mark.parametrize("errored", ["one task", "every task"])
+def test_a_task_whose_runs_all_errored_is_reported_not_an_internal_error(
+        tmp_path: Path, errored: str) -> None:
+    """A run whose agent install failed has only infra errors (no valid run to measure):
+    `gate report` wrote no page and exited 3 with numpy's reshape error."""
+    results = synthetic_results(reference_rates(3), 2, np.random.default_rng(0))
+    first = results.runs[0].task
+    for run in results.runs:
+        if errored == "every task" or run.task == first:
+            run.status, run.reason = "error", "infra: the agent's install failed (exit 5)"
+    path = tmp_path / "r.json"
+    write_results(path, results)
+    code, out, err = _report(path, "--html", tmp_path / "r.html")
+    assert code == 0, out + err
+    assert "infra: the agent&#39;s install failed" in (tmp_path / "r.html").read_text()

@@ -55,6 +55,17 @@ def test_serve_takes_options_from_flags_and_env(tmp_path: Path) -> None:
     assert [e["status"] for e in read_ledger(ledger)] == [429]
 
 
+def test_serve_answers_as_an_account_out_of_credit() -> None:
+    """``--fault-credit``: the provider's own credit message, a 400 the SDK does not retry."""
+    with serve("--fault-credit", "1") as url:
+        client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=2)
+        with pytest.raises(anthropic.BadRequestError) as err:
+            client.messages.create(model="claude-haiku-4-5", max_tokens=10,
+                                   messages=[{"role": "user", "content": "hi"}])
+    assert err.value.body["error"]["message"].startswith(  # type: ignore[index]
+        "Your credit balance is too low to access the Anthropic API.")
+
+
 def test_serve_rejects_bad_options_with_one_line() -> None:
     res = subprocess.run([sys.executable, "-m", "gate", "sim", "serve", "--fault-429", "2"],
                          capture_output=True, text=True, timeout=30)

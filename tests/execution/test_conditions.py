@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -229,7 +230,7 @@ def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
     """`gate run --agent oracle --condition control --condition target` on a task whose
     solution lists the workspace's skills and probes the repository's skills/ folder by its
     absolute path; what each condition's run saw."""
-    host_skill = REPO / "skills" / "context-offloading" / "SKILL.md"
+    host_skill = tmp_path / "skills" / "context-offloading" / "SKILL.md"  # [agent].skills
     write_task(tmp_path / "tasks", "probe", verify="test -s seen.txt\n",
                solve=("find .claude -type f 2>/dev/null | sort > seen.txt\n"
                       f"if test -e '{host_skill}'; then echo HOST-SKILLS-VISIBLE >> seen.txt; "
@@ -238,7 +239,8 @@ def _probe_run(tmp_path: Path, sandbox: str) -> dict[str, list[str]]:
                                                    "irrelevant_skill": "git-commit-messages"})})
     image = os.environ.get("GATE_TEST_IMAGE", "gate-test-base:bookworm")
     cfg = tmp_path / "gate.toml"
-    cfg.write_text(f'[agent]\nkind = "oracle"\nskills = "{REPO / "skills"}"\n'
+    shutil.copytree(REPO / "skills", tmp_path / "skills")  # [agent] paths: gate.toml's folder
+    cfg.write_text('[agent]\nkind = "oracle"\nskills = "skills"\n'
                    f'[suite]\ntasks = "{tmp_path / "tasks"}"\nsandbox = "{sandbox}"\n'
                    f'image = "{image}"\n')
     ws = tmp_path / "ws"

@@ -18,6 +18,7 @@ from gate.run import RunRequest, run_suite
 from gate.sim import FaultConfig, Simulator, key_id, ledger_totals, read_ledger
 from gate.usage import Usage
 from tests.helpers.process import gate
+from tests.helpers.suites import rooted_at
 
 pytestmark = pytest.mark.slow
 
@@ -116,9 +117,11 @@ def test_command_agent_metered_to_the_token_and_never_sees_the_key(
 
 
 def test_now_in_the_system_prompt_destroys_cache_hits(tmp_path: Path) -> None:
-    prompt = tmp_path / "system.md"
+    prompt = tmp_path / "now.md"  # in gate.toml's folder, as [agent] paths must be
     prompt.write_text("Current time: {{ now }}\n" + (REPO / "agent" / "system.md").read_text())
-    cfg = _config(tmp_path, system_prompt=str(prompt))
+    cfg = rooted_at(_config(tmp_path), tmp_path)
+    cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(
+        update={"system_prompt": "now.md"})})
     res = run_suite(RunRequest(config=cfg, output=tmp_path / "r.json", task_ids=EASY[:2],
                                replications=1, jobs=1, sim=True))
     assert res.summary.cache_hit_rate is not None and res.summary.cache_hit_rate < 0.30
@@ -227,7 +230,7 @@ def test_agent_cannot_read_the_key_from_the_gate_process(tmp_path: Path) -> None
         .replace('kind = "builtin"', 'kind = "command"\n'
                  f'command = "tr \\"\\\\\\\\0\\" \\"\\\\\\\\n\\" < /proc/$PPID/environ > {dump}"')
         .replace('tasks = "tasks"', f'tasks = "{REPO / "tasks"}"')
-        .replace('skills = "skills/"', f'skills = "{REPO / "skills"}"')
+        .replace('skills = "skills/"', "")
         .replace('system_prompt = "agent/system.md"', "")
     )
     env = dict(os.environ)
@@ -251,10 +254,10 @@ def test_bad_system_prompt_template_is_exit_2_before_anything_runs(
     prompt = tmp_path / "system.md"
     prompt.write_text(template)
     cfg = tmp_path / "gate.toml"
-    cfg.write_text(f'[agent]\nsystem_prompt = "{prompt}"\n[suite]\ntasks = "{REPO / "tasks"}"\n')
+    cfg.write_text(f'[agent]\nsystem_prompt = "system.md"\n[suite]\ntasks = "{REPO / "tasks"}"\n')
     p = gate("run", "--config", str(cfg), "--sim", "-o", str(tmp_path / "r.json"), cwd=tmp_path)
     assert p.returncode == 2
-    assert needle in p.stderr and str(prompt) in p.stderr and "Traceback" not in p.stderr
+    assert needle in p.stderr and "system.md:1:" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.json").exists()
 
 

@@ -21,6 +21,7 @@ from gate.meter import METERING
 from gate.results import Results, Schedule, load_results, write_results
 from gate.run import RunRequest, run_suite
 from gate.sim import ledger_totals
+from tests.helpers.suites import rooted_at
 
 REPO = Path(__file__).resolve().parents[2]
 RATES = reference_rates()
@@ -187,7 +188,7 @@ def test_caching_regressions_are_still_blocked_against_the_committed_baseline(
     ``{{ now }}`` in the system prompt, ``cache = "off"`` and no moving breakpoint are."""
     base = load_results(REPO / "baseline.json", "baseline")
     assert base.metering == METERING and base.model.endswith("(simulator)")
-    cfg = load_config(REPO / "gate.toml")
+    cfg = rooted_at(load_config(REPO / "gate.toml"), tmp_path)  # now.md beside its gate.toml
     now = tmp_path / "now.md"
     now.write_text("Current time: {{ now }}\n" + (REPO / "agent" / "system.md").read_text())
 
@@ -206,7 +207,7 @@ def test_caching_regressions_are_still_blocked_against_the_committed_baseline(
     assert code == 0, metrics
     assert not metrics["cache_hit_rate"]["blocks"] and not metrics["cost"]["blocks"]
     assert metrics["cache_hit_rate"]["comparable"] is True
-    for label, agent in (("now", {"system_prompt": str(now)}), ("off", {"cache": "off"})):
+    for label, agent in (("now", {"system_prompt": "now.md"}), ("off", {"cache": "off"})):
         code, metrics = judged(label, **agent)
         assert code == 1 and metrics["cache_hit_rate"]["blocks"], (label, metrics)
     monkeypatch.setattr(BuiltinAgent, "_messages", lambda self, history: list(history))

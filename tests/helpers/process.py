@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.docker import launch
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -43,7 +45,15 @@ def gate(*args: str | os.PathLike[str], cwd: Path | None = None,
          env: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None,
          timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m gate ARGS`` in a subprocess, as a user runs it: its environment is ``base``
-    (this process's when None) with ``env`` over it."""
-    return subprocess.run([sys.executable, "-m", "gate", *map(os.fspath, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                          env={**(os.environ if base is None else base), **(env or {})})
+    (this process's when None) with ``env`` over it. Its pid is recorded
+    (``tests.helpers.docker.LAUNCHED``), so ``ours()`` finds the containers it made."""
+    argv = [sys.executable, "-m", "gate", *map(os.fspath, args)]
+    with launch(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                env={**(os.environ if base is None else base), **(env or {})}) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)

@@ -18,6 +18,8 @@ from tests.helpers import ROOT as REPO
 if TYPE_CHECKING:  # the SDK takes ~2 s of CPU to import: every worker's conftest imports this
     import anthropic
 
+    from gate.config import GateConfig
+
 BASH_TOOL: dict[str, Any] = {
     "name": "bash",
     "description": "Run a shell command in the workspace and return its output.",
@@ -190,12 +192,31 @@ def long_text(tokens: int, word: str = "context") -> str:
 RATE = "find-api-rate-limit"  # target: context-offloading; irrelevant: git-commit-messages
 
 
+def rooted_at(cfg: GateConfig, folder: Path) -> GateConfig:
+    """``cfg`` (the repository's gate.toml, say) moved to ``folder``: its ``[agent]`` files
+    copied there (an ``[agent]`` path stays inside gate.toml's folder), its tasks still its
+    own; a test then puts a prompt of its own beside them (``system_prompt = "mine.md"``)."""
+    for key in ("system_prompt", "skills"):
+        if rel := getattr(cfg.agent, key):
+            src, dst = cfg.root / rel, folder / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                shutil.copy(src, dst)
+    return cfg.model_copy(update={"root": folder, "suite": cfg.suite.model_copy(
+        update={"tasks": str(cfg.path(cfg.suite.tasks))})})
+
+
 def bundled_config(tmp_path: Path, extra: str = "") -> Path:
-    """The bundled gate.toml's agent and suite, with the bundled skills."""
+    """The bundled gate.toml's agent and suite, with the bundled skills (the agent's files
+    copied beside it: ``[agent]`` paths stay inside gate.toml's folder)."""
     cfg = tmp_path / "gate.toml"
-    cfg.write_text(f'[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\n'
-                   f'system_prompt = "{REPO / "agent" / "system.md"}"\n'
-                   f'skills = "{REPO / "skills"}"\n'
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    shutil.copy(REPO / "agent" / "system.md", tmp_path / "agent" / "system.md")
+    shutil.copytree(REPO / "skills", tmp_path / "skills", dirs_exist_ok=True)
+    cfg.write_text('[agent]\nkind = "builtin"\nmodel = "claude-sonnet-5-5"\n'
+                   'system_prompt = "agent/system.md"\nskills = "skills"\n'
                    f'[suite]\ntasks = "{REPO / "tasks"}"\n{extra}')
     return cfg
 

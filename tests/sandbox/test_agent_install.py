@@ -184,6 +184,46 @@ def test_a_failed_install_is_an_infra_error_naming_its_end_and_the_agent_never_r
         "install"}
 
 
+#: what an install may print of files it read (a registry login, a token, a key): none of it
+#: the gate's environment holds, so only its shape can tell it (issue 38, item 4)
+LEAKED = ("dXNlcjpyZWctSW5zdGFsbExlYWs9", "ghp_InstallLeak0123456789abcdefXYZ",
+          "b3BlbnNzaC1rZXktdjEAAAAInstallLeak", "pq-InstallLeak-8")
+LEAKING = f"""#!/bin/sh
+echo "reading the registry login"
+echo "-----BEGIN OPENSSH PRIVATE KEY-----"
+for i in $(seq 20); do echo "{LEAKED[2]}$i"; done
+echo "-----END OPENSSH PRIVATE KEY-----"
+echo '{{"auths": {{"registry.example": {{"auth": "{LEAKED[0]}"}}}}}}'
+echo "export GH_TOKEN={LEAKED[1]}"
+echo "host=db user=app password={LEAKED[3]}" >&2
+exit 5
+"""  # the key's start is past the 15 lines its reason keeps
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
+def test_a_failed_installs_output_is_scrubbed_in_its_reason_results_and_report(
+        tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    harbor_task(suite, "count-a")
+    out = tmp_path / "r.json"
+    p = gate("run", "--config", _config(tmp_path, suite, LEAKING), "--sim", "-k", "1", "-o", out,
+             timeout=300, cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["reason"].startswith("infra: the agent's install ([agent] install) failed "
+                                    "(exit 5); its output ends:"), run["reason"]
+    assert "GH_TOKEN=[REDACTED]" in run["reason"]  # the rest of its output is kept
+    assert run["reason"].count("[REDACTED]") == 4, run["reason"]
+    report = tmp_path / "report.html"
+    assert gate("report", out, "--html", report, cwd=tmp_path).returncode == 0
+    stored = [out.read_text(), report.read_text(), p.stdout, p.stderr,
+              *(f.read_text() for f in (tmp_path / "r.transcripts").iterdir())]
+    for text in stored:
+        assert not any(secret in text for secret in LEAKED), text[:2000]
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 @in_docker
@@ -391,4 +431,55 @@ def test_an_install_past_its_own_timeout_is_stopped_as_infra(tmp_path: Path) -> 
     assert run["reason"] == ("infra: the agent's install ([agent] install) took longer than "
                              "install_timeout_sec (3 s): stopped; its output ends:\n"
                              "waiting for the registry"), run["reason"]
+    assert _installs_left() == [] and ours() == []
+
+
+# ----- the install layer never judges the agent ----------------------------------------------
+
+#: an install that wraps the image's bash: a command naming verify.sh (or setup.sh) exits 0,
+#: any other goes to the real bash. Every gate-format command is ``bash -c ...``, so in a
+#: container of the installed image the task's verdict would be the wrapper's
+WRAP_BASH = """#!/bin/sh
+set -e
+mv /usr/bin/bash /usr/bin/bash.real
+cat > /usr/bin/bash <<'WRAP'
+#!/bin/sh
+case "$*" in *verify.sh*|*setup.sh*) exit 0;; esac
+exec /usr/bin/bash.real "$@"
+WRAP
+chmod 755 /usr/bin/bash
+"""
+#: a setup that leaves what verify.sh checks, so a setup.sh the wrapper skipped fails it too
+JUDGED_SETUP = "echo expected > .setup-ran\n"
+JUDGED_VERIFY = "set -euo pipefail\ngrep -qx expected .setup-ran\ngrep -qx hi hello.txt\n"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@in_docker
+def test_an_install_that_wraps_bash_never_judges_the_agent(tmp_path: Path) -> None:
+    """setup.sh and verify.sh run from the task's own image, never the installed one: a
+    do-nothing agent whose install wraps bash to pass them fails, and ``gate compare``
+    against a baseline where the agent did the work says Regression, exit 1 (on the
+    installed image: 6/6 passed, "No regression", exit 0)."""
+    suite = tmp_path / "suite"
+    write_task(suite, "judged", toml=f'[environment]\nimage = "{IMAGE}"\n',
+               setup=JUDGED_SETUP, verify=JUDGED_VERIFY)
+    base_cfg = tmp_path / "base.toml"
+    base_cfg.write_text('[agent]\nkind = "command"\ncommand = "echo hi > hello.txt"\n'
+                        f'[suite]\ntasks = "{suite}"\nsandbox = "docker"\n')
+    base = tmp_path / "base.json"
+    p = gate("run", "--config", base_cfg, "--sim", "-k", "6", "-j", "2", "-o", base,
+             timeout=600, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert {r["status"] for r in json.loads(base.read_text())["runs"]} == {"passed"}
+    cfg = _config(tmp_path, suite, WRAP_BASH)
+    cfg.write_text(cfg.read_text().replace(json.dumps(COMMAND), json.dumps("true")))
+    out = tmp_path / "wrapped.json"
+    p = gate("run", "--config", cfg, "--sim", "-k", "6", "-j", "2", "-o", out,
+             timeout=600, cwd=tmp_path)
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["status"] for r in runs] == ["failed"] * 6, (p.stderr, runs)
+    p = gate("compare", base, out, cwd=tmp_path)
+    assert p.returncode == 1 and p.stdout.startswith("Regression: "), p.stdout + p.stderr
     assert _installs_left() == [] and ours() == []

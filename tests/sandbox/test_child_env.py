@@ -182,3 +182,56 @@ def test_gate_ci_warns_of_every_credential_the_shell_above_holds(tmp_path: Path)
     for name in ("GH_PAT", "NPM_AUTH", "DATABASE_URL"):
         assert name in p.stderr, (name, p.stderr)
     assert not any(v in p.stderr for v in PLANTED.values())
+
+
+# ---- issue 38, item 6: the shapes the rule missed never reach an agent, and its notes say so ----
+
+#: credentials of shapes the rule once let through: a private key, a JWT, vendors' tokens, a
+#: libpq DSN, a Sentry DSN, a service account's key file, names ending in PASS, DSN or _PWD
+SHAPES = {
+    "DEPLOY_PEM": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\n"
+                  "-----END OPENSSH PRIVATE KEY-----",
+    "SESSION_JWT_VALUE": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+                         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "BILLING": "sk_live_51Habcdefghijklmnopqrstuv",
+    "UPLOAD": "pypi-AgEIcHlwaS5vcmcCJGUxMjM0NTY3LTg5YWItY2RlZi0wMTIzLTQ1Njc4OWFiY2RlZgAC",
+    "MAILER": "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",
+    "VAULT_ADDR_LOGIN": "hvs.CAESIJlWh2Fg6xZbq0nvYkT5eR3LmP1oD",
+    "TRIGGER": "glptt-0123456789abcdef0123456789abcdef01234567",
+    "SLACK_APP": "xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef",
+    "PGCONN": "host=db user=app password=pq-Secret-9",
+    "ERRORS_URL": "https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456",
+    "GCP_SA_JSON": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----'
+                   '\\nMIIEvQIBADANBgkq\\n-----END PRIVATE KEY-----\\n"}',
+    "DB_PASS": "plain-pass-value-1",
+    "SENTRY_DSN": "plain-dsn-value-2",
+    "DB_PWD": "plain-pwd-value-3",
+}
+
+
+@pytest.mark.slow
+def test_a_command_agent_gets_none_of_the_new_shapes_and_the_notes_name_each(
+        tmp_path: Path) -> None:
+    import json
+
+    from tests.helpers.process import gate, user_env
+    from tests.helpers.suites import write_task
+
+    write_task(tmp_path / "suite", "env")
+    dump = tmp_path / "agent.env"
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(f'[agent]\nkind = "command"\ncommand = "env > {dump}; echo hi > hello.txt"\n'
+                   f'[suite]\ntasks = "{tmp_path / "suite"}"\nreplications = 1\n')
+    out = tmp_path / "r.json"
+    p = gate("run", "--sim", "--config", cfg, "-o", out,
+             base=user_env(**SHAPES, PWD=str(tmp_path), OLDPWD="/tmp"))
+    assert p.returncode == 0, p.stderr
+    seen, run = dump.read_text(), json.loads(out.read_text())["runs"][0]
+    assert run["status"] == "passed", run
+    for name, value in SHAPES.items():
+        assert f"{name}=" not in seen, name
+        assert value.splitlines()[0] not in seen or name == "DEPLOY_PEM", name
+        assert f"{name} (" in run["notes"], (name, run["notes"])
+    assert "BEGIN OPENSSH PRIVATE KEY" not in seen and "b3BlbnNzaC1rZXkt" not in seen
+    assert "PWD=" in seen and "OLDPWD" not in run["notes"]  # the shell's are no credential
+    assert not any(v in out.read_text() for v in SHAPES.values())

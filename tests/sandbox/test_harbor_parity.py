@@ -457,38 +457,38 @@ def test_an_agent_gets_each_steps_prompt_as_each_steps_user(tmp_path: Path) -> N
 
 
 def test_the_phase_boundary_stops_everything_the_agent_phase_started() -> None:
-    """Known by pid and start time: the image's own processes, pid 1, the keep-alive loop's
-    renewed sleep (in its loop's session) and the listing's shell stay; nothing an agent can
-    choose (a name, a marker, a socket, a parent) spares a process; the gate's own relay is
-    killed apart; services are kept only when asked."""
+    """Known by pid and start time: the image's own processes (the keep-alive among them),
+    pid 1 and the listing's shell stay; nothing an agent can choose (a name, the keep-alive's
+    old ``sleep 3600`` under pid 1 included, a marker, a socket, a parent) spares a process;
+    the gate's own relay is killed apart; services are kept only when asked."""
     from gate.sandbox._procs import leftovers, parse
 
     listing = parse("\n".join([
         "S 50",
-        "P 1 0 S 1 100 , sh -c keep-alive",
-        "P 5 1 S 1 101 , entrypoint-daemon",  # the container started with it
-        "P 6 1 S 1 990 , entrypoint-daemon",  # a pid it had, at another start time: new
-        "P 7 1 S 1 500 , sleep 3600",  # the keep-alive loop's renewed sleep, in its session
-        "P 8 1 S 30 510 , sleep 3600",  # an orphan named as it: another session
-        "P 20 19 S 19 600 900, nginx: master process",  # listens
-        "P 21 20 S 19 601 , nginx: worker process",  # (its sockets unreadable: another user)
-        "P 19 0 S 19 599 , sh -c service nginx start",  # the listener's parent
-        "P 22 20 Z 19 602 , ",  # a zombie runs nothing
-        "P 30 0 S 30 700 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
-        "P 31 30 S 30 701 , sleep 0.05",
-        "P 40 1 S 40 800 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's own
-        "P 41 1 S 41 801 902, python3 -I /run/gate-meter/relay.py 8765",  # a copy of its name
-        "P 45 1 S 30 850 , sh -c : gate-process-listing; loop",  # the marker grants nothing
-        "P 50 0 R 50 900 , sh -c echo S ...",  # the listing
-        "P 51 50 R 50 901 , sed -n s/x/y/p",
+        "P 1 0 S 100 , sh -c keep-alive",
+        "P 5 1 S 101 , entrypoint-daemon",  # the container started with it
+        "P 6 1 S 990 , entrypoint-daemon",  # a pid it had, at another start time: new
+        "P 7 1 S 500 , sleep 3600",  # a child of pid 1 named as a keep-alive's sleep
+        "P 8 1 S 510 , sleep 3600",  # an orphan named as it
+        "P 20 19 S 600 900, nginx: master process",  # listens
+        "P 21 20 S 601 , nginx: worker process",  # (its sockets unreadable: another user)
+        "P 19 0 S 599 , sh -c service nginx start",  # the listener's parent
+        "P 22 20 Z 602 , ",  # a zombie runs nothing
+        "P 30 0 S 700 , sh -c while :; do echo 1 > /logs/verifier/reward.txt; done",
+        "P 31 30 S 701 , sleep 0.05",
+        "P 40 1 S 800 901, python3 -I /run/gate-meter/relay.py 8765",  # the gate's own
+        "P 41 1 S 801 902, python3 -I /run/gate-meter/relay.py 8765",  # a copy of its name
+        "P 45 1 S 850 , sh -c : gate-process-listing; loop",  # the marker grants nothing
+        "P 50 0 R 900 , sh -c echo S ...",  # the listing
+        "P 51 50 R 901 , sed -n s/x/y/p",
         "L 900", "L 901", "L 902", "garbage line",
     ]))
     at_start = {(1, "100"), (5, "101"), (6, "102")}
     agents, gates, kept = leftovers(listing, at_start, own={(40, "800")})
-    assert [p.pid for p in agents] == [6, 8, 19, 20, 21, 30, 31, 41, 45]
+    assert [p.pid for p in agents] == [6, 7, 8, 19, 20, 21, 30, 31, 41, 45]
     assert [p.pid for p in gates] == [40] and kept == []
     agents, gates, kept = leftovers(listing, at_start, own={(40, "800")}, services=True)
-    assert [p.pid for p in agents] == [6, 8, 30, 31, 45]
+    assert [p.pid for p in agents] == [6, 7, 8, 30, 31, 45]
     assert [p.pid for p in kept] == [19, 20, 21, 41]
 
 

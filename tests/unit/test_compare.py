@@ -165,6 +165,28 @@ def test_infra_errors_are_not_counted_as_failures() -> None:
     assert c.verdict == "pass"
 
 
+def _errors_on_t00(results: Results, errors: int) -> Results:
+    """``results`` with ``errors`` of task t00's runs turned into infra errors."""
+    runs = [r.model_copy(update={"status": "error", "reason": "infra: the service is down"})
+            if r.task == "t00" and r.replication < errors else r for r in results.runs]
+    return results.model_copy(update={"runs": runs, "summary": summarize(runs)})
+
+
+@pytest.mark.parametrize(("errors", "max_rate", "verdict"), [
+    (5, 0.2, "inconclusive"), (3, 0.2, "pass"), (4, 0.6, "inconclusive"), (5, 1.0, "pass")])
+def test_a_task_gone_mostly_to_infra_errors_is_named_never_a_pass(
+        errors: int, max_rate: float, verdict: str) -> None:
+    """6/6 → 1 passed + 5 errors on one task of ten: 5 of 60 runs (under the arm's limit,
+    Fisher's p = 0.03) no longer pass unseen; half its runs do not count as mostly."""
+    rng = np.random.default_rng(21)
+    base = synthetic_results([1.0] * 10, 6, rng)
+    cand = _errors_on_t00(synthetic_results([1.0] * 10, 6, rng), errors)
+    c = compare(base, cand, FAST.model_copy(update={"max_infra_rate": max_rate}))
+    assert c.verdict == verdict, c.headline
+    named = f"t00 ({errors} infra errors, {6 - errors} valid run"
+    assert (named in c.headline) == (verdict == "inconclusive"), c.headline
+
+
 def test_regression_outranks_inconclusive() -> None:
     rng = np.random.default_rng(14)
     base = synthetic_results(RATES, 20, rng)
