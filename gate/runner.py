@@ -293,7 +293,8 @@ def _verify(run: _Run, sandbox: Sandbox, outcome: AgentOutcome, step: Task,
         run.status, run.reason = "passed", None
     else:
         run.status = "failed"
-        run.reason = outcome.failure or verdict.reason or (
+        failure = None if verdict.tampered else outcome.failure  # tampering says more
+        run.reason = failure or verdict.reason or (
             f"verify exited {res.returncode}: {_tail(res.output)}")
     return not verdict.final
 

@@ -53,6 +53,7 @@ class Verification:
     score: dict[str, Any] | None = None
     files: dict[str, str] | None = None
     final: bool = True  # False: a step of a multi-step task, and more steps follow
+    tampered: bool = False  # the verdict is tampering: its reason wins over the agent's
 
 
 @dataclass(frozen=True)

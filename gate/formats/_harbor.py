@@ -445,7 +445,7 @@ class HarborFormat(TaskFormat):
         left, services = box.end_phase()  # nothing the agent started runs now (but services)
         if changed := box.tampering():  # the verifier would run what the agent changed
             return Verification(ExecResult(-1, "", "", False, 0.0), False, _with_left(
-                _tampering(changed), left, services))
+                _tampering(changed), left, services), tampered=True)
         box.set_network(h.network("verifier", hstep))
         self._upload_tests(box, hstep)
         user = h.user("verifier", hstep)
@@ -468,7 +468,7 @@ class HarborFormat(TaskFormat):
         verdict = judge(rewards, why, res)
         if tampered:  # the run ends here, failed, whatever step it was
             return Verification(res, False, _with_left(TAMPERED, left, services),
-                                verdict.score, files or None)
+                                verdict.score, files or None, tampered=True)
         reason = _with_left(verdict.reason, left, services) if verdict.reason else None
         verdict = Verification(res, verdict.passed, reason, verdict.score, files or None)
         if not task.steps:

@@ -81,11 +81,15 @@ def _attack_task(suite: Path, name: str, attack: str) -> None:
     (d / "environment" / "attack.sh").write_text(f"#!/bin/bash\n{attack}sleep 1\necho left\n")
 
 
-def _run(tmp_path: Path, suite: Path, unprotected: list[str]) -> dict[str, dict]:
+def _run(tmp_path: Path, suite: Path, unprotected: list[str],
+         exempt: list[str] | None = None) -> dict[str, dict]:
+    """``exempt``: tasks off the tamper check (one whose attack also changes a command the
+    verifier runs, so that the phase boundary is what the verdict says of)."""
     cfg = tmp_path / "gate.toml"
     cfg.write_text('[agent]\nkind = "command"\ncommand = "bash /opt/attack.sh"\n'
                    f'[suite]\ntasks = "{suite}"\n'
-                   + (f"reward_unprotected = {json.dumps(unprotected)}\n" if unprotected else ""))
+                   + (f"reward_unprotected = {json.dumps(unprotected)}\n" if unprotected else "")
+                   + (f"tamper_exempt = {json.dumps(exempt)}\n" if exempt else ""))
     out = tmp_path / "r.json"
     p = gate("run", "--config", cfg, "-k", "1", "-j", "2", "-o", out, "--sim", timeout=600)
     assert out.exists(), p.stdout + p.stderr
@@ -170,7 +174,9 @@ def test_a_trojan_sleep_is_never_the_keep_alives(tmp_path: Path) -> None:
     d = harbor_task(suite, "trojan", test=PATIENT_TEST,
                     dockerfile=f"FROM {IMAGE}\nWORKDIR /app\nCOPY attack.sh /opt/attack.sh\n")
     (d / "environment" / "attack.sh").write_text(f"#!/bin/bash\n{TROJAN_ATTACK}")
-    (run,) = _run(tmp_path, suite, []).values()
+    # the trojan replaced /usr/bin/sleep: the tamper check alone fails the run before the
+    # verifier (gate/sandbox/_tamper.py); off it, the phase boundary must hold on its own
+    (run,) = _run(tmp_path, suite, [], exempt=["trojan"]).values()
     assert run["turns"] == 0, run
     assert run["status"] == "failed", (run["status"], run["reason"])
     assert run["score"] == {"reward": 0.0}, run["reason"]

@@ -88,8 +88,9 @@ def test_a_root_agent_that_tampers_fails_naming_the_path_an_honest_one_passes(
         harbor_task(suite, name)
     # one command for every task: its task's tampering (the working directory is /app, the
     # task's name is not in the container), chosen by a file each task's image holds
+    # (the agent then exits 1: the tampering, not its exit, is the run's reason)
     command = SOLVE + "; " + "; ".join(
-        f"if [ -e /etc/gate-task-{name} ]; then {how}; fi"
+        f"if [ -e /etc/gate-task-{name} ]; then {how}; exit 1; fi"
         for name, (how, _) in AGENT_TAMPERS.items())
     for name in (*AGENT_TAMPERS, "honest"):
         d = suite / name / "environment"
