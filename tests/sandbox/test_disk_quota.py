@@ -11,14 +11,14 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.docker import IMAGE, LAUNCHED, launch, ours
+from tests.helpers.docker import IMAGE, LAUNCHED, ours
 from tests.helpers.harbor import DOCKERFILE, harbor_task
+from tests.helpers.process import gate as run_gate
 from tests.helpers.suites import write_task
 
 LIMIT = 20  # MB
@@ -36,16 +36,7 @@ if [ -f /app/hello.txt ]; then echo 1; else echo 0; fi > /logs/verifier/reward.t
 def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``python -m gate ARGS``, started so that its containers are known as ours."""
-    cmd = [sys.executable, "-m", "gate", *map(str, args)]
-    proc = launch(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                  env={**os.environ, **(env or {})})
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return run_gate(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def _installs_left() -> list[str]:

@@ -21,6 +21,7 @@ import pytest
 from gate.sandbox import SandboxOptions
 from gate.tasks import load_task
 from tests.helpers.docker import IMAGE, launch, ours
+from tests.helpers.process import gate as run_gate
 from tests.helpers.suites import write_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -28,16 +29,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 def gate(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "gate", *map(str, args)]
-    proc = launch(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                  env={**os.environ, **(env or {})})
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    """``python -m gate ARGS``, started so that its containers are known as ours."""
+    return run_gate(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 TOOL_DOCKERFILE = (f"FROM {IMAGE}\n"
