@@ -126,8 +126,12 @@ def test_a_service_kept_for_the_verifier_that_rewrites_the_reward_is_tampering(
     _attack_task(suite, "served", ATTACKS["socket"])
     (run,) = _run(tmp_path, suite, ["served"]).values()
     assert run["status"] == "failed", run
-    assert run["reason"].startswith("reward changed after the verifier wrote it: tampering"), \
-        run["reason"]
+    # the kept service writes into /logs/verifier all along: either the gate's reset of that
+    # folder before the verifier loses the race to it (its step fails after the agent phase,
+    # the agent's doing since round five; it was infra) or the reward changes after test.sh
+    assert run["reason"].startswith((
+        "reward changed after the verifier wrote it: tampering",
+        "the gate's folder-reset step failed after the agent phase")), run["reason"]
     assert ours() == []
 
 
