@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from gate.formats import Container, Workspace
     from gate.skills import Skill
 
-FRESH_HOME = "/tmp/.gate-home"  # a RunContainer's fresh_home
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
 
 
@@ -117,10 +116,12 @@ class Sandbox(abc.ABC):
         return self._exec(task_script(self, rel), env=self.command_env(env),
                           timeout=timeout, stdin=None, task_visible=True)
 
-    @abc.abstractmethod
     def fresh_home(self) -> str:
         """An empty folder, made afresh on each call, as a task-visible command sees it: the
-        verifier's ``HOME``."""
+        verifier's ``HOME``. A backend whose task scripts may ask for one gives it (the local
+        and the per-command docker sandbox); a long-lived container's verifier runs in the
+        agent's container by its format's contract, and no such format asks."""
+        raise SandboxError(f"{type(self).__name__} gives no script a HOME of its own")
 
     def path_of(self, rel: str) -> str:
         """The absolute path, as a command inside the sandbox sees it, of ``rel`` (a path the
@@ -435,12 +436,6 @@ class RunContainer(Sandbox):
     def upload_dir(self, source: Path, target: str, *, clear: bool = True) -> None:
         """Copy the host folder ``source`` to the absolute ``target`` (root-owned, modes
         kept); ``clear``: empty ``target`` first."""
-
-    def fresh_home(self) -> str:
-        """A folder of the container's own, emptied afresh (a per-run format's verifier runs
-        in the agent's container by its format's contract; this is for a script that asks)."""
-        self.reset_dir(FRESH_HOME)
-        return FRESH_HOME
 
     @abc.abstractmethod
     def reset_dir(self, target: str) -> None:
