@@ -3,11 +3,15 @@ them out (tests/helpers/report.py)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gate.results import write_results
+from tests.helpers.browser import find_browser
 from tests.helpers.report import HOSTILE, TOOL_EVENTS, _results, _run, _transcript
 
 
@@ -36,3 +40,17 @@ def pair(tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "gate.toml").write_text("[gate]\npermutations = 999\npower_simulations = 0\n")
     return {"base": tmp_path / "base.json", "pr": tmp_path / "pr.json",
             "config": tmp_path / "gate.toml", "out": tmp_path / "out" / "report.html"}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Headless Chromium (the OS package) through Playwright, or a skip that names the fix
+    (a failure under ``GATE_REQUIRE_BROWSER=1``): one browser per module."""
+    path = find_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        browser = p.chromium.launch(executable_path=path, args=args, headless=True)
+        yield browser
+        browser.close()

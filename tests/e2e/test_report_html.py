@@ -14,7 +14,6 @@ import base64
 import hashlib
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -346,18 +345,6 @@ class _Page:
 
 def _local(url: str) -> bool:
     return url.startswith(("file:", "data:"))
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Any:
-    path = _browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
-        browser = p.chromium.launch(executable_path=path, args=args, headless=True)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.slow
