@@ -451,7 +451,24 @@ def content_security_policy(script: str, style: str) -> str:
             f"style-src '{_sha256(style)}'; img-src data:; base-uri 'none'; form-action 'none'")
 
 
+def banner(headline: str, verdict: str, reasons: Sequence[str]) -> list[str]:
+    """The banner's lines under its title, each said once: compare's headline without the
+    verdict (the title says it), cut at its reasons, each reason a line of its own (the
+    headline of a regression is its reasons joined), then any reason it does not say."""
+    body = headline.removeprefix(f"{verdict}: ")
+    lines: list[str] = []
+    at = 0
+    for start, reason in sorted((body.find(r), r) for r in dict.fromkeys(reasons) if r in body):
+        if start >= at:
+            lines += [*_parts(body[at:start]), reason]
+            at = start + len(reason)
+    lines += _parts(body[at:])
+    return lines + [r for r in reasons if r not in lines and r not in body] or [headline]
 
+
+def _parts(text: str) -> list[str]:
+    """The clauses of a headline's text between its reasons (``; `` joins them)."""
+    return [p.strip(" ;") for p in text.split("; ") if p.strip(" ;,")]
 
 
 def _verdict_class(m: MetricResult, c: Comparison) -> str:
@@ -584,8 +601,9 @@ def render_html(results: Results, *, results_path: Path | None = None,
     if comparison is not None:
         verdict = {"pass": "No regression", "regression": "Regression",
                    "inconclusive": "Inconclusive"}[comparison.verdict]
-        headline = comparison.headline
+        headline, *reasons = banner(comparison.headline, verdict, comparison.reasons)
     else:
+        reasons = []
         verdict = "Results alone (no baseline, no verdict)"
         headline = (f"{summary.passed}/{summary.total} valid runs passed"
                     + (f" ({pct(summary.pass_rate)})" if summary.pass_rate is not None else "")
@@ -595,7 +613,7 @@ def render_html(results: Results, *, results_path: Path | None = None,
     return _env().get_template("report.html.j2").render(
         csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
         verdict=verdict, verdict_class=comparison.verdict if comparison else "alone",
-        headline=headline, reasons=comparison.reasons if comparison else [],
+        headline=headline, reasons=reasons,
         power=comparison.power.statement if comparison and comparison.power else None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],
         net_raw=net_raw_note(*(a for _, a in arms)),

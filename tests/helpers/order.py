@@ -56,6 +56,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_agent_paths.py": 20,  # guess: twenty gate starts
     "tests/sandbox/test_verifier_home.py": 16,
     "tests/e2e/test_report_html.py": 15,
+    "tests/e2e/test_report_phone.py": 120,  # five simulator runs, six reports, two widths
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)
