@@ -116,6 +116,9 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
                      sources=_baseline_sources(ctx, root, base_branch, base_ref)) as (ys, request):
         settings = ctx.opts.overrides.apply(ys.config.ci)
         settings_seen(settings)
+        # the tasks are the base branch's: no PR can fix a broken one, so it is run around
+        # and judged as broken (never "removed"), not a refusal of every PR
+        request = dataclasses.replace(request, skip_broken=True)
         if ctx.opts.rejudge is not None:  # the results judged are the stored ones
             request = dataclasses.replace(request, output=ctx.opts.rejudge)
         yield Basis(ys, root, settings, request)
