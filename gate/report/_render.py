@@ -154,7 +154,8 @@ def _task_row(t: TaskChange) -> dict[str, Any]:
             return "—"
         return f"{passed}/{runs}" + (f" (+{errors} err)" if errors else "")
 
-    in_b = t.status != "added"
+    in_b = t.status != "added" and (t.status != "broken"  # broken, and new: no baseline
+                                     or t.baseline_runs + t.baseline_errors > 0)
     in_c = t.status not in ("removed", "broken")
     return {
         "task": md(t.task, 80),
