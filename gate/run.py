@@ -130,8 +130,8 @@ class RunRequest:
     registry: bool = False  # a missing image may be pulled when [suite].pull is unset
     commit: str | None = None  # the commit under test, when known; else git's HEAD
     # `--skip-broken`: run the tasks that load, the broken ones recorded (``problems``);
-    # without it a task that cannot load is exit 2 naming it (a PR's run sets it: its tasks
-    # are the base branch's, which no PR can fix)
+    # without it a task that cannot load is exit 2 naming it (a run measured by a base ref,
+    # a PR's or `--base-ref`'s, sets it: its tasks are the base's, which no PR can fix)
     skip_broken: bool = False
 
 

@@ -116,9 +116,6 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
                      sources=_baseline_sources(ctx, root, base_branch, base_ref)) as (ys, request):
         settings = ctx.opts.overrides.apply(ys.config.ci)
         settings_seen(settings)
-        # the tasks are the base branch's: no PR can fix a broken one, so it is run around
-        # and judged as broken (never "removed"), not a refusal of every PR
-        request = dataclasses.replace(request, skip_broken=True)
         if ctx.opts.rejudge is not None:  # the results judged are the stored ones
             request = dataclasses.replace(request, output=ctx.opts.rejudge)
         yield Basis(ys, root, settings, request)
@@ -133,7 +130,10 @@ def measured_by(req: RunRequest, ref: str, *, root: Path | None = None, label: s
     --base-ref`` opens the same yardstick (``open_base``)."""
     with open_base(req.config, ref, root=root, label=label, tasks_override=req.tasks_dir,
                    sources=sources) as ys:
-        yield ys, dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
+        # the tasks are ``ref``'s: no PR can fix a broken one, so the rest runs and it is
+        # judged as broken (never "removed"), not a refusal of every PR
+        yield ys, dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir,
+                                      skip_broken=True)
 
 
 def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str

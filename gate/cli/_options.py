@@ -71,8 +71,8 @@ _RUN_OPTIONS = [
     click.option("--skip-broken", is_flag=True, envvar="GATE_SKIP_BROKEN",
                  help="Run the tasks that load and record the broken ones (a comparison lists "
                       "them as broken). Without it a task that cannot load (no verify.sh, a "
-                      "bad task.toml) is exit 2 naming it. A PR's `gate ci` always runs the "
-                      "rest: its tasks are the base branch's."),
+                      "bad task.toml) is exit 2 naming it. A PR's `gate ci` (and `--base-ref`) "
+                      "always runs the rest: its tasks are the base branch's."),
 ]
 RUN_OPTION_NAMES = ("config_path", "tasks_dir", "task_ids", "agent_kind", "model", "sim", "seed",
                     "replications", "jobs", "output", "keep_workspaces", "no_transcripts",

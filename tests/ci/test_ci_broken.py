@@ -10,11 +10,12 @@ report. Main's refresh is where a broken task gets fixed: it exits 2 naming it, 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.ci import Project, _marker_comments, refresh, sh
+from tests.helpers.ci import Project, _marker_comments, gate_in_process, refresh, sh
 
 pytestmark = pytest.mark.slow
 
@@ -65,3 +66,23 @@ def test_mains_refresh_refuses_a_broken_task_unless_told_to_skip_it(project: Pro
     assert run.code == 0, run.stdout + run.stderr
     assert json.loads((main / "results.json").read_text())["problems"] == {
         "gamma": "missing verify.sh"}
+
+
+def test_locally_base_ref_runs_around_the_broken_task_as_ci_does(project: Project) -> None:
+    """`gate run --base-ref` measures with the base's tasks, as a PR's run does: the broken
+    one is run around (no flag needed), and `gate compare --base-ref` says what `gate ci`
+    says."""
+    _break_gamma_on_main(project)
+    ci = project.pr_branch("local", lambda w: (w / "README.md").write_text("# agent\n"))
+    env = {**{k: v for k, v in os.environ.items()
+              if not k.startswith(("GITHUB_", "GATE_", "ANTHROPIC_"))},
+           "AGENT_HELPER": str(ci / "agent" / "solve.sh")}
+    code, _, err = gate_in_process(["run", "--base-ref", "origin/main", "-o", "local.json"],
+                                   ci, env)
+    assert code == 0, err
+    assert "task gamma not run: missing verify.sh" in err
+    code, out, err = gate_in_process(["compare", "--base-ref", "origin/main", "local.json"],
+                                     ci, env)
+    assert code == 3, out + err
+    assert "1 task broken, not run: gamma (missing verify.sh)" in out.splitlines()[0]
+    assert project.gate_ci(ci).code == code
