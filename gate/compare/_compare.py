@@ -14,6 +14,7 @@ from statistics import median
 import numpy as np
 
 from gate.compare import _intervals, _resolution, _stats
+from gate.compare._broken import broken_reason, broken_tasks
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
     AgentChange,
@@ -259,7 +260,7 @@ def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list
                 c_runs: Mapping[str, list[RunResult]]) -> _Tasks:
     """Bookkeeping: which tasks can be compared."""
     b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
-    broken = {k: v for k, v in candidate.broken_tasks().items() if k not in c_tasks}
+    broken = broken_tasks(candidate, c_tasks)
     out = _Tasks([], [], [], [], [], [], [])
     for tid in sorted(set(b_tasks) | set(c_tasks) | set(broken)):
         br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
@@ -514,7 +515,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     )
     return Comparison(
         verdict=verdict, exit_code=_EXIT[verdict],
-        headline=_headline(verdict, metrics, reasons, suite, _broken_reason(tasks)),
+        headline=_headline(verdict, metrics, reasons, suite, broken_reason(tasks)),
         notes=[n for n in (_estimated_note(candidate), net_raw_note(baseline, candidate)) if n],
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
@@ -545,19 +546,6 @@ def _unmeasured_reason(tasks: Sequence[TaskChange]) -> str | None:
     more = f" and {len(gone) - _MAX_NAMED} more" if len(gone) > _MAX_NAMED else ""
     return (f"{len(gone)} task{'s' if len(gone) != 1 else ''} with no valid run in one arm, "
             f"so not compared: {named}{more}")
-
-
-def _broken_reason(tasks: Sequence[TaskChange]) -> str | None:
-    """The suite's tasks this run could not load (or run), each with why: named, at most
-    five, in every headline (a broken task is never "removed" and never silently passed)."""
-    gone = [t for t in tasks if t.status == "broken"]
-    if not gone:
-        return None
-    named = ", ".join(f"{t.task} ({t.reasons[0] if t.reasons else 'not run'})"
-                      for t in gone[:_MAX_NAMED])
-    more = f" and {len(gone) - _MAX_NAMED} more" if len(gone) > _MAX_NAMED else ""
-    return (f"{len(gone)} task{'s' if len(gone) != 1 else ''} broken, not run: "
-            f"{named}{more}")
 
 
 def _infra_task_reason(tasks: Sequence[TaskChange], max_rate: float) -> str | None:
