@@ -246,6 +246,29 @@ class Results(_Open):
                 return f"runs.{i}: duplicate run {run.key} (the same as runs.{first})"
         return None
 
+    def broken_tasks(self) -> dict[str, str]:
+        """The suite's tasks this run did not run, and why (``problems``: a task that could
+        not load, which ``gate run --skip-broken`` and a PR's run record, or one the sandbox
+        could not run): a comparison lists them as broken, never as removed. Their names and
+        reasons are escaped by the loader; a file that holds anything else there is refused
+        when it is read (:func:`parse_results`)."""
+        found = (self.model_extra or {}).get("problems")
+        if not isinstance(found, dict):
+            return {}
+        return {str(k): str(v) for k, v in found.items()}
+
+    def problems_problem(self) -> str | None:
+        """``problems: …`` when the file's broken tasks are not a map of names to reasons."""
+        found = (self.model_extra or {}).get("problems")
+        if found is None:
+            return None
+        if not isinstance(found, dict) or not all(
+                isinstance(v, str) and len(k) <= _PROBLEM_CHARS and len(v) <= _PROBLEM_CHARS
+                for k, v in found.items()):
+            return ("problems: must map each broken task's name to why it was not run "
+                    f"(strings of at most {_PROBLEM_CHARS} characters)")
+        return None
+
     def interruption_note(self) -> str | None:
         """One line saying the run was interrupted and how many runs are missing, or None."""
         if self.interrupted is None:
@@ -259,6 +282,11 @@ class Results(_Open):
         """Whether the file's runs were answered by the built-in simulator, not by a model
         through the API (its model is labelled so: :func:`model_label`)."""
         return self.model.endswith(SIMULATOR_LABEL)
+
+
+#: how long a broken task's name or reason in a results file may be (the loader's reasons are
+#: one line; a name is a directory's)
+_PROBLEM_CHARS = 20_000
 
 
 #: what a model's label ends with when the built-in simulator stood in for it (``--sim``)
@@ -388,7 +416,7 @@ def parse_results(data: bytes, where: str | os.PathLike[str],
         results = Results.model_validate(parsed)
     except ValidationError as exc:
         raise BadInput(f"{where}: invalid {what}: {describe_validation_error(exc)}") from None
-    problem = results.run_problem()
+    problem = results.run_problem() or results.problems_problem()
     if problem:
         raise BadInput(f"{where}: invalid {what}: {problem}")
     return results

@@ -68,7 +68,7 @@ from gate.session import (
     suite_info,
 )
 from gate.shards import mean_durations, split
-from gate.tasks import Suite, Task, load_suite
+from gate.tasks import Suite, Task, TaskProblem, load_suite
 
 # the session's names, where callers have always found them
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
@@ -129,6 +129,10 @@ class RunRequest:
     # and GITHUB_SHA names the commit); execution reads no CI environment itself
     registry: bool = False  # a missing image may be pulled when [suite].pull is unset
     commit: str | None = None  # the commit under test, when known; else git's HEAD
+    # `--skip-broken`: run the tasks that load, the broken ones recorded (``problems``);
+    # without it a task that cannot load is exit 2 naming it (a run measured by a base ref,
+    # a PR's or `--base-ref`'s, sets it: its tasks are the base's, which no PR can fix)
+    skip_broken: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,8 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
                                registry=req.registry)
     tasks_dir = req.tasks_dir or cfg.path(cfg.suite.tasks)
     suite = load_suite(tasks_dir, req.task_ids or None)
+    if suite.problems and not req.skip_broken:
+        raise BadInput(_broken_message(tasks_dir, suite.problems))
     installs = any(spec.installs(c) for spec, c in zip(specs, configs, strict=True))
     # tasks this sandbox cannot run (a container task without an engine) are reported
     for kind, spec in dict(zip(kinds, specs, strict=True)).items():
@@ -238,6 +244,17 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
     return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
                  req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs,
                  tools)
+
+
+def _broken_message(tasks_dir: Path, problems: Sequence[TaskProblem]) -> str:
+    """The one line a run refuses a suite with a task that cannot load: the task's folder,
+    what is wrong with it, and the flag that runs the rest on purpose."""
+    first = problems[0]
+    more = (f" (and {len(problems) - 1} more broken task{'s' if len(problems) > 2 else ''}: "
+            f"{', '.join(p.name for p in problems[1:4])}{', …' if len(problems) > 4 else ''})"
+            if len(problems) > 1 else "")
+    return (f"{tasks_dir / first.name}: task {first.name} cannot load: {first.reason}{more}; "
+            "fix it, or --skip-broken runs the rest (the broken tasks recorded as such)")
 
 
 def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: str,

@@ -378,8 +378,12 @@ def _task_changes(base: Suite, pr: Suite) -> list[TaskChange]:
     old = {t.id: t.digest for t in base.tasks}
     new = {t.id: t.digest for t in pr.tasks}
     broken = {p.name: p.reason for p in pr.problems}
+    # broken on the base as well: not this PR's change (the run names it as broken)
+    same = {p.name for p in base.problems} & set(broken)
     out: list[TaskChange] = []
     for tid in sorted(set(old) | set(new) | set(broken)):
+        if tid in same:
+            continue
         if tid in broken:
             out.append(TaskChange(tid, "broken", broken[tid], False))
         elif tid not in new:

@@ -68,9 +68,15 @@ _RUN_OPTIONS = [
     click.option("--keep-workspaces", is_flag=True,
                  help="Keep each run's workspace for debugging."),
     click.option("--no-transcripts", is_flag=True, help="Do not save per-run transcripts."),
+    click.option("--skip-broken", is_flag=True, envvar="GATE_SKIP_BROKEN",
+                 help="Run the tasks that load and record the broken ones (a comparison lists "
+                      "them as broken). Without it a task that cannot load (no verify.sh, a "
+                      "bad task.toml) is exit 2 naming it. A PR's `gate ci` (and `--base-ref`) "
+                      "always runs the rest: its tasks are the base branch's."),
 ]
 RUN_OPTION_NAMES = ("config_path", "tasks_dir", "task_ids", "agent_kind", "model", "sim", "seed",
-                    "replications", "jobs", "output", "keep_workspaces", "no_transcripts")
+                    "replications", "jobs", "output", "keep_workspaces", "no_transcripts",
+                    "skip_broken")
 
 
 def run_options(f: F) -> F:
@@ -107,7 +113,7 @@ def run_request(kw: dict[str, Any]) -> RunRequest:
         replications=o["replications"], jobs=o["jobs"],
         keep_workspaces=o["keep_workspaces"], transcripts=not o["no_transcripts"],
         sim=o["sim"], model=o["model"], seed=o["seed"],
-        registry=in_actions(), commit=actions_sha() or None,
+        registry=in_actions(), commit=actions_sha() or None, skip_broken=o["skip_broken"],
     )
 
 

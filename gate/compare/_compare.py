@@ -14,6 +14,7 @@ from statistics import median
 import numpy as np
 
 from gate.compare import _intervals, _resolution, _stats
+from gate.compare._broken import broken_reason, broken_tasks
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
     AgentChange,
@@ -241,6 +242,7 @@ class _Tasks:
     removed: list[str]
     changed: list[str]
     unmeasured: list[str]
+    broken: list[str]
 
 
 def _check_suites(baseline: Results, candidate: Results) -> None:
@@ -258,11 +260,17 @@ def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list
                 c_runs: Mapping[str, list[RunResult]]) -> _Tasks:
     """Bookkeeping: which tasks can be compared."""
     b_tasks, c_tasks = baseline.suite.tasks, candidate.suite.tasks
-    out = _Tasks([], [], [], [], [], [])
-    for tid in sorted(set(b_tasks) | set(c_tasks)):
+    broken = broken_tasks(candidate, c_tasks)
+    out = _Tasks([], [], [], [], [], [], [])
+    for tid in sorted(set(b_tasks) | set(c_tasks) | set(broken)):
         br, cr = b_runs.get(tid, []), c_runs.get(tid, [])
         bv, cv = valid_runs(br), valid_runs(cr)
         status: TaskStatus
+        if tid in broken:  # in the suite, not run: never "removed"
+            out.broken.append(tid)
+            out.tasks.append(_task(tid, "broken", br, cr).model_copy(
+                update={"reasons": [broken[tid][:_REASON_CHARS]]}))
+            continue
         if tid not in b_tasks:
             status, bucket = "added", out.added
         elif tid not in c_tasks:
@@ -421,18 +429,23 @@ def _change_intervals(metrics: list[MetricResult], b_runs: Mapping[str, list[Run
 
 
 def _inconclusive(b_info: ArmInfo, c_info: ArmInfo, compared: list[str], n_baseline: int,
-                  settings: GateSettings) -> tuple[InfraCheck, list[str]]:
-    """Infra errors and the inconclusive rules."""
+                  settings: GateSettings, *, baseline_tasks: int
+                  ) -> tuple[InfraCheck, list[str]]:
+    """Infra errors and the inconclusive rules. ``n_baseline``: the tasks that should have
+    been compared (the baseline's and the broken ones), ``baseline_tasks`` the baseline's."""
     p_infra = _stats.infra_pvalue(b_info.errors, b_info.runs, c_info.errors, c_info.runs)
     infra = InfraCheck(baseline_rate=b_info.infra_rate, candidate_rate=c_info.infra_rate,
                        p_value=p_infra, max_rate=settings.max_infra_rate)
     inconclusive: list[str] = []
     share = len(compared) / n_baseline
     if share < settings.min_comparable:
+        whose = ("baseline " if n_baseline == baseline_tasks else "")
+        also = (f" ({n_baseline - baseline_tasks} broken, not in the baseline)"
+                if n_baseline != baseline_tasks else "")
         inconclusive.append(
-            f"only {len(compared)} of {n_baseline} baseline "
-            f"task{'s' if n_baseline != 1 else ''} {'are' if len(compared) != 1 else 'is'} "
-            "comparable "
+            f"only {len(compared)} of {n_baseline} {whose}"
+            f"task{'s' if n_baseline != 1 else ''}{also} "
+            f"{'are' if len(compared) != 1 else 'is'} comparable "
             f"(need {settings.min_comparable:.0%})")
     for who, info in (("baseline", b_info), ("candidate", c_info)):
         if over_infra_limit(info.infra_rate, settings.max_infra_rate):
@@ -480,7 +493,10 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         compared, settings)]
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
-    infra, inconclusive = _inconclusive(b_info, c_info, compared, len(b_tasks), settings)
+    # a broken task counts as not compared, whether the baseline has it or not
+    infra, inconclusive = _inconclusive(b_info, c_info, compared,
+                                        len(set(b_tasks) | set(sorted_tasks.broken)), settings,
+                                        baseline_tasks=len(b_tasks))
     inconclusive += [r for r in (_unmeasured_reason(tasks),
                                  _infra_task_reason(tasks, settings.max_infra_rate)) if r]
     # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
@@ -495,11 +511,11 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
         added=sorted_tasks.added, removed=sorted_tasks.removed, changed=sorted_tasks.changed,
-        unmeasured=sorted_tasks.unmeasured,
+        unmeasured=sorted_tasks.unmeasured, broken=sorted_tasks.broken,
     )
     return Comparison(
         verdict=verdict, exit_code=_EXIT[verdict],
-        headline=_headline(verdict, metrics, reasons, suite),
+        headline=_headline(verdict, metrics, reasons, suite, broken_reason(tasks)),
         notes=[n for n in (_estimated_note(candidate), net_raw_note(baseline, candidate)) if n],
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
@@ -619,7 +635,15 @@ def _metric_reason(m: MetricResult) -> str:
 
 
 def _headline(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Sequence[str],
-              suite: SuiteChanges) -> str:
+              suite: SuiteChanges, broken: str | None = None) -> str:
+    """The verdict in one line; the broken tasks, when some are, named in it whatever the
+    verdict."""
+    line = _verdict_line(verdict, metrics, reasons, suite)
+    return f"{line}; {broken}" if broken else line
+
+
+def _verdict_line(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Sequence[str],
+                  suite: SuiteChanges) -> str:
     pr = next(m for m in metrics if m.name == "pass_rate")
     rate = ""
     if pr.baseline is not None and pr.candidate is not None and pr.delta is not None:

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict
 Verdict = Literal["pass", "regression", "inconclusive"]
 MetricName = str  # a row of the table of metrics (gate/metrics.py)
 MetricVerdict = Literal["ok", "regression", "n/a"]
-TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured"]
+# broken: a task of the suite the candidate's run could not load (or run), so did not run
+TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured", "broken"]
 TaskChangeKind = Literal["newly_failing", "newly_passing", "worse", "better", "same"]
 
 
@@ -139,6 +140,9 @@ class SuiteChanges(_Frozen):
     removed: list[str]
     changed: list[str]  # digest differs: not comparable
     unmeasured: list[str]  # no valid run in one arm
+    # tasks of the suite the candidate's run could not load (or run): not run, never
+    # "removed"; each counts against min_comparable, and the headline names them
+    broken: list[str] = []
 
 
 class PassRateTest(_Frozen):

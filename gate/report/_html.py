@@ -399,7 +399,8 @@ def histogram(title: str, unit: Callable[[float], str], candidate: Sequence[floa
 _CHANGE_LABEL = {"newly_failing": "newly failing", "worse": "worse",
                  "newly_passing": "newly passing", "better": "better", "same": "unchanged"}
 _STATUS_LABEL = {"unmeasured": "no valid run in one arm", "changed": "task changed: not compared",
-                 "added": "added: not gated", "removed": "removed", "compared": "compared"}
+                 "added": "added: not gated", "removed": "removed", "compared": "compared",
+                 "broken": "broken: not run, not compared"}
 _GROUP = {"newly_failing": "regressed", "worse": "regressed", "newly_passing": "improved",
           "better": "improved", "same": "same"}
 
@@ -507,7 +508,8 @@ def _task_rows(results: Results, baseline: Results | None,
     c_runs = runs_by_task(results.runs)
     b_runs = runs_by_task(baseline.runs) if baseline is not None else {}
     changes: dict[str, TaskChange] = {t.task: t for t in comparison.tasks} if comparison else {}
-    ids = sorted(set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set()))
+    ids = sorted(set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set())
+                 | set(changes))  # a broken task: in neither file's suite, never dropped
     rows: list[dict[str, Any]] = []
     for tid in ids:
         cv, bv = valid_runs(c_runs.get(tid, [])), valid_runs(b_runs.get(tid, []))
@@ -523,6 +525,8 @@ def _task_rows(results: Results, baseline: Results | None,
             label = "flaky"
         failing = [r for r in c_runs.get(tid, []) if r.status != "passed"]
         reasons = list(dict.fromkeys((r.reason or r.status) for r in failing))[:5]
+        if ch is not None and ch.status == "broken":
+            reasons = ch.reasons  # why it could not load: it has no runs
         row: dict[str, Any] = {
             "task": tid, "label": label, "group": group,
             "flaky": bool(ch.flaky) if ch else False,
@@ -536,7 +540,7 @@ def _task_rows(results: Results, baseline: Results | None,
             "reasons": [r[:300] for r in reasons],
         }
         rows.append(row)
-    order = {"regressed": 0, "unmeasured": 1, "changed": 2, "added": 3, "removed": 4,
+    order = {"regressed": 0, "broken": 1, "unmeasured": 1, "changed": 2, "added": 3, "removed": 4,
              "improved": 5, "same": 6}
     rows.sort(key=lambda r: (order.get(r["group"], 9), r["p"] if r["p"] is not None else 1.0,
                              r["task"]))

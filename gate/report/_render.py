@@ -54,6 +54,7 @@ _CHANGE = {
 }
 _STATUS = {
     "unmeasured": (2, "⚠️ no valid run in one arm"),
+    "broken": (2, "⛔ broken: not run, not compared"),
     "changed": (3, "✏️ task changed (digest differs): not compared"),
     "added": (4, "➕ added: reported, not gated"), "removed": (5, "➖ removed"),
 }
@@ -153,8 +154,9 @@ def _task_row(t: TaskChange) -> dict[str, Any]:
             return "—"
         return f"{passed}/{runs}" + (f" (+{errors} err)" if errors else "")
 
-    in_b = t.status != "added"
-    in_c = t.status != "removed"
+    in_b = t.status != "added" and (t.status != "broken"  # broken, and new: no baseline
+                                     or t.baseline_runs + t.baseline_errors > 0)
+    in_c = t.status not in ("removed", "broken")
     return {
         "task": md(t.task, 80),
         "baseline": Markup(arm(t.baseline_passed, t.baseline_runs, t.baseline_errors, in_b)),
@@ -322,12 +324,14 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
     flaky = sum(1 for t in c.tasks if t.flaky)
     parts = [f"{n} {k}" for k, n in kinds.items()] + ([f"{flaky} flaky"] if flaky else [])
     suite_lines = [{"label": Markup(label), "names": _names(items)} for label, items in (
+        ("broken, not run", c.suite.broken),
         ("added (not gated)", c.suite.added), ("removed", c.suite.removed),
         ("changed, not compared", c.suite.changed),
         ("no valid run in one arm", c.suite.unmeasured)) if items]
     suite_bits = [f"{c.suite.compared} of {count(c.suite.baseline_tasks, 'baseline task')} "
                   "compared"]
-    suite_bits += [f"{len(x)} {w}" for w, x in (("added", c.suite.added),
+    suite_bits += [f"{len(x)} {w}" for w, x in (("broken", c.suite.broken),
+                                                 ("added", c.suite.added),
                    ("removed", c.suite.removed), ("changed", c.suite.changed)) if x]
     if c.suite.digest_changed and len(suite_bits) == 1:
         suite_bits.append("suite digest changed")

@@ -48,7 +48,37 @@ def _reasons_below(n: int) -> str:
 def short_headline(c: Comparison) -> tuple[str, list[str]]:
     """(the headline, the detail it leaves out, one line each). Compare's headline when it is
     short; else its verdict words and a summary, with the headline's reasons below it (a
-    blocking metric's reason is its table row already, so it is not repeated)."""
+    blocking metric's reason is its table row already, so it is not repeated). A broken task
+    is named in it whatever else is left out (:func:`_naming_broken`)."""
+    return _naming_broken(c, *_short_headline(c))
+
+
+#: broken tasks named in a shortened headline before "and N more"
+_BROKEN_NAMED = 3
+
+
+def _naming_broken(c: Comparison, headline: str, details: list[str]) -> tuple[str, list[str]]:
+    """``headline`` with the broken tasks named after its verdict words (the summary kept
+    when it still fits): a task that could not load is never left to a line below."""
+    names = c.suite.broken
+    if not names or headline == c.headline:  # compare's own headline names them
+        return headline, details
+    prefix, _, summary = headline.partition(": ")
+    shown = ", ".join(names[:_BROKEN_NAMED])
+    if len(names) > _BROKEN_NAMED:
+        shown += f" and {len(names) - _BROKEN_NAMED} more"
+    broken = f"{len(names)} task{'s' if len(names) != 1 else ''} broken ({shown})"
+    if _fits(line := f"{prefix}: {broken}; {summary}"):
+        return line, details
+    # the summary goes below (unless it only pointed there)
+    rest = details if not summary or summary in details or summary.endswith(" below") \
+        else [summary, *details]
+    if _fits(line := f"{prefix}: {broken}"):
+        return line, rest
+    return f"{prefix}: {len(names)} task{'s' if len(names) != 1 else ''} broken", rest
+
+
+def _short_headline(c: Comparison) -> tuple[str, list[str]]:
     if _fits(c.headline):
         return c.headline, []
     prefix, _, body = c.headline.partition(": ")

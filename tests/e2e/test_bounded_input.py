@@ -259,11 +259,15 @@ def test_a_newline_in_a_task_directory_is_a_broken_task_escaped(make_task, suite
                                      if ln.lstrip().startswith("PASS"))
     assert "evil\\nPASS forged" in p.stdout and "not a valid task id" in p.stdout
     assert "1 sound, 2 broken" in p.stdout
-    # gate run: the broken task is not run, said on one escaped line, recorded escaped
+    # gate run: refused naming the broken task on one escaped line; with --skip-broken it is
+    # not run, said on one escaped line, recorded escaped
     cfg = tmp_path / "gate.toml"
     cfg.write_text(f'[agent]\nkind = "oracle"\n[suite]\ntasks = "{suite_dir}"\n')
     out = tmp_path / "r.json"
     p = gate("run", "--config", cfg, "-k", "1", "-o", out, timeout=120)
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr
+    assert "task evil\\nPASS forged #0" in p.stderr and "--skip-broken" in p.stderr
+    p = gate("run", "--config", cfg, "-k", "1", "-o", out, "--skip-broken", timeout=120)
     assert p.returncode == 0, p.stderr
     assert not any(ln.startswith("PASS forged") for ln in p.stderr.splitlines()), p.stderr
     assert "gate: warning: task evil\\nPASS forged #0" in p.stderr
