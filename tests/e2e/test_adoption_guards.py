@@ -1,0 +1,59 @@
+"""Guards a new user meets adopting the gate, through the real CLI: a baseline of another
+suite is never silently replaced (``gate baseline --other-suite``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.process import gate as run_gate
+from tests.helpers.process import user_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def gate(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return run_gate(*args, cwd=cwd, base=user_env())
+
+
+@pytest.mark.slow
+def test_baseline_onto_another_suites_baseline_is_refused_naming_both(tmp_path: Path) -> None:
+    """The repository's own baseline (its bundled suite) and a run of `gate init`'s scaffold:
+    no task in common. Refused, exit 2, naming both suites; --other-suite replaces it."""
+    assert gate(tmp_path, "init", ".").returncode == 0
+    p = gate(tmp_path, "run", "--sim", "--agent", "oracle", "-k", "1", "-o", "r.json")
+    assert p.returncode == 0, p.stderr
+    bundled = tmp_path / "bundled-baseline.json"
+    shutil.copyfile(REPO / "baseline.json", bundled)
+    before = bundled.read_text()
+    old = json.loads(before)["suite"]
+    new = json.loads((tmp_path / "r.json").read_text())["suite"]
+
+    p = gate(tmp_path, "baseline", "r.json", "--baseline", bundled)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    n = len(old["tasks"])
+    assert lines[0] == (
+        f"gate: error: {bundled}: the baseline of another suite, suite {old['digest'][:19]} "
+        f"({n} tasks: {', '.join(sorted(old['tasks'])[:3])}, …); r.json ran suite "
+        f"{new['digest'][:19]} (1 task: example-count-words), no task in common "
+        "(--other-suite replaces it; --baseline FILE keeps this suite's own)"), lines[0]
+    assert bundled.read_text() == before  # untouched
+
+    p = gate(tmp_path, "baseline", "r.json", "--baseline", bundled, "--other-suite")
+    assert p.returncode == 0, p.stderr
+    assert f"replaced the baseline of suite {old['digest'][:19]} ({n} tasks: " in p.stdout
+    assert "new baseline: 1 runs over 1 tasks" in p.stdout, p.stdout
+    assert set(json.loads(bundled.read_text())["suite"]["tasks"]) == {"example-count-words"}
+
+    # the same suite, run again: pooled as ever, no flag needed
+    p = gate(tmp_path, "run", "--sim", "--agent", "oracle", "-k", "1", "-o", "r2.json")
+    assert p.returncode == 0, p.stderr
+    p = gate(tmp_path, "baseline", "r2.json", "--baseline", bundled)
+    assert p.returncode == 0 and "pooled 1 runs; now 2 runs over 1 tasks" in p.stdout, \
+        p.stdout + p.stderr
