@@ -57,3 +57,40 @@ def test_baseline_onto_another_suites_baseline_is_refused_naming_both(tmp_path: 
     p = gate(tmp_path, "baseline", "r2.json", "--baseline", bundled)
     assert p.returncode == 0 and "pooled 1 runs; now 2 runs over 1 tasks" in p.stdout, \
         p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_init_with_a_moving_action_ref_warns_and_never_calls_it_pinned(tmp_path: Path) -> None:
+    """`--action OWNER/REPO@v1` names a tag or branch: init warns (stderr), its next steps
+    say it moves, and no workflow calls the gate's own `uses:` pinned. A commit SHA is."""
+    moving = tmp_path / "moving"
+    moving.mkdir()
+    p = gate(moving, "init", "--action", "my-org/agent-gate@v1", ".")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines() == [
+        "gate: warning: --action my-org/agent-gate@v1: 'v1' is a tag or branch, not a commit "
+        "SHA: the workflows run whatever it points to when they run; pin it: --action "
+        "my-org/agent-gate@<commit SHA>"], p.stderr
+    step = p.stdout[p.stdout.index("  5. "):p.stdout.index("  6. ")]
+    assert "pinned" not in step, step
+    assert step.startswith("  5. The workflows' `uses: my-org/agent-gate@v1` names a moving "
+                           "ref:\n     'v1' is a tag or branch, not a commit SHA,\n"), step
+    for wf in ("agent-gate.yml", "agent-gate-main.yml", "agent-gate-report.yml"):
+        text = (moving / ".github" / "workflows" / wf).read_text()
+        uses = [ln.strip() for ln in text.splitlines() if "my-org/agent-gate" in ln]
+        assert uses == ["uses: my-org/agent-gate@v1  # a moving ref (a tag or branch): "
+                        "replace it with a commit SHA"], (wf, uses)
+        assert "Actions are pinned by commit SHA" not in text, wf
+        assert "# agent-gate's own `uses:` names a moving ref (a tag or branch)" in text, wf
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    p = gate(pinned, "init", "--action", f"my-org/agent-gate@{sha}", ".")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert f"  5. The workflows' `uses:` is pinned at a commit SHA (my-org/agent-gate@{sha})" \
+        in p.stdout, p.stdout
+    text = (pinned / ".github" / "workflows" / "agent-gate.yml").read_text()
+    assert f"uses: my-org/agent-gate@{sha}\n" in text
+    assert "# Actions are pinned by commit SHA; .github/dependabot.yml keeps the pins current." \
+        in text
