@@ -94,3 +94,29 @@ def test_init_with_a_moving_action_ref_warns_and_never_calls_it_pinned(tmp_path:
     assert f"uses: my-org/agent-gate@{sha}\n" in text
     assert "# Actions are pinned by commit SHA; .github/dependabot.yml keeps the pins current." \
         in text
+
+
+@pytest.mark.slow
+def test_an_install_the_agent_kind_ignores_is_exit_2_but_not_for_the_oracle(
+        tmp_path: Path) -> None:
+    """`[agent] install` on the builtin agent (only a command agent is installed into each
+    task's image): `gate run` is exit 2 naming the key; `--agent oracle` and `gate validate`,
+    which run the suite's own scripts, run as ever."""
+    assert gate(tmp_path, "init", ".").returncode == 0
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text(cfg.read_text().replace("[agent]\n", '[agent]\ninstall = "agent/install.sh"\n',
+                                           1))
+    (tmp_path / "agent" / "install.sh").write_text("#!/bin/sh\npip install my-agent\n")
+
+    p = gate(tmp_path, "run", "--sim", "-k", "1", "-o", "r.json")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.strip().splitlines() == [
+        f"gate: error: {cfg}: agent.install: the builtin agent ignores it (only kind = "
+        "\"command\" installs into each task's image): remove it, or set kind = \"command\""], \
+        p.stderr
+    assert not (tmp_path / "r.json").exists()
+
+    p = gate(tmp_path, "run", "--sim", "--agent", "oracle", "-k", "1", "-o", "o.json")
+    assert p.returncode == 0, p.stderr
+    p = gate(tmp_path, "validate")
+    assert p.returncode == 0 and "1 sound, 0 broken" in p.stdout, p.stdout + p.stderr
