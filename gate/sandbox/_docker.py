@@ -333,6 +333,7 @@ class DockerSandboxProvider(SandboxProvider):
         self.installed: list[str] = []  # the agent's installs this gate committed (_install)
         self.failed_installs: dict[str, str] = {}  # tag → why its install failed
         self.tampered_installs: dict[str, tuple[str, ...]] = {}  # tag → its tampering
+        self.install_skill_files: dict[str, frozenset[str]] = {}  # tag → its SKILL.md files
 
     @property
     def pull(self) -> bool:
