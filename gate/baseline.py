@@ -198,9 +198,27 @@ def _newness(r: RunResult) -> tuple[str, int]:
     return r.refresh or r.created_at or "", rep
 
 
+def describe_suite(results: Results) -> str:
+    """A suite as a results file names it: its digest and its tasks, e.g. "suite
+    sha256:313bcbf0ce0d (16 tasks: add-dry-run-flag, export-percentile, …)"."""
+    tasks = sorted(results.suite.tasks)
+    shown = ", ".join(tasks[:3]) + (", …" if len(tasks) > 3 else "")
+    digest = results.suite.digest
+    short = digest[:len("sha256:") + 12] if digest.startswith("sha256:") else digest[:19]
+    return f"suite {short} ({len(tasks)} task{'s' if len(tasks) != 1 else ''}: {shown})"
+
+
+def other_suite(results: Results, baseline: Results) -> bool:
+    """Whether ``baseline`` was measured on another suite than ``results``: they share no
+    task (a suite that changed, added or dropped tasks still shares the rest)."""
+    return not set(results.suite.tasks) & set(baseline.suite.tasks)
+
+
 def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.PathLike[str],
-                 pool_size: int = 20) -> str:
-    """Load, pool and write ``baseline_path`` atomically; return the message for the user."""
+                 pool_size: int = 20, *, replace_other_suite: bool = False) -> str:
+    """Load, pool and write ``baseline_path`` atomically; return the message for the user.
+    A baseline of another suite (:func:`other_suite`) is refused, naming both, unless
+    ``replace_other_suite`` (``gate baseline --other-suite``): then these results replace it."""
     results = load_results(results_path)
     if results.interrupted is not None:
         raise BadInput(f"{results_path}: the {results.interruption_note()}: an incomplete "
@@ -209,7 +227,16 @@ def promote_file(results_path: str | os.PathLike[str], baseline_path: str | os.P
         raise Unmeasurable(f"{results_path}: no valid run to promote (empty or all infra errors)")
     target = Path(baseline_path)
     baseline = load_results(target, "baseline") if target.exists() else None
+    replaced = ""
+    if baseline is not None and other_suite(results, baseline):
+        if not replace_other_suite:
+            raise BadInput(f"{target}: the baseline of another suite, {describe_suite(baseline)}"
+                           f"; {results_path} ran {describe_suite(results)}, no task in common "
+                           "(--other-suite replaces it; --baseline FILE keeps this suite's own)")
+        replaced = f"replaced the baseline of {describe_suite(baseline)}: "
+        baseline = None
     new, message = promote(results, baseline, pool_size=pool_size)
+    message = replaced + message
     if new is baseline:
         return message
     dirty = uncommitted_changes(Path(results_path), results.commit,

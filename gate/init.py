@@ -115,6 +115,15 @@ class InitResult:
     kept: tuple[Path, ...] = ()  # shared files left alone (they exist)
     action: str = DEFAULT_ACTION  # what the workflows' `uses:` names
     origin: tuple[str, str] | None = None  # (server, owner/repo) of origin, when on GitHub
+    installed: bool = False  # the action is the commit this gate was installed from
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user must hear at once: an ``--action`` that names a moving ref."""
+        why = None if self.action == DEFAULT_ACTION else moving_ref(self.action)
+        return () if why is None else (
+            f"--action {self.action}: {why}: the workflows run whatever it points to when "
+            f"they run; pin it: --action {self.action.rpartition('@')[0]}@<commit SHA>",)
 
     def _uses_step(self) -> str:
         if self.action == DEFAULT_ACTION:
@@ -122,8 +131,18 @@ class InitResult:
                     "in .github/workflows/agent-gate*.yml\n     with where you keep this "
                     "action, pinned at a commit SHA (see agent-gate's README, \"Use it in\n"
                     "     your repository\", or gate init --action OWNER/REPO@SHA), and commit:")
-        return (f"  5. The workflows' `uses:` is pinned to the gate you installed "
-                f"({self.action}); commit:")
+        if self.action.startswith("./"):
+            return (f"  5. The workflows' `uses: {self.action}` runs the action from this "
+                    "repository's checkout; commit:")
+        if why := moving_ref(self.action):
+            return (f"  5. The workflows' `uses: {self.action}` names a moving ref:\n"
+                    f"     {why},\n     so whoever moves it changes what your workflows "
+                    "run. Replace it in\n     .github/workflows/agent-gate*.yml with a commit "
+                    "SHA (gate init --action\n     OWNER/REPO@SHA), and commit:")
+        if self.installed:
+            return (f"  5. The workflows' `uses:` is pinned to the gate you installed "
+                    f"({self.action}); commit:")
+        return f"  5. The workflows' `uses:` is pinned at a commit SHA ({self.action}); commit:"
 
     def next_steps(self) -> str:
         dependabot = "" if not self.kept else (
@@ -190,17 +209,49 @@ def default_branch(root: Path) -> str:
     return "main"
 
 
+_COMMIT_SHA = re.compile(r"[0-9a-fA-F]{40}")
+
+
+def moving_ref(action: str) -> str | None:
+    """Why ``action``'s ref (after the ``@``) is no pin, e.g. "'v1' is a tag or branch, not a
+    commit SHA"; None for a full commit SHA, or a local ``./path`` (which names no ref)."""
+    if action.startswith("./"):
+        return None
+    ref = action.rpartition("@")[2]
+    if _COMMIT_SHA.fullmatch(ref):
+        return None
+    return f"{ref!r} is a tag or branch, not a commit SHA"
+
+
+def _pin_note(action: str) -> tuple[str, str]:
+    """The workflows' header line on pinning, and the comment after the gate's own ``uses:``:
+    the gate's action is never called pinned unless its ref is a commit SHA."""
+    if action.startswith("./"):
+        return ("# The other actions are pinned by commit SHA (.github/dependabot.yml keeps the "
+                f"pins current);\n# agent-gate's own runs from this repository ({action}).", "")
+    if moving_ref(action) is None:
+        return ("# Actions are pinned by commit SHA; .github/dependabot.yml keeps the pins "
+                "current.", "")
+    return ("# The other actions are pinned by commit SHA (.github/dependabot.yml keeps the "
+            "pins current);\n# agent-gate's own `uses:` names a moving ref (a tag or branch), "
+            "so whoever moves it\n# changes what this workflow runs: replace it with a commit "
+            "SHA.",
+            "  # a moving ref (a tag or branch): replace it with a commit SHA")
+
+
 def _render(template: str, branch: str, action: str = DEFAULT_ACTION) -> str:
     text = resources.files("gate").joinpath(f"{_TEMPLATES}/{template}").read_text("utf-8")
     if not template.startswith("workflows/"):
         return text
+    pin_note, uses_comment = _pin_note(action)
     # `<< >>`: a workflow's own `${{ }}` expressions pass through untouched
     env = jinja2.Environment(variable_start_string="<<", variable_end_string=">>",
                              block_start_string="<%", block_end_string="%>",
                              comment_start_string="<#", comment_end_string="#>",
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                              autoescape=False)
-    return env.from_string(text).render(branch=branch, action=action)
+    return env.from_string(text).render(branch=branch, action=action, pin_note=pin_note,
+                                        uses_comment=uses_comment)
 
 
 #: ``uses:`` of a repository action: owner/name[/path]@ref, nothing YAML or a shell would read
@@ -221,7 +272,8 @@ def init_repository(root: Path, *, branch: str | None = None,
     The shared files (``.gitignore``, ``.github/dependabot.yml``) are appended to / kept.
     ``action``: the workflows' ``uses:``; None: the commit this gate was installed from, when
     known, else the placeholder."""
-    action = _check_action(action or installed_action() or DEFAULT_ACTION)
+    installed = installed_action() if action is None else None
+    action = _check_action(action or installed or DEFAULT_ACTION)
     root = root.resolve()
     if not root.is_dir():
         raise BadInput(f"{root}: not a directory")
@@ -248,7 +300,7 @@ def init_repository(root: Path, *, branch: str | None = None,
         written.append(dest)
     appended, kept = _shared_files(root, written)
     return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action,
-                      origin_repository(root))
+                      origin_repository(root), installed=installed is not None)
 
 
 def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:

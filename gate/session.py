@@ -20,6 +20,7 @@ session never decides what runs, only how.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gate._files import printable
-from gate.agents import Agent, AgentKind, agent_kind
+from gate.agents import Agent, AgentKind, agent_kind, agent_kind_names
 from gate.config import GateConfig
 from gate.cost import PriceTable
 from gate.errors import BadInput, Unmeasurable
@@ -75,13 +76,23 @@ def suite_info(suite: Suite, net_raw: Collection[str] = ()) -> SuiteInfo:
 def resolve_names(cfg: GateConfig, kind: str) -> AgentKind:
     """The agent kind and the sandbox backend ``cfg`` names, checked where the session looks
     them up (config validates no registry name): an unknown one is exit 2 naming the file and
-    the field, before anything starts."""
+    the field, before anything starts; so is an ``[agent] install`` the configured kind
+    ignores (only a command agent is installed into each task's image)."""
     from gate.sandbox import backend_names
 
     if cfg.suite.sandbox not in backend_names():
         raise BadInput(f"{cfg.where('suite.sandbox')}: unknown sandbox "
                        f"{printable(cfg.suite.sandbox)!r} (known: {', '.join(backend_names())})")
-    return agent_kind(kind, where=cfg.where("agent.kind"))
+    spec = agent_kind(kind, where=cfg.where("agent.kind"))
+    # `[agent] install` is the configured agent's: a kind that ignores it would run without
+    # what it names (an overriding `--agent oracle` runs the suite's own solutions instead)
+    if cfg.agent.install and kind == cfg.agent.kind and spec.configured \
+            and not spec.installs(cfg):
+        honour = " or ".join(f"kind = {json.dumps(n)}" for n in agent_kind_names()
+                             if agent_kind(n).in_sandbox)
+        raise BadInput(f"{cfg.where('agent.install')}: the {kind} agent ignores it (only "
+                       f"{honour} installs into each task's image): remove it, or set {honour}")
+    return spec
 
 
 def server_tools(cfg: GateConfig) -> frozenset[str]:

@@ -28,6 +28,9 @@ class AgentKind(abc.ABC):
     #: the fingerprint covers all the agent does (its code is the gate's own): the same
     #: fingerprint is the same agent. Not so for a command agent, whose code it cannot see.
     self_contained: ClassVar[bool] = False
+    #: it runs the agent ``[agent]`` configures (False: the oracle, which runs the suite's own
+    #: reference solutions and reads no ``[agent]`` key, so nothing there can be wrong for it)
+    configured: ClassVar[bool] = True
 
     @abc.abstractmethod
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
@@ -80,6 +83,7 @@ class OracleKind(AgentKind):
     name = "oracle"
     uses_model = False
     self_contained = True
+    configured = False
 
     def build(self, cfg: GateConfig, model: str, label: str) -> Agent:
         from gate.agents._oracle import OracleAgent

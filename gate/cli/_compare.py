@@ -252,18 +252,24 @@ def _base_baseline(ys: Yardstick) -> Results:
               help="gate.toml to read (default: ./gate.toml if present).")
 @click.option("--pool-size", type=click.IntRange(min=1), envvar="GATE_POOL_SIZE",
               help="Newest runs kept per task (default: [gate].pool_size, 20).")
+@click.option("--other-suite", "replace_other_suite", is_flag=True,
+              help="Replace a baseline measured on another suite (no task in common), "
+                   "which is refused without it.")
 def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str | None,
-                 pool_size: int | None) -> None:
+                 pool_size: int | None, replace_other_suite: bool) -> None:
     """Promote RESULTS into the baseline.
 
     Runs of the same agent fingerprint are pooled with the existing baseline (the newest
     runs per task kept); a new fingerprint starts a new baseline; a task whose digest changed
-    keeps only its new runs. Each run keeps its commit and date. Written atomically.
+    keeps only its new runs. Each run keeps its commit and date. Written atomically. A
+    baseline of another suite (no task in common) is refused, naming both, unless
+    --other-suite.
     """
     cfg = command_config(config_path)
     from gate.baseline import promote_file
 
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
-    message = promote_file(results_path, target, pool_size or cfg.gate.pool_size)
+    message = promote_file(results_path, target, pool_size or cfg.gate.pool_size,
+                           replace_other_suite=replace_other_suite)
     click.echo(f"{target}: {message}")
 

@@ -15,8 +15,9 @@ from gate.init import DEFAULT_ACTION, init_repository
               help="Branch the baseline refresh runs on (default: origin's default branch, "
                    "else the current one, else main).")
 @click.option("--action", metavar="OWNER/REPO@REF",
-              help="What the workflows' `uses:` names: where you keep this action, best "
-                   "pinned at a commit SHA. Default: the commit this gate was installed from "
+              help="What the workflows' `uses:` names: where you keep this action, at a "
+                   "commit SHA (a tag or branch moves: warned). Default: the commit this gate "
+                   "was installed from "
                    f"(pip install \"git+https://github.com/OWNER/REPO@REF\"), else the "
                    f"placeholder {DEFAULT_ACTION} to replace.")
 def init_cmd(directory: Path, branch: str | None, action: str | None) -> None:
@@ -36,3 +37,5 @@ def init_cmd(directory: Path, branch: str | None, action: str | None) -> None:
         click.echo(f"kept {path.relative_to(result.root)} (exists)")
     click.echo("")
     click.echo(result.next_steps(), nl=False)
+    for line in result.warnings:
+        click.echo(f"gate: warning: {line}", err=True)

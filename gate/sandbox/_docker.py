@@ -91,6 +91,7 @@ TMPFS = "rw,nosuid,nodev,size=512m"
 POLL_S = 0.5  # how often a running command checks for a cancel
 BUILD_LINES = 15  # lines of a failed build's output in its error
 BUILD_CHARS = 2000
+BUILD_KEEP = 65536  # characters of a build's output kept while it runs (its end)
 # a Dockerfile line that relies on privileges a container here cannot gain: a setuid/setgid
 # bit (chmod u+s, g+s, 4755 ...) or sudo
 _PRIVILEGED = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwxXt]*s|0?[2-7][0-7]{3})\b|"
@@ -332,6 +333,7 @@ class DockerSandboxProvider(SandboxProvider):
         self.installed: list[str] = []  # the agent's installs this gate committed (_install)
         self.failed_installs: dict[str, str] = {}  # tag → why its install failed
         self.tampered_installs: dict[str, tuple[str, ...]] = {}  # tag → its tampering
+        self.install_skill_files: dict[str, frozenset[str]] = {}  # tag → its SKILL.md files
 
     @property
     def pull(self) -> bool:
@@ -483,7 +485,7 @@ class DockerSandboxProvider(SandboxProvider):
         with the build's own error and the end of its output, not its last line alone."""
         assert task.dockerfile is not None
         api = self.client().api
-        log: list[str] = []
+        log = _BuildLog()
         error: list[str] = []
         try:
             stream = api.build(path=str(context), dockerfile=task.dockerfile.name, tag=tag,
@@ -505,7 +507,7 @@ class DockerSandboxProvider(SandboxProvider):
                         if item.get("error"):
                             error.append(strip_ansi(str(item["error"])).strip())
                         elif item.get("stream"):
-                            log.extend(strip_ansi(str(item["stream"])).splitlines())
+                            log.add(str(item["stream"]))
             except Exception as exc:  # the cut connection of a build past its timeout
                 broken.append(exc)
             finally:
@@ -526,7 +528,7 @@ class DockerSandboxProvider(SandboxProvider):
             raise SandboxError(f"the image build of {task.id} took longer than its "
                                f"build_timeout_sec ({task.build_timeout:g} s): stopped")
         if error or broken:
-            tail = [ln.strip() for ln in log if ln.strip()][-BUILD_LINES:]
+            tail = log.lines()[-BUILD_LINES:]
             why = error[-1] if error else first_line(broken[0])
             said = clip("\n".join([*tail, why] if tail else [why]), BUILD_CHARS)
             raise SandboxError(f"cannot build the image of {task.id}: {why[:300]}\n"
@@ -585,3 +587,31 @@ class DockerSandboxProvider(SandboxProvider):
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close()
+
+
+class _BuildLog:
+    """The end of a build's output. The engine streams it in chunks as the build's commands
+    write them, not a line each (apt writes "W" and ": Failed to fetch ..." apart, a
+    character-at-a-time writer one character a chunk): the chunks are joined before they are
+    cut into lines, a terminal's carriage return keeps what was written last on its line,
+    and only the last :data:`BUILD_KEEP` characters are kept."""
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._cut = False  # the start was dropped: the first line kept may be partial
+
+    def add(self, chunk: str) -> None:
+        self._text += chunk
+        if len(self._text) > 2 * BUILD_KEEP:
+            self._text, self._cut = self._text[-BUILD_KEEP:], True
+
+    def lines(self) -> list[str]:
+        """The output's non-blank lines, colour codes stripped."""
+        text = strip_ansi(self._text.replace("\r\n", "\n"))
+        lines = text.split("\n")[1:] if self._cut else text.split("\n")
+        out = []
+        for line in lines:
+            shown = next((part for part in reversed(line.split("\r")) if part.strip()), "")
+            if shown.strip():
+                out.append(shown.strip())
+        return out

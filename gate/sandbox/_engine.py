@@ -45,6 +45,8 @@ class Engine(Protocol):
     installed: list[str]  # the agent's installs this gate committed
     failed_installs: dict[str, str]  # tag → why its install failed
     tampered_installs: dict[str, tuple[str, ...]]  # tag → what its install tampered with
+    #: tag → the ``SKILL.md`` files its install put in the image (the agent's own: no stray)
+    install_skill_files: dict[str, frozenset[str]]
 
     @property
     def keep(self) -> bool: ...

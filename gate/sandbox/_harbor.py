@@ -369,8 +369,9 @@ class DockerRunContainer(RunContainer):
         Claude Code's config directory), never into the task's working directory, which is
         the task's. The task's own skills the run does not get are removed from every folder
         an agent reads (:meth:`_skill_dirs`); under a condition (``only``) every other skill
-        there too. Each ``SKILL.md`` elsewhere in the image, and each skill of the task the
-        gate could not honour, is named in the run's notes (:attr:`skill_notes`)."""
+        there too. Each ``SKILL.md`` elsewhere in the task's image (never one the agent's own
+        ``[agent] install`` put there), and each skill of the task the gate could not honour,
+        is named in the run's notes (:attr:`skill_notes`)."""
         from gate.skills import shipped_skills
 
         self.check_open()
@@ -382,6 +383,9 @@ class DockerRunContainer(RunContainer):
         found, searched = self._skill_files()
         keep, shipped = {s.folder for s in skills}, {s.folder for s in own}
         in_dirs, elsewhere = _skill_folders(found, dirs)
+        # the agent's own install (a pip package's bundled skills) is no skill of the task's
+        own_install = self.provider.install_skill_files.get(self.image, frozenset())
+        elsewhere = [p for p in elsewhere if p not in own_install]
         drop = [p for p in in_dirs if posixpath.basename(p) not in keep
                 and (only or posixpath.basename(p) in shipped)]
         if drop:

@@ -113,7 +113,9 @@ def _install(provider: Engine, task: Task, image: str, install: AgentInstall,
                                f"{res.returncode}){_said(res.output)}")
         box.run_as(["rm", "-f", SCRIPT_PATH], user="0", env={}, timeout=30)
         tampered = _tampering(provider, box, image)
+        skill_files = _skill_files(provider, box)
         _commit(provider, box, image, tag)
+        provider.install_skill_files[tag] = skill_files
         if tampered:  # every run of the image fails on it, as the agent's doing
             provider.tampered_installs[tag] = tampered
     finally:
@@ -140,6 +142,18 @@ def _tampering(provider: Engine, box: DockerRunContainer, image: str) -> tuple[s
     client = provider.client()
     flags = look(client, box.container_id, world_of(client, image))
     return tuple(map(str, flags))
+
+
+def _skill_files(provider: Engine, box: DockerRunContainer) -> frozenset[str]:
+    """The ``SKILL.md`` files the install added or changed (the engine's diff of its
+    container): the agent's own install (a package's bundled skills, e.g. under
+    ``site-packages``), which a run never names as a stray skill of the task's image."""
+    try:
+        changes = provider.client().api.diff(box.container_id) or []
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxError(f"cannot list what the agent's install changed: {exc}") from exc
+    return frozenset(str(c.get("Path")) for c in changes if isinstance(c, dict)
+                     and c.get("Kind") in (0, 1) and str(c.get("Path", "")).endswith("/SKILL.md"))
 
 
 def _said(output: str) -> str:
