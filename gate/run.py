@@ -157,15 +157,20 @@ def plan_arm(req: RunRequest, cfg: GateConfig, prices: PriceTable, options: RunO
     overlay set it). Its price is checked (an unknown model is exit 2 before anything runs),
     its label says when the simulator stands in for the model, its agent is built (bad
     configuration fails here), and ``options`` get its turn cap."""
+    where = None  # where the model is named, for an error (a condition's: its own message)
     if kind is None:
         kind = req.agent_kind or cfg.agent.kind
+        where = "--model" if req.model else cfg.where("agent.model")
         if req.model:
             cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(
                 update={"model": req.model})})
     spec = resolve_names(cfg, kind)
     model = cfg.agent.model
     if spec.uses_model:
-        prices.resolve(model)
+        try:
+            prices.resolve(model)
+        except BadInput as exc:
+            raise BadInput(f"{where}: {exc}" if where else str(exc)) from None
     label = model_label(model, simulated=req.sim and spec.uses_model)
     agent = build_agent(cfg, kind, model, label)
     parts = fingerprint_parts(cfg, spec)
