@@ -472,6 +472,17 @@ def _extra(req: RunRequest, arm: ArmPlan, run_tasks: list[Task],
     return extra
 
 
+def _prefix(req: RunRequest, arm: ArmPlan, run_tasks: list[Task]) -> dict[str, Any] | None:
+    """The plain runs' shared prefix (:meth:`Agent.cache_prefix`, as the first task's first
+    request sends it), to be counted; none for a run of skill conditions, whose prefixes
+    differ by condition."""
+    if req.conditions or not run_tasks or not arm.spec.uses_model:
+        return None
+    task = run_tasks[0]
+    return arm.spec.cache_prefix(arm.agent, task, arm.options.skills_of(task)
+                                 if arm.options.skills else ())
+
+
 def ledger_path(req: RunRequest) -> Path:
     """The simulator's ledger; a resumed run's goes beside the killed run's, which stays."""
     stem = req.output.with_name(req.output.stem)
@@ -510,7 +521,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         prices=stage.prices, jobs=stage.jobs, budget=budget, server_tools=stage.server_tools,
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
-                       f"--resume -o {req.output}` continues it)")],
+                       f"--resume -o {req.output}` continues it)",
+                       prefix=_prefix(req, arm, run_tasks))],
         upstream=stage.upstream(req, ledger, arm.spec.uses_model),
         request_observer=req.request_observer,
         journal=JournalSpec(journal_path(req.output), identity, kept, req.resume),

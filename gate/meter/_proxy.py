@@ -9,7 +9,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +32,7 @@ from gate.meter._provider import (
 )
 from gate.meter._routes import (
     _RESPONSE_DROP,
+    COUNT_TOKENS,
     MAX_REQUEST_BYTES,
     MESSAGES,
     AmbiguousBody,
@@ -492,9 +493,25 @@ class MeterProxy:
             self._credit_check = (time.monotonic(), out)
         return out
 
-    def _ask(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        """One request of the meter's own to the messages endpoint: (status, body)."""
-        target = f"/{MESSAGES}"
+    def count_tokens(self, body: Mapping[str, Any]) -> int | None:
+        """The input tokens of ``body`` (a Messages request's ``model``, ``system``, ``tools``,
+        ``messages``) by the upstream's own count (``count_tokens``: free, so never a run's
+        cost), as the gate's request, not an agent's; None when the upstream gives no count."""
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
+                   "accept-encoding": "identity", **self._credential_headers()}
+        try:
+            status, data = self._ask(json.dumps(body).encode(), headers,
+                                     target=f"/{COUNT_TOKENS}")
+            answer: Any = json.loads(data) if status == 200 else None
+        except (*_UPSTREAM_ERRORS, ValueError):
+            return None
+        n = answer.get("input_tokens") if isinstance(answer, dict) else None
+        return n if type(n) is int and n >= 0 else None
+
+    def _ask(self, body: bytes, headers: dict[str, str],
+             target: str = f"/{MESSAGES}") -> tuple[int, bytes]:
+        """One request of the meter's own (to the messages endpoint unless ``target`` says
+        otherwise): (status, body)."""
         if self._pool is not None:
             up = self._pool.urlopen("POST", self.upstream + target, body=body, headers=headers,
                                     redirect=False, retries=False, timeout=self._timeout)
