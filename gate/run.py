@@ -72,9 +72,9 @@ from gate.tasks import Suite, Task, load_suite
 
 # the session's names, where callers have always found them
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
-           "RunRequest", "Stage", "arm_options", "build_agent", "ledger_path", "open_stage",
-           "plan_arm", "results_header", "run_suite", "setup_conditions", "spend",
-           "suite_info"]
+           "RunRequest", "Stage", "arm_options", "arm_prefix", "build_agent", "ledger_path",
+           "open_stage", "plan_arm", "results_header", "run_suite", "setup_conditions",
+           "spend", "suite_info"]
 
 #: an item of a plan: a task, a replication, the arm that runs it
 Item = tuple[Task, int, Arm]
@@ -472,10 +472,11 @@ def _extra(req: RunRequest, arm: ArmPlan, run_tasks: list[Task],
     return extra
 
 
-def _prefix(req: RunRequest, arm: ArmPlan, run_tasks: list[Task]) -> dict[str, Any] | None:
-    """The plain runs' shared prefix (:meth:`Agent.cache_prefix`, as the first task's first
-    request sends it), to be counted; none for a run of skill conditions, whose prefixes
-    differ by condition."""
+def arm_prefix(req: RunRequest, arm: ArmPlan,
+               run_tasks: Sequence[Task]) -> dict[str, Any] | None:
+    """An arm's plain runs' shared prefix (``AgentKind.cache_prefix``, as the first task's
+    first request sends it), to be counted by the session; none for a run of skill
+    conditions, whose prefixes differ by condition."""
     if req.conditions or not run_tasks or not arm.spec.uses_model:
         return None
     task = run_tasks[0]
@@ -522,7 +523,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
                        f"--resume -o {req.output}` continues it)",
-                       prefix=_prefix(req, arm, run_tasks))],
+                       prefix=arm_prefix(req, arm, run_tasks))],
         upstream=stage.upstream(req, ledger, arm.spec.uses_model),
         request_observer=req.request_observer,
         journal=JournalSpec(journal_path(req.output), identity, kept, req.resume),
