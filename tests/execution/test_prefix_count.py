@@ -62,3 +62,23 @@ def test_an_agent_whose_requests_the_gate_does_not_know_has_no_prefix(tmp_path: 
     off = GateConfig.model_validate({"agent": {"cache": "off"}})
     builtin = agent_kind("builtin")
     assert builtin.cache_prefix(builtin.build(off, "claude-sonnet-5-5", "m"), task) is None
+
+
+def test_an_upstream_that_never_answers_the_count_holds_the_run_back_briefly(
+        tmp_path: Any, monkeypatch: Any) -> None:
+    """The count waits its own short while (``COUNT_TIMEOUT_S``), not a model's 600 s."""
+    import socket
+    import time
+
+    monkeypatch.setattr("gate.meter._proxy.COUNT_TIMEOUT_S", 0.5)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections (the kernel's backlog), answers nothing
+    try:
+        with MeterProxy(f"http://127.0.0.1:{silent.getsockname()[1]}", SIM_CREDENTIAL,
+                        price_table()) as meter:
+            started = time.monotonic()
+            assert prefix_record(meter, {"model": "claude-sonnet-5-5", "system": "s"}) is None
+            assert time.monotonic() - started < 5
+    finally:
+        silent.close()
