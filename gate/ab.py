@@ -42,6 +42,7 @@ from gate.run import (
     RunRequest,
     Stage,
     arm_options,
+    arm_prefix,
     ledger_path,
     open_stage,
     plan_arm,
@@ -197,7 +198,8 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
     files = [ArmFile(name, outputs[name],
                      _header(req, name, arms[name], stage, commits=commits, outputs=outputs,
                              ledger=ledger),
-                     "incomplete: the same-job A/B has not finished")
+                     "incomplete: the same-job A/B has not finished",
+                     prefix=arm_prefix(req, arms[name], stage.suite.tasks))
              for name in (BASE, PR)]
     results = execute(SessionPlan(
         work=work, planned=work, files=files, provider=stage.provider, cancel=stage.cancel,

@@ -6,9 +6,11 @@ Relative paths in the file are relative to the file's directory; ``[agent]``'s
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 import re
+import typing
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -416,7 +418,65 @@ def parse_config(text: str, *, where: str, root: Path) -> GateConfig:
     try:
         cfg = GateConfig.model_validate(data)
     except ValidationError as exc:
-        raise BadInput(f"{where}: {describe_validation_error(exc)}") from None
+        raise BadInput(f"{where}: {unknown_key(exc) or describe_validation_error(exc)}") \
+            from None
     cfg.root = root
     _agent_paths_inside(cfg, where)
     return cfg
+
+
+#: where a field's value is validated as another model's keys (a condition's overlay of
+#: ``[agent]``): its unknown keys are that model's, but for those it may not set
+_OVERLAYS: dict[tuple[type[BaseModel], str], tuple[type[BaseModel], tuple[str, ...]]] = {
+    (ConditionConfig, "agent"): (AgentConfig, _NOT_OVERLAID)}
+
+
+def _table_keys(loc: tuple[str | int, ...]) -> list[str] | None:
+    """The keys the table at ``loc`` (a path from the file's top) may hold, in the model's
+    order, or None when the path does not lead to a table of the gate's."""
+    model: type[BaseModel] = GateConfig
+    barred: tuple[str, ...] = ()
+    parts = list(loc)
+    while parts:
+        name = str(parts.pop(0))
+        if name not in model.model_fields:
+            return None
+        overlay, barred = _OVERLAYS.get((model, name), (None, ()))
+        annotation = overlay or model.model_fields[name].annotation
+        if typing.get_origin(annotation) is dict:  # a table of named tables: skip the name
+            annotation = typing.get_args(annotation)[1]
+            if not parts:
+                return None
+            parts.pop(0)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return [name for name, f in model.model_fields.items()
+            if not f.exclude and name not in barred]
+
+
+def _table_name(loc: tuple[str | int, ...]) -> str:
+    return "[" + ".".join(printable(str(p)) if re.fullmatch(r"[A-Za-z0-9_-]+", str(p))
+                          else f'"{printable(str(p))[:40]}"' for p in loc) + "]"
+
+
+def unknown_key(exc: ValidationError) -> str | None:
+    """A key gate.toml does not have, as ``field: unknown key; did you mean `x`? [table]
+    has: ...`` (the nearest valid key, by difflib, and all of them), or None when the error
+    is not an unknown key. An unknown key is told before any other error: a misspelled key
+    is also why the key it meant is missing."""
+    err = next((e for e in exc.errors() if e.get("type") == "extra_forbidden"), None)
+    if err is None or not err.get("loc"):
+        return None
+    *table, key = err["loc"]
+    keys = _table_keys(tuple(table))
+    if keys is None:
+        return None
+    near = difflib.get_close_matches(str(key), keys, n=1, cutoff=0.6)
+    field = ".".join(printable(str(p))[:40] for p in err["loc"])
+    if not table:
+        sections = ", ".join(f"[{k}]" for k in keys)
+        hint = f"; did you mean `[{near[0]}]`? " if near else "; "
+        return f"{field}: unknown section{hint}gate.toml has: {sections}"
+    hint = f"; did you mean `{near[0]}`? " if near else "; "
+    return f"{field}: unknown key{hint}{_table_name(tuple(table))} has: {', '.join(keys)}"

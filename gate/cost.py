@@ -6,6 +6,7 @@ prompt (Haiku 5.5 charges long-context rates on every token of a request over 10
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -21,6 +22,8 @@ from gate.errors import BadInput
 from gate.usage import Usage
 
 _DATED = re.compile(r"^(?P<family>.+?)(?:-\d{8}|-latest)$")
+#: a model id as Anthropic names them: ``claude-<family>-<major>[-<minor>]``
+_NAMED = re.compile(r"^claude-([a-z]+)-\d+(?:-\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,30 @@ class PriceTable:
         m = _DATED.match(model)
         if m and m.group("family") in self.models:
             return self.models[m.group("family")]
+        if (near := self.misspelled(model)) is not None:
+            raise BadInput(f"model {model!r} is not in the price table of {self.date}: "
+                           f"did you mean {near!r}?")
         raise BadInput(
             f"no price for model {model!r} (price table of {self.date}): add it to gate.toml as "
             f'[agent.prices."{model}"] with input = ... and output = ... (USD per million tokens)'
         )
+
+    def misspelled(self, model: str) -> str | None:
+        """The known model ``model`` is a misspelling of, or None. A name built as the table's
+        are (``claude-<a family of the table>-<version>``, a date or ``-latest`` after it) is
+        taken for a model newer than the table, never a misspelling: ``claude-sonnet-9-0``
+        gets the price advice, ``claude-sonet-5-5`` the nearest name (difflib)."""
+        m = _DATED.match(model)
+        bare = m.group("family") if m else model
+        families = {f.group(1) for name in self.models
+                    if (f := _NAMED.match(name)) is not None}
+        named = _NAMED.match(bare)
+        if named is not None and named.group(1) in families:
+            return None
+        near = difflib.get_close_matches(bare, list(self.models), n=1, cutoff=0.8)
+        if not near:  # a difference of case alone is a misspelling too
+            near = difflib.get_close_matches(bare.lower(), list(self.models), n=1, cutoff=0.8)
+        return near[0] if near else None
 
     def with_overrides(self, overrides: Mapping[str, PriceOverride]) -> PriceTable:
         if not overrides:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -311,6 +312,47 @@ def net_raw_note(*arms: Results) -> str | None:
 
 
 _NET_RAW_SHOWN = 4
+
+#: a model id as the gate repeats it from a results file (anything else is "the model")
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:-]{0,99}")
+
+
+class CachePrefix(NamedTuple):
+    """An arm's shared prefix (its agent's tools + system prompt, the part every request
+    repeats) as its results file records it (``cache_prefix``): its tokens, by the API's own
+    count, and the model's minimum cacheable length. Below it the API caches none of the
+    prefix and says nothing; what the conversation caches, once long enough, it still does."""
+
+    model: str
+    tokens: int
+    minimum: int
+
+    @property
+    def cached(self) -> bool:
+        return self.tokens >= self.minimum
+
+    def statement(self) -> str:
+        """The prefix not cached, as one clause: model, tokens, minimum."""
+        return (f"the shared prefix (tools + system prompt, {self.tokens:,} tokens) is under "
+                f"{self.model}'s minimum cacheable length ({self.minimum:,}): not cached")
+
+    def brief(self) -> str:
+        """The same in a table's cell: ``prefix not cached (338 < 1,024 tokens, model)``."""
+        return f"prefix not cached ({self.tokens:,} < {self.minimum:,} tokens, {self.model})"
+
+
+def cache_prefix(results: Results) -> CachePrefix | None:
+    """What ``results`` records of its shared prefix, or None: an older file, an agent whose
+    requests the gate does not know (a command agent), or a record that is not one."""
+    raw = (results.model_extra or {}).get("cache_prefix")
+    if not isinstance(raw, dict):
+        return None
+    tokens, minimum, model = raw.get("tokens"), raw.get("minimum"), raw.get("model")
+    if not (type(tokens) is int and type(minimum) is int
+            and 0 <= tokens < 10**9 and 0 < minimum < 10**9):
+        return None
+    named = isinstance(model, str) and _MODEL_ID.fullmatch(model) is not None
+    return CachePrefix(model if named else "the model", tokens, minimum)  # type: ignore[arg-type]
 
 
 def valid_runs(runs: Iterable[RunResult]) -> list[RunResult]:

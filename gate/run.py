@@ -72,9 +72,9 @@ from gate.tasks import Suite, Task, TaskProblem, load_suite
 
 # the session's names, where callers have always found them
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
-           "RunRequest", "Stage", "arm_options", "build_agent", "ledger_path", "open_stage",
-           "plan_arm", "results_header", "run_suite", "setup_conditions", "spend",
-           "suite_info"]
+           "RunRequest", "Stage", "arm_options", "arm_prefix", "build_agent", "ledger_path",
+           "open_stage", "plan_arm", "results_header", "run_suite", "setup_conditions",
+           "spend", "suite_info"]
 
 #: an item of a plan: a task, a replication, the arm that runs it
 Item = tuple[Task, int, Arm]
@@ -161,15 +161,20 @@ def plan_arm(req: RunRequest, cfg: GateConfig, prices: PriceTable, options: RunO
     overlay set it). Its price is checked (an unknown model is exit 2 before anything runs),
     its label says when the simulator stands in for the model, its agent is built (bad
     configuration fails here), and ``options`` get its turn cap."""
+    where = None  # where the model is named, for an error (a condition's: its own message)
     if kind is None:
         kind = req.agent_kind or cfg.agent.kind
+        where = "--model" if req.model else cfg.where("agent.model")
         if req.model:
             cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(
                 update={"model": req.model})})
     spec = resolve_names(cfg, kind)
     model = cfg.agent.model
     if spec.uses_model:
-        prices.resolve(model)
+        try:
+            prices.resolve(model)
+        except BadInput as exc:
+            raise BadInput(f"{where}: {exc}" if where else str(exc)) from None
     label = model_label(model, simulated=req.sim and spec.uses_model)
     agent = build_agent(cfg, kind, model, label)
     parts = fingerprint_parts(cfg, spec)
@@ -484,6 +489,18 @@ def _extra(req: RunRequest, arm: ArmPlan, run_tasks: list[Task],
     return extra
 
 
+def arm_prefix(req: RunRequest, arm: ArmPlan,
+               run_tasks: Sequence[Task]) -> dict[str, Any] | None:
+    """An arm's plain runs' shared prefix (``AgentKind.cache_prefix``, as the first task's
+    first request sends it), to be counted by the session; none for a run of skill
+    conditions, whose prefixes differ by condition."""
+    if req.conditions or not run_tasks or not arm.spec.uses_model:
+        return None
+    task = run_tasks[0]
+    return arm.spec.cache_prefix(arm.agent, task, arm.options.skills_of(task)
+                                 if arm.options.skills else ())
+
+
 def ledger_path(req: RunRequest) -> Path:
     """The simulator's ledger; a resumed run's goes beside the killed run's, which stays."""
     stem = req.output.with_name(req.output.stem)
@@ -522,7 +539,8 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         prices=stage.prices, jobs=stage.jobs, budget=budget, server_tools=stage.server_tools,
         files=[ArmFile(None, req.output, header,
                        f"incomplete: the run has not finished (if it was killed, `gate run "
-                       f"--resume -o {req.output}` continues it)")],
+                       f"--resume -o {req.output}` continues it)",
+                       prefix=arm_prefix(req, arm, run_tasks))],
         upstream=stage.upstream(req, ledger, arm.spec.uses_model),
         request_observer=req.request_observer,
         journal=JournalSpec(journal_path(req.output), identity, kept, req.resume),

@@ -233,6 +233,9 @@ class ArmFile:
     path: Path
     header: Callable[[str], Results]
     incomplete: str
+    #: the part of the arm's requests every turn shares and caches (``Agent.cache_prefix``):
+    #: counted once the upstream is up and recorded as the file's ``cache_prefix``
+    prefix: dict[str, Any] | None = None
 
     def items(self, work: Sequence[Item]) -> list[Item]:
         if self.arm is None:
@@ -337,6 +340,26 @@ def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterPr
     return meter, upstream
 
 
+#: the one message a prefix is counted with, and then without (count_tokens needs one)
+_PROBE = [{"role": "user", "content": "."}]
+
+
+def prefix_record(meter: MeterProxy, prefix: dict[str, Any]) -> dict[str, Any] | None:
+    """What a results file records of an arm's shared prefix (tools + system): its tokens,
+    by the upstream's own count (the count with the prefix less the count without it), the
+    model's minimum cacheable length, and whether it reaches it (below it the API caches
+    none of it, and says nothing). None when the upstream gives no count: nothing guessed."""
+    from gate.sim import min_cacheable_tokens  # the API's minimums, which the simulator keeps
+
+    model = str(prefix["model"])
+    with_it = meter.count_tokens({**prefix, "messages": _PROBE})
+    without = meter.count_tokens({"model": model, "messages": _PROBE})
+    if with_it is None or without is None:
+        return None
+    tokens, minimum = max(with_it - without, 0), min_cacheable_tokens(model)
+    return {"model": model, "tokens": tokens, "minimum": minimum, "cached": tokens >= minimum}
+
+
 def _with_budget(results: Results, budget: Budget | None) -> Results:
     """The one place a results file gets the budget's record (the session's, every arm's
     runs counted): as the run starts (its forecast), and as it ends or is stopped."""
@@ -371,6 +394,9 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
         results: dict[str | None, Results] = {}
         for file in plan.files:
             res = _with_budget(file.header(upstream), plan.budget)
+            if meter is not None and file.prefix is not None and (
+                    record := prefix_record(meter, file.prefix)):
+                res.cache_prefix = record  # type: ignore[attr-defined]
             # until the last run lands the file says it is incomplete: a killed run's file
             # can be read, never promoted
             res.interrupted = Interruption(reason=file.incomplete,
@@ -411,4 +437,5 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
 
 __all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
            "build_agent", "execute", "item_key", "mark_interrupted",
-           "missing_runs", "open_upstream", "resolve_names", "spend", "suite_info"]
+           "missing_runs", "open_upstream", "prefix_record", "resolve_names", "spend",
+           "suite_info"]

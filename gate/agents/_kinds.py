@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate._files import printable
 from gate.agents._base import Agent
@@ -19,6 +19,11 @@ from gate.errors import BadInput
 if TYPE_CHECKING:
     from gate.config import GateConfig
     from gate.skills import Skill
+    from gate.tasks import Task
+
+#: the working directory a prefix is counted with (a container's; a local run's is a path of
+#: about the same length)
+PREFIX_WORKDIR = "/workspace"
 
 
 class AgentKind(abc.ABC):
@@ -54,6 +59,15 @@ class AgentKind(abc.ABC):
     def skills_prompt_bytes(self, skills: Sequence[Skill]) -> int | None:
         """What ``skills`` add to every model request's prompt, in bytes (recorded per skill
         condition); ``None``: this kind does not say."""
+        return None
+
+    def cache_prefix(self, agent: Agent, task: Task,
+                     skills: Sequence[Skill] = ()) -> dict[str, Any] | None:
+        """The part every request of ``agent``'s runs of ``task`` (offered ``skills``) shares
+        and asks the API to cache (a Messages request's ``model``, ``tools`` and ``system``,
+        as the first request sends them), or None: the agent caches nothing on purpose, or
+        the gate does not know its requests (a command agent's are its own): then nothing is
+        said of them."""
         return None
 
 
@@ -130,6 +144,28 @@ class BuiltinKind(AgentKind):
         from gate.agents._builtin import skills_block
 
         return len(skills_block(skills).encode()) if skills else 0
+
+    def cache_prefix(self, agent: Agent, task: Task,
+                     skills: Sequence[Skill] = ()) -> dict[str, Any] | None:
+        """The tools and the system prompt (rendered for ``task`` in a container's working
+        directory, listing ``skills``) that the breakpoints on the last tool and the last
+        system block cache; None with caching off, or a prompt that does not render for
+        ``task``. Here, not in the agent's module: that one's bytes are in its fingerprint."""
+        import jinja2
+
+        from gate.agents._base import RunContext
+        from gate.agents._builtin import BuiltinAgent
+
+        if not isinstance(agent, BuiltinAgent) or agent.cache == "off":
+            return None
+        ctx = RunContext(task=task, replication=0, run_name="prefix", timeout=0,
+                         skills=tuple(skills))
+        try:
+            system = agent._system(ctx, PREFIX_WORKDIR)
+        except jinja2.TemplateError:
+            return None
+        tools = agent._tool_schemas()
+        return {"model": agent.model, "system": system, **({"tools": tools} if tools else {})}
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         from gate.agents._parts import BUILTIN_CODE, code_digest, effective_prompt

@@ -138,6 +138,11 @@ def announce(results: Results, todo: int) -> None:
     if results.runs:
         click.echo(f"resuming: {len(results.runs)} runs kept from the journal, {todo} to run",
                    err=True)
+    from gate.results import cache_prefix
+
+    if (prefix := cache_prefix(results)) is not None and not prefix.cached:
+        click.echo(f"gate: note: {prefix.statement()}; the conversation is cached once it is "
+                   "that long", err=True)
     if budget := extra.get("budget"):
         from gate.report import dollars
 

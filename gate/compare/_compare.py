@@ -34,6 +34,7 @@ from gate.compare._model import (
     TaskStatus,
     Verdict,
 )
+from gate.compare._prefix import with_prefix_caveat
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
 from gate.metrics import BY_NAME, PERMUTED, Metric
@@ -488,9 +489,9 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     compared = sorted_tasks.compared
     tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings)
     schedule = _schedule_check(baseline, candidate)
-    metrics = [pass_metric, *_change_intervals(
+    metrics = with_prefix_caveat([pass_metric, *_change_intervals(
         _margin_metrics(b_runs, c_runs, compared, settings, schedule), b_runs, c_runs,
-        compared, settings)]
+        compared, settings)], baseline, candidate)
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
     # a broken task counts as not compared, whether the baseline has it or not

@@ -44,6 +44,9 @@ class MetricResult(_Frozen):
     verdict: MetricVerdict = "ok"
     blocks: bool = False
     note: str | None = None
+    # a fact about what the row measured, said beside its change (the cache-hit rate of an
+    # arm whose shared prefix is too short to cache: gate/compare/_prefix.py)
+    caveat: str | None = None
     # False: the two arms measured it differently (metering definitions differ); reported,
     # left out of the verdict
     comparable: bool = True

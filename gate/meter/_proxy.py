@@ -9,7 +9,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +32,7 @@ from gate.meter._provider import (
 )
 from gate.meter._routes import (
     _RESPONSE_DROP,
+    COUNT_TOKENS,
     MAX_REQUEST_BYTES,
     MESSAGES,
     AmbiguousBody,
@@ -54,6 +55,8 @@ from gate.usage import Usage
 
 #: how long the meter's own check of the account's credit holds for every run
 CREDIT_CHECK_TTL_S = 30.0
+#: how long the gate waits for a count of tokens (a count not given is never guessed)
+COUNT_TIMEOUT_S = 20.0
 
 
 class MeterProxy:
@@ -492,14 +495,35 @@ class MeterProxy:
             self._credit_check = (time.monotonic(), out)
         return out
 
-    def _ask(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        """One request of the meter's own to the messages endpoint: (status, body)."""
-        target = f"/{MESSAGES}"
+    def count_tokens(self, body: Mapping[str, Any]) -> int | None:
+        """The input tokens of ``body`` (a Messages request's ``model``, ``system``, ``tools``,
+        ``messages``) by the upstream's own count (``count_tokens``: free, so never a run's
+        cost), as the gate's request, not an agent's; None when the upstream gives no count."""
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
+                   "accept-encoding": "identity", **self._credential_headers()}
+        try:
+            status, data = self._ask(json.dumps(body).encode(), headers,
+                                     target=f"/{COUNT_TOKENS}", timeout=COUNT_TIMEOUT_S)
+            answer: Any = json.loads(data) if status == 200 else None
+        except (*_UPSTREAM_ERRORS, ValueError):
+            return None
+        n = answer.get("input_tokens") if isinstance(answer, dict) else None
+        return n if type(n) is int and n >= 0 else None
+
+    def _ask(self, body: bytes, headers: dict[str, str], target: str = f"/{MESSAGES}",
+             timeout: float | None = None) -> tuple[int, bytes]:
+        """One request of the meter's own (to the messages endpoint unless ``target`` says
+        otherwise; waiting ``timeout`` seconds for the answer, else as long as on a model's):
+        (status, body)."""
         if self._pool is not None:
+            wait = (self._timeout if timeout is None
+                    else urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=timeout))
             up = self._pool.urlopen("POST", self.upstream + target, body=body, headers=headers,
-                                    redirect=False, retries=False, timeout=self._timeout)
+                                    redirect=False, retries=False, timeout=wait)
             return up.status, up.data
         conn = self._connect()
+        if timeout is not None and conn.sock is not None:
+            conn.sock.settimeout(timeout)
         try:
             conn.request("POST", self._base_path + target, body=body, headers=headers)
             resp = conn.getresponse()

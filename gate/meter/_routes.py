@@ -17,6 +17,7 @@ _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-leng
                   "content-encoding"}
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the Messages API takes at most 32 MB
 MESSAGES = "v1/messages"  # the one billable endpoint: every forwarded request to it is metered
+COUNT_TOKENS = "v1/messages/count_tokens"  # free: what a request's prompt would count
 # (method, path relative to the API root) the meter forwards; the rest is refused with a 403
 ENDPOINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("POST", re.compile(r"v1/messages")),

@@ -71,7 +71,12 @@ def _value(m: MetricResult, x: float | None) -> str:
 
 def metric_change(m: MetricResult) -> str:
     """The change of a metric with compare's interval and p-values (trusted text; the
-    comment shows ``<sub>``)."""
+    comment shows ``<sub>``), and the row's caveat (compare's, built of checked values)."""
+    change = _change_alone(m)
+    return f"{change} · {m.caveat}" if m.caveat else change
+
+
+def _change_alone(m: MetricResult) -> str:
     if m.delta is None:
         return m.note or "n/a"
     if m.name == "pass_rate":

@@ -198,6 +198,9 @@ def test_gate_run_ab_interleaves_the_arms_run_by_run(tmp_path: Path) -> None:
     keys = [(r.task, r.replication) for r in runs]
     assert all(keys[i] == keys[i + 1] for i in range(0, 12, 2))  # each pair: one task-rep
     assert "Judged by a same-job A/B against" in p.stdout
+    for arm in (base, pr):  # each arm's shared prefix counted (issue 39, item 3)
+        record = (arm.model_extra or {})["cache_prefix"]
+        assert record["tokens"] > 0 and record["minimum"] > 0, record
     assert "gate compare results.base.json results.json" in p.stdout.replace(
         str(repo) + "/", "")
     # transcripts and simulator draws are per arm: the run names carry the arm
