@@ -104,6 +104,12 @@ def test_a_give_up_prompt_is_not_judged_by_the_simulator(suite: Path) -> None:
     c = json.loads(data)
     assert c["verdict"] == "inconclusive" and c["exit_code"] == 3
     assert c["unjudged"] and c["metrics"][0]["verdict"] == "unjudged"
+    # the HTML report's banner, as gate report writes it from the same files
+    page = suite / "give-up.html"
+    p = gate("report", pr, "--baseline", "base.json", "--html", page, cwd=suite,
+             base=user_env())
+    assert p.returncode == 0, p.stderr
+    assert "<h1>agent-gate: Not judged by the simulator</h1>" in page.read_text()
     # [ci] sim_unjudged = "pass": exit 0, and the headline still says it first
     code, out = _compare(suite, pr, config="pass.toml")
     assert code == 0, out
