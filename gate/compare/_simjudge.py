@@ -103,8 +103,8 @@ def with_sim_unjudged(c: Comparison, base: Results, pr: Results,
     regression stands (the simulator modelled what caused it), the note after its reasons."""
     changes = unjudged_changes(base, pr)
     pass_rate = next((m for m in c.metrics if m.name == "pass_rate"), None)
-    if not changes or pass_rate is None or pass_rate.blocks:
-        return c
+    if not changes or pass_rate is None or pass_rate.blocks or pass_rate.verdict == "n/a":
+        return c  # a regression stands; no compared task: inconclusive for that already
     what = f"{_listed(changes)} changed, which only a model reads"
     reason = (f"pass rate not judged by the simulator: {what} (a run through the API, with "
               "ANTHROPIC_API_KEY, judges it)")
