@@ -232,6 +232,11 @@ DEFAULT_COMMENT_ID = DEFAULT_CONFIG
 CommentMode = Literal["always", "on-change", "on-regression", "never"]
 
 
+#: what a pass rate the simulator cannot judge does to the verdict (gate/compare/_simjudge.py):
+#: "inconclusive" exits 3, "pass" exits 0; the headline says "Not judged by the simulator" both ways
+SimUnjudged = Literal["inconclusive", "pass"]
+
+
 class CISettings(_Strict):
     """``[ci]``: what ``gate ci`` does with a verdict. Commenting and failing are separate."""
 
@@ -265,6 +270,11 @@ class CISettings(_Strict):
     # (a same-job A/B against the base commit's agent, run in the PR's job: twice the cost,
     # immune to provider drift), "auto" (the baseline when one exists, else the A/B)
     judge: Literal["auto", "baseline", "ab"] = "auto"
+    # both arms on the simulator and a change only a model reads (the prompt's words, tools, a
+    # skill's text): the pass rate is "not judged by the simulator", and the verdict is
+    # "inconclusive" (exit 3: a green check never says more than the gate saw) or "pass" (exit
+    # 0, the headline still says it first). Turns, cost and cache hits are judged either way.
+    sim_unjudged: SimUnjudged = "inconclusive"
 
 
     @field_validator("data_branch")

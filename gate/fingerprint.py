@@ -52,8 +52,16 @@ def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
 
 def fingerprint_values(cfg: GateConfig, source: PartsSource) -> dict[str, dict[str, object]]:
     """What the readable parts hash (the kind's ``fingerprint_values``): recorded in results
-    beside the digests, so a comparison names the setting that changed and its values."""
-    return source.fingerprint_values(cfg)
+    beside the digests, so a comparison names the setting that changed and its values. The
+    skills (a model's agent with ``[agent].skills``): each skill's wording by name
+    (:func:`gate.skills.skill_wording`), so a comparison tells a skill offered or withdrawn,
+    or only marked for the simulator, from one whose text changed."""
+    values = source.fingerprint_values(cfg)
+    if source.uses_model and cfg.agent.skills:
+        from gate.skills import config_skills, skill_wording
+
+        values["skills"] = {s.name: skill_wording(s) for s in config_skills(cfg)}
+    return values
 
 
 def fingerprint(parts: dict[str, str], kind: str) -> str:

@@ -161,7 +161,10 @@ Next steps:
        gate run --sim -o pr.json && gate compare sim-baseline.json pr.json
      The simulator replays each task's solution/solve.sh and fails some runs the way models
      do. It shows what a change does to turns, cost and caching, and what breaks a task
-     outright; it cannot judge the wording of a prompt (only a real model can). A system
+     outright; it cannot judge the wording of a prompt, a tool or a skill (only a real model
+     can). Such a change reads "not judged by the simulator" and exits 3, locally and on a
+     pull request run with the action's sim input: [ci] sim_unjudged = "inconclusive" in
+     gate.toml (the default; "pass" exits 0 and the comment still says it first). A system
      prompt below the model's minimum cacheable length (1,024 tokens for Sonnet, tools
      included) shows a cache-hit rate of 0 % there and through the API alike.
      A simulator baseline never judges a real run: `gate compare` calls that inconclusive.

@@ -96,7 +96,9 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
     results = run_suite(first, on_result, on_start=on_start)
     # the looks are recorded: half levels; the baseline gate's runs decide (skill conditions
     # beside the suite run whole with the first look, kept by the second)
-    comparison = judge(baseline, plain_runs(results), settings)
+    # the looks decide on what the simulator measures: a pass rate it cannot judge is said by
+    # the verdict on all the runs (gate ci judges them again), never decided by more of them
+    comparison = judge(baseline, plain_runs(results), settings, sim_unjudged="pass")
     step = first_look(comparison, settings.sequential_pass_p)
     p = decisive_p(comparison)
     p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"

@@ -68,6 +68,9 @@ CONTROL, TARGET, NEGATIVE, FULL = "control", "target", "negative", "full"
 TARGET_PLUS_ONE, TARGET_PLUS_UNRELATED = "target_plus_one", "target_plus_unrelated"
 STANDARD_CONDITIONS = (CONTROL, TARGET, NEGATIVE, FULL, TARGET_PLUS_ONE, TARGET_PLUS_UNRELATED)
 NO_SKILL = "none"
+#: in a SKILL.md, this makes the simulator treat the skill as useless (a test's "broken" skill):
+#: one of the few things about a skill the simulator reads (gate/sim/_model.py)
+NO_EFFECT_MARKER = "<!-- sim: no-effect -->"
 
 
 @dataclass(frozen=True)
@@ -296,6 +299,20 @@ def config_skills(cfg: GateConfig) -> list[Skill]:
         return load_skills(folder)
     except BadInput as exc:
         raise BadInput(f"[agent].skills: {exc}") from None
+
+
+def skill_wording(skill: Skill) -> str:
+    """A digest of what in ``skill`` only a model reads: every file's text, the simulator's
+    :data:`NO_EFFECT_MARKER` and the layout of whitespace left out. Two versions of a skill
+    with the same wording differ only in what the simulator models (the marker), so a
+    simulator's verdict on the change is a verdict on it (gate.compare's ``sim_unjudged``)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in skill.path.rglob("*") if p.is_file()
+                       and not _IGNORED & set(p.relative_to(skill.path).parts)):
+        text = path.read_bytes().decode("utf-8", "replace").replace(NO_EFFECT_MARKER, "")
+        h.update(f"{path.relative_to(skill.path).as_posix()}\0{' '.join(text.split())}\n"
+                 .encode())
+    return "sha256:" + h.hexdigest()[:16]
 
 
 def skills_digest(skills: Sequence[Skill]) -> str:

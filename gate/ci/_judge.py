@@ -45,7 +45,9 @@ class Judgement:
 def judge(ctx: Context, plan: Plan, got: Obtained) -> Judgement:
     """The verdict on this run, the job's exit code, and the report."""
     history = None if got.by_ab else (plan.basis.ys.history_text or "")
-    comparison = verdict(got.baseline, got.results, plan.basis.config.gate, history)
+    basis = plan.basis  # the base branch's [gate], and its [ci] with the CLI's overrides
+    comparison = verdict(got.baseline, got.results, basis.config.gate, history,
+                         basis.settings.sim_unjudged)
     return _finish(ctx, plan, got, comparison)
 
 

@@ -54,8 +54,8 @@ def creates(mode: CommentMode, comparison: Comparison | None, *, failed: bool = 
         return False
     if comparison is None:
         return failed
-    if comparison.verdict != "pass":
-        return True
+    if comparison.verdict != "pass" or comparison.unjudged is not None:
+        return True  # a pass the simulator could not judge says so (gate/compare/_simjudge.py)
     return mode == "on-change" and shows_change(comparison)
 
 class Publisher:

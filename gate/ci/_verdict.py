@@ -3,19 +3,20 @@ runner, no forge): ``gate compare --base-ref`` loads only this of ``gate ci``.""
 
 from __future__ import annotations
 
-from gate.compare import Comparison
-from gate.config import GateSettings
+from gate.compare import SIM_UNJUDGED_DEFAULT, Comparison
+from gate.config import GateSettings, SimUnjudged
 from gate.history import parse_history
 from gate.results import Results
 
 
 def verdict(baseline: Results, results: Results, settings: GateSettings,
-            history_text: str | None) -> Comparison:
+            history_text: str | None,
+            sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
     """``compare.judge`` with main's history (its drift guard): what ``gate ci`` and
-    ``gate compare --base-ref`` both call, so the answer is the same locally and in CI.
-    ``history_text`` None: no history (a same-job A/B has no drift to guard against)."""
+    ``gate compare`` both call, so the answer is the same locally and in CI.
+    ``history_text`` None: no history (a same-job A/B has no drift to guard against).
+    ``sim_unjudged``: ``[ci] sim_unjudged`` of the config in force (the base branch's)."""
     from gate.compare import judge as compare_judge
 
-    if history_text is None:
-        return compare_judge(baseline, results, settings)
-    return compare_judge(baseline, results, settings, parse_history(history_text))
+    history = () if history_text is None else parse_history(history_text)
+    return compare_judge(baseline, results, settings, history, sim_unjudged=sim_unjudged)

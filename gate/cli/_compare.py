@@ -152,7 +152,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
             ys = stack.enter_context(_yardstick(config_path, base_ref))
             from gate.results import load_results
 
-            settings = ys.config.gate
+            settings, sim_unjudged = ys.config.gate, ys.config.ci.sim_unjudged
             results = load_results(paths[0])
             baseline = _base_baseline(ys)
             history_text = ys.history_text if history_path is None else None
@@ -168,7 +168,8 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
         else:
-            settings = command_config(config_path).gate
+            cfg = command_config(config_path)
+            settings, sim_unjudged = cfg.gate, cfg.ci.sim_unjudged
             from gate.results import load_results
 
             results = load_results(paths[1])
@@ -184,7 +185,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
     from gate.ci import verdict  # as gate ci judges a PR
 
-    comparison = verdict(baseline, results, settings, history_text or "")
+    comparison = verdict(baseline, results, settings, history_text or "", sim_unjudged)
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gate._files import atomic_write_text, read_text
-from gate.compare import compare
+from gate.compare import judge
 from gate.config import load_config
 from gate.errors import GateError
 from gate.results import load_results
@@ -44,13 +44,15 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
 
     if traces_path is not None and baseline_path is None:
         raise click.UsageError("--baseline-traces needs --baseline (the baseline they belong to)")
-    settings = load_config(config_path).gate
+    cfg = load_config(config_path)
+    settings = cfg.gate
     results = load_results(results_path)
     baseline = comparison = None
     traces = None
     if baseline_path is not None:
         baseline = load_results(baseline_path, "baseline")
-        comparison = compare(baseline, results, settings)
+        # the verdict gate compare gives (a pass rate the simulator cannot judge included)
+        comparison = judge(baseline, results, settings, sim_unjudged=cfg.ci.sim_unjudged)
         traces = _baseline_traces(Path(baseline_path), traces_path)
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])

@@ -44,9 +44,11 @@ from gate.compare._model import (
     Verdict,
 )
 from gate.compare._resolution import resolution_with_runs
+from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, unjudged_changes
 from gate.compare._stats import wilson
 
 __all__ = [
+    "SIM_UNJUDGED_DEFAULT",
     "AgentChange",
     "ArmInfo",
     "ArmStats",
@@ -65,6 +67,7 @@ __all__ = [
     "Power",
     "Resolution",
     "ScheduleCheck",
+    "SimUnjudged",
     "SkillConditionRow",
     "SkillEffect",
     "SuiteChanges",
@@ -86,5 +89,6 @@ __all__ = [
     "over_infra_limit",
     "plain_runs",
     "resolution_with_runs",
+    "unjudged_changes",
     "wilson",
 ]

@@ -10,6 +10,9 @@ Policy beyond :func:`compare`:
   judged at α/2 — whoever judges the file (docs/statistics.md).
 - **Drift guard**: a pass-rate regression no worse than main's own A/A checks show is
   reported, not blocking, when main is drifting (:mod:`gate.compare._drift`).
+- **What the simulator cannot judge**: both arms simulated and a change only a model reads
+  (the prompt's words, tools, a skill's text): the pass rate is "not judged", said first
+  (:mod:`gate.compare._simjudge`; ``sim_unjudged`` says whether that exits 3 or 0).
 - **Skill conditions**: runs under a named condition (``gate run --condition``) are never
   pooled with the plain runs: the baseline gate compares the plain runs, and when both files
   hold the ``target`` and ``control`` conditions the skill-effect test
@@ -29,6 +32,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.config import GateSettings
 from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
@@ -44,8 +48,11 @@ def plain_runs(results: Results) -> Results:
 
 
 def judge(base: Results, pr: Results, settings: GateSettings,
-          history: Sequence[HistoryPoint] = ()) -> Comparison:
-    """Compare ``pr`` with ``base`` under ``settings`` and apply the gate's verdict policy."""
+          history: Sequence[HistoryPoint] = (), *,
+          sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
+    """Compare ``pr`` with ``base`` under ``settings`` and apply the gate's verdict policy.
+    ``sim_unjudged`` (``[ci] sim_unjudged``): what a pass rate the simulator cannot judge
+    does to the verdict (gate/compare/_simjudge.py)."""
     looks = pr.schedule.sequential if pr.schedule is not None else None
     notes: list[str] = []
     # decided by what the files hold, never by their outcomes: a fixed split of α
@@ -76,7 +83,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     interrupted = base.interrupted is not None or pr.interrupted is not None
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
-    return with_unpriced(with_yardstick_check(judged, base, pr), pr)
+    judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
+    return with_unpriced(judged, pr)
 
 
 def with_unpriced(c: Comparison, pr: Results) -> Comparison:

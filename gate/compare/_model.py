@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict
 
 Verdict = Literal["pass", "regression", "inconclusive"]
 MetricName = str  # a row of the table of metrics (gate/metrics.py)
-MetricVerdict = Literal["ok", "regression", "n/a"]
+# "unjudged": measured, but the simulator cannot judge the change (gate/compare/_simjudge.py)
+MetricVerdict = Literal["ok", "regression", "n/a", "unjudged"]
 # broken: a task of the suite the candidate's run could not load (or run), so did not run
 TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured", "broken"]
 TaskChangeKind = Literal["newly_failing", "newly_passing", "worse", "better", "same"]
@@ -284,6 +285,9 @@ class Comparison(_Frozen):
     # what the comparison could have detected (None: no comparable task); a comparison that
     # could not have blocked even a collapse is inconclusive, never a pass
     resolution: Resolution | None = None
+    # both arms simulated and the change touches what only a model reads (the prompt's words,
+    # tools, a skill's text): why the pass rate was not judged (gate/compare/_simjudge.py)
+    unjudged: str | None = None
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

@@ -40,7 +40,7 @@ from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
 from gate.metrics import METRICS, said
 from gate.report._format import FILTERS, interval, metric_value, pct, usd
-from gate.report._render import metric_change, metric_verdict
+from gate.report._render import metric_change, metric_verdict, verdict_words
 from gate.results import (
     Results,
     RunResult,
@@ -478,7 +478,8 @@ def _verdict_class(m: MetricResult, c: Comparison) -> str:
     if m.blocks:
         return "bad"
     blind = c.resolution is not None and m.name in c.resolution.blind
-    if m.verdict == "regression" or not m.comparable or blind or not m.gating:
+    if (m.verdict in ("regression", "unjudged") or not m.comparable or blind
+            or not m.gating):
         return "warn"
     return "ok"
 
@@ -603,8 +604,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
                       for row in rows]}
     summary = results.summary
     if comparison is not None:
-        verdict = {"pass": "No regression", "regression": "Regression",
-                   "inconclusive": "Inconclusive"}[comparison.verdict]
+        word = verdict_words(comparison)[1]
+        verdict = word[:1].upper() + word[1:]
         headline, *reasons = banner(comparison.headline, verdict, comparison.reasons)
     else:
         reasons = []
@@ -616,7 +617,10 @@ def render_html(results: Results, *, results_path: Path | None = None,
     arms = [("this run", results)] + ([("baseline", baseline)] if baseline is not None else [])
     return _env().get_template("report.html.j2").render(
         csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
-        verdict=verdict, verdict_class=comparison.verdict if comparison else "alone",
+        verdict=verdict, verdict_class=(
+            "alone" if comparison is None else "inconclusive"
+            if comparison.unjudged is not None and comparison.verdict == "pass"
+            else comparison.verdict),
         headline=headline, reasons=reasons,
         power=comparison.power.statement if comparison and comparison.power else None,
         interrupted=[n for _, a in arms if (n := a.interruption_note())],

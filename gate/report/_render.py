@@ -46,8 +46,9 @@ MAX_AGENT_ROWS = 20
 MAX_NOTES = 10
 MAX_TREND = 20
 
-_ICON = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
-_WORD = {"pass": "no regression", "regression": "regression", "inconclusive": "inconclusive"}
+_ICON = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️", "unjudged": "⚪"}
+_WORD = {"pass": "no regression", "regression": "regression", "inconclusive": "inconclusive",
+         "unjudged": "not judged by the simulator"}
 _CHANGE = {
     "newly_failing": (0, "🔴 newly failing"), "worse": (1, "🟠 worse"),
     "newly_passing": (6, "🟢 newly passing"), "better": (7, "🟢 better"), "same": (8, "flaky"),
@@ -63,6 +64,19 @@ _signed, _p_is = signed, p_is  # the formatter's, under the names this module ha
 
 
 # ---- view model -------------------------------------------------------------------------------
+
+
+def title_state(c: Comparison) -> str:
+    """The title's state: compare's verdict, or ``unjudged`` when the simulator could not
+    judge the pass rate and nothing blocked (compare's ``Comparison.unjudged``): never
+    "✅ no regression" on what the gate did not see, whatever ``[ci] sim_unjudged`` exits."""
+    return "unjudged" if c.unjudged is not None and c.verdict != "regression" else c.verdict
+
+
+def verdict_words(c: Comparison) -> tuple[str, str]:
+    """(icon, words) of the report's title: ``✅``, ``no regression``."""
+    state = title_state(c)
+    return _ICON[state], _WORD[state]
 
 
 def _value(m: MetricResult, x: float | None) -> str:
@@ -109,6 +123,8 @@ def metric_verdict(m: MetricResult, resolution: Resolution | None = None, *,
 def _verdict_text(m: MetricResult, resolution: Resolution | None) -> str:
     if not m.comparable:
         return "⚠️ not comparable (reported, not gating)"
+    if m.verdict == "unjudged":
+        return "⚪ not judged by the simulator"
     if m.verdict == "n/a":
         return "— n/a"
     if m.verdict == "regression":
@@ -351,7 +367,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
     agent = [_agent_change(x) for x in c.agent_changes[:MAX_AGENT_ROWS]]
     n_agent = len(c.agent_changes)
     return {
-        "icon": Markup(_ICON[c.verdict]), "verdict_word": Markup(_WORD[c.verdict]),
+        "icon": Markup(verdict_words(c)[0]), "verdict_word": Markup(verdict_words(c)[1]),
         **_screen(c, notes, mode, yardstick),
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,

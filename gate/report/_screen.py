@@ -106,6 +106,9 @@ def _short_headline(c: Comparison) -> tuple[str, list[str]]:
                         if _fits(f"{prefix}: {x}")), None)
     elif len(details) == 1 and _fits(f"{prefix}: {details[0]}"):
         return f"{prefix}: {details[0]}", []
+    elif c.unjudged is not None and details and _fits(f"{prefix}: {details[0]}"):
+        # "Not judged by the simulator: the system prompt … changed": what was not judged
+        return f"{prefix}: {details[0]}", details[1:]
     if summary is None or not _fits(f"{prefix}: {summary}"):
         summary = _reasons_below(len(details))
     return f"{prefix}: {summary}", details

@@ -71,6 +71,7 @@ from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
 from gate.sim._parts import answer_tokens, delimiter, parts_of
 from gate.sim._tokens import block_tokens
+from gate.skills import NO_EFFECT_MARKER
 from gate.tasks import Task
 
 TURNS: dict[str, int] = {"easy": 4, "medium": 6, "hard": 9}
@@ -87,8 +88,6 @@ EPISODE_STRIDE = 1_000_000_000
 _MENTIONED_PATH = re.compile(r"`([\w][\w./-]*\.[A-Za-z0-9]+)`")
 _REPORT_LINE = re.compile(r"^\s*(echo|printf)\b")
 _NO_OUTPUT = re.compile(r"^\(.*no output.*\)$", re.IGNORECASE)  # agents' "(no output)" notes
-#: in a SKILL.md, this makes the simulator treat the skill as useless (a test's "broken" skill)
-NO_EFFECT_MARKER = "<!-- sim: no-effect -->"
 #: the share of the episodes failing without it that a working target skill turns into solves
 SKILL_LIFT = 0.75
 

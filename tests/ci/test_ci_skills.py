@@ -9,7 +9,8 @@ those conditions and are judged by the skill-effect test:
 
 - the simulator gives a skill with ``<!-- sim: no-effect -->`` in its ``SKILL.md`` no effect:
   that PR is blocked, with the effect's drop in the comment;
-- a harmless rewording of the same skill is not blocked;
+- a harmless rewording of the same skill is not blocked (and, the simulator reading no
+  skill's words, its pass rate is "not judged by the simulator": exit 3 by default);
 - a PR that touches no skill runs no conditions.
 
 Each CI run has its own simulator seed (``GITHUB_RUN_ID``), as each CI run is a fresh sample.
@@ -177,8 +178,10 @@ def test_a_harmless_rewording_of_the_skill_is_not_blocked(refreshed: Project) ->
     assert "bring back only the part" in (ci / "skills" / "context-offloading" /
                                           "SKILL.md").read_text()
     run = refreshed.gate_ci(ci, "--sim", "--max-cost", "50", env={"GITHUB_RUN_ID": "3003"})
-    assert run.code == 0, run.stderr
-    assert run.outputs["verdict"] == "pass"
+    # not blocked; the simulator reads no skill's words, so the rewording is not judged
+    # ([ci] sim_unjudged = "inconclusive", the default: exit 3)
+    assert run.code == 3, run.stderr
+    assert run.outputs["verdict"] == "inconclusive"
     # the conditions are arms of the suite's session: one results file, one journal, one
     # budget whose record counts every run of the job
     out = Path(run.outputs["results_path"])
@@ -198,6 +201,7 @@ def test_a_harmless_rewording_of_the_skill_is_not_blocked(refreshed: Project) ->
     assert "Budget (`max-cost`)" in body
     assert "**Skill conditions.** The target skill's effect" in body
     assert "fell significantly" not in body
+    assert "**Not judged by the simulator: the text of the skill context-offloading" in body
     row = next(line for line in body.splitlines() if line.startswith("| target |"))
     assert row.endswith(" ✅ |")
 

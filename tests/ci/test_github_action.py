@@ -62,6 +62,18 @@ def test_action_is_a_composite_with_described_inputs_and_outputs(action: dict[st
     assert any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in steps)
 
 
+def test_the_sim_input_says_what_a_prompt_change_exits(action: dict[str, Any]) -> None:
+    """A repository trying the gate with no key is told, where it turns the simulator on, why
+    a prompt PR gets a failing check and which base-branch setting says so."""
+    from gate.config import CISettings
+
+    text = " ".join(action["inputs"]["sim"]["description"].split())
+    default = CISettings().sim_unjudged
+    assert "not judged by the simulator" in text and "exits 3" in text
+    assert f'[ci] sim_unjudged = "{default}" (the default)' in text
+    assert 'sim_unjudged = "pass" exits 0' in text
+
+
 def test_no_expression_inside_any_run_script(action: dict[str, Any]) -> None:
     for step in action["runs"]["steps"]:
         if "run" in step:

@@ -183,6 +183,12 @@ def test_the_scaffold_is_mergeable(tmp_path: Path) -> None:
             assert len(ref) == 40 and all(c in "0123456789abcdef" for c in ref), uses
     assert "simulator" in result.next_steps() and "cannot judge the wording" in \
         result.next_steps()
+    # what a prompt change on the simulator exits, and the setting that says it
+    steps = " ".join(result.next_steps().split())
+    assert 'reads "not judged by the simulator" and exits 3' in steps
+    assert '[ci] sim_unjudged = "inconclusive"' in steps and '"pass" exits 0' in steps
+    ci = tomllib.loads((tmp_path / "gate.toml").read_text())["ci"]
+    assert ci["sim_unjudged"] == "inconclusive"
 
 
 def test_init_names_the_action_and_refuses_a_bad_reference(tmp_path: Path) -> None:

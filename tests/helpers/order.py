@@ -26,11 +26,14 @@ from typing import Protocol
 MODULE_SECONDS: dict[str, float] = {
     "tests/sandbox/test_agent_install.py": 130,
     "tests/sandbox/test_harbor_real.py": 125,
+    # 5 `gate run --sim` of 9 runs, a dozen `gate compare`s (-n 0, 2026-12-06: 150 s)
+    "tests/e2e/test_sim_unjudged.py": 120,
     "tests/execution/test_conditions_effects.py": 50,
     "tests/execution/test_resume.py": 50,
     "tests/execution/test_conditions.py": 45,
     "tests/execution/test_run_sim.py": 45,
     "tests/ci/test_github_action.py": 45,
+    "tests/ci/test_ci_sim_unjudged.py": 40,  # two `gate ci --sim` PRs (-n 0: 39 s)
     "tests/sandbox/test_harbor_skills.py": 35,
     "tests/sandbox/test_phase_boundary.py": 35,
     "tests/execution/test_schedule.py": 30,
