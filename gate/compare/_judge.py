@@ -17,7 +17,9 @@ Policy beyond :func:`compare`:
   the pass-rate test runs at α/2 (halved again for sequential looks), the skill-effect test
   at α/2, so the verdict's false-block budget stays α (docs/statistics.md §9).
 
-What the policy did is in ``Comparison.notes``, so every report says it.
+What the policy did is in ``Comparison.notes``, so every report says it. The verdict's short
+why (``Comparison.why``, :mod:`gate.compare._why`) is read off the decided comparison last:
+a step that decides something of its own puts its short reason there first.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._why import with_why
 from gate.config import GateSettings
 from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
@@ -76,7 +79,7 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     interrupted = base.interrupted is not None or pr.interrupted is not None
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
-    return with_unpriced(with_yardstick_check(judged, base, pr), pr)
+    return with_why(with_unpriced(with_yardstick_check(judged, base, pr), pr))
 
 
 def with_unpriced(c: Comparison, pr: Results) -> Comparison:

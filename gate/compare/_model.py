@@ -277,6 +277,9 @@ class Comparison(_Frozen):
     # what the comparison could have detected (None: no comparable task); a comparison that
     # could not have blocked even a collapse is inconclusive, never a pass
     resolution: Resolution | None = None
+    # the verdict's one-line why, a few short reasons (gate/compare/_why.py): what the first
+    # screen of every report says after the verdict
+    why: list[str] = []
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)
