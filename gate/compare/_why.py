@@ -21,8 +21,9 @@ from gate.metrics import BY_NAME
 
 #: how long one reason may be (the first screen fits 80 columns, the verdict's words first)
 MAX_REASON = 60
-#: tasks named in the collapse reason before they are only counted
+#: tasks named in the collapse reason before they are only counted, and their names' room
 NAMED_TASKS = 2
+NAMES_ROOM = 30
 #: agent changes said one by one before they are only counted
 NAMED_CHANGES = 2
 
@@ -98,7 +99,7 @@ def _collapsed(tasks: Sequence[TaskChange]) -> list[str]:
         return []
     if len(gone) == 1:
         return [f"{gone[0]} collapsed"]
-    if len(gone) <= NAMED_TASKS:
+    if len(gone) <= NAMED_TASKS and len(", ".join(gone)) <= NAMES_ROOM:
         return [f"{len(gone)} tasks collapsed: {', '.join(gone)}"]
     return [f"{len(gone)} tasks collapsed"]
 

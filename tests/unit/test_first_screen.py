@@ -220,3 +220,12 @@ def test_the_report_link_is_put_on_a_comment_without_a_link_line() -> None:
     assert "📎" not in body[:body.index("<details>")]
     screen = first_screen(with_report_link(body, ARTIFACT))
     assert f"📎 [Report]({ARTIFACT})" in screen
+
+
+def test_collapsed_tasks_are_named_only_when_their_names_are_short() -> None:
+    from gate.compare._why import with_why
+
+    c = _judged("regression")
+    long = c.model_copy(update={"why": [], "tasks": [
+        t.model_copy(update={"task": f"a-rather-long-task-name-{t.task}"}) for t in c.tasks]})
+    assert "2 tasks collapsed" in with_why(long).why
