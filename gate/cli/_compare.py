@@ -70,6 +70,8 @@ def _rich_report(c: Comparison) -> None:
 
     out = console()
     out.print(Text(c.headline, style="bold"))
+    if c.why:
+        out.print(Text("Why: " + " · ".join(c.why)))
     for note in c.notes:
         out.print(Text(note))
     rows = [[m.label, metric_value(m.name, m.baseline), metric_value(m.name, m.candidate),

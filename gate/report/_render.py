@@ -496,7 +496,8 @@ def render_summary(comparison: Comparison, *, run_url: str | None = None,
 def render_text(comparison: Comparison) -> str:
     """A plain-text report for logs and terminals without rich."""
     c = comparison
-    lines = [plain(c.headline, 1000), *(plain(n, 1000) for n in c.notes), ""]
+    why = [f"Why: {plain(' · '.join(c.why), 1000)}"] if c.why else []
+    lines = [plain(c.headline, 1000), *why, *(plain(n, 1000) for n in c.notes), ""]
     width = max(len(m.label) for m in c.metrics)
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")

@@ -120,7 +120,8 @@ def test_a_comparison_that_could_not_block_is_never_green(repo: Path) -> None:
             assert "✅" not in row and "could not block" in row, row
     assert "could not have detected a regression" in body  # compare's words, collapsed
     text = gate(repo, "compare", "baseline3.json", "c3.json")  # the terminal says it too
-    assert text.returncode == 3 and text.stdout.count("could not block") == 4, text.stdout
+    assert text.returncode == 3 and text.stdout.count("[could not block") == 4, text.stdout
+    assert "\nWhy: could not block: needs ≥ 6 runs per task · " in text.stdout  # the why too
     assert re.search(r"\bok\b", text.stdout) is None, text.stdout
     page = gate(repo, "report", "c3.json", "--baseline", "baseline3.json", "--html", "r.html")
     assert page.returncode == 0, page.stderr
