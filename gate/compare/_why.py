@@ -47,11 +47,12 @@ def why(c: Comparison) -> list[str]:
 
 
 def _decision(c: Comparison) -> list[str]:
-    """What decided the verdict: the metrics that block (or would), the skill's effect, the
-    causes of an inconclusive verdict; on a pass, how the pass rate moved."""
+    """What decided the verdict: the skill's effect (the most specific cause: the skill
+    stopped helping) and the metrics that block (or would), the causes of an inconclusive
+    verdict; on a pass, how the pass rate moved."""
     moved = [_moved(m) for m in c.metrics if m.blocks]
     if c.skill_effect is not None and c.skill_effect.blocks and c.skill_effect.change is not None:
-        moved.append(f"skill effect {_points(c.skill_effect.change)}")
+        moved.insert(0, f"skill effect {_points(c.skill_effect.change)}")
     if c.verdict == "regression":
         return moved
     if c.verdict == "pass":

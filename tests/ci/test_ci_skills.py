@@ -146,7 +146,8 @@ def test_a_skill_that_stopped_helping_is_blocked_with_the_effect_drop(refreshed:
     assert "the PR changes the skill context-offloading: the conditions the baseline keeps" \
         in run.stderr
     body = _comment(refreshed)
-    why = body.splitlines()[1]  # the judge's why, under the title
+    lines = body.splitlines()  # the judge's why, under the title
+    why = lines[next(i for i, ln in enumerate(lines) if ln.startswith("### ")) + 1]
     assert why.startswith("**Why:** ") and "skill effect −" in why and len(why) <= 90
     # the plain runs offer every skill, so the pass-rate test may see the loss too; the
     # skill-effect test names it, in full right under the first screen (compare's headline)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 import pytest
@@ -131,6 +132,7 @@ def check(body: str) -> list[str]:
     return screen
 
 
+@cache  # a frozen comparison per shape: judged once for the module's tests
 def _judged(shape: str) -> Comparison:
     make, verdict = SHAPES[shape]
     c = judge(*make(), SETTINGS)
