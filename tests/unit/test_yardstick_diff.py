@@ -64,3 +64,18 @@ def test_a_change_on_the_base_after_the_pr_left_it_is_not_the_prs(tmp_path: Path
     git(repo, "commit", "-qam", "main refreshes its baseline")
     git(repo, "checkout", "-q", "pr")
     assert edited(repo) == []
+
+
+def test_a_shallow_clone_without_the_merge_base_compares_the_two_trees(
+        tmp_path: Path) -> None:
+    """A pull request's checkout is one commit deep: no merge base, the trees are compared
+    (base's and head's), and still never the working tree."""
+    repo = repo_with_pr(tmp_path)
+    (repo / "baseline.json").write_text('{"edited": true}\n')
+    git(repo, "commit", "-qam", "edit the baseline")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "pr", f"file://{repo}",
+        str(shallow))
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "main:main")
+    (shallow / "gate-history.jsonl").write_text('{"pass_rate": 0.0}\n')  # left over
+    assert edited(shallow) == ["baseline.json"]
