@@ -112,8 +112,10 @@ def _renumber(runs: list[RunResult]) -> list[RunResult]:
 
 
 def _describe(results: Results) -> str:
+    from gate.report import count
+
     tasks = {r.task for r in results.runs}
-    return f"{len(results.runs)} runs over {len(tasks)} tasks"
+    return f"{count(len(results.runs), 'run')} over {count(len(tasks), 'task')}"
 
 
 def promote(results: Results, baseline: Results | None, *,

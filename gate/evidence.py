@@ -32,7 +32,7 @@ from typing import Any
 from markupsafe import Markup
 
 from gate.compare import Comparison, TaskChange
-from gate.report import code_span, dollars, md, rate
+from gate.report import code_span, count, dollars, md, rate
 from gate.results import Results, RunResult, valid_runs
 from gate.traces import ANSWER, STOPPED, Consensus, Trace, consensus, divergence, per_turn
 from gate.usage import Usage
@@ -172,7 +172,7 @@ def task_evidence(t: TaskChange, pr: Sequence[Trace], base: Sequence[Trace],
         turns = sorted(x.n_turns for x in passing)
         ev.baseline = Markup(f"{path_line(path.keys)} — the common path of {path.runs} passing "
                              f"run{'s' if path.runs != 1 else ''} (median "
-                             f"{turns[len(turns) // 2]} turns)")
+                             f"{count(turns[len(turns) // 2], 'turn')})")
         ev.parted = _parted_line(path, mine, "this PR's failing runs")
     first = sorted(mine, key=lambda x: (divergence(path, x.steps()).step is None
                                         if path else False, x.replication))

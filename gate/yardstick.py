@@ -396,11 +396,15 @@ def _task_changes(base: Suite, pr: Suite) -> list[TaskChange]:
 
 
 def _changed_paths(root: Path, ref: str, paths: tuple[str, ...]) -> list[str]:
-    """Files under ``paths`` that differ between ``ref`` and the working tree."""
-    r = _git.git(root, "diff", "--name-only", "--no-renames", ref, "--", *paths)
+    """Files under ``paths`` that this PR changes: git's diff from where it left ``ref``
+    (their merge base) to its head commit. The working tree is not the PR: a file a run left
+    behind, tracked or not, is nobody's edit (``_git.pr_changed_files``, three dots). A
+    shallow clone without the merge base (a pull request's merge commit) compares ``ref``'s
+    tree with the head's."""
+    found = [_git.pr_changed_files(root, ref, p) for p in paths]
+    if all(f is not None for f in found):
+        return sorted({n for f in found for n in f or ()})
+    r = _git.git(root, "diff", "--name-only", "--no-renames", ref, "HEAD", "--", *paths)
     if r.returncode != 0:
         return []
-    untracked = _git.git(root, "ls-files", "--others", "--exclude-standard", "--", *paths)
-    names = r.stdout.splitlines() + (untracked.stdout.splitlines()
-                                     if untracked.returncode == 0 else [])
-    return sorted({n for n in names if n.strip()})
+    return sorted({n for n in r.stdout.splitlines() if n.strip()})

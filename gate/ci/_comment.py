@@ -72,16 +72,17 @@ def post_uploaded_report(ctx: Context, publisher: Publisher) -> int:
     # The artifact is the fork's to write: posted with our write token, it must not
     # mention anyone, inject HTML, or plant a copy of the marker that finds our comment.
     from gate.ci._pages import pr_report_footer
-    from gate.report import defuse_markdown
+    from gate.report import defuse_markdown, with_report_link
 
     settings = publisher.settings
     mode = comment_mode(settings)
     create = mode == "always" or (mode != "never" and run.get("conclusion") != "success")
     # our own line, after the fork's text is defused: the published page, else the artifact
-    footer = pr_report_footer(ctx, run, number, settings.data_branch, publisher.report_artifact)
+    # (its link on the first screen too, and the last line always ours)
+    report = pr_report_footer(ctx, run, number, settings.data_branch, publisher.report_artifact)
     body = defuse_markdown(ctx.redact(markdown))
-    if footer:
-        body = body.rstrip("\n") + "\n\n" + footer + "\n"
+    if report is not None:
+        body = with_report_link(body, report[1], report[0])
     comment = ctx.forge.comment(number, publisher.comment_id, mode, settings.comment_author)
     ref = comment.post(body, create=create)
     ctx.io.set_outputs({"mode": "comment", "pr_number": number,

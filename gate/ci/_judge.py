@@ -80,10 +80,24 @@ def _finish(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison) -> 
     markdown = render_markdown(shown, run_url=ctx.env.run_url, notes=tuple(notes),
                                trend=trend, yardstick=ys.note(), mode=got.mode,
                                evidence=_evidence(ctx, plan, got, comparison),
-                               accepted=policy.accepted)
+                               accepted=policy.accepted, command=reproduce(plan, got))
     return Judgement(got.results, got.baseline, comparison, policy.exit_code, policy.accepted,
                      plan.edited, tuple(notes), ctx.redact(markdown),
                      ys.traces_text if not got.by_ab else None, got.base_arm)
+
+
+def reproduce(plan: Plan, got: Obtained) -> str:
+    """The command that judges this run again on a developer's machine, from the files the
+    report artifact holds: the base branch's baseline and settings read with git, as here
+    (``gate compare --base-ref``), or a same-job A/B's two arms."""
+    import shlex
+
+    results = plan.basis.request.output.name
+    if got.base_arm is not None:
+        return shlex.join(["gate", "compare", got.base_arm.name, results])
+    label = plan.basis.ys.label
+    ref = label if label.startswith("origin/") else f"origin/{label}"
+    return shlex.join(["gate", "compare", "--base-ref", ref, results])
 
 
 def _evidence(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison

@@ -117,12 +117,13 @@ def _read_page(path: Path) -> str | None:
 
 
 def pr_report_footer(ctx: Context, run: dict[str, Any], number: int, data_branch: str,
-                     artifact: str) -> str:
-    """The comment job's last line: the published page of the PR's report, else the link to
-    the triggering run's report artifact, else nothing."""
+                     artifact: str) -> tuple[str, str] | None:
+    """(the comment job's last line, the report's URL it links: also put on the comment's
+    first screen): the published page of the PR's report, else the triggering run's report
+    artifact; None when there is neither."""
     url = publish_pr_report(ctx, number, data_branch, artifact)
     if url is not None:
-        return render_body("published.md.j2", url=link_url(url)).strip("\n")
+        return render_body("published.md.j2", url=link_url(url)).strip("\n"), url
     return _artifact_footer(ctx, run, artifact)
 
 
@@ -162,14 +163,15 @@ def publish_pr_report(ctx: Context, number: int, data_branch: str, artifact: str
     return url
 
 
-def _artifact_footer(ctx: Context, run: dict[str, Any], artifact: str) -> str:
-    """The triggering run's report artifact, found by name (the forge's)."""
+def _artifact_footer(ctx: Context, run: dict[str, Any], artifact: str
+                     ) -> tuple[str, str] | None:
+    """The triggering run's report artifact, found by name (the forge's): its line and URL."""
     run_id = str(run.get("id") or "")
     if not run_id.isdigit() or not ctx.forge.can_ask():
-        return ""
+        return None
     url = ctx.forge.run_artifact_url(run_id, artifact)
     if url is None:
-        return ""
+        return None
     html = _html_name(ctx)
     return render_body("artifact.md.j2", url=link_url(url), artifact=artifact,
-                       file=html).strip("\n")
+                       file=html).strip("\n"), url

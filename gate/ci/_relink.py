@@ -20,7 +20,7 @@ from gate.ci._context import Context
 from gate.ci._pages import publish_pr_report
 from gate.ci._publish import Publisher
 from gate.config import comment_mode
-from gate.report import link_url, render_body
+from gate.report import link_url, render_body, with_report_link
 
 _URL = "https://link.invalid/"
 
@@ -64,7 +64,8 @@ def link_published_report(ctx: Context, publisher: Publisher, run: dict[str, Any
     if url is None:
         return 0  # the comment keeps its artifact link; the log or a notice says why
     footer = render_body("published.md.j2", url=link_url(url)).strip("\n")
-    ref = comment.post(str(relinked(body, run_id, footer)), create=False)
+    # the footer's line, and the first screen's link to the report with it
+    ref = comment.post(with_report_link(str(relinked(body, run_id, footer)), url), create=False)
     ctx.log(f"gate ci: PR #{number}'s comment links the published report: {url}")
     ctx.io.set_outputs({"pr_number": number, "comment_url": ref.url if ref else "",
                         "comment_id": ref.id if ref else ""})

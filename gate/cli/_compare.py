@@ -6,6 +6,7 @@ config error costs no more than ``gate --help`` (tests/e2e/test_cli_fast_start.p
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -69,6 +70,8 @@ def _rich_report(c: Comparison) -> None:
 
     out = console()
     out.print(Text(c.headline, style="bold"))
+    if c.why:
+        out.print(Text("Why: " + " · ".join(c.why)))
     for note in c.notes:
         out.print(Text(note))
     rows = [[m.label, metric_value(m.name, m.baseline), metric_value(m.name, m.candidate),
@@ -191,8 +194,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     elif fmt == "markdown":
         from gate.report import render_markdown
 
-        click.echo(render_markdown(comparison, run_url=run_url, yardstick=yardstick),
-                   nl=False)
+        click.echo(render_markdown(comparison, run_url=run_url, yardstick=yardstick,
+                                   command=_command(paths, base_ref, config_path,
+                                                    history_path)), nl=False)
     elif sys.stdout.isatty():
         _rich_report(comparison)
     else:
@@ -200,6 +204,17 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
 
         click.echo(render_text(comparison), nl=False)
     sys.exit(comparison.exit_code)
+
+
+def _command(paths: tuple[str, ...], base_ref: str | None, config_path: str | None,
+             history_path: str | None) -> str:
+    """This comparison as a user types it again (the comment's first screen shows it)."""
+    args = ["gate", "compare"]
+    for flag, value in (("--config", config_path), ("--history", history_path),
+                        ("--base-ref", base_ref)):
+        if value:
+            args += [flag, value]
+    return shlex.join([*args, *paths])
 
 
 def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str | None,

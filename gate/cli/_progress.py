@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gate._files import printable
 from gate.github import in_actions
-from gate.report import dollars, rate
+from gate.report import count, dollars, rate
 
 if TYPE_CHECKING:
     from gate.results import Results, RunResult
@@ -39,7 +39,7 @@ def run_line(r: RunResult) -> str:
     tail = f"  {printable(r.reason)}" if r.reason else ""
     # a same-job A/B's arm, a skill condition
     arm = "".join(f" [{printable(x)}]" for x in (r.arm, r.condition) if x)
-    return (f"{MARKS[r.status]} {r.task} #{r.replication}{arm} ({r.turns} turns, "
+    return (f"{MARKS[r.status]} {r.task} #{r.replication}{arm} ({count(r.turns, 'turn')}, "
             f"{dollars(r.cost_usd)}, {r.duration_s or 0:.1f}s){tail}")
 
 

@@ -20,7 +20,9 @@ Policy beyond :func:`compare`:
   the pass-rate test runs at α/2 (halved again for sequential looks), the skill-effect test
   at α/2, so the verdict's false-block budget stays α (docs/statistics.md §9).
 
-What the policy did is in ``Comparison.notes``, so every report says it.
+What the policy did is in ``Comparison.notes``, so every report says it. The verdict's short
+why (``Comparison.why``, :mod:`gate.compare._why`) is read off the decided comparison last:
+a step that decides something of its own puts its short reason there first.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reaso
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
+from gate.compare._why import with_why
 from gate.config import GateSettings
 from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
@@ -84,7 +87,7 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
     judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
-    return with_unpriced(judged, pr)
+    return with_why(with_unpriced(judged, pr))
 
 
 def with_unpriced(c: Comparison, pr: Results) -> Comparison:

@@ -288,6 +288,9 @@ class Comparison(_Frozen):
     # both arms simulated and the change touches what only a model reads (the prompt's words,
     # tools, a skill's text): why the pass rate was not judged (gate/compare/_simjudge.py)
     unjudged: str | None = None
+    # the verdict's one-line why, a few short reasons (gate/compare/_why.py): what the first
+    # screen of every report says after the verdict
+    why: list[str] = []
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

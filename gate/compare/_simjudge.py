@@ -111,7 +111,7 @@ def with_sim_unjudged(c: Comparison, base: Results, pr: Results,
     metrics = [m.model_copy(update={"verdict": "unjudged", "note": reason})
                if m is pass_rate else m for m in c.metrics]
     update: dict[str, object] = {"metrics": metrics, "unjudged": reason}
-    if c.verdict == "regression":
+    if c.verdict == "regression":  # the blocking metrics lead its why; the note follows
         update["headline"] = f"{c.headline}; {reason}"
         return c.model_copy(update=update)
     if c.verdict == "pass":
@@ -125,4 +125,5 @@ def with_sim_unjudged(c: Comparison, base: Results, pr: Results,
         update.update(verdict="inconclusive", exit_code=3, reasons=[reason, *c.reasons])
         rest.append(f"a run through the API judges it: exit 3 by {POLICY}, 0 with \"pass\"")
     update["headline"] = f"{NOT_JUDGED}: {what}; " + "; ".join(rest)
+    update["why"] = [f"pass rate {NOT_JUDGED[0].lower()}{NOT_JUDGED[1:]}", *c.why]
     return c.model_copy(update=update)

@@ -89,7 +89,7 @@ def artifact_url(env: CIEnvironment, artifact_id: str) -> str | None:
 def body_for(pending: PendingComment, env: CIEnvironment, artifact_id: str) -> str | None:
     """The comment's text: the verdict with the report's link, or (no verdict was written)
     that the gate stopped; None when there is nothing to post (a cancelled run)."""
-    from gate.report import link_url, md, render_body
+    from gate.report import link_url, md, render_body, with_report_link
 
     if pending.state == "cancelled":
         return None
@@ -101,7 +101,7 @@ def body_for(pending: PendingComment, env: CIEnvironment, artifact_id: str) -> s
         return pending.body
     footer = render_body("artifact.md.j2", url=link_url(url), artifact=pending.artifact,
                          file=pending.html_name)
-    return pending.body.rstrip("\n") + "\n\n" + footer.strip("\n") + "\n"
+    return with_report_link(pending.body, url, footer)
 
 
 def post_deferred(path: Path, env: CIEnvironment, artifact_id: str = "",

@@ -21,13 +21,14 @@ from gate._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gate.report._badge import badge_value, render_badge
-    from gate.report._bodies import render_body, render_note, trend_markdown
+    from gate.report._bodies import render_body, render_note, trend_markdown, with_report_link
     from gate.report._effects import render_effects_markdown, render_effects_text
     from gate.report._escape import code_span, defuse_markdown, link_url, md, plain
     from gate.report._format import (
         FILTERS,
         MINUS,
         change_interval,
+        count,
         dollars,
         interval,
         metric_value,
@@ -64,10 +65,11 @@ if TYPE_CHECKING:
 _WHERE = {
     "badge_value": "_badge", "render_badge": "_badge", "sandboxed_page": "_sandboxed",
     "render_body": "_bodies", "render_note": "_bodies", "trend_markdown": "_bodies",
+    "with_report_link": "_bodies",
     "render_effects_markdown": "_effects", "render_effects_text": "_effects",
     "code_span": "_escape", "defuse_markdown": "_escape", "md": "_escape", "plain": "_escape",
     "link_url": "_escape",
-    **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "dollars", "interval",
+    **dict.fromkeys(("FILTERS", "MINUS", "change_interval", "count", "dollars", "interval",
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
     "render_html": "_html", "preload_html": "_html:preload",
@@ -85,6 +87,7 @@ __all__ = [
     "badge_value",
     "change_interval",
     "code_span",
+    "count",
     "defuse_markdown",
     "dollars",
     "interval",
@@ -122,6 +125,7 @@ __all__ = [
     "template_env",
     "trend_markdown",
     "usd",
+    "with_report_link",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 

@@ -28,6 +28,34 @@ def render_note(name: str, **values: object) -> str:
     return str(getattr(template_env().get_template("notes.md.j2").module, name)(**values))
 
 
+def with_report_link(body: str, url: str, footer: str | None = None) -> str:
+    """``body`` with the report's link on its first screen: first on the link line (which
+    the renderer starts with :data:`LINK_MARK`, before the first collapsed block), replacing
+    a report link already there; a line of its own when there is none. ``footer`` (the
+    report's line that says what it holds) closes the body."""
+    from gate.report._escape import link_url
+    from gate.report._screen import LINK_MARK, REPORT_TEXT
+
+    target = link_url(url)
+    if target is None:
+        return body
+    link = f"[{REPORT_TEXT}]({target})"
+    lines = body.split("\n")
+    end = next((i for i, line in enumerate(lines) if line.startswith("<details>")), len(lines))
+    at = next((i for i in range(end) if lines[i].startswith(LINK_MARK)), None)
+    if at is None:
+        lines[end:end] = [LINK_MARK + link, ""]
+    else:
+        rest = lines[at].removeprefix(LINK_MARK)
+        if rest.startswith(f"[{REPORT_TEXT}]("):
+            rest = rest.split(")", 1)[1].removeprefix(" · ")
+        lines[at] = LINK_MARK + link + (f" · {rest}" if rest else "")
+    out = "\n".join(lines)
+    if footer:
+        out = out.rstrip("\n") + "\n\n" + footer.strip("\n") + "\n"
+    return out
+
+
 def trend_markdown(entries: list[HistoryEntry], last: int = 20) -> str | None:
     """A Mermaid chart (GitHub renders it) of main's pass rate, for main's step summary.
     None when there is too little to draw."""

@@ -119,5 +119,5 @@ def change_interval(name: str, iv: tuple[float, float] | None) -> str:
 
 
 FILTERS = {"pct": pct, "rate": rate, "pts": pts, "rel": rel, "pval": pval, "p_is": p_is,
-           "usd": usd, "dollars": dollars, "num": num, "signed": signed}
+           "usd": usd, "dollars": dollars, "num": num, "signed": signed, "counted": count}
 """The formatter as Jinja2 filters, registered in every template environment."""

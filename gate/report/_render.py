@@ -18,7 +18,15 @@ from markupsafe import Markup
 
 from gate.compare import AgentChange, Comparison, MetricResult, Resolution, TaskChange
 from gate.metrics import BY_NAME, PERMUTED, PERMUTED_GATING, said
-from gate.report._escape import link_url, md, no_mentions, no_references, plain, slug
+from gate.report._escape import (
+    code_span,
+    link_url,
+    md,
+    no_mentions,
+    no_references,
+    plain,
+    slug,
+)
 from gate.report._format import (
     FILTERS,
     MINUS,
@@ -34,7 +42,14 @@ from gate.report._format import (
     signed,
     usd,
 )
-from gate.report._screen import lead_room, short_headline, split_lead
+from gate.report._screen import (
+    JOIN,
+    LINK_MARK,
+    lead_room,
+    link_lines,
+    split_lead,
+    why_line,
+)
 from gate.report._skill_effect import skill_effect_context, skill_effect_lines
 
 #: GitHub rejects comment bodies over 65,536 characters; the CI layer adds a hidden marker and
@@ -136,6 +151,15 @@ def _verdict_text(m: MetricResult, resolution: Resolution | None) -> str:
     if m.significant and not m.exceeds_margin:
         return "✅ ok (within margin)"
     return "✅ ok"
+
+
+def metric_verdict_short(m: MetricResult, resolution: Resolution | None = None) -> str:
+    """The verdict for the first screen's narrow table: its icon and words without their
+    explanation (the full table says it): ``⚪ could not block``, ``⚠️ not gating``."""
+    text = _verdict_text(m, resolution)
+    if text == "⚠️ regression (not gating)":
+        return "⚠️ not gating"
+    return text.split(" (", 1)[0]
 
 
 def metric_change_short(m: MetricResult) -> str:
@@ -301,29 +325,53 @@ def _agent_change(x: AgentChange) -> dict[str, Markup]:
             "baseline": md(x.baseline or "—", 60), "candidate": md(x.candidate or "—", 60)}
 
 
-def _one_line(x: Markup) -> Markup:
-    return Markup(" ".join(str(x).split()))
-
-
 def _screen(c: Comparison, notes: Sequence[str], mode: Markup | None,
-            yardstick: Markup | None) -> dict[str, Any]:
-    """The first screen's headline and lead lines, and the lines that did not fit
-    (gate/report/_screen.py)."""
-    headline, details = short_headline(c)
+            yardstick: Markup | None, run_url: Markup | None,
+            command: str | None) -> dict[str, Any]:
+    """The first screen (gate/report/_screen.py): the verdict's words and the judge's why,
+    the lead lines that fit, the link line; and what did not fit, for the first collapsed
+    block (compare's headline in full first, then the why's other reasons, the notes, and
+    the yardstick's list as a list)."""
+    words, why, rest = why_line(c)
     ours = [_note(n) for n in [*c.notes, *notes][:MAX_NOTES]]
     reason = _schedule_reason(c)
-    lines = [*(md(d, 600) for d in details),
-             *([Markup("⚠️ ") + md(reason, 500) + Markup(".")] if reason else []),
-             *(_one_line(x) for x in (mode, yardstick) if x), *ours]
+    lines = [*([Markup("⚠️ ") + md(reason, 500) + Markup(".")] if reason else []),
+             *([mode] if mode else []),
+             *([Markup(YARDSTICK_LEAD)] if yardstick else []), *ours]
+    links = link_lines(run_url, command)
     shown = sum(1 for m in c.metrics if BY_NAME[m.name].first_screen)
-    lead, more = split_lead(lines, lead_room(shown), keep_last=bool(notes))
-    return {"headline": md(headline, 200), "lead": lead, "more": more,
+    lead, more = split_lead(lines, lead_room(shown, len(links)), keep_last=bool(notes))
+    said = [md(c.headline, 1500)] if c.why else [md(d, 600) for d in rest]
+    if c.why and rest:
+        said.append(Markup("Also: ") + Markup(JOIN).join(md(r, 200) for r in rest) + ".")
+    return {"words": md(words, 40), "why": md(why, 200), "lead": lead,
+            "more": [*said, *more, *([yardstick] if yardstick else [])],
+            "links": _links(run_url, command, len(links)),
             "hard_break": Markup("\\")}  # one quote, a line each (a backslash line end)
+
+
+#: the first screen's line when the PR changes what measures it (the list is collapsed)
+YARDSTICK_LEAD = "⚠️ This PR changes what measures it: the list is under “How sure”."
+
+
+def _links(run_url: Markup | None, command: str | None, lines: int) -> Markup | None:
+    """The link line: the CI run and the command that reproduces the verdict locally (the
+    report's link joins it once its URL is known: ``with_report_link``)."""
+    run = Markup(f"[CI run]({run_url})") if run_url else None
+    cmd = code_span(command, 200) if command else None
+    if run is None and cmd is None:
+        return None
+    if run is not None and cmd is not None and lines == 2:
+        return Markup(LINK_MARK) + run + Markup("\\\nLocally: ") + cmd
+    said = Markup("locally: " if run else "Locally: ")
+    parts = [*([run] if run else []), *([said + cmd] if cmd else [])]
+    return Markup(LINK_MARK) + Markup(JOIN).join(parts)
 
 
 def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
              trend: Sequence[Mapping[str, Any]] | None, max_tasks: int | None,
-             mode: Markup | None = None, yardstick: Markup | None = None) -> dict[str, Any]:
+             mode: Markup | None = None, yardstick: Markup | None = None,
+             command: str | None = None) -> dict[str, Any]:
     metrics = []
     for m in c.metrics:
         b, p = _value(m, m.baseline), _value(m, m.candidate)
@@ -334,6 +382,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
                         "from": Markup(_value(m, m.baseline)), "to": Markup(_value(m, m.candidate)),
                         "change": Markup(_change(m)), "short": Markup(metric_change_short(m)),
                         "verdict": Markup(_verdict(m, c.resolution)),
+                        "verdict_short": Markup(metric_verdict_short(m, c.resolution)),
                         "first_screen": BY_NAME[m.name].first_screen})
     interesting = sorted((t for t in c.tasks if _interesting(t)), key=_task_rank)
     shown = interesting if max_tasks is None else interesting[:max_tasks]
@@ -368,7 +417,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
     n_agent = len(c.agent_changes)
     return {
         "icon": Markup(verdict_words(c)[0]), "verdict_word": Markup(verdict_words(c)[1]),
-        **_screen(c, notes, mode, yardstick),
+        **_screen(c, notes, mode, yardstick, link_url(run_url), command),
         "metrics": metrics,
         "power": Markup(c.power.statement) if c.power else None,
         "resolution": (md(c.resolution.statement, 600)  # blind: the headline says it
@@ -426,9 +475,12 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
                     notes: Sequence[str] = (),
                     trend: Sequence[Mapping[str, Any]] | None = None,
                     yardstick: Markup | None = None, mode: Markup | None = None,
-                    evidence: Markup | None = None, accepted: bool = False) -> str:
+                    evidence: Markup | None = None, accepted: bool = False,
+                    command: str | None = None) -> str:
     """The PR comment body (no hidden marker: the GitHub layer adds its own). ``mode``: the
-    line saying what judged it, when not the stored baseline (a same-job A/B). ``evidence``:
+    line saying what judged it, when not the stored baseline (a same-job A/B). ``command``:
+    what reproduces the verdict locally, as a user types it (on the first screen's link
+    line, with the CI run; the report's link joins it later, ``with_report_link``). ``evidence``:
     what the runs did (gate/evidence.py, already escaped and bounded). ``accepted``: a
     regression a maintainer accepted, titled as such (the verdict and its numbers stay).
 
@@ -440,7 +492,7 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
     def render(max_tasks: int | None) -> str:
         return template.render(**_context(comparison, run_url=run_url, notes=notes,
                                           trend=trend, max_tasks=max_tasks, mode=mode,
-                                          yardstick=yardstick),
+                                          yardstick=yardstick, command=command),
                                same_job=mode is not None, evidence=evidence,
                                accepted=accepted and comparison.verdict == "regression")
 
@@ -460,16 +512,17 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
 def render_summary(comparison: Comparison, *, run_url: str | None = None,
                    notes: Sequence[str] = (),
                    trend: Sequence[Mapping[str, Any]] | None = None,
-                   accepted: bool = False) -> str:
+                   accepted: bool = False, command: str | None = None) -> str:
     """The step summary: the same content as the comment, so the two never disagree."""
     return render_markdown(comparison, run_url=run_url, notes=notes, trend=trend,
-                           accepted=accepted)
+                           accepted=accepted, command=command)
 
 
 def render_text(comparison: Comparison) -> str:
     """A plain-text report for logs and terminals without rich."""
     c = comparison
-    lines = [plain(c.headline, 1000), *(plain(n, 1000) for n in c.notes), ""]
+    why = [f"Why: {plain(' · '.join(c.why), 1000)}"] if c.why else []
+    lines = [plain(c.headline, 1000), *why, *(plain(n, 1000) for n in c.notes), ""]
     width = max(len(m.label) for m in c.metrics)
     for m in c.metrics:
         change = _change(m).replace("<sub>", "_").replace("</sub>", "")

@@ -1,14 +1,19 @@
 """The comment's first screen: what a phone shows before the first collapsed block.
 
-The verdict, one short headline (at most :data:`HEADLINE_MAX` characters), the key numbers in a
-table of four columns, and a few lines under it (what the headline left out, the CI layer's
-notes, the action line), :data:`FIRST_SCREEN` lines in all. What does not fit goes into the
-first collapsed block. Every number here is compare's (gate.compare), formatted, never
-recomputed.
+:data:`FIRST_SCREEN` lines at most (the Markdown source lines before the first ``<details>``,
+blank ones included), none wider than :data:`COLUMNS` as GitHub shows it (a link counts its
+text, not its address): the verdict; the one-line why (the judge's short reasons,
+``Comparison.why``, as many as fit, the rest in the first collapsed block); the key numbers in
+a table of four columns; a few lines under it (the CI layer's notes, the action line), when
+they fit; and the link line: the report, the CI run, and the command that reproduces the
+verdict locally. Every number here is compare's (gate.compare), formatted, never recomputed,
+and the why is the judge's, never re-decided here.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from gate.compare import Comparison
@@ -16,11 +21,62 @@ from gate.report._format import metric_value
 
 #: lines before the first ``<details>`` (blank lines included)
 FIRST_SCREEN = 15
-HEADLINE_MAX = 120
+#: the widest a first-screen line may show
+COLUMNS = 80
+#: the compare headline's limit when a comparison carries no why (one not from the judge)
+HEADLINE_MAX = COLUMNS
+#: what the link line starts with; the report's link is put after it once its URL is known
+LINK_MARK = "📎 "
+#: the report's link as the link line shows it (``with_report_link``), and its width there
+REPORT_TEXT = "Report"
+REPORT_ROOM = len(REPORT_TEXT + " · ")
+#: the why's label on the first screen (the title above it says the verdict)
+WHY = "Why"
+#: the why's reasons on the first line are joined by this
+JOIN = " · "
 
+_WORDS = {"pass": "No regression", "regression": "Regression", "inconclusive": "Inconclusive"}
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
 
 #: how compare's resolution statement begins when the design was blind (gate.compare)
 BLIND = "this comparison could not have detected a regression"
+
+
+def shown_width(line: str) -> int:
+    """How wide a Markdown source line shows on GitHub: a link is its text, emphasis marks,
+    code ticks, backslash escapes and a hard break take no room, an entity is one character."""
+    text = _LINK.sub(r"\1", line.rstrip("\\"))
+    text = _ESCAPED.sub(r"\1", text.replace("**", "").replace("`", ""))
+    return len(html.unescape(text).replace("\u200d", ""))
+
+
+def verdict_words(c: Comparison) -> str:
+    """The verdict in words, as compare's headline starts (``No regression``, ``Regression``,
+    ``Inconclusive``, or a state a later step of the judge names there), when short."""
+    prefix = c.headline.partition(": ")[0]
+    return prefix if 0 < len(prefix) <= 30 else _WORDS[c.verdict]
+
+
+def why_line(c: Comparison) -> tuple[str, str, list[str]]:
+    """(the line's label, the why as one line, the reasons that did not fit). The why is the
+    judge's (``Comparison.why``), under the title that says the verdict; a comparison
+    without one (``compare`` alone) says its headline, shortened, after the verdict's words."""
+    if not c.why:
+        headline, details = short_headline(c)
+        return verdict_words(c), headline.partition(": ")[2] or headline, details
+    room = COLUMNS - len(WHY) - 2
+    if len(JOIN.join(c.why)) <= room:
+        return WHY, JOIN.join(c.why), []
+    room -= len(f"{JOIN}+{len(c.why)} more")
+    shown: list[str] = []
+    for reason in c.why:  # in order; one too long leaves room for a shorter one after it
+        if len(JOIN.join([*shown, reason])) <= room:
+            shown.append(reason)
+        elif not shown:  # the first reason is always said, cut to fit
+            shown.append(reason[:room - 1].rstrip() + "…")
+    rest = [r for r in c.why if r not in shown]
+    return WHY, JOIN.join([*shown, *([f"+{len(rest)} more"] if rest else [])]), rest
 
 
 def _after(text: str, head: str) -> str:
@@ -83,8 +139,7 @@ def _short_headline(c: Comparison) -> tuple[str, list[str]]:
         return c.headline, []
     prefix, _, body = c.headline.partition(": ")
     if len(prefix) > 40:
-        prefix, body = {"pass": "No regression", "regression": "Regression"}.get(
-            c.verdict, "Inconclusive"), c.headline
+        prefix, body = _WORDS[c.verdict], c.headline
     rest, details = body, []
     for r in c.reasons:
         if r in rest:
@@ -116,19 +171,33 @@ def _short_headline(c: Comparison) -> tuple[str, list[str]]:
 
 def split_lead(lines: Sequence[str], room: int, keep_last: bool) -> tuple[list[str], list[str]]:
     """(the lines on the first screen, the rest for the first collapsed block): the first
-    ``room`` lines; with ``keep_last`` the last line (the CI layer's action line, which it
-    appends last) stays on the first screen whatever comes before it."""
+    ``room`` lines that fit :data:`COLUMNS` (in a quote: two columns less); with
+    ``keep_last`` the last line (the CI layer's action line, which it appends last) stays on
+    the first screen whatever comes before it, when it fits."""
     lines = list(lines)
-    if len(lines) <= room:
-        return lines, []
-    if room <= 0:
-        return [], lines
-    if keep_last:
-        return [*lines[:room - 1], lines[-1]], lines[room - 1:-1]
-    return lines[:room], lines[room:]
+    fits = [shown_width(str(x)) <= COLUMNS - 2 for x in lines]
+    last = len(lines) - 1 if keep_last and lines and fits[-1] else None
+    room -= 1 if last is not None else 0
+    lead = [i for i, ok in enumerate(fits) if ok and i != last][:max(room, 0)]
+    more = [x for i, x in enumerate(lines) if i not in lead and i != last]
+    return [lines[i] for i in lead] + ([lines[last]] if last is not None else []), more
 
 
-def lead_room(n_metrics: int) -> int:
-    """Lines left for the lead: title, blank, headline, blank, a table of header, rule and a
-    row per metric, a blank before the lead and one before ``<details>``."""
-    return FIRST_SCREEN - (4 + 2 + n_metrics + 2)
+def lead_room(n_metrics: int, link_lines: int) -> int:
+    """Lines left for the lead: title, headline, blank, a table of header, rule and a row per
+    metric, a blank; the link lines and the blank after them; the lead's own blank."""
+    links = link_lines + 1 if link_lines else 0
+    return FIRST_SCREEN - (3 + 2 + n_metrics + 1) - links - 1
+
+
+def link_lines(run_url: str | None, command: str | None) -> list[str]:
+    """The link line's parts as plain layout: ``(CI run's text, the command)`` joined on one
+    line when it fits with the report's link to come, else the command on a line of its own.
+    Returns the lines' shown text, to size the first screen (the template writes them)."""
+    parts = (["CI run"] if run_url else []) + ([f"locally: {command}"] if command else [])
+    if not parts:
+        return []
+    one = LINK_MARK + JOIN.join(parts)
+    if len(one) + REPORT_ROOM <= COLUMNS or not (run_url and command):
+        return [one]
+    return [LINK_MARK + "CI run", f"Locally: {command}"]

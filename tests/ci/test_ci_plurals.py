@@ -12,12 +12,14 @@ from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from gate.ci._policy import check_budget
 from gate.errors import Unmeasurable
+from gate.report import FILTERS
 from gate.results import Interruption
 
 
 def render(name: str, **context: Any) -> str:
     env = Environment(loader=PackageLoader("gate", "templates"), trim_blocks=True,
                       lstrip_blocks=True, undefined=ChainableUndefined)
+    env.filters.update(FILTERS)  # the formatter's, as every template environment has them
     return env.get_template(name).render(**context)
 
 
@@ -45,3 +47,38 @@ def test_a_budget_stop_counts_its_runs_in_words(n: int, words: str) -> None:
     with pytest.raises(Unmeasurable) as exc:
         check_budget(stopped)
     assert words in str(exc.value) and "(s)" not in str(exc.value)
+
+
+@pytest.mark.parametrize(("n", "words"), [(1, "1 turn"), (2, "2 turns")])
+def test_turns_are_counted_in_words_wherever_a_run_is_told(n: int, words: str) -> None:
+    """The comment's evidence, the HTML report's runs and ``gate run``'s progress line say
+    "1 turn", never "1 turns"."""
+    import numpy as np
+
+    from gate.cli._progress import run_line
+    from gate.compare._synthetic import synthetic_results
+    from gate.report import render_html
+
+    run = {"replication": 0, "turns": n, "ending": "answered", "parted": None,
+           "path_line": "read", "calls": [], "final": None, "verify": None}
+    evidence = render("evidence.md.j2", ev={"tasks": [{"task": "t", "counts": "1/1 → 0/1",
+                                                       "runs": [run]}],
+                                            "hidden": 0, "movers": []})
+    assert f"replication 0 ({words}, answered)" in evidence
+    results = synthetic_results([1.0], 1, np.random.default_rng(0))
+    results = results.model_copy(update={"runs": [
+        r.model_copy(update={"turns": n}) for r in results.runs]})
+    assert f"({words}, " in run_line(results.runs[0])
+    page = render_html(results)
+    assert f"· {words} ·" in page and "1 turns" not in page
+
+
+def test_a_new_baseline_counts_its_runs_and_tasks_in_words() -> None:
+    import numpy as np
+
+    from gate.baseline import promote
+    from gate.compare._synthetic import synthetic_results
+
+    results = synthetic_results([1.0], 6, np.random.default_rng(0))
+    _, said = promote(results, None)
+    assert "6 runs over 1 task" in said and "1 tasks" not in said

@@ -148,7 +148,13 @@ def test_the_deferred_comment_links_to_the_uploaded_artifact(project: Project,
     link = f"{server}/{REPO}/actions/runs/4242/artifacts/31337"
     assert f"[The full report]({link})" in comment["body"]
     assert "agent-gate-report" in comment["body"] and "gate-report.html" in comment["body"]
-    assert Path(run.outputs["report_path"]).read_text().strip() in comment["body"]
+    # the report as the gate step wrote it, with the report's link put on its first screen
+    body = comment["body"]
+    first = body[:body.index("<details>")]  # the first screen: the report, the run, the command
+    assert (f"\n📎 [Report]({link}) · [CI run]({server}/{REPO}/actions/runs/4242)"
+            " · locally: `gate compare --base-ref origin/main results.json`\n") in first
+    assert Path(run.outputs["report_path"]).read_text().strip() in comment["body"].replace(
+        f"[Report]({link}) · ", "")
     assert "comment_url<<" in post.stdout and comment["html_url"] in post.stdout
     assert TOKEN not in post.stdout.replace(f"::add-mask::{TOKEN}", "") + post.stderr
 

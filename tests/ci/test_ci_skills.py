@@ -147,11 +147,12 @@ def test_a_skill_that_stopped_helping_is_blocked_with_the_effect_drop(refreshed:
     assert "the PR changes the skill context-offloading: the conditions the baseline keeps" \
         in run.stderr
     body = _comment(refreshed)
-    headline = next(line for line in body.splitlines() if line.startswith("**Regression: "))
-    assert "skill effect" in headline and len(headline) <= 124  # one short sentence
+    lines = body.splitlines()  # the judge's why, under the title
+    why = lines[next(i for i, ln in enumerate(lines) if ln.startswith("### ")) + 1]
+    assert why.startswith("**Why:** ") and "skill effect −" in why and len(why) <= 90
     # the plain runs offer every skill, so the pass-rate test may see the loss too; the
-    # skill-effect test names it, in full on the first screen when the headline is short
-    reason = next(line for line in body[:body.index("<details>")].splitlines()
+    # skill-effect test names it, in full right under the first screen (compare's headline)
+    reason = next(line for line in body.splitlines()
                   if "skill effect (target − control) +" in line)
     assert "→ +0.0 pts" in reason
     assert "**Skill conditions.** The target skill's effect (target − control) +" in body

@@ -197,9 +197,11 @@ def test_the_scaffolds_pull_requests_read_the_baseline_its_refresh_writes(
     linked = str(comment["body"])
     assert f"[The full report]({page})" in linked and "artifacts/" not in linked
     def others(body: str) -> list[str]:
-        return [line for line in body.split("\n") if "[The full report](" not in line]
+        return [line for line in body.split("\n")
+                if "[The full report](" not in line and not line.startswith("📎 [Report](")]
 
-    assert others(linked) == others(posted)  # only the link's line changed
+    assert others(linked) == others(posted)  # only the report's links changed
+    assert f"📎 [Report]({page}) · " in linked  # on the first screen too
     published = sh(scaffold.tmp, "git", "--git-dir", str(scaffold.origin), "show",
                    f"agent-gate-data:reports/pr-{PR}/index.html")
     assert '<iframe sandbox="" ' in published and "<script" not in published  # wrapped

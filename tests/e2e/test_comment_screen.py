@@ -3,9 +3,10 @@
 ``gate init``, a baseline, then the scaffold's agent capped at one turn (``max_turns = 1``:
 every run fails). Against a deep baseline that is a regression; against three runs it is a
 comparison that could not have blocked it (exit 3), whose rows are never painted green. The
-first screen (the lines before the first collapsed block) is at most 15 lines with no table
-wider than four columns, the headline one line of at most 120 characters, the agent change
-said by key and value, and counts in words.
+first screen (the lines before the first collapsed block) is at most 15 lines, none wider than
+80 columns as GitHub shows it, with no table wider than four columns; on it the verdict, the
+one-line why (the collapsed task, the metric and by how much, ``max_turns 30 → 1``) and the
+command that reproduces it; the agent change said by key and value, and counts in words.
 """
 
 from __future__ import annotations
@@ -82,22 +83,33 @@ def metric_rows(lines: list[str]) -> dict[str, str]:
     return rows
 
 
-def check_phone_screen(body: str) -> list[str]:
+def shown(line: str) -> str:
+    """A source line as GitHub shows it: a link is its text; no emphasis marks, code ticks,
+    backslash escapes or hard-break backslash; an entity is its character."""
+    text = re.sub(r"\[([^\]]*)\]\([^)\s]*\)", r"\1", line.removesuffix("\\"))
+    text = re.sub(r"\\(.)", r"\1", text.replace("**", "").replace("`", ""))
+    return html.unescape(text).replace("\u200d", "")
+
+
+def check_phone_screen(body: str, command: str) -> list[str]:
     screen = first_screen(body)
     assert len(screen) <= 15, "\n".join(screen)
     for line in screen:
+        assert len(shown(line)) <= 80, line
         if line.startswith("|"):
             assert line.strip().strip("|").count("|") + 1 <= 4, line
-    headline = next(ln for ln in screen if ln.startswith("**"))
-    assert len(html.unescape(headline.strip("*"))) <= 120, headline
-    assert body.count(headline) == 1  # said once
+    why = screen[1]
+    assert why.startswith("**Why:** ") and "max\\_turns 30 → 1" in why, why
+    assert body.count(why) == 1  # said once
+    assert f"📎 Locally: `{command}`" in screen  # as the user typed it
     return screen
 
 
 def test_a_comparison_that_could_not_block_is_never_green(repo: Path) -> None:
     body = comment(repo, "baseline3.json", "c3.json", 3)
-    screen = check_phone_screen(body)
-    assert "**Inconclusive: this comparison could not have detected a regression**" in screen
+    screen = check_phone_screen(body, "gate compare baseline3.json c3.json")
+    assert screen[0] == "### ⚠️ agent-gate: inconclusive"
+    assert screen[1].startswith("**Why:** could not block: needs ≥ 6 runs per task · ")
     rows = metric_rows(screen)
     assert "100.0 % → 0.0 %" in rows["pass rate"]
     full = metric_rows(body[body.index("<details>"):].splitlines())  # the wide table's
@@ -106,9 +118,10 @@ def test_a_comparison_that_could_not_block_is_never_green(repo: Path) -> None:
         assert set(table) == {"pass rate", "mean turns", "cost per run", "cache-hit rate"}
         for row in table.values():
             assert "✅" not in row and "could not block" in row, row
-    assert "It needs ≥ 6 runs per task" in "\n".join(screen)  # the fix, on the first screen
+    assert "could not have detected a regression" in body  # compare's words, collapsed
     text = gate(repo, "compare", "baseline3.json", "c3.json")  # the terminal says it too
-    assert text.returncode == 3 and text.stdout.count("could not block") == 4, text.stdout
+    assert text.returncode == 3 and text.stdout.count("[could not block") == 4, text.stdout
+    assert "\nWhy: could not block: needs ≥ 6 runs per task · " in text.stdout  # the why too
     assert re.search(r"\bok\b", text.stdout) is None, text.stdout
     page = gate(repo, "report", "c3.json", "--baseline", "baseline3.json", "--html", "r.html")
     assert page.returncode == 0, page.stderr
@@ -126,9 +139,11 @@ def test_a_comparison_that_could_not_block_is_never_green(repo: Path) -> None:
 
 def test_a_regression_opens_on_a_phone_screen(repo: Path) -> None:
     body = comment(repo, "deep-baseline.json", "collapse.json", 1)
-    screen = check_phone_screen(body)
+    screen = check_phone_screen(body, "gate compare deep-baseline.json collapse.json")
     assert screen[0] == "### ❌ agent-gate: regression"
-    assert screen[2].startswith("**Regression: pass rate 100.0 % → 0.0 %")
+    # the metric and by how much, the task that collapsed, the setting that changed
+    assert screen[1] == ("**Why:** pass rate −100.0 pts · example-count-words collapsed · "
+                         "max\\_turns 30 → 1")
     rows = metric_rows(screen)
     assert "❌ regression" in rows["pass rate"]
     # the wide table (interval, p-values, margin) is in a collapsed block

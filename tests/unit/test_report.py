@@ -66,7 +66,7 @@ def test_comment_has_verdict_first_then_metrics_then_details() -> None:
                                   "base branch's."])
     lines = body.splitlines()
     assert lines[0].startswith("### ❌ agent-gate: regression")
-    assert "**Regression:" in lines[2]
+    assert "**Regression:" in lines[1]
     assert body.index("| pass rate |") < body.index("<details><summary>Per-task")
     for name in ("pass rate", "mean turns", "cost per run", "cache-hit rate"):
         assert f"| {name} |" in body
@@ -373,3 +373,27 @@ def test_a_verdict_without_its_icon_is_its_words_alone(fields: dict[str, object]
                      **fields)  # type: ignore[arg-type]
     assert metric_verdict(m, icon=False) == words
     assert metric_verdict(m).endswith(" " + words)
+
+
+def test_the_yardstick_note_is_a_list_one_item_a_line(tmp_path: Path) -> None:
+    """The changes a PR makes to what measures it are a Markdown list inside the quote, each
+    item on its own ``> - `` line: never joined onto the paragraph's line, where GitHub shows
+    a literal ``> -``."""
+    from gate.config import GateConfig
+    from gate.yardstick import SettingChange, Yardstick
+
+    ys = Yardstick(ref="r", label="main", config=GateConfig(root=tmp_path), tasks_dir=tmp_path,
+                   baseline_rel="baseline.json", baseline_text=None, history_text=None,
+                   settings=[SettingChange("[gate].alpha", 0.01, 0.5),
+                             SettingChange("[suite].replications", 3, 1)],
+                   files=["gate-history.jsonl"])
+    body = render_markdown(_comparison(), yardstick=ys.note())
+    lines = body.splitlines()
+    items = [ln for ln in lines if ln.startswith("> - ")]
+    assert items == ["> - `[gate].alpha`: 0.01 → 0.5", "> - `[suite].replications`: 3 → 1",
+                     "> - gate-history.jsonl: edited by this PR (the base's copy is used; main "
+                     "refreshes its own)"]
+    intro = lines.index(items[0]) - 1
+    assert lines[intro].startswith("> This PR changes what measures it.")
+    assert lines[intro].endswith("apply after the merge:")
+    assert not any("> -" in ln[2:] for ln in lines if ln.startswith(">")), body
