@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from gate._files import atomic_write_text, read_text
-from gate.compare import compare
 from gate.config import load_config
 from gate.errors import GateError
 from gate.results import load_results
@@ -33,12 +32,13 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
            html_path: str, config_path: str | None, run_url: str | None) -> None:
     """Write RESULTS as one self-contained HTML report, against a baseline when given.
 
-    The page holds the verdict (as `gate compare` reaches it), the four metrics with
-    intervals, a task table that sorts and filters, plots, and every run's transcript (read
-    from the RESULTS.transcripts/ directory `gate run` writes beside it; a baseline's too
-    when it is a run's own results file; else the traces main's refresh keeps next to the
-    baseline, --baseline-traces), the PR's beside the baseline's. It loads nothing
-    from anywhere and runs only its own script. Exit 0 once written, whatever the verdict.
+    The page holds the verdict (the one `gate compare` reaches from the same files), the
+    four metrics with intervals, a task table that sorts and filters, plots, and every run's
+    transcript (read from the RESULTS.transcripts/ directory `gate run` writes beside it; a
+    baseline's too when it is a run's own results file; else the traces main's refresh keeps
+    next to the baseline, --baseline-traces), the PR's beside the baseline's. It loads
+    nothing from anywhere and runs only its own script. Exit 0 once written, whatever the
+    verdict.
     """
     from gate.report import render_html
 
@@ -49,8 +49,10 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
     baseline = comparison = None
     traces = None
     if baseline_path is not None:
+        from gate.ci import verdict  # the one verdict: gate compare's and gate ci's
+
         baseline = load_results(baseline_path, "baseline")
-        comparison = compare(baseline, results, settings)
+        comparison = verdict(baseline, results, settings, None)
         traces = _baseline_traces(Path(baseline_path), traces_path)
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])
