@@ -28,8 +28,14 @@ from gate.traces import SIDECAR_LIMIT, Trace, parse_sidecar, sidecar_rel
               help="gate.toml whose [gate] settings (alpha, margins, block_on...) to use "
                    "(default: ./gate.toml if present).")
 @click.option("--run-url", envvar="GATE_RUN_URL", help="Link to the CI run, shown in the page.")
+@click.option("--history", "history_path", type=click.Path(dir_okay=False),
+              envvar="GATE_HISTORY",
+              help="Main's history file (gate-history.jsonl): apply the drift guard as "
+                   "`gate compare --history` and `gate ci` do (with --baseline; without one there "
+                   "is no verdict to guard).")
 def report(results_path: str, baseline_path: str | None, traces_path: str | None,
-           html_path: str, config_path: str | None, run_url: str | None) -> None:
+           html_path: str, config_path: str | None, run_url: str | None,
+           history_path: str | None) -> None:
     """Write RESULTS as one self-contained HTML report, against a baseline when given.
 
     The page holds the verdict (the one `gate compare` reaches from the same files), the
@@ -44,6 +50,11 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
 
     if traces_path is not None and baseline_path is None:
         raise click.UsageError("--baseline-traces needs --baseline (the baseline they belong to)")
+    history_text = None
+    if history_path is not None and baseline_path is not None:
+        from gate._files import HISTORY_LIMIT
+
+        history_text = read_text(history_path, HISTORY_LIMIT, "history")
     settings = load_config(config_path).gate
     results = load_results(results_path)
     baseline = comparison = None
@@ -52,7 +63,7 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
         from gate.ci import verdict  # the one verdict: gate compare's and gate ci's
 
         baseline = load_results(baseline_path, "baseline")
-        comparison = verdict(baseline, results, settings, None)
+        comparison = verdict(baseline, results, settings, history_text)
         traces = _baseline_traces(Path(baseline_path), traces_path)
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])
