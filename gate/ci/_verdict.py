@@ -1,5 +1,5 @@
 """The verdict of a judged run: ``compare.judge`` with main's history. Light on purpose (no
-runner, no forge): ``gate compare --base-ref`` loads only this of ``gate ci``."""
+runner, no forge): ``gate compare`` and ``gate report`` load only this of ``gate ci``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from gate.results import Results
 def verdict(baseline: Results, results: Results, settings: GateSettings,
             history_text: str | None,
             sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
-    """``compare.judge`` with main's history (its drift guard): what ``gate ci`` and
-    ``gate compare`` both call, so the answer is the same locally and in CI.
+    """``compare.judge`` with main's history (its drift guard): what ``gate ci``, ``gate
+    compare`` and ``gate report`` all call, so the comment, the terminal and the HTML page
+    give one answer from the same files, locally and in CI.
     ``history_text`` None: no history (a same-job A/B has no drift to guard against).
     ``sim_unjudged``: ``[ci] sim_unjudged`` of the config in force (the base branch's)."""
     from gate.compare import judge as compare_judge

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from gate._files import atomic_write_text, read_text
-from gate.compare import judge
 from gate.config import load_config
 from gate.errors import GateError
 from gate.results import load_results
@@ -29,30 +28,44 @@ from gate.traces import SIDECAR_LIMIT, Trace, parse_sidecar, sidecar_rel
               help="gate.toml whose [gate] settings (alpha, margins, block_on...) to use "
                    "(default: ./gate.toml if present).")
 @click.option("--run-url", envvar="GATE_RUN_URL", help="Link to the CI run, shown in the page.")
+@click.option("--history", "history_path", type=click.Path(dir_okay=False),
+              envvar="GATE_HISTORY",
+              help="Main's history file (gate-history.jsonl): apply the drift guard as "
+                   "`gate compare --history` and `gate ci` do (with --baseline; without one there "
+                   "is no verdict to guard).")
 def report(results_path: str, baseline_path: str | None, traces_path: str | None,
-           html_path: str, config_path: str | None, run_url: str | None) -> None:
+           html_path: str, config_path: str | None, run_url: str | None,
+           history_path: str | None) -> None:
     """Write RESULTS as one self-contained HTML report, against a baseline when given.
 
-    The page holds the verdict (as `gate compare` reaches it), the four metrics with
-    intervals, a task table that sorts and filters, plots, and every run's transcript (read
-    from the RESULTS.transcripts/ directory `gate run` writes beside it; a baseline's too
-    when it is a run's own results file; else the traces main's refresh keeps next to the
-    baseline, --baseline-traces), the PR's beside the baseline's. It loads nothing
-    from anywhere and runs only its own script. Exit 0 once written, whatever the verdict.
+    The page holds the verdict (the one `gate compare` reaches from the same files), the
+    four metrics with intervals, a task table that sorts and filters, plots, and every run's
+    transcript (read from the RESULTS.transcripts/ directory `gate run` writes beside it; a
+    baseline's too when it is a run's own results file; else the traces main's refresh keeps
+    next to the baseline, --baseline-traces), the PR's beside the baseline's. It loads
+    nothing from anywhere and runs only its own script. Exit 0 once written, whatever the
+    verdict.
     """
     from gate.report import render_html
 
     if traces_path is not None and baseline_path is None:
         raise click.UsageError("--baseline-traces needs --baseline (the baseline they belong to)")
+    history_text = None
+    if history_path is not None and baseline_path is not None:
+        from gate._files import HISTORY_LIMIT
+
+        history_text = read_text(history_path, HISTORY_LIMIT, "history")
     cfg = load_config(config_path)
     settings = cfg.gate
     results = load_results(results_path)
     baseline = comparison = None
     traces = None
     if baseline_path is not None:
+        from gate.ci import verdict  # the one verdict: gate compare's and gate ci's
+
         baseline = load_results(baseline_path, "baseline")
-        # the verdict gate compare gives (a pass rate the simulator cannot judge included)
-        comparison = judge(baseline, results, settings, sim_unjudged=cfg.ci.sim_unjudged)
+        comparison = verdict(baseline, results, settings, history_text,
+                             sim_unjudged=cfg.ci.sim_unjudged)
         traces = _baseline_traces(Path(baseline_path), traces_path)
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])

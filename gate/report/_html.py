@@ -560,12 +560,13 @@ def render_html(results: Results, *, results_path: Path | None = None,
                 seed: int = 0, run_url: str | None = None,
                 effects: EffectReport | None = None,
                 baseline_traces: Sequence[Trace] | None = None) -> str:
-    """The report page. ``comparison`` is ``compare(baseline, results, settings)`` when a
-    baseline is given; transcripts are read beside ``results_path`` (and ``baseline_path``,
-    when that is a run's own results file with its transcripts). ``baseline_traces``: the
-    traces kept next to the baseline (``baseline.traces.jsonl``), shown for each baseline
-    run that has no transcript here. ``effects``: the skill conditions' table and effects
-    (``gate.compare._effects.effects``), for a run of several conditions."""
+    """The report page. ``comparison`` is the verdict (``compare.judge``'s, as ``gate
+    compare`` reaches it: the page never judges) when a baseline is given; transcripts are
+    read beside ``results_path`` (and ``baseline_path``, when that is a run's own results
+    file with its transcripts). ``baseline_traces``: the traces kept next to the baseline
+    (``baseline.traces.jsonl``), shown for each baseline run that has no transcript here.
+    ``effects``: the skill conditions' table and effects (``gate.compare._effects.effects``),
+    for a run of several conditions."""
     script, style = _assets()
     c_by = runs_by_task(results.runs)
     b_by = runs_by_task(baseline.runs) if baseline is not None else {}

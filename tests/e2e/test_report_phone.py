@@ -96,11 +96,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
           _run(tmp, "one-task", 4, tasks=TASKS[:1], k=2))
     pooled = _pooled_with_traces(tmp)
     base = tmp / "base.json"
-    # name: results, baseline, whether gate compare's verdict is the page's (a run of skill
-    # conditions is judged by `gate compare` as CI judges it and by `gate report` on all runs)
+    # name: results, baseline, whether the banner is to say gate compare's verdict (it is the
+    # page's whenever there is a baseline: tests/e2e/test_one_verdict.py)
     made = {"regression": ("one-turn", base, True), "no-regression": ("pr", base, True),
             "inconclusive": ("one-task", base, True), "skills-alone": ("skills", None, False),
-            "skills": ("skills", base, False), "traces": ("pr", pooled, True)}
+            "skills": ("skills", base, True), "traces": ("pr", pooled, True)}
     out: Reports = {}
     for name, (results, baseline, judged) in made.items():
         page = tmp / f"{name}.html"
@@ -121,7 +121,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
         assert 'id="conditions"' in out[name][0].read_text()
     said = {n: v["verdict"] for n, (_, _, v) in out.items() if v is not None}
     assert said == {"regression": "regression", "no-regression": "pass",
-                    "inconclusive": "inconclusive", "traces": "pass"}
+                    "inconclusive": "inconclusive", "skills": "inconclusive", "traces": "pass"}
     return out
 
 

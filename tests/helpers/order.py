@@ -60,6 +60,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/sandbox/test_verifier_home.py": 16,
     "tests/e2e/test_report_html.py": 15,
     "tests/e2e/test_report_phone.py": 120,  # five simulator runs, six reports, two widths
+    "tests/e2e/test_one_verdict.py": 100,  # six simulator runs, five reports (-n 0, alone)
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)

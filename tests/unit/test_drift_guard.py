@@ -67,3 +67,50 @@ def test_gate_compare_applies_the_guard_with_history(tmp_path) -> None:  # type:
     guarded = CliRunner().invoke(main, [*args, "--history", str(history)])
     assert guarded.exit_code == 0, guarded.output
     assert "Drift guard" in guarded.output
+
+
+def test_gate_report_applies_the_guard_as_gate_compare_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`gate report --history` judges with the same history as `gate compare --history`: the
+    page's verdict is the one the terminal and the PR's comment give (one verdict)."""
+    import json
+
+    import numpy as np
+    from click.testing import CliRunner
+
+    from gate.cli import main
+    from gate.compare._synthetic import reference_rates, synthetic_results
+    from gate.results import write_results
+
+    rates = reference_rates(15)
+    rng = np.random.default_rng(1)
+    base = synthetic_results(rates, 20, rng)
+    broken = synthetic_results([0.0] * 5 + rates[5:], 5, rng)  # five tasks broken
+    write_results(tmp_path / "b.json", base)
+    write_results(tmp_path / "r.json", broken)
+    (tmp_path / "none.toml").write_text("")
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(json.dumps(e.model_dump()) + "\n" for e in _entries(
+        12, 6, [broken.summary.pass_rate or 0.0, 0.9], fp=base.agent.fingerprint)))
+    config = ["--config", str(tmp_path / "none.toml")]
+    for extra, said in (([], "regression"), (["--history", str(history)], "pass")):
+        judged = CliRunner().invoke(main, ["compare", str(tmp_path / "b.json"),
+                                           str(tmp_path / "r.json"), "--format", "json",
+                                           *config, *extra])
+        verdict = json.loads(judged.stdout)
+        assert verdict["verdict"] == said, judged.output
+        page = tmp_path / f"{said}.html"
+        written = CliRunner().invoke(main, ["report", str(tmp_path / "r.json"), "--baseline",
+                                            str(tmp_path / "b.json"), "--html", str(page),
+                                            *config, *extra])
+        assert written.exit_code == 0, written.output
+        assert f"report written ({said}, " in written.output
+        text = page.read_text()
+        assert f'<header class="verdict v-{said}">' in text
+        assert ("(drift guard)" in text) == (said == "pass")
+    missing = CliRunner().invoke(main, ["report", str(tmp_path / "r.json"), "--baseline",
+                                        str(tmp_path / "b.json"), "--html",
+                                        str(tmp_path / "x.html"), *config,
+                                        "--history", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    assert missing.stderr.strip().splitlines() == [
+        f"gate: error: {tmp_path / 'nope.jsonl'}: history not found"]
