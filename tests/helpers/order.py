@@ -56,6 +56,10 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_agent_paths.py": 20,  # guess: twenty gate starts
     "tests/sandbox/test_verifier_home.py": 16,
     "tests/e2e/test_report_html.py": 15,
+    # issue 39's README item (2026-12-06, each alone on a loaded machine)
+    "tests/sandbox/test_test_images.py": 120,  # a base image by debootstrap: 260 s loaded
+    "tests/e2e/test_readme_quick_start.py": 80,
+    "tests/e2e/test_pictures.py": 65,
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)
