@@ -5,7 +5,7 @@ a collapse of its example task out of the box (6 runs per task: docs/statistics.
 "Resolution"), the agent's system prompt (``agent/system.md``, long enough to be cached), one
 example task in the suite layout (``setup.sh``, ``task.md``, ``verify.sh``, ``task.toml``,
 ``solution/solve.sh``, and ``gatecheck.py``, which judges the verifier's checks outside the
-checked code's process: README.md, "Writing tasks"), the three workflows (the PR check; the
+checked code's process: docs/tasks.md, "Writing tasks"), the three workflows (the PR check; the
 baseline refresh on the default branch, kept on the data branch; the trusted report job after
 each PR check, which publishes its report on GitHub Pages and links it), with actions pinned
 by commit SHA and ``.github/dependabot.yml`` keeping them current, and the results' entries

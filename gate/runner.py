@@ -1,6 +1,6 @@
 """The runner: one (task, replication) in a fresh sandbox, verified, recorded honestly.
 
-The contract (the runner contract in the README) is identical for every agent kind and sandbox:
+The contract (the runner contract in docs/tasks.md) is identical for every agent kind and sandbox:
 fresh workspace, ``starting/`` copied, ``setup.sh`` (cwd = workspace), the agent, then
 ``.runner/final.txt`` and ``verify.sh`` under a timeout. Setup, sandbox and model-API
 failures the provider or the machine caused are infra errors, never task failures; what the

@@ -421,14 +421,14 @@ def exposed_ancestors(environ: Mapping[str, str] | None = None, *,
 def warn_exposed_ancestors(log: Callable[[str], None] | None = None) -> None:
     """Warn (one line on stderr, or ``log``) when a process above the gate holds a credential
     a task could read: the gate was started as a child of a shell that has it, not ``exec``'d
-    (the README's "Calling gate from your own steps")."""
+    (docs/security.md, "Calling `gate` from your own steps")."""
     for pid, comm, names in exposed_ancestors():
         shown = ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")
         line = (f"gate: warning: {shown} {'is' if len(names) == 1 else 'are'} "
                 f"in the environment of process {pid} ({_printable(comm)}) above the gate, "
                 f"readable by every task at /proc/{pid}/environ: exec the gate from "
                 "your step (`exec gate ci ...`) or keep credentials out of the calling shell "
-                "(README: Calling gate from your own steps)")
+                "(docs/security.md: Calling gate from your own steps)")
         if log is None:
             print(line, file=sys.stderr)
         else:

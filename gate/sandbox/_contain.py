@@ -11,7 +11,7 @@ launcher; when the command ends the gate writes ``cgroup.kill`` (SIGKILL to ever
 atomically against forks), waits until the cgroup is empty and removes it. Leaving a cgroup
 takes a write to another cgroup's ``cgroup.procs``, which only a user who can write the
 cgroup filesystem can do (root, where the gate runs as root: then only the docker sandbox
-holds, README's threat model).
+holds, docs/security.md's threat model).
 
 Elsewhere (no cgroup v2, not writable, macOS) the launcher and the process-group kill are all
 there is. Every command also carries ``GATE_SANDBOX_SCOPE`` (this gate process's scope) in its

@@ -252,7 +252,7 @@ class NetGuard:
     REFUSAL = ("a command with network would reach this host's own services through "
                "Docker's bridge, and the gate cannot close that here: it needs nsenter, ip and "
                "iptables, and root or password-less sudo to set rules in the container's "
-               "network namespace (README: threat model)")
+               "network namespace (docs/security.md: threat model)")
 
     def refusal(self) -> str | None:
         return self.REFUSAL if self.prefix is None else None

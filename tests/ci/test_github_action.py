@@ -678,9 +678,10 @@ def test_every_third_party_action_is_pinned_by_commit_sha(action: dict[str, Any]
 
 
 def _every_workflow() -> list[tuple[str, dict[str, Any]]]:
-    """Every workflow we document or run: docs/github.md, README.md, .github/workflows."""
+    """Every workflow we document or run: docs/github.md, docs/big-suites.md (the matrix),
+    README.md, .github/workflows."""
     found = [(f"{doc} #{i}", wf)
-             for doc in ("docs/github.md", "README.md")
+             for doc in ("docs/github.md", "docs/big-suites.md", "README.md")
              for i, wf in enumerate(map(yaml.safe_load, _doc_blocks("yaml", doc)))
              if isinstance(wf, dict) and "jobs" in wf]
     found += [(str(p.relative_to(ROOT)), yaml.safe_load(p.read_text()))
@@ -694,7 +695,8 @@ def test_every_workflow_is_least_privilege_bounded_and_never_half_cancelled() ->
     run: uploads after the gate run on `!cancelled()`, never `always()`, and a workflow_run job
     skips a cancelled run."""
     workflows = _every_workflow()
-    assert len(workflows) >= 8  # 5 in docs/github.md, 1 in README, 2 of this repository's
+    assert len(workflows) >= 9  # 5 in docs/github.md, 1 in docs/big-suites.md, 1 in
+    # README, 2 of this repository's
     for where, wf in workflows:
         assert wf.get("permissions") == {}, f"{where}: no `permissions: {{}}` at the top"
         triggers = _triggers(wf)

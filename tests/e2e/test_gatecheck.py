@@ -1,6 +1,6 @@
 """What the agent plants can never judge it: the bundled suite's and ``gate init``'s verifiers
 decide through gatecheck.py, which compares, outside the checked code's process, values the
-checked code hands back (README.md, "Writing tasks").
+checked code hands back (docs/tasks.md, "Writing tasks").
 
 Through the real CLI: ``gate run`` with a command agent (tests/helpers/plant.py) that plants a
 ``unittest.py`` and import-time hooks that exit 0, print what the old verifiers looked for,

@@ -280,8 +280,14 @@ def play_after_gate(action: dict[str, Any], inputs: dict[str, str],
     return played
 
 
-def _doc_blocks(lang: str, doc: str = "docs/github.md") -> list[str]:
-    text = (ROOT / doc).read_text()
+#: the pages that document the GitHub workflows: the action's own, the matrix of shards, and
+#: calling the gate from your own steps
+GITHUB_DOCS = ("docs/github.md", "docs/big-suites.md", "docs/security.md")
+
+
+def _doc_blocks(lang: str, doc: str | None = None) -> list[str]:
+    """The ``lang`` blocks of ``doc``, or of every page in GITHUB_DOCS."""
+    text = "\n".join((ROOT / d).read_text() for d in ((doc,) if doc else GITHUB_DOCS))
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 

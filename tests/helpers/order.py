@@ -61,6 +61,10 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_report_html.py": 15,
     "tests/e2e/test_report_phone.py": 120,  # five simulator runs, six reports, two widths
     "tests/e2e/test_one_verdict.py": 100,  # six simulator runs, five reports (-n 0, alone)
+    # issue 39's README item (2026-12-06, each alone on a loaded machine)
+    "tests/sandbox/test_test_images.py": 120,  # a base image by debootstrap: 260 s loaded
+    "tests/e2e/test_readme_quick_start.py": 80,
+    "tests/e2e/test_pictures.py": 65,
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)

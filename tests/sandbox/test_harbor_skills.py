@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.docker import engine_problem
+from tests.helpers.docker import standins_problem
 from tests.helpers.process import gate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,11 +27,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "harbor_real"
 
 @pytest.fixture(scope="module")
 def standins() -> None:
-    why = engine_problem()
-    if why is None:
-        p = subprocess.run(["bash", str(REPO / ".ci" / "harbor-images")], capture_output=True,
-                           text=True, timeout=1500)
-        why = None if p.returncode == 0 else "the Harbor stand-in images could not be built"
+    why = standins_problem()
     if why is not None:
         if os.environ.get("GATE_REQUIRE_DOCKER") == "1":
             pytest.fail(why)

@@ -4,7 +4,7 @@
 # untouched workspace and PASS after solution/solve.sh (`gate validate` checks both).
 # The checks go through gatecheck.py (beside this file): the checked code runs in a process of
 # its own and only answers with values, which are compared outside it, so it cannot pass by
-# exiting 0, printing "ok" or patching unittest (README.md, "Writing tasks").
+# exiting 0, printing "ok" or patching unittest (docs/tasks.md, "Writing tasks").
 set -euo pipefail
 cd "$WORK_DIR"
 export PYTHONDONTWRITEBYTECODE=1
