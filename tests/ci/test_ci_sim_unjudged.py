@@ -41,7 +41,8 @@ def test_a_prompt_pr_on_the_simulator_is_not_judged(sim_project: Project) -> Non
     assert run.outputs["verdict"] == "inconclusive"
     body = _comment(sim_project)
     assert "### ⚪ agent-gate: not judged by the simulator" in body, body
-    assert "**Not judged by the simulator: the system prompt" in body, body
+    assert "\n**Why:** pass rate not judged by the simulator" in body, body  # 1st screen
+    assert "> Not judged by the simulator: the system prompt" in body, body
     assert "✅ agent-gate" not in body and "No regression" not in body
     assert "| pass rate | " in body and "⚪ not judged by the simulator |" in body
     assert "Not judged by the simulator" in run.summary
@@ -57,5 +58,6 @@ def test_a_prompt_pr_on_the_simulator_is_not_judged(sim_project: Project) -> Non
     assert run.outputs["verdict"] == "pass"
     body = _comment(sim_project)
     assert "### ⚪ agent-gate: not judged by the simulator" in body, body
-    assert "**Not judged by the simulator: the system prompt" in body, body
+    assert "\n**Why:** pass rate not judged by the simulator" in body, body  # 1st screen
+    assert "> Not judged by the simulator: the system prompt" in body, body
     assert "✅ agent-gate" not in body and "No regression" not in body

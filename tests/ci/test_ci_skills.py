@@ -202,7 +202,8 @@ def test_a_harmless_rewording_of_the_skill_is_not_blocked(refreshed: Project) ->
     assert "Budget (`max-cost`)" in body
     assert "**Skill conditions.** The target skill's effect" in body
     assert "fell significantly" not in body
-    assert "**Not judged by the simulator: the text of the skill context-offloading" in body
+    assert "\n**Why:** pass rate not judged by the simulator" in body, body  # 1st screen
+    assert "Not judged by the simulator: the text of the skill context-offloading" in body
     row = next(line for line in body.splitlines() if line.startswith("| target |"))
     assert row.endswith(" ✅ |")
 

@@ -86,7 +86,8 @@ def test_compare_lists_a_broken_task_as_broken_and_names_it_in_the_headline(
 
     p = gate("compare", base, cand, "--format", "markdown", timeout=120)
     assert p.returncode == 0, p.stderr
-    assert "**No regression: 1 task broken (e); " in p.stdout, p.stdout  # the first screen
+    why = next(ln for ln in p.stdout.splitlines() if ln.startswith("**Why:** "))  # 1st screen
+    assert "1 task broken: e" in why, p.stdout
     assert "1 task broken, not run: e (missing verify.sh)" in p.stdout
     assert "➖ removed" not in p.stdout
 

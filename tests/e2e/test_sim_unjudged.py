@@ -98,7 +98,8 @@ def test_a_give_up_prompt_is_not_judged_by_the_simulator(suite: Path) -> None:
     # the comment says it first, in its title too: never "✅ no regression"
     _, markdown = _compare(suite, pr, "--format", "markdown")
     assert markdown.startswith("### ⚪ agent-gate: not judged by the simulator\n"), markdown
-    assert "**Not judged by the simulator: the system prompt" in markdown
+    assert "\n**Why:** pass rate not judged by the simulator" in markdown, markdown  # 1st screen
+    assert "> Not judged by the simulator: the system prompt" in markdown  # the full headline
     assert "✅ agent-gate" not in markdown
     _, data = _compare(suite, pr, "--format", "json")
     c = json.loads(data)
