@@ -166,7 +166,8 @@ Next steps:
      pull request run with the action's sim input: [ci] sim_unjudged = "inconclusive" in
      gate.toml (the default; "pass" exits 0 and the comment still says it first). A system
      prompt below the model's minimum cacheable length (1,024 tokens for Sonnet, tools
-     included) shows a cache-hit rate of 0 % there and through the API alike.
+     included) is not cached, here and through the API alike: gate run says so, and the
+     cache-hit rate is then what the conversation caches once it is that long.
      A simulator baseline never judges a real run: `gate compare` calls that inconclusive.
   4. Replace tasks/{EXAMPLE_TASK} with tasks from your own project, and point [agent] in
      gate.toml at your agent (its model, agent/system.md, tools, or your own command).
