@@ -13,7 +13,7 @@ from statistics import median
 
 import numpy as np
 
-from gate.compare import _intervals, _resolution, _stats
+from gate.compare import _intervals, _resolution, _stats, _unclear
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
     AgentChange,
@@ -490,7 +490,13 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
     resolution = _design_resolution(tasks, compared, metrics, settings)
+    metrics, resolution = _with_unclear(metrics, resolution, b_runs, c_runs, compared, settings)
     verdict, reasons = _blind_verdict(*_decide(metrics, incomplete, inconclusive), resolution)
+    exit_code, unclear_only = _EXIT[verdict], False
+    if resolution is not None and resolution.unclear_reasons and verdict != "regression":
+        unclear_only = verdict == "pass"
+        verdict, reasons = "inconclusive", [*reasons, *resolution.unclear_reasons]
+        exit_code = _unclear.EXIT if unclear_only else _EXIT[verdict]
     suite = SuiteChanges(
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
@@ -498,8 +504,9 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         unmeasured=sorted_tasks.unmeasured,
     )
     return Comparison(
-        verdict=verdict, exit_code=_EXIT[verdict],
-        headline=_headline(verdict, metrics, reasons, suite),
+        verdict=verdict, exit_code=exit_code,
+        headline=("Unclear: " + "; ".join(reasons) if unclear_only
+                  else _headline(verdict, metrics, reasons, suite)),
         notes=[n for n in (_estimated_note(candidate), net_raw_note(baseline, candidate)) if n],
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
@@ -587,6 +594,31 @@ def _design_resolution(tasks: list[TaskChange], compared: list[str],
     return _resolution.resolution(
         b_arr, nb_arr, nc_arr, metrics, alpha=settings.alpha,
         metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations)
+
+
+def _with_unclear(metrics: list[MetricResult], resolution: Resolution | None,
+                  b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
+                  compared: list[str], settings: GateSettings
+                  ) -> tuple[list[MetricResult], Resolution | None]:
+    """The metrics past their margin whose test could not reliably block the margin marked
+    "unclear", and the resolution saying so (gate/compare/_unclear.py)."""
+    if resolution is None:
+        return metrics, resolution
+    b_valid = {t: valid_runs(b_runs[t]) for t in compared}
+    c_valid = {t: valid_runs(c_runs[t]) for t in compared}
+    found = _unclear.unclear_metrics(metrics, resolution.blind, b_valid, c_valid,
+                                     permutations=settings.permutations)
+    if not found:
+        return metrics, resolution
+    design = _resolution.design_text([(len(b_valid[t]), len(c_valid[t])) for t in compared])
+    marked = [m.model_copy(update={"verdict": "unclear"}) if m.name in found else m
+              for m in metrics]
+    runs = [r for _, r in found.values()]
+    return marked, resolution.model_copy(update={
+        "unclear": list(found), "power_at_margin": {k: v[0] for k, v in found.items()},
+        "unclear_runs": None if None in runs else max(r for r in runs if r is not None),
+        "unclear_reasons": [_unclear.unclear_reason(m, *found[m.name], design)
+                            for m in marked if m.name in found]})
 
 
 def _blind_verdict(verdict: Verdict, reasons: list[str],

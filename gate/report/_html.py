@@ -460,7 +460,7 @@ def _verdict_class(m: MetricResult, c: Comparison) -> str:
     if m.blocks:
         return "bad"
     blind = c.resolution is not None and m.name in c.resolution.blind
-    if m.verdict == "regression" or not m.comparable or blind or not m.gating:
+    if m.verdict in ("regression", "unclear") or not m.comparable or blind or not m.gating:
         return "warn"
     return "ok"
 
