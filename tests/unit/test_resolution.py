@@ -104,7 +104,7 @@ def test_a_metric_outside_block_on_is_not_asked_to_detect_anything() -> None:
 
 def test_nothing_cached_in_the_baseline_is_said_not_blind() -> None:
     c = compare(_one_task(6, 6, hit=0.0), _one_task(6, 6, hit=0.0, seed=1), SETTINGS)
-    assert c.verdict == "pass"
+    assert c.exit_code == 0  # its turns +47 % by noise on one task read "unclear" (exit 0)
     assert c.resolution is not None
     cache = next(t for t in c.resolution.tests if t.metric == "cache_hit_rate")
     assert cache.min_p is None and cache.note is not None and "minimum cacheable" in cache.note
