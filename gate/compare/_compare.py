@@ -490,7 +490,8 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
     resolution = _design_resolution(tasks, compared, metrics, settings)
-    metrics, resolution = _with_unclear(metrics, resolution, b_runs, c_runs, compared, settings)
+    metrics, resolution = _unclear.with_unclear(metrics, resolution, b_runs, c_runs, compared,
+                                                permutations=settings.permutations)
     verdict, reasons = _blind_verdict(*_decide(metrics, incomplete, inconclusive), resolution)
     exit_code, unclear_only = _EXIT[verdict], False
     if resolution is not None and resolution.unclear_reasons and verdict != "regression":
@@ -594,31 +595,6 @@ def _design_resolution(tasks: list[TaskChange], compared: list[str],
     return _resolution.resolution(
         b_arr, nb_arr, nc_arr, metrics, alpha=settings.alpha,
         metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations)
-
-
-def _with_unclear(metrics: list[MetricResult], resolution: Resolution | None,
-                  b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
-                  compared: list[str], settings: GateSettings
-                  ) -> tuple[list[MetricResult], Resolution | None]:
-    """The metrics past their margin whose test could not reliably block the margin marked
-    "unclear", and the resolution saying so (gate/compare/_unclear.py)."""
-    if resolution is None:
-        return metrics, resolution
-    b_valid = {t: valid_runs(b_runs[t]) for t in compared}
-    c_valid = {t: valid_runs(c_runs[t]) for t in compared}
-    found = _unclear.unclear_metrics(metrics, resolution.blind, b_valid, c_valid,
-                                     permutations=settings.permutations)
-    if not found:
-        return metrics, resolution
-    design = _resolution.design_text([(len(b_valid[t]), len(c_valid[t])) for t in compared])
-    marked = [m.model_copy(update={"verdict": "unclear"}) if m.name in found else m
-              for m in metrics]
-    runs = [r for _, r in found.values()]
-    return marked, resolution.model_copy(update={
-        "unclear": list(found), "power_at_margin": {k: v[0] for k, v in found.items()},
-        "unclear_runs": None if None in runs else max(r for r in runs if r is not None),
-        "unclear_reasons": [_unclear.unclear_reason(m, *found[m.name], design)
-                            for m in marked if m.name in found]})
 
 
 def _blind_verdict(verdict: Verdict, reasons: list[str],

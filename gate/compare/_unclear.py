@@ -37,10 +37,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from gate.compare import _stats
-from gate.compare._model import MetricName, MetricResult
+from gate.compare import _resolution, _stats
+from gate.compare._model import MetricName, MetricResult, Resolution
 from gate.metrics import BY_NAME, Metric
-from gate.results import RunResult
+from gate.results import RunResult, valid_runs
 
 #: power at the margin below which a past-margin metric is "unclear"
 RELIABLE = 0.8
@@ -167,3 +167,28 @@ def unclear_reason(m: MetricResult, power: float, runs: int | None, design: str)
     return (f"{m.label} {change} ({p}) is past its {margin} margin, but with {design} its "
             f"test blocks a change of the margin's size only {power * 100:.0f} % of the time; "
             f"{settle}")
+
+
+def with_unclear(metrics: list[MetricResult], resolution: Resolution | None,
+                 b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
+                 compared: Sequence[str], *, permutations: int
+                 ) -> tuple[list[MetricResult], Resolution | None]:
+    """The metrics past their margin whose test could not reliably block the margin marked
+    "unclear", and the resolution saying so (what :func:`gate.compare.compare` calls)."""
+    if resolution is None:
+        return metrics, resolution
+    b_valid = {t: valid_runs(b_runs[t]) for t in compared}
+    c_valid = {t: valid_runs(c_runs[t]) for t in compared}
+    found = unclear_metrics(metrics, resolution.blind, b_valid, c_valid,
+                            permutations=permutations)
+    if not found:
+        return metrics, resolution
+    design = _resolution.design_text([(len(b_valid[t]), len(c_valid[t])) for t in compared])
+    marked = [m.model_copy(update={"verdict": "unclear"}) if m.name in found else m
+              for m in metrics]
+    runs = [r for _, r in found.values()]
+    return marked, resolution.model_copy(update={
+        "unclear": list(found), "power_at_margin": {k: v[0] for k, v in found.items()},
+        "unclear_runs": None if None in runs else max(r for r in runs if r is not None),
+        "unclear_reasons": [unclear_reason(m, *found[m.name], design)
+                            for m in marked if m.name in found]})
