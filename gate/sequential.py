@@ -37,10 +37,13 @@ MAX_MORE = 18
 
 
 def _only_blind(c: Comparison) -> bool:
-    """Inconclusive for one reason only: the runs so far could not have blocked anything."""
+    """Inconclusive for the design's reasons only: the runs so far could not have blocked
+    anything, or a metric past its margin could not reliably be blocked (unclear)."""
     r = c.resolution
-    return (c.verdict == "inconclusive" and r is not None and not r.detectable
-            and c.reasons == [r.statement])
+    if c.verdict != "inconclusive" or r is None or not c.reasons:
+        return False
+    design = set(r.unclear_reasons) | ({r.statement} if not r.detectable else set())
+    return all(x in design for x in c.reasons)
 
 
 def _metric_unclear(c: Comparison, pass_p: float) -> bool:

@@ -145,7 +145,9 @@ class Publisher:
             else:
                 ctx.io.error(headline, title="agent-gate: regression")
         elif verdict == "inconclusive":
-            ctx.io.error(headline, title="agent-gate: inconclusive")
+            # exit 0: a metric past its margin the design could not settle ("unclear")
+            (ctx.io.error if j.exit_code else ctx.io.warning)(
+                headline, title="agent-gate: inconclusive")
         else:
             ctx.io.notice(headline, title="agent-gate")
         return html

@@ -133,7 +133,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
                 conditions: str | None) -> None:
     """Compare RESULTS with BASELINE and give the verdict.
 
-    Exit 0 when there is no regression, 1 on a regression (the gate blocks), 2 on bad input,
+    Exit 0 when there is no regression (or a metric past its margin reads "unclear": its test
+    could not reliably block a change of the margin's size, and the first line says what would
+    settle it), 1 on a regression (the gate blocks), 2 on bad input,
     3 when the comparison is inconclusive (too few comparable tasks, too many infra errors, a
     design too small to have detected even a collapse, a simulator baseline judging runs
     through the API or the reverse) or there is no BASELINE file to compare with.

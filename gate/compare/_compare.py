@@ -13,7 +13,7 @@ from statistics import median
 
 import numpy as np
 
-from gate.compare import _intervals, _resolution, _stats
+from gate.compare import _intervals, _resolution, _stats, _unclear
 from gate.compare._broken import broken_reason, broken_tasks
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
@@ -507,7 +507,14 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
     resolution = _design_resolution(tasks, compared, metrics, settings)
+    metrics, resolution = _unclear.with_unclear(metrics, resolution, b_runs, c_runs, compared,
+                                                permutations=settings.permutations)
     verdict, reasons = _blind_verdict(*_decide(metrics, incomplete, inconclusive), resolution)
+    exit_code, unclear_only = _EXIT[verdict], False
+    if resolution is not None and resolution.unclear_reasons and verdict != "regression":
+        unclear_only = verdict == "pass"
+        verdict, reasons = "inconclusive", [*reasons, *resolution.unclear_reasons]
+        exit_code = _unclear.EXIT if unclear_only else _EXIT[verdict]
     suite = SuiteChanges(
         digest_changed=baseline.suite.digest != candidate.suite.digest,
         baseline_tasks=len(b_tasks), candidate_tasks=len(c_tasks), compared=len(compared),
@@ -515,8 +522,10 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         unmeasured=sorted_tasks.unmeasured, broken=sorted_tasks.broken,
     )
     return Comparison(
-        verdict=verdict, exit_code=_EXIT[verdict],
-        headline=_headline(verdict, metrics, reasons, suite, broken_reason(tasks)),
+        verdict=verdict, exit_code=exit_code,
+        headline=("Unclear: " + "; ".join([*reasons, *filter(None, [broken_reason(tasks)])])
+                  if unclear_only
+                  else _headline(verdict, metrics, reasons, suite, broken_reason(tasks))),
         notes=[n for n in (_estimated_note(candidate), net_raw_note(baseline, candidate)) if n],
         reasons=reasons, baseline=b_info, candidate=c_info, metrics=metrics,
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict
 Verdict = Literal["pass", "regression", "inconclusive"]
 MetricName = str  # a row of the table of metrics (gate/metrics.py)
 # "unjudged": measured, but the simulator cannot judge the change (gate/compare/_simjudge.py)
-MetricVerdict = Literal["ok", "regression", "n/a", "unjudged"]
+# "unclear": past its margin, and its test too weak to block a change of the margin's size
+# (gate/compare/_unclear.py); never "ok"
+MetricVerdict = Literal["ok", "regression", "n/a", "unjudged", "unclear"]
 # broken: a task of the suite the candidate's run could not load (or run), so did not run
 TaskStatus = Literal["compared", "added", "removed", "changed", "unmeasured", "broken"]
 TaskChangeKind = Literal["newly_failing", "newly_passing", "worse", "better", "same"]
@@ -197,6 +199,13 @@ class Resolution(_Frozen):
     runs_per_task: int | None = None
     tasks: int | None = None
     fix: str | None = None
+    # gating metrics past their margin whose test could not reliably block a change of the
+    # margin's size (gate/compare/_unclear.py): their power at the margin, the runs per task
+    # in both arms that would settle them all (None: more than the limit), and one reason each
+    unclear: list[MetricName] = []
+    power_at_margin: dict[str, float] = {}
+    unclear_runs: int | None = None
+    unclear_reasons: list[str] = []
 
 
 class SkillConditionRow(_Frozen):

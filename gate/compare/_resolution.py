@@ -146,6 +146,11 @@ def _fix_text(runs: int | None, tasks: int | None, shapes: Sequence[tuple[int, i
     return " or ".join(ways)
 
 
+def design_text(shapes: Sequence[tuple[int, int]]) -> str:
+    """The design in words: "3 runs per task against a 20-run baseline on 4 tasks"."""
+    return _design(shapes)
+
+
 def _design(shapes: Sequence[tuple[int, int]]) -> str:
     n = len(shapes)
     k = float(np.median([c for _, c in shapes])) if shapes else 0.0

@@ -478,7 +478,7 @@ def _verdict_class(m: MetricResult, c: Comparison) -> str:
     if m.blocks:
         return "bad"
     blind = c.resolution is not None and m.name in c.resolution.blind
-    if (m.verdict in ("regression", "unjudged") or not m.comparable or blind
+    if (m.verdict in ("regression", "unjudged", "unclear") or not m.comparable or blind
             or not m.gating):
         return "warn"
     return "ok"

@@ -144,6 +144,8 @@ def _verdict_text(m: MetricResult, resolution: Resolution | None) -> str:
         return "— n/a"
     if m.verdict == "regression":
         return "❌ regression" if m.blocks else "⚠️ regression (not gating)"
+    if m.verdict == "unclear":
+        return "⚠️ unclear"
     if resolution is not None and m.name in resolution.blind:
         return "⚪ could not block (too few runs)"
     if not m.gating:

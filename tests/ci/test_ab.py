@@ -279,7 +279,9 @@ def test_gate_init_then_a_first_pr_is_judged_by_a_same_job_ab(tmp_path: Path) ->
         ci = project.pr_branch("first", _readme)
         run = project.gate_ci(ci, "--sim", env={"ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.stdout + run.stderr
-    assert run.outputs["verdict"] == "pass"
+    # one task: turns or cost past a margin by noise reads "unclear" (exit 0), never a block
+    assert run.outputs["verdict"] == "pass" or str(run.outputs["headline"]).startswith(
+        "Unclear: "), run.outputs
     # the scaffold comments on a change only (comment_mode = "on-change"): the summary says it
     assert "Judged by a same-job A/B against" in run.summary
     assert "no baseline for `main` anywhere" in run.summary

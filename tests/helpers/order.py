@@ -54,6 +54,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/sandbox/test_disk_quota.py": 60,  # guess: three backends, an install, a tmpfs
     "tests/sandbox/test_netguard_private.py": 60,  # guess: six guarded containers
     "tests/e2e/test_infra_on_one_task.py": 55,
+    "tests/e2e/test_unclear_cli.py": 45,  # guess: three simulator runs of 12
     "tests/execution/test_meter_provider.py": 30,
     "tests/sandbox/test_agent_breaks_container.py": 20,
     "tests/e2e/test_agent_paths.py": 20,  # guess: twenty gate starts

@@ -79,7 +79,9 @@ def test_six_runs_block_a_collapse_and_a_broken_cache_and_pass_an_unchanged_agen
     assert cache.metric("cost").blocks and cache.metric("cache_hit_rate").blocks
     assert cache.metric("cost").p_value == pytest.approx(1 / 924)  # exact, not sampled
     same = compare(base, _one_task(6, 6, seed=2), SETTINGS)
-    assert same.verdict == "pass" and same.resolution is not None
+    # this draw's turns and cost moved past their margins by noise alone (+66 %, +44 %, one
+    # task): "unclear", exit 0 (gate/compare/_unclear.py), never a block
+    assert same.exit_code == 0 and same.resolution is not None
     assert same.resolution.detectable
     assert same.resolution.statement.startswith("Resolution: with 6 runs per task")
 
@@ -102,7 +104,7 @@ def test_a_metric_outside_block_on_is_not_asked_to_detect_anything() -> None:
 
 def test_nothing_cached_in_the_baseline_is_said_not_blind() -> None:
     c = compare(_one_task(6, 6, hit=0.0), _one_task(6, 6, hit=0.0, seed=1), SETTINGS)
-    assert c.verdict == "pass"
+    assert c.exit_code == 0  # its turns +47 % by noise on one task read "unclear" (exit 0)
     assert c.resolution is not None
     cache = next(t for t in c.resolution.tests if t.metric == "cache_hit_rate")
     assert cache.min_p is None and cache.note is not None and "minimum cacheable" in cache.note
@@ -232,7 +234,8 @@ def test_a_simulated_baseline_never_judges_a_real_run() -> None:
     back = judge(_one_task(6, 6, model="claude-sonnet-5-5"), _one_task(6, 6, seed=1), SETTINGS)
     assert back.verdict == "inconclusive" and "simulator" in back.headline
     same = judge(base, _one_task(6, 6, seed=1), SETTINGS)
-    assert same.verdict == "pass"
+    # judged (its turns' +47 % by noise on one task reads "unclear", exit 0), never refused
+    assert same.exit_code == 0 and "yardstick" not in same.headline
 
 
 def test_a_baseline_from_uncommitted_changes_is_shown_as_such() -> None:
