@@ -268,7 +268,8 @@ def test_the_banner_says_the_verdict_and_each_reason_once(kind: str) -> None:
     printed them twice, and the verdict twice)."""
     base, pr, c = _judged(kind)
     assert c.verdict == ("inconclusive" if kind == "inconclusive" else "regression")
-    assert len(c.reasons) == (2 if kind == "inconclusive" else 1)
+    # inconclusive: too few tasks, their runs, and any metric past its margin left unclear
+    assert len(c.reasons) >= 2 if kind == "inconclusive" else len(c.reasons) == 1
     page = render_html(pr, baseline=base, comparison=c)
     header = re.search(r"<header class=\"verdict[^>]*>(.*?)</header>", page, re.S)
     assert header is not None
