@@ -78,7 +78,7 @@ def suite_health(baseline: Results) -> list[TaskHealth]:
             out[task] = TaskHealth(
                 task=task, kind="always_fails",
                 reason=(f"failed all {len(runs)} valid baseline runs: it carries no signal "
-                        "on pass rate (a drop cannot show), only on turns and cost"))
+                        "on pass rate (what never passes cannot fall), only on turns and cost"))
     tested = {t: h for t, runs in by_task.items() if t not in out
               if (h := _history(t, runs, baseline.created_at)) is not None}
     level = HISTORY_ALPHA / len(tested) if tested else 0.0

@@ -39,7 +39,7 @@ def test_always_failing_task_is_named_with_why() -> None:
     health = suite_health(_pool([[1.0, 0.0, 0.9]] * 3))  # 15 runs each
     assert [(h.task, h.kind) for h in health] == [("t01", "always_fails")]
     assert health[0].line == ("t01: failed all 15 valid baseline runs: it carries no signal on "
-                              "pass rate (a drop cannot show), only on turns and cost")
+                              "pass rate (what never passes cannot fall), only on turns and cost")
 
 
 def test_too_few_runs_are_not_judged() -> None:
