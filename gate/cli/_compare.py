@@ -58,6 +58,7 @@ def _rich_report(c: Comparison) -> None:
     from rich.text import Text
 
     from gate.report import (
+        health_lines,
         is_interesting,
         metric_change,
         metric_value,
@@ -101,6 +102,8 @@ def _rich_report(c: Comparison) -> None:
         out.print(_table(["agent part", "baseline", "this run"],
                          [[a.part, a.baseline or "—", a.candidate or "—"]
                           for a in c.agent_changes]))
+    for line in health_lines(c):  # the suite's health, named once (gate/compare/_health.py)
+        out.print(Text(line))
 
 
 @click.command("compare")

@@ -13,8 +13,11 @@ import click
 from rich.markup import escape
 
 from gate.cli._output import console, table
+from gate.compare import TaskHealth, suite_health
 from gate.config import load_config
 from gate.errors import BadInput
+from gate.report import HEALTH_LEAD, count
+from gate.results import load_results
 from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
 from gate.tasks import load_suite
@@ -39,16 +42,31 @@ def print_checks(checks: list[TaskCheck]) -> None:
                 click.echo(f"    {line}")
 
 
+def _health(path: str, named: bool, tasks: set[str]) -> list[TaskHealth]:
+    """The suite health of the baseline at ``path`` (gate/compare/_health.py), for the tasks
+    validated; none without a baseline, unless one was named (then a missing file is bad
+    input)."""
+    if not named and not Path(path).exists():
+        return []
+    return [h for h in suite_health(load_results(path, "baseline")) if h.task in tasks]
+
+
 @click.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="GATE_CONFIG",
               help="gate.toml to read (default: ./gate.toml if present).")
 @click.option("--tasks", "tasks_dir", type=click.Path(file_okay=False), envvar="GATE_TASKS",
               help="Suite directory (default: [suite].tasks, i.e. tasks/).")
 @click.option("--task", "task_ids", multiple=True, help="Only this task id (repeatable).")
-def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...]) -> None:
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="Baseline whose suite health to name (default: [gate] baseline, when it "
+                   "exists).")
+def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str, ...],
+             baseline_path: str | None) -> None:
     """Check each task is sound: verify FAILS untouched and PASSES after the oracle.
 
     A task without solution/solve.sh is checked for failing untouched only, and says so.
+    With a baseline, its tasks that always fail or disagree with their own history are
+    named, with why (suite health: advice, never a broken task).
     Exit 1 if any task is broken, 0 if all are sound, 2 if the suite has no task at all.
     """
     from gate.github import in_actions
@@ -59,6 +77,8 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
     if not suite.tasks and not suite.problems:  # "0 sound, 0 broken" would read as a pass
         raise BadInput(f"{root}: no task found to validate (a task is a directory with "
                        "task.md and verify.sh, or a Harbor task with instruction.md)")
+    health = _health(baseline_path or str(cfg.path(cfg.gate.baseline)), bool(baseline_path),
+                     {t.id for t in suite.tasks})
     opts = RunOptions(verify_timeout=cfg.suite.verify_timeout, task_timeout=cfg.suite.task_timeout)
     with suite_sandboxes(cfg.suite, registry=in_actions()) as provider:
         checks = validate_suite(suite, provider=provider, options=opts)
@@ -73,5 +93,10 @@ def validate(config_path: str | None, tasks_dir: str | None, task_ids: tuple[str
     broken = [c for c in checks if not c.sound]
     unproven = sum(1 for c in checks if c.sound and c.oracle == "missing")
     tail = f" ({unproven} without an oracle)" if unproven else ""
-    click.echo(f"{len(checks) - len(broken)} sound{tail}, {len(broken)} broken")
+    if health:
+        click.echo(HEALTH_LEAD)
+        for h in health:
+            click.echo(f"  - {h.line}")
+    look = f"; {count(len(health), 'task')} to look at (suite health)" if health else ""
+    click.echo(f"{len(checks) - len(broken)} sound{tail}, {len(broken)} broken{look}")
     sys.exit(1 if broken else 0)

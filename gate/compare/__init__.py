@@ -15,6 +15,12 @@ from gate.compare._effects import (
     MetricEffect,
     effects,
 )
+from gate.compare._health import (
+    ALWAYS_FAILS_MIN_RUNS,
+    HISTORY_ALPHA,
+    fisher_two_sided,
+    suite_health,
+)
 from gate.compare._infra import InfraCount, infra_count, infra_rate, over_infra_limit
 from gate.compare._intervals import (
     ArmStats,
@@ -40,6 +46,7 @@ from gate.compare._model import (
     SkillEffect,
     SuiteChanges,
     TaskChange,
+    TaskHealth,
     TestReach,
     Verdict,
 )
@@ -48,6 +55,8 @@ from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, unjudged_c
 from gate.compare._stats import wilson
 
 __all__ = [
+    "ALWAYS_FAILS_MIN_RUNS",
+    "HISTORY_ALPHA",
     "SIM_UNJUDGED_DEFAULT",
     "AgentChange",
     "ArmInfo",
@@ -72,6 +81,7 @@ __all__ = [
     "SkillEffect",
     "SuiteChanges",
     "TaskChange",
+    "TaskHealth",
     "TaskInterval",
     "TestReach",
     "Verdict",
@@ -82,6 +92,7 @@ __all__ = [
     "decisive_p",
     "drift_guard",
     "effects",
+    "fisher_two_sided",
     "infra_count",
     "infra_rate",
     "intervals",
@@ -89,6 +100,7 @@ __all__ = [
     "over_infra_limit",
     "plain_runs",
     "resolution_with_runs",
+    "suite_health",
     "unjudged_changes",
     "wilson",
 ]

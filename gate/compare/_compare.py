@@ -15,6 +15,7 @@ import numpy as np
 
 from gate.compare import _intervals, _resolution, _stats, _unclear
 from gate.compare._broken import broken_reason, broken_tasks
+from gate.compare._health import suite_health
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
     AgentChange,
@@ -531,7 +532,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
         info=_info(b_runs, c_runs, compared), pass_rate_test=pass_test, infra=infra,
         power=power, tasks=tasks, agent_changes=_agent_changes(baseline, candidate),
         suite=suite, settings=settings.model_dump(mode="json"), schedule=schedule,
-        resolution=resolution,
+        resolution=resolution, health=suite_health(baseline),
     )
 
 

@@ -266,6 +266,19 @@ class SkillEffect(_Frozen):
     note: str | None = None  # why it could not be tested, when it could not
 
 
+class TaskHealth(_Frozen):
+    """A task of the baseline named for its health, with why."""
+
+    task: str
+    kind: Literal["always_fails", "disagrees"]
+    reason: str
+    p_value: float | None = None  # Fisher's exact test, for ``disagrees``
+
+    @property
+    def line(self) -> str:
+        return f"{self.task}: {self.reason}"
+
+
 class Comparison(_Frozen):
     """Everything ``gate compare`` concluded. Pure data: render it, dump it, gate on it."""
 
@@ -300,6 +313,9 @@ class Comparison(_Frozen):
     # the verdict's one-line why, a few short reasons (gate/compare/_why.py): what the first
     # screen of every report says after the verdict
     why: list[str] = []
+    # the baseline's tasks that carry no signal or disagree with their own history, with why
+    # (gate/compare/_health.py): every report names them once, never as part of the verdict
+    health: list[TaskHealth] = []
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from gate.report._render import (
         BUDGET,
         GITHUB_LIMIT,
+        HEALTH_LEAD,
+        health_lines,
         is_interesting,
         metric_change,
         metric_verdict,
@@ -73,16 +75,17 @@ _WHERE = {
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
     "render_html": "_html", "preload_html": "_html:preload",
-    **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "is_interesting", "metric_change",
-                     "metric_verdict", "overhead_note", "preload_templates", "render_markdown",
-                     "render_summary", "render_text", "schedule_note", "task_rank", "task_row",
-                     "template_env"), "_render"),
+    **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "HEALTH_LEAD", "health_lines", "is_interesting",
+                     "metric_change", "metric_verdict", "overhead_note", "preload_templates",
+                     "render_markdown", "render_summary", "render_text", "schedule_note",
+                     "task_rank", "task_row", "template_env"), "_render"),
 }
 
 __all__ = [
     "BUDGET",
     "FILTERS",
     "GITHUB_LIMIT",
+    "HEALTH_LEAD",
     "MINUS",
     "badge_value",
     "change_interval",
@@ -90,6 +93,7 @@ __all__ = [
     "count",
     "defuse_markdown",
     "dollars",
+    "health_lines",
     "interval",
     "is_interesting",
     "link_url",

@@ -40,7 +40,7 @@ from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
 from gate.metrics import METRICS, said
 from gate.report._format import FILTERS, interval, metric_value, pct, usd
-from gate.report._render import metric_change, metric_verdict, verdict_words
+from gate.report._render import HEALTH_LEAD, metric_change, metric_verdict, verdict_words
 from gate.results import (
     Results,
     RunResult,
@@ -641,6 +641,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
         run_url=run_url if run_url and run_url.startswith(("https://", "http://")) else None,
         data_json=_json_for_script(data),
         conditions=_condition_view(effects) if effects is not None else None,
+        health=[h.line for h in comparison.health] if comparison else [],
+        health_lead=HEALTH_LEAD,
     )
 
 

@@ -407,6 +407,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
                    ("removed", c.suite.removed), ("changed", c.suite.changed)) if x]
     if c.suite.digest_changed and len(suite_bits) == 1:
         suite_bits.append("suite digest changed")
+    if c.health:  # gate/compare/_health.py: named here once, with why
+        suite_bits.append(f"{count(len(c.health), 'task')} to look at")
 
     def arm(a: Any) -> dict[str, Any]:
         return {"model": md(a.model, 80), "kind": md(a.kind, 40),
@@ -434,6 +436,7 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "agent_changes": agent,
         "baseline": arm(c.baseline), "candidate": arm(c.candidate),
         "suite_summary": Markup(", ".join(suite_bits)), "suite_lines": suite_lines,
+        "health": [md(h.line, 600) for h in c.health], "health_lead": Markup(HEALTH_LEAD),
         "info": [{"name": Markup(i.name), "baseline": Markup(num(i.baseline)),
                   "candidate": Markup(num(i.candidate))} for i in c.info],
         "method": _method(c),
@@ -556,7 +559,21 @@ def render_text(comparison: Comparison) -> str:
               f"({plain(c.baseline.model, 80)}, {c.baseline.runs_per_task:g} runs/task) vs "
               f"{plain((c.candidate.commit or 'unknown')[:12])} "
               f"({plain(c.candidate.model, 80)}, {c.candidate.runs_per_task:g} runs/task)"]
+    if (health := health_lines(c)):
+        lines += ["", *health]
     return "\n".join(lines) + "\n"
+
+
+#: what leads the suite-health lines in every view (gate/compare/_health.py)
+HEALTH_LEAD = "Suite health, from the baseline (never part of the verdict):"
+
+
+def health_lines(c: Comparison) -> list[str]:
+    """The plain-text views' suite-health lines (the terminal's, render_text's): the lead and a
+    task a line; none when every task is healthy."""
+    if not c.health:
+        return []
+    return [HEALTH_LEAD, *(f"  - {plain(h.line, 600)}" for h in c.health)]
 
 
 # the views' shared pieces under their public names (gate.report exports them): the terminal
