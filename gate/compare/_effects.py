@@ -358,3 +358,19 @@ def effects(results: Results, conditions: Sequence[str], settings: GateSettings,
         conditions=condition_table(results),
         effects=[effect(results, names[0], b, settings, m) for b in names[1:]],
         comparisons=m, notes=notes)
+
+
+def conditions_only_reason(baseline: Results, candidate: Results) -> str | None:
+    """What the baseline gate says of an arm whose runs were all under a skill condition
+    (``gate run --condition``): it compares the runs with no condition, so that arm has none
+    (the files as ``judge`` hands them to ``compare``: their condition runs left out, their
+    schedule naming the conditions). None when both arms have runs."""
+    for who, arm in (("this run", candidate), ("the baseline", baseline)):
+        named = arm.schedule.conditions if arm.schedule is not None else None
+        if named and not arm.runs:
+            # before the ": ", the why's short reason (gate/compare/_why.py)
+            return (f"{who} holds only skill-condition runs ({', '.join(named)}): the baseline "
+                    "gate compares runs with no condition; run without --condition, or "
+                    "compare the conditions with each other (gate compare RESULTS --conditions "
+                    f"{','.join(named)}; docs/skills.md)")
+    return None
