@@ -8,11 +8,14 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 from click.testing import CliRunner
 from markupsafe import escape
 
 from gate.cli import main
-from gate.compare import Comparison
+from gate.compare import compare
+from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.config import GateSettings
 from gate.report import render_html
 from gate.results import load_results, write_results
 from tests.helpers.report import HOSTILE, _report
@@ -55,10 +58,11 @@ def test_the_page_says_each_of_compares_notes_once(pair: dict[str, Path]) -> Non
 
 def test_a_note_is_text_never_markup() -> None:
     """A note may carry a file's text (a task's name, an interruption's reason): escaped."""
-    from tests.e2e.test_report_phone import _judged
-
-    base, pr, c = _judged("regression")
-    c = Comparison.model_validate(c.model_dump() | {"notes": [f"a note {HOSTILE}"]})
+    rng = np.random.default_rng(0)
+    base = synthetic_results(reference_rates(4), 6, rng)
+    pr = synthetic_results(reference_rates(4), 6, rng)
+    c = compare(base, pr, GateSettings(permutations=999, power_simulations=0))
+    c = c.model_copy(update={"notes": [*c.notes, f"a note {HOSTILE}"]})
     page = render_html(pr, baseline=base, comparison=c)
     assert str(escape(f"a note {HOSTILE}")) in page
     assert HOSTILE not in page
