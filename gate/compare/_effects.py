@@ -361,16 +361,19 @@ def effects(results: Results, conditions: Sequence[str], settings: GateSettings,
 
 
 def conditions_only_reason(baseline: Results, candidate: Results) -> str | None:
-    """What the baseline gate says of an arm whose runs were all under a skill condition
-    (``gate run --condition``): it compares the runs with no condition, so that arm has none
+    """What the baseline gate says of arms whose runs were all under a skill condition
+    (``gate run --condition``): it compares the runs with no condition, and they have none
     (the files as ``judge`` hands them to ``compare``: their condition runs left out, their
-    schedule naming the conditions). None when both arms have runs."""
-    for who, arm in (("this run", candidate), ("the baseline", baseline)):
-        named = arm.schedule.conditions if arm.schedule is not None else None
-        if named and not arm.runs:
-            # before the ": ", the why's short reason (gate/compare/_why.py)
-            return (f"{who} holds only skill-condition runs ({', '.join(named)}): the baseline "
-                    "gate compares runs with no condition; run without --condition, or "
-                    "compare the conditions with each other (gate compare RESULTS --conditions "
-                    f"{','.join(named)}; docs/skills.md)")
-    return None
+    schedule naming the conditions). None when neither arm is such."""
+    arms = [(who, arm.schedule.conditions) for who, arm in (("this run", candidate),
+                                                            ("the baseline", baseline))
+            if arm.schedule is not None and arm.schedule.conditions and not arm.runs]
+    if not arms:
+        return None
+    who = " and ".join(w for w, _ in arms)
+    named = list(dict.fromkeys(c for _, conditions in arms for c in conditions or []))
+    # before the ": ", the why's short reason (gate/compare/_why.py)
+    return (f"{who} {'hold' if len(arms) > 1 else 'holds'} only skill-condition runs "
+            f"({', '.join(named)}): the baseline gate compares runs with no condition; run "
+            "without --condition, or compare the conditions with each other (gate compare "
+            f"RESULTS --conditions {','.join(named)}; docs/skills.md)")

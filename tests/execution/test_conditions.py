@@ -352,3 +352,8 @@ def test_a_run_of_conditions_only_against_a_plain_baseline_says_what_to_do(
     assert p.returncode == 3, p.stdout + p.stderr
     assert p.stdout.startswith("Inconclusive: the baseline holds only skill-condition runs "
                                "(control, target):"), p.stdout
+    # both: said of both
+    p = gate("compare", "--config", cfg, pr, pr)
+    assert "Traceback" not in p.stderr
+    assert p.stdout.startswith("Inconclusive: this run and the baseline hold only "
+                               "skill-condition runs (control, target):"), p.stdout
