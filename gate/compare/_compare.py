@@ -15,6 +15,7 @@ import numpy as np
 
 from gate.compare import _intervals, _resolution, _stats, _unclear
 from gate.compare._broken import broken_reason, broken_tasks
+from gate.compare._effects import conditions_only_reason
 from gate.compare._health import suite_health
 from gate.compare._infra import infra_rate, infra_took_over, over_infra_limit
 from gate.compare._model import (
@@ -501,6 +502,8 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
                                         baseline_tasks=len(b_tasks))
     inconclusive += [r for r in (_unmeasured_reason(tasks),
                                  _infra_task_reason(tasks, settings.max_infra_rate)) if r]
+    if (only := conditions_only_reason(baseline, candidate)) is not None:
+        inconclusive = [only]  # what the reasons above say of an arm with no plain run
     # An interrupted arm lacks runs, and not at random: the runs in flight when it stopped are
     # the long ones, and long runs fail more (timeouts, turn caps). What survived is shown, but
     # neither "pass" nor "regression" would be honest: the verdict is inconclusive (exit 3).

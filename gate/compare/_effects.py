@@ -358,3 +358,22 @@ def effects(results: Results, conditions: Sequence[str], settings: GateSettings,
         conditions=condition_table(results),
         effects=[effect(results, names[0], b, settings, m) for b in names[1:]],
         comparisons=m, notes=notes)
+
+
+def conditions_only_reason(baseline: Results, candidate: Results) -> str | None:
+    """What the baseline gate says of arms whose runs were all under a skill condition
+    (``gate run --condition``): it compares the runs with no condition, and they have none
+    (the files as ``judge`` hands them to ``compare``: their condition runs left out, their
+    schedule naming the conditions). None when neither arm is such."""
+    arms = [(who, arm.schedule.conditions) for who, arm in (("this run", candidate),
+                                                            ("the baseline", baseline))
+            if arm.schedule is not None and arm.schedule.conditions and not arm.runs]
+    if not arms:
+        return None
+    who = " and ".join(w for w, _ in arms)
+    named = list(dict.fromkeys(c for _, conditions in arms for c in conditions or []))
+    # before the ": ", the why's short reason (gate/compare/_why.py)
+    return (f"{who} {'hold' if len(arms) > 1 else 'holds'} only skill-condition runs "
+            f"({', '.join(named)}): the baseline gate compares runs with no condition; run "
+            "without --condition, or compare the conditions with each other (gate compare "
+            f"RESULTS --conditions {','.join(named)}; docs/skills.md)")

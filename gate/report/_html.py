@@ -472,6 +472,14 @@ def _parts(text: str) -> list[str]:
     return [p.strip(" ;") for p in text.split("; ") if p.strip(" ;,")]
 
 
+def _notes(comparison: Comparison | None, shown: Sequence[str | None]) -> list[str]:
+    """The verdict policy's notes (drift guard, sequential looks, the α split, an uncommitted
+    baseline, ...) as ``gate compare`` and the PR comment say them: each once, none the
+    banner already says."""
+    notes = dict.fromkeys(comparison.notes if comparison is not None else [])
+    return [n for n in notes if n not in shown]
+
+
 def _verdict_class(m: MetricResult, c: Comparison) -> str:
     """The row's colour: a metric that could not have blocked (blind, not gating, not
     comparable) is never the green "ok"."""
@@ -616,6 +624,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
                     + f", {summary.errors} infra error{'s' if summary.errors != 1 else ''}, "
                     f"{len(results.suite.tasks)} tasks.")
     arms = [("this run", results)] + ([("baseline", baseline)] if baseline is not None else [])
+    interrupted = [n for _, a in arms if (n := a.interruption_note())]
+    net_raw = net_raw_note(*(a for _, a in arms))
     return _env().get_template("report.html.j2").render(
         csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
         verdict=verdict, verdict_class=(
@@ -624,8 +634,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
             else comparison.verdict),
         headline=headline, reasons=reasons,
         power=comparison.power.statement if comparison and comparison.power else None,
-        interrupted=[n for _, a in arms if (n := a.interruption_note())],
-        net_raw=net_raw_note(*(a for _, a in arms)),
+        interrupted=interrupted, net_raw=net_raw,
+        notes=_notes(comparison, [headline, *reasons, *interrupted, net_raw]),
         metrics=_metric_rows(comparison, iv),
         bootstrapped=said([m for m in METRICS if m.kind != "pass"]),
         level=f"{level * 100:g} %", with_baseline=baseline is not None,

@@ -94,8 +94,8 @@ class _Banner(HTMLParser):
 
 
 def _said(verdict: dict[str, Any]) -> list[str]:
-    """What ``gate compare``'s verdict says: each reason, and each clause of its headline
-    that is not a reason (the banner's lines, in some order)."""
+    """What ``gate compare``'s verdict says: each reason, each clause of its headline that
+    is not a reason, and each of its notes (the banner's lines, in some order)."""
     word = WORDS[verdict["verdict"]]
     assert verdict["headline"].startswith(word + ": "), verdict["headline"]
     rest = verdict["headline"][len(word) + 2:]
@@ -103,7 +103,8 @@ def _said(verdict: dict[str, Any]) -> list[str]:
     for reason in verdict["reasons"]:
         said.append(reason)
         rest = rest.replace(reason, "", 1)
-    return said + [p for p in (p.strip(" ;") for p in rest.split("; ")) if p.strip(" ;,")]
+    said += [p for p in (p.strip(" ;") for p in rest.split("; ")) if p.strip(" ;,")]
+    return said + [n for n in dict.fromkeys(verdict["notes"]) if n not in said]
 
 
 @pytest.fixture(scope="module")

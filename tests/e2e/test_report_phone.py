@@ -82,6 +82,17 @@ def _pooled_with_traces(tmp: Path) -> Path:
     return pooled / "baseline.json"
 
 
+def _dirty(base: Path) -> Path:
+    """The baseline as a refresh from a working tree with uncommitted changes marks it: the
+    judge notes it on every report."""
+    data = json.loads(base.read_text())
+    data["uncommitted"] = [{"commit": data.get("commit"), "created_at": data["created_at"],
+                            "why": "uncommitted changes"}]
+    dirty = base.with_name("dirty-base.json")
+    dirty.write_text(json.dumps(data))
+    return dirty
+
+
 Reports = dict[str, tuple[Path, bool, dict[str, Any] | None]]
 
 
@@ -96,11 +107,13 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
           _run(tmp, "one-task", 4, tasks=TASKS[:1], k=2))
     pooled = _pooled_with_traces(tmp)
     base = tmp / "base.json"
+    dirty = _dirty(base)
     # name: results, baseline, whether the banner is to say gate compare's verdict (it is the
     # page's whenever there is a baseline: tests/e2e/test_one_verdict.py)
     made = {"regression": ("one-turn", base, True), "no-regression": ("pr", base, True),
             "inconclusive": ("one-task", base, True), "skills-alone": ("skills", None, False),
-            "skills": ("skills", base, True), "traces": ("pr", pooled, True)}
+            "skills": ("skills", base, True), "traces": ("pr", pooled, True),
+            "notes": ("pr", dirty, True)}
     out: Reports = {}
     for name, (results, baseline, judged) in made.items():
         page = tmp / f"{name}.html"
@@ -121,7 +134,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
         assert 'id="conditions"' in out[name][0].read_text()
     said = {n: v["verdict"] for n, (_, _, v) in out.items() if v is not None}
     assert said == {"regression": "regression", "no-regression": "pass",
-                    "inconclusive": "inconclusive", "skills": "inconclusive", "traces": "pass"}
+                    "inconclusive": "inconclusive", "skills": "inconclusive", "traces": "pass",
+                    "notes": "pass"}
+    assert out["notes"][2] is not None and out["notes"][2]["notes"], "no note to show"
     return out
 
 
@@ -230,8 +245,9 @@ def _fits(page: Any, width: int, with_baseline: bool,
 
 
 def _said_once(banner: str, verdict: dict[str, Any]) -> list[str]:
-    """The banner says the verdict once, each of compare's reasons once, and whatever else its
-    headline says (no regression's pass rate and tasks, a note) once."""
+    """The banner says the verdict once, each of compare's reasons once, whatever else its
+    headline says (no regression's pass rate and tasks, a note) once, and each of its notes
+    once."""
     word = {"pass": "No regression", "regression": "Regression",
             "inconclusive": "Inconclusive"}[verdict["verdict"]]
     headline = verdict["headline"]
@@ -241,7 +257,7 @@ def _said_once(banner: str, verdict: dict[str, Any]) -> list[str]:
     for reason in verdict["reasons"]:
         said.append(reason)
         rest = rest.replace(reason, "", 1)
-    said += [p for p in (p.strip(" ;") for p in rest.split("; ")) if p]
+    said += [p for p in (p.strip(" ;") for p in rest.split("; ")) if p] + verdict["notes"]
     return [f"the banner says {s!r} {banner.count(s)} times: {banner!r}" for s in said
             if banner.count(s) != 1]
 

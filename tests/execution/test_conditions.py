@@ -321,3 +321,39 @@ def test_shards_of_a_conditions_run_merge_into_the_whole_run(tmp_path: Path) -> 
     assert extra["skipped_conditions"] == {PLAIN: ["target"]}
     p = gate("compare", merged, "--conditions", "control,target")
     assert p.returncode == 0 and "target vs control on 1 task" in p.stdout, p.stderr
+
+
+@pytest.mark.slow  # runs `gate` as a subprocess
+def test_a_run_of_conditions_only_against_a_plain_baseline_says_what_to_do(
+        tmp_path: Path) -> None:
+    """The baseline gate compares the runs with no condition: a run that holds none is told so,
+    with what to do, not left with "0 of N tasks comparable (this run: no run)"."""
+    cfg = bundled_config(tmp_path)
+    base, pr = tmp_path / "base.json", tmp_path / "pr.json"
+    tasks = ("--task", RATE, "--task", PLAIN)
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "--no-transcripts", *tasks, "-o", base)
+    assert p.returncode in (0, 1), p.stderr
+    p = gate("run", "--config", cfg, "--sim", "-k", "1", "--no-transcripts", *tasks,
+             "--condition", "control", "--condition", "target", "-o", pr)
+    assert p.returncode in (0, 1), p.stderr
+    p = gate("compare", "--config", cfg, base, pr)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    headline = p.stdout.splitlines()[0]
+    assert headline == (
+        "Inconclusive: this run holds only skill-condition runs (control, target): the baseline "
+        "gate compares runs with no condition; run without --condition, or compare the "
+        "conditions with each other (gate compare RESULTS --conditions control,target; "
+        "docs/skills.md)"), p.stdout
+    assert p.stdout.splitlines()[1] == "Why: this run holds only skill-condition runs", p.stdout
+    assert "no run" not in p.stdout and "comparable (need" not in p.stdout, p.stdout
+    # the other way round: a baseline of conditions only is named as the baseline
+    p = gate("compare", "--config", cfg, pr, base)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert p.stdout.startswith("Inconclusive: the baseline holds only skill-condition runs "
+                               "(control, target):"), p.stdout
+    # both: said of both
+    p = gate("compare", "--config", cfg, pr, pr)
+    assert "Traceback" not in p.stderr
+    assert p.stdout.startswith("Inconclusive: this run and the baseline hold only "
+                               "skill-condition runs (control, target):"), p.stdout
