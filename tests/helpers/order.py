@@ -66,6 +66,15 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/sandbox/test_test_images.py": 120,  # a base image by debootstrap: 260 s loaded
     "tests/e2e/test_readme_quick_start.py": 80,
     "tests/e2e/test_pictures.py": 65,
+    # issue 39's other new modules (helpers' figures, each alone on a loaded machine)
+    "tests/ci/test_ci_broken.py": 40,
+    "tests/e2e/test_broken_tasks.py": 40,
+    "tests/e2e/test_adoption_guards.py": 30,
+    "tests/e2e/test_errors_name_the_fix.py": 20,
+    "tests/e2e/test_prefix_not_cached.py": 40,
+    "tests/e2e/test_suite_health.py": 10,
+    "tests/e2e/test_validate_build_output.py": 30,
+    "tests/sandbox/test_install_skills.py": 60,
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)
