@@ -61,9 +61,10 @@ MAX_AGENT_ROWS = 20
 MAX_NOTES = 10
 MAX_TREND = 20
 
-_ICON = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️", "unjudged": "⚪"}
+_ICON = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️", "unjudged": "⚪",
+         "unclear": "⚠️"}
 _WORD = {"pass": "no regression", "regression": "regression", "inconclusive": "inconclusive",
-         "unjudged": "not judged by the simulator"}
+         "unjudged": "not judged by the simulator", "unclear": "unclear"}
 _CHANGE = {
     "newly_failing": (0, "🔴 newly failing"), "worse": (1, "🟠 worse"),
     "newly_passing": (6, "🟢 newly passing"), "better": (7, "🟢 better"), "same": (8, "flaky"),
@@ -84,8 +85,15 @@ _signed, _p_is = signed, p_is  # the formatter's, under the names this module ha
 def title_state(c: Comparison) -> str:
     """The title's state: compare's verdict, or ``unjudged`` when the simulator could not
     judge the pass rate and nothing blocked (compare's ``Comparison.unjudged``): never
-    "✅ no regression" on what the gate did not see, whatever ``[ci] sim_unjudged`` exits."""
-    return "unjudged" if c.unjudged is not None and c.verdict != "regression" else c.verdict
+    "✅ no regression" on what the gate did not see, whatever ``[ci] sim_unjudged`` exits;
+    ``unclear`` when only a metric past its margin that its test could not settle kept it
+    from a pass (exit 0, never a bare "inconclusive")."""
+    if c.unjudged is not None and c.verdict != "regression":
+        return "unjudged"
+    if (c.verdict == "inconclusive" and c.exit_code == 0 and c.resolution is not None
+            and c.resolution.unclear_reasons):
+        return "unclear"  # only unclear (gate/compare/_unclear.py): it exits 0, says why
+    return c.verdict
 
 
 def verdict_words(c: Comparison) -> tuple[str, str]:

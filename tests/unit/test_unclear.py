@@ -167,3 +167,17 @@ def test_a_deep_suite_with_a_clear_test_is_not_unclear() -> None:
                 SETTINGS)
     assert c.verdict == "pass" and c.headline.startswith("No regression")
     assert c.resolution is not None and c.resolution.unclear == []
+
+
+def test_an_unclear_comparison_is_titled_unclear_in_every_view() -> None:
+    """An unclear comparison exits 0 and its verdict is "inconclusive": its title says
+    "unclear", as its headline does, never a bare "inconclusive" a reviewer reads as a
+    failed check, nor "no regression"."""
+    from gate.report import render_html, render_markdown
+
+    base, pr = _four_tasks(2, 1.25)  # cost +31 %, p = 0.018: past the margin, not blocking
+    c = compare(base, pr, SETTINGS)
+    assert c.exit_code == 0 and c.headline.startswith("Unclear: ")
+    assert render_markdown(c).startswith("### ⚠️ agent-gate: unclear\n")
+    page = render_html(pr, baseline=base, comparison=c)
+    assert "agent-gate: Unclear" in page and "agent-gate: Inconclusive" not in page
