@@ -167,7 +167,9 @@ def promote(results: Results, baseline: Results | None, *,
         pooled.extend(r for r in new_runs if r.task == task)
     merged = _fresh(results, _keep_newest(pooled, pool_size), baseline)
     dropped = sorted(set(baseline.suite.tasks) - set(results.suite.tasks))
-    msg = f"pooled {len(new_runs)} runs; now {_describe(merged)}"
+    from gate.report import count
+
+    msg = f"pooled {count(len(new_runs), 'run')}; now {_describe(merged)}"
     if replaced:
         msg += f"; {len(replaced)} changed task(s) restarted"
     if dropped:

@@ -209,7 +209,7 @@ def test_a_pr_matrix_runs_three_shards_and_the_judge_posts_one_comment(
     assert "<details><summary>Evidence: what the runs did" in body
     assert re.search(r"\*\*They part at step \d+:\*\* the baseline's runs called .+?; this "
                      r"PR's failing runs ended stopped \(3 of 3\)\.", body), body
-    assert re.search(r"This PR's replication \d \(1 turns, max\\_turns \(1\) reached\)", body)
+    assert re.search(r"This PR's replication \d \(1 turn, max\\_turns \(1\) reached\)", body)
     assert "No transcript of this PR's failing runs" not in body
     # the report shows every PR run's transcript (and main's runs as their traces)
     assert "transcript not available" not in page and "no transcript recorded" not in page

@@ -48,14 +48,14 @@ def test_baseline_onto_another_suites_baseline_is_refused_naming_both(tmp_path: 
     p = gate(tmp_path, "baseline", "r.json", "--baseline", bundled, "--other-suite")
     assert p.returncode == 0, p.stderr
     assert f"replaced the baseline of suite {old['digest'][:19]} ({n} tasks: " in p.stdout
-    assert "new baseline: 1 runs over 1 tasks" in p.stdout, p.stdout
+    assert "new baseline: 1 run over 1 task" in p.stdout, p.stdout
     assert set(json.loads(bundled.read_text())["suite"]["tasks"]) == {"example-count-words"}
 
     # the same suite, run again: pooled as ever, no flag needed
     p = gate(tmp_path, "run", "--sim", "--agent", "oracle", "-k", "1", "-o", "r2.json")
     assert p.returncode == 0, p.stderr
     p = gate(tmp_path, "baseline", "r2.json", "--baseline", bundled)
-    assert p.returncode == 0 and "pooled 1 runs; now 2 runs over 1 tasks" in p.stdout, \
+    assert p.returncode == 0 and "pooled 1 run; now 2 runs over 1 task" in p.stdout, \
         p.stdout + p.stderr
 
 
