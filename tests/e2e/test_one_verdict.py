@@ -11,25 +11,20 @@ is handed the verdict ``gate.ci.verdict`` reaches).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.simruns import TASKS, gate_popen, one_turn_config, sim_run
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS = ("fix-version-compare", "fix-slugify-whitespace", "find-api-rate-limit")
 WORDS = {"pass": "No regression", "regression": "Regression", "inconclusive": "Inconclusive"}
 
-
-def _gate(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "gate", *(str(a) for a in args)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _done(proc: subprocess.Popen[str], codes: tuple[int, ...]) -> str:
@@ -39,25 +34,8 @@ def _done(proc: subprocess.Popen[str], codes: tuple[int, ...]) -> str:
     return out
 
 
-def _run(tmp: Path, name: str, seed: int, *extra: str | Path, config: Path,
-         tasks: tuple[str, ...] = TASKS, k: int = 3) -> subprocess.Popen[str]:
-    picked = [a for t in tasks for a in ("--task", t)]
-    return _gate("run", "--config", config, "--tasks", REPO / "tasks", "--sim", *picked, "-k",
-                 str(k), "-j", "2", "--seed", str(seed), *extra, "-o", tmp / f"{name}.json",
-                 cwd=tmp)
 
 
-def _one_turn_config(tmp: Path) -> Path:
-    """The repository's agent with ``max_turns = 1``: every run stops before it can pass (a
-    regression)."""
-    folder = tmp / "one-turn"
-    folder.mkdir()
-    for part in ("agent", "skills"):
-        shutil.copytree(REPO / part, folder / part)
-    text = (REPO / "gate.toml").read_text()
-    assert "max_turns = 30" in text
-    (folder / "gate.toml").write_text(text.replace("max_turns = 30", "max_turns = 1"))
-    return folder / "gate.toml"
 
 
 class _Banner(HTMLParser):
@@ -113,13 +91,13 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str
     """shape → (``gate compare --format json``'s verdict, the page's banner, what ``gate
     report`` printed), each from the same two files and the same gate.toml."""
     tmp = tmp_path_factory.mktemp("one-verdict")
-    config, one_turn = REPO / "gate.toml", _one_turn_config(tmp)
+    config, one_turn = REPO / "gate.toml", one_turn_config(tmp)
     conditions = ("--condition", "control", "--condition", "target")
-    procs = [_run(tmp, "base", 1, config=config), _run(tmp, "pr", 2, config=config),
-             _run(tmp, "one-turn", 2, config=one_turn),
-             _run(tmp, "skills", 3, *conditions, config=config, k=2),
-             _run(tmp, "skills-base", 5, *conditions, config=config, k=3),
-             _run(tmp, "one-task", 4, config=config, tasks=TASKS[:1], k=2)]
+    procs = [sim_run(tmp, "base", 1, config=config), sim_run(tmp, "pr", 2, config=config),
+             sim_run(tmp, "one-turn", 2, config=one_turn),
+             sim_run(tmp, "skills", 3, *conditions, config=config, k=2),
+             sim_run(tmp, "skills-base", 5, *conditions, config=config, k=3),
+             sim_run(tmp, "one-task", 4, config=config, tasks=TASKS[:1], k=2)]
     for p in procs:
         _done(p, (0, 1, 3))
     shapes = {"regression": ("base", "one-turn"), "no regression": ("base", "pr"),
@@ -129,10 +107,10 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str
     out = {}
     for shape, (base, pr) in shapes.items():
         files = (tmp / f"{base}.json", tmp / f"{pr}.json")
-        verdict = json.loads(_done(_gate("compare", *files, "--format", "json", "--config",
+        verdict = json.loads(_done(gate_popen("compare", *files, "--format", "json", "--config",
                                          config, cwd=tmp), (0, 1, 3)))
         page = tmp / f"{pr}-against-{base}.html"
-        written = _done(_gate("report", files[1], "--baseline", files[0], "--html", page,
+        written = _done(gate_popen("report", files[1], "--baseline", files[0], "--html", page,
                               "--config", config, cwd=tmp), (0,))
         banner = _Banner()
         banner.feed(page.read_text())

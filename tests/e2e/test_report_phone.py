@@ -16,7 +16,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,12 @@ from gate.config import GateSettings
 from gate.report import render_html
 from gate.results import Results, load_results
 from gate.traces import pooled_sidecar, results_traces
+from tests.helpers.simruns import TASKS, gate_popen, one_turn_config, sim_run
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS = ("fix-version-compare", "fix-slugify-whitespace", "find-api-rate-limit")
 WIDTHS = (390, 1280)
 
 
-def _gate(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "gate", *(str(a) for a in args)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _done(*procs: subprocess.Popen[str], codes: tuple[int, ...] = (0, 1, 3)) -> list[str]:
@@ -49,25 +45,8 @@ def _done(*procs: subprocess.Popen[str], codes: tuple[int, ...] = (0, 1, 3)) -> 
     return outs
 
 
-def _run(tmp: Path, name: str, seed: int, *extra: str | Path,
-         config: Path = REPO / "gate.toml", tasks: tuple[str, ...] = TASKS, k: int = 3
-         ) -> subprocess.Popen[str]:
-    picked = [a for t in tasks for a in ("--task", t)]
-    return _gate("run", "--config", config, "--tasks", REPO / "tasks", "--sim", *picked, "-k",
-                 str(k), "-j", "2", "--seed", str(seed), *extra, "-o", tmp / f"{name}.json",
-                 cwd=tmp)
 
 
-def _one_turn_config(tmp: Path) -> Path:
-    """The repository's agent with ``max_turns = 1``: every run stops before it can pass."""
-    folder = tmp / "one-turn"
-    folder.mkdir()
-    for part in ("agent", "skills"):
-        shutil.copytree(REPO / part, folder / part)
-    text = (REPO / "gate.toml").read_text()
-    assert "max_turns = 30" in text
-    (folder / "gate.toml").write_text(text.replace("max_turns = 30", "max_turns = 1"))
-    return folder / "gate.toml"
 
 
 def _pooled_with_traces(tmp: Path) -> Path:
@@ -101,10 +80,10 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
     """name → (the report, whether it has a baseline, ``gate compare --format json``'s verdict
     when the banner is to say it)."""
     tmp = tmp_path_factory.mktemp("phone")
-    _done(_run(tmp, "base", 1), _run(tmp, "pr", 2),
-          _run(tmp, "one-turn", 2, config=_one_turn_config(tmp)),
-          _run(tmp, "skills", 3, "--condition", "control", "--condition", "target", k=2),
-          _run(tmp, "one-task", 4, tasks=TASKS[:1], k=2))
+    _done(sim_run(tmp, "base", 1), sim_run(tmp, "pr", 2),
+          sim_run(tmp, "one-turn", 2, config=one_turn_config(tmp)),
+          sim_run(tmp, "skills", 3, "--condition", "control", "--condition", "target", k=2),
+          sim_run(tmp, "one-task", 4, tasks=TASKS[:1], k=2))
     pooled = _pooled_with_traces(tmp)
     base = tmp / "base.json"
     dirty = _dirty(base)
@@ -123,10 +102,10 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Reports:
         if baseline is not None:
             args += ["--baseline", baseline]
         if baseline is not None and judged:
-            verdict = json.loads(_done(_gate(
+            verdict = json.loads(_done(gate_popen(
                 "compare", baseline, tmp / f"{results}.json", "--format", "json", "--config",
                 REPO / "gate.toml", cwd=tmp))[0])
-        written = _done(_gate("report", *args, cwd=tmp), codes=(0,))[0]
+        written = _done(gate_popen("report", *args, cwd=tmp), codes=(0,))[0]
         if verdict is not None:
             assert f"report written ({verdict['verdict']}" in written, (name, written)
         out[name] = (page, baseline is not None, verdict)

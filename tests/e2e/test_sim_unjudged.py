@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.ci import write_word_tasks
 from tests.helpers.process import gate, user_env
 
 pytestmark = pytest.mark.slow
 
-WORDS = ("alpha", "beta", "gamma")
 #: the scaffold's prompt (`gate init`): long enough for its prefix to be cached
 PROMPT = (ROOT / "gate" / "templates" / "init" / "agent" / "system.md").read_text()
 GIVE_UP = "IMPORTANT: do not use any tools. Reply 'I give up' and stop.\n\n"
@@ -34,13 +34,7 @@ def _toml(*, max_turns: int = 30, max_tokens: int = 4096, ci: str = "") -> str:
 
 
 def _suite(root: Path) -> None:
-    for word in WORDS:
-        d = root / "tasks" / word
-        (d / "solution").mkdir(parents=True)
-        (d / "task.md").write_text(f"Write `{word}` into out.txt.\n")
-        (d / "task.toml").write_text('difficulty = "easy"\n')
-        (d / "verify.sh").write_text(f"set -eu\ngrep -qx {word} out.txt\n")
-        (d / "solution" / "solve.sh").write_text(f"echo {word} > out.txt\n")
+    write_word_tasks(root)
     (root / "agent").mkdir()
     (root / "agent" / "system.md").write_text(PROMPT)
     (root / "gate.toml").write_text(_toml())

@@ -57,6 +57,14 @@ def write_suite(root: Path, helper: str = GOOD_HELPER, toml_extra: str = "") -> 
 
 def write_sim_suite(root: Path, max_turns: int = 10) -> None:
     """Easy tasks the simulator solves in 4 turns, for the built-in agent under ``--sim``."""
+    write_word_tasks(root)
+    set_max_turns(root, max_turns)
+    (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
+
+
+def write_word_tasks(root: Path) -> None:
+    """One easy task per word of :data:`WORDS` under ``root/tasks``: write the word into
+    out.txt (the simulator solves each in 4 turns)."""
     for word in WORDS:
         d = root / "tasks" / word
         (d / "solution").mkdir(parents=True)
@@ -64,8 +72,6 @@ def write_sim_suite(root: Path, max_turns: int = 10) -> None:
         (d / "task.toml").write_text('difficulty = "easy"\n')
         (d / "verify.sh").write_text(f"set -eu\ngrep -qx {word} out.txt\n")
         (d / "solution" / "solve.sh").write_text(f"echo {word} > out.txt\n")
-    set_max_turns(root, max_turns)
-    (root / ".gitignore").write_text("results.json\n*.transcripts/\ngate-report.md\n")
 
 
 def set_max_turns(root: Path, max_turns: int) -> None:
