@@ -334,3 +334,20 @@ def test_a_permutation_range_that_restricts_nothing_gives_todays_pvalues_exactly
     for r in (99, 9999):
         assert (_stats.permutation_tests(full, permutations=r, seed=3, lay=COST)
                 == _stats.permutation_tests(plain, permutations=r, seed=3, lay=COST))
+
+
+def test_the_normal_fallback_uses_the_restricted_moments() -> None:
+    """Past the exact budget (very large suites, the power search only) the sum test is a
+    normal approximation: given the plan, with the restricted rows' mean and variance."""
+    rng = np.random.default_rng(45)
+    nb, nc = np.full(60, 20), rng.integers(1, 5, 60)
+    b = rng.binomial(20, rng.uniform(0.4, 1.0, 60))
+    allowed = np.stack([np.where(b >= 18, 18, np.where(b >= 10, 10, 0)),
+                        np.where(b >= 18, 20, np.where(b >= 10, 17, 9))], axis=1)
+    c = rng.binomial(nc, np.clip(b / nb - 0.15, 0, 1), (20, 60))
+    exact = _stats.sum_test(b, nb, c, nc, allowed=allowed)
+    approx = _stats.sum_test(b, nb, c, nc, allowed=allowed, exact_budget=0)
+    plain = _stats.sum_test(b, nb, c, nc, exact_budget=0)
+    assert np.max(np.abs(approx - exact)) < 0.02
+    # the plain moments approximate another test: farther off
+    assert np.mean(np.abs(approx - exact)) < np.mean(np.abs(plain - exact)) / 2
