@@ -87,3 +87,30 @@ def test_unequal_runs_per_task_are_said_as_a_range_and_a_mean() -> None:
     assert "1–4 runs per task (mean 3.2) against a 20-run baseline on 5 tasks" in (
         c.resolution.statement)
     assert c.power.statement.startswith("With 1–4 runs per task (mean 3.2) against a 20-run")
+
+
+def test_the_public_plans_ranges_condition_compare() -> None:
+    """plan_runs (the public rule) planned the PR from this baseline; its ``allowed()`` is
+    what compare conditions on: the pass-rate test is the one given the plan."""
+    from gate.compare import PlanSettings, plan_runs
+
+    rates = list(np.linspace(0.35, 1.0, 15))
+    base = synthetic_results(rates, 20, np.random.default_rng(3))
+    plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
+                     PlanSettings(rule="by-pass-rate", sequential=False, first=2, more=3,
+                                  replications=3))
+    runs = plan.look(0)
+    assert len(set(runs.values())) > 1  # spread unevenly
+    broken = [0.0 if i < 3 else r for i, r in enumerate(rates)]
+    pr = synthetic_results(broken, [runs[t] for t in sorted(runs)], np.random.default_rng(4))
+    c = compare(base, pr, SETTINGS, allowed=plan.allowed())
+    tasks = {t.task: t for t in c.tasks}
+    order = sorted(runs)
+    b = np.array([tasks[t].baseline_passed for t in order])
+    nb = np.array([tasks[t].baseline_runs for t in order])
+    cc = np.array([tasks[t].candidate_passed for t in order])
+    nc = np.array([tasks[t].candidate_runs for t in order])
+    bounds = np.array([plan.allowed()[t] for t in order])
+    assert c.pass_rate_test is not None
+    assert c.pass_rate_test.p_sum == _stats.sum_test(b, nb, cc, nc, allowed=bounds)[0]
+    assert c.pass_rate_test.p_sum != _stats.sum_test(b, nb, cc, nc)[0]
