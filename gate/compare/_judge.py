@@ -34,6 +34,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._why import with_why
 from gate.config import GateSettings
@@ -52,10 +53,13 @@ def plain_runs(results: Results) -> Results:
 
 def judge(base: Results, pr: Results, settings: GateSettings,
           history: Sequence[HistoryPoint] = (), *,
-          sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
+          sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT,
+          names: tuple[str, str] = ("the baseline", "the results file")) -> Comparison:
     """Compare ``pr`` with ``base`` under ``settings`` and apply the gate's verdict policy.
     ``sim_unjudged`` (``[ci] sim_unjudged``): what a pass rate the simulator cannot judge
-    does to the verdict (gate/compare/_simjudge.py)."""
+    does to the verdict (gate/compare/_simjudge.py). A planned file's plan is checked first
+    (gate/compare/_plancheck.py: ``BadInput`` naming the file by ``names`` and the field)."""
+    plan = checked_plan(base, pr, names=names)
     looks = pr.schedule.sequential if pr.schedule is not None else None
     notes: list[str] = []
     # decided by what the files hold, never by their outcomes: a fixed split of α
@@ -87,6 +91,9 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
     judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
+    if plan is not None and pr.plan is not None:
+        spread = plan_spread(plan, pr.plan.looks_run, conditioned=False)
+        judged = judged.model_copy(update={"plan": spread})
     return with_why(with_unpriced(judged, pr))
 
 
