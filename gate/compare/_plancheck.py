@@ -61,7 +61,7 @@ def checked_plan(base: Results, pr: Results, *,
             raise BadInput(f"{names[0]}: plan.source: 'baseline', but this is the base arm of "
                            "a same-job A/B: its plan was made from the committed baseline, "
                            "which this comparison does not use ('independent')")
-        check_plan(base, base, where=names[0], other=pr)
+        check_plan(base, base, where=names[0])
     return check_plan(pr, base, where=names[1], other=base)
 
 
@@ -117,7 +117,8 @@ def _looks(p: TaskPlan) -> str:
     return "+".join(map(str, p.looks))
 
 
-def _same(recorded: RunPlan, expected: RunPlan, where: str, gives: str) -> None:
+def _same(recorded: RunPlan, expected: RunPlan, where: str, gives: str,
+          why: str = "the plan was not the rule's") -> None:
     """Refuse the first task whose recorded plan is not ``expected``'s."""
     for tid, got in recorded.tasks.items():
         want = expected.tasks.get(tid)
@@ -131,7 +132,7 @@ def _same(recorded: RunPlan, expected: RunPlan, where: str, gives: str) -> None:
                 raise BadInput(
                     f"{where}: plan.tasks.{tid}.{name}: {_shown(a)} recorded, {gives} "
                     f"{_shown(b)} ({want.basis}; rule {expected.rule} v{expected.version}, "
-                    "gate.compare.plan_runs): the plan was not the rule's")
+                    f"gate.compare.plan_runs): {why}")
 
 
 def _shown(value: object) -> str:
@@ -152,20 +153,21 @@ def _possible(results: Results, recorded: RunPlan, where: str, other: Results | 
                 f"{where}: plan.source: 'independent' is for the arms of a same-job A/B "
                 "(planned from a baseline this comparison does not use); this file is judged "
                 "against its baseline, so its plan must be that baseline's (source 'baseline')")
-        if other is not None and other.plan is not None:
-            theirs = RunPlan.from_record(other.plan)
-            if theirs.tasks != recorded.tasks or theirs.settings != s:
-                _same(recorded, theirs, where, "the other arm records")
-                extra = sorted(set(theirs.tasks) - set(recorded.tasks))
-                name = f"plan.tasks.{extra[0]}" if extra else "plan.settings"
-                raise BadInput(f"{where}: {name}: the A/B's arms were planned differently; "
-                               "both are planned alike, from what is known before either runs")
     for tid, got in recorded.tasks.items():
         if not any(got == c for c in _candidates(got, s, recorded.source)):
             raise BadInput(
                 f"{where}: plan.tasks.{tid}.looks: {_looks(got)} ({got.basis[:120]!r}) is not "
                 f"a plan the rule {recorded.rule} v{recorded.version} gives with the recorded "
                 f"settings (a task without baseline runs: {_looks(task_looks(None, 0, s))})")
+    if other is not None and other.plan is not None and recorded.source == "independent":
+        theirs = RunPlan.from_record(other.plan)
+        if theirs.tasks != recorded.tasks or theirs.settings != s:
+            alike = "both arms of a same-job A/B are planned alike"
+            _same(recorded, theirs, where, "the other arm records", alike)
+            extra = sorted(set(theirs.tasks) - set(recorded.tasks))
+            name = f"plan.tasks.{extra[0]}" if extra else "plan.settings"
+            raise BadInput(f"{where}: {name}: the arms were planned differently; {alike}, "
+                           "from what is known before either runs")
 
 
 def _candidates(got: TaskPlan, s: PlanSettings, source: str) -> list[TaskPlan]:
