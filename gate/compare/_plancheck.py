@@ -1,5 +1,5 @@
 """The plan's check: a planned results file holds the plan the rule gives, and its runs are
-that plan's (issue 40; docs/statistics.md §5b).
+that plan's (issue 40; docs/statistics.md §10).
 
 :func:`gate.compare.judge` calls :func:`check_plan` on the candidate file (and on the base arm
 of a same-job A/B) before anything is judged. A file without ``plan`` is judged as before.
@@ -118,7 +118,8 @@ def _looks(p: TaskPlan) -> str:
 
 
 def _same(recorded: RunPlan, expected: RunPlan, where: str, gives: str,
-          why: str = "the plan was not the rule's") -> None:
+          why: str = ("not the rule's plan from this baseline: edited, or made from "
+                      "another baseline (run again against this one)")) -> None:
     """Refuse the first task whose recorded plan is not ``expected``'s."""
     for tid, got in recorded.tasks.items():
         want = expected.tasks.get(tid)
