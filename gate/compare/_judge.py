@@ -60,6 +60,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     does to the verdict (gate/compare/_simjudge.py). A planned file's plan is checked first
     (gate/compare/_plancheck.py: ``BadInput`` naming the file by ``names`` and the field)."""
     plan = checked_plan(base, pr, names=names)
+    # the tests condition on the RECOMPUTED plan (source "baseline"), never on the record
+    allowed = plan.allowed() if plan is not None else None
     looks = pr.schedule.sequential if pr.schedule is not None else None
     notes: list[str] = []
     # decided by what the files hold, never by their outcomes: a fixed split of α
@@ -70,10 +72,10 @@ def judge(base: Results, pr: Results, settings: GateSettings,
         # every test the looks repeat shares its level between them: pass rate and the metrics
         half = family.model_copy(update={"alpha": family.alpha / 2,
                                          "metric_alpha": family.metric_alpha / 2})
-        comparison = compare(b_plain, p_plain, half)
+        comparison = compare(b_plain, p_plain, half, allowed=allowed)
         notes.append(sequential_note(comparison, looks, family))
     else:
-        comparison = compare(b_plain, p_plain, family)
+        comparison = compare(b_plain, p_plain, family, allowed=allowed)
     comparison, drift = apply_drift_guard(comparison, history,
                                           fingerprint=pr.agent.fingerprint,
                                           alpha=settings.alpha)
@@ -92,7 +94,7 @@ def judge(base: Results, pr: Results, settings: GateSettings,
               if effect is not None else comparison)
     judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
     if plan is not None and pr.plan is not None:
-        spread = plan_spread(plan, pr.plan.looks_run, conditioned=False)
+        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed))
         judged = judged.model_copy(update={"plan": spread})
     return with_why(with_unpriced(judged, pr))
 

@@ -145,7 +145,7 @@ def _terminal(tmp: Path, name: str) -> str:
 
 
 def test_every_view_says_how_the_runs_were_spread(run: Path) -> None:
-    tests = "The plan read this baseline's pass rates"
+    tests = "The pass-rate tests condition on the plan"
     p = _compare(run, "planned.json", "--format", "markdown")
     assert p.returncode in (0, 1, 3), p.stdout + p.stderr
     body = p.stdout

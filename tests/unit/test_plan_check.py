@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from gate.compare import PlanSettings, RunPlan, judge, plan_runs
+from gate.compare import PlanSettings, RunPlan, compare, judge, plan_runs
 from gate.config import GateSettings
 from gate.errors import BadInput
+from gate.report import plan_lines
 from gate.results import (
     Interruption,
     MissingRun,
@@ -24,7 +25,7 @@ from tests.helpers.report import _results, _run
 FIXED = PlanSettings(rule="by-pass-rate", sequential=False, first=2, more=3, replications=3)
 SEQ = dataclasses.replace(FIXED, sequential=True)
 NAMES = ("base.json", "pr.json")
-SETTINGS = GateSettings()
+SETTINGS = GateSettings(power_simulations=0)
 
 
 def _baseline() -> Results:
@@ -71,6 +72,21 @@ def test_a_plan_the_rule_gives_is_judged_and_its_spread_reported() -> None:
     assert c.plan.runs_in_look == [8] and c.plan.looks_run == 1
     assert c.plan.reads_outcomes and c.plan.source == "baseline"
     assert {r.task: r.looks for r in c.plan.tasks} == {"easy": [4], "hard": [1], "mid": [3]}
+
+
+def test_the_tests_condition_on_the_recomputed_plan() -> None:
+    base = _baseline()
+    pr = _pr(base)
+    pr.runs = [r.model_copy(update={"status": "failed"}) if r.task == "easy" else r
+               for r in pr.runs]  # the task that always passed fails its 4 runs
+    c = judge(base, pr, SETTINGS, names=NAMES)
+    given = compare(base, pr, SETTINGS, allowed=_plan(base).allowed()).pass_rate_test
+    plain = compare(base, pr, SETTINGS).pass_rate_test
+    assert c.pass_rate_test == given and given is not None and plain is not None
+    assert given.p_max > plain.p_max  # the plan-conditional p-value: larger, exact
+    assert c.plan is not None and c.plan.conditioned
+    lines = plan_lines(c)
+    assert lines[1].startswith("The pass-rate tests condition on the plan"), lines
 
 
 def test_a_plan_edited_to_give_more_runs_to_a_task_the_pr_passed_is_refused() -> None:
