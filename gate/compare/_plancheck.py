@@ -240,10 +240,15 @@ def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool) -> PlanSpre
 
 
 def _band_words(words: str) -> str:
-    """A band's name as the pass rates it holds ("passed ≥ 90 %"); other words as they are."""
+    """A band's name as the pass rates it holds ("passed ≥ 90 %", "never passed"); other
+    words (no band: "new to the baseline") as they are."""
     for i, band in enumerate(BANDS):
-        if band.name == words:
-            if band.min_rate > 0 or i == 0:
-                return f"passed ≥ {band.min_rate * 100:g} %"
-            return f"passed < {BANDS[i - 1].min_rate * 100:g} %"
+        if band.name != words:
+            continue
+        above = BANDS[i - 1].min_rate if i else None
+        if above is None or band.min_rate >= 0.01:
+            return f"passed ≥ {band.min_rate * 100:g} %"
+        if band.min_rate > 0:
+            return f"passed < {above * 100:g} %, at least once"
+        return "never passed" if above < 0.01 else f"passed < {above * 100:g} %"
     return words

@@ -67,11 +67,16 @@ def test_a_plan_the_rule_gives_is_judged_and_its_spread_reported() -> None:
     base = _baseline()
     c = judge(base, _pr(base), SETTINGS, names=NAMES)
     assert c.plan is not None
-    assert [(g.looks, g.tasks, g.why) for g in c.plan.groups] == [
-        ([4], 1, "passed ≥ 90 %"), ([3], 1, "passed ≥ 50 %"), ([1], 1, "passed < 50 %")]
-    assert c.plan.runs_in_look == [8] and c.plan.looks_run == 1
-    assert c.plan.reads_outcomes and c.plan.source == "baseline"
-    assert {r.task: r.looks for r in c.plan.tasks} == {"easy": [4], "hard": [1], "mid": [3]}
+    plan = _plan(base)
+    looks = {t: list(p.looks) for t, p in plan.tasks.items()}
+    assert looks["easy"][0] > looks["hard"][0]  # the runs go where they carry signal
+    groups = [(g.looks, g.tasks) for g in c.plan.groups]
+    assert sorted(groups, key=lambda g: -g[0][0]) == groups  # most runs first
+    assert sorted(g for g, n in groups for _ in range(n)) == sorted(looks.values())
+    assert all(g.why.startswith(("passed", "never")) for g in c.plan.groups), c.plan.groups
+    assert c.plan.runs_in_look == [sum(sum(v) for v in looks.values())]
+    assert c.plan.looks_run == 1 and c.plan.reads_outcomes and c.plan.source == "baseline"
+    assert {r.task: r.looks for r in c.plan.tasks} == looks
 
 
 def test_the_tests_condition_on_the_recomputed_plan() -> None:
@@ -91,11 +96,12 @@ def test_the_tests_condition_on_the_recomputed_plan() -> None:
 
 def test_a_plan_edited_to_give_more_runs_to_a_task_the_pr_passed_is_refused() -> None:
     base = _baseline()
-    pr = _edited(_pr(base), "hard", looks=[3])
-    pr.runs += [_run("hard", i, "passed") for i in (1, 2)]
+    n = _plan(base).tasks["hard"].looks[0]
+    pr = _edited(_pr(base), "hard", looks=[n + 2])
+    pr.runs += [_run("hard", i, "passed") for i in (n, n + 1)]
     message = _refused(base, pr)
-    assert message.startswith("pr.json: plan.tasks.hard.looks: 3 recorded, the baseline "
-                              "gives 1 (passed 4 of 20"), message
+    assert message.startswith(f"pr.json: plan.tasks.hard.looks: {n + 2} recorded, the "
+                              f"baseline gives {n} (passed 4 of 20"), message
 
 
 def test_an_edited_allowed_range_or_basis_is_refused() -> None:
@@ -109,14 +115,17 @@ def test_the_plan_is_recomputed_from_the_baseline_the_file_is_judged_against() -
     base = _baseline()
     pr = _pr(base)
     other = _results([_run(t, i, "failed") for t in ("easy", "mid", "hard") for i in range(20)])
-    assert "plan.tasks.easy.looks: 4 recorded, the baseline gives 1" in _refused(other, pr)
+    mine, theirs = _plan(base).tasks["easy"].looks[0], _plan(other).tasks["easy"].looks[0]
+    assert (f"plan.tasks.easy.looks: {mine} recorded, the baseline gives {theirs}"
+            in _refused(other, pr))
 
 
 def test_runs_beyond_the_plan_are_refused() -> None:
     base = _baseline()
     pr = _pr(base)
-    pr.runs.append(_run("hard", 1, "passed"))
-    assert (f"pr.json: runs.{len(pr.runs) - 1}.replication: hard #1 is beyond the plan"
+    n = _plan(base).tasks["hard"].looks[0]
+    pr.runs.append(_run("hard", n, "passed"))
+    assert (f"pr.json: runs.{len(pr.runs) - 1}.replication: hard #{n} is beyond the plan"
             in _refused(base, pr))
     pr = _pr(base)
     pr.runs.append(_run("easy", 9, "passed"))  # a replication outside the plan's
@@ -161,14 +170,16 @@ def test_a_sequential_plan_through_the_looks_that_ran() -> None:
     one = _pr(base, SEQ, looks_run=1)
     assert judge(base, one, SETTINGS, names=NAMES).plan is not None
     plan = _plan(base, SEQ)
-    assert plan.tasks["easy"].looks == (3, 4)
-    one.runs.append(_run("easy", 3, "passed"))  # look 2's first run, in a file of one look
-    assert "easy #3 is beyond the plan" in _refused(base, one)
+    first = plan.tasks["easy"].looks[0]
+    one.runs.append(_run("easy", first, "passed"))  # look 2's first run, in a file of one look
+    assert f"easy #{first} is beyond the plan" in _refused(base, one)
     both = _pr(base, SEQ, looks_run=2)
     c = judge(base, both, SETTINGS, names=NAMES)
-    assert c.plan is not None and c.plan.runs_in_look == [6, 8] and c.plan.looks_run == 2
-    both.runs = [r for r in both.runs if (r.task, r.replication) != ("mid", 4)]
-    assert "planned run mid #4 (look 2) is missing" in _refused(base, both)
+    assert c.plan is not None and c.plan.looks_run == 2
+    assert c.plan.runs_in_look == [sum(plan.look(0).values()), sum(plan.look(1).values())]
+    mid = plan.tasks["mid"].looks[0]
+    both.runs = [r for r in both.runs if (r.task, r.replication) != ("mid", mid)]
+    assert f"planned run mid #{mid} (look 2) is missing" in _refused(base, both)
 
 
 def test_a_file_without_a_plan_is_judged_as_before() -> None:
@@ -214,20 +225,22 @@ def test_an_ab_arm_s_plan_must_be_one_the_rule_gives_and_both_arms_alike() -> No
     base = _baseline()
     plan = dataclasses.replace(_plan(base), source="independent")
     arm_b, arm_p = _arm(_pr(base, plan=plan), "base"), _arm(_pr(base, plan=plan), "pr")
-    # the basis says 4 of 20, which gives 1 run: 3 is not what the rule gives
-    lied = _edited(arm_p, "hard", looks=[3])
-    lied.runs += [_run("hard", i, "passed") for i in (1, 2)]
-    assert "pr.json: plan.tasks.hard.looks: 3 ('passed 4 of 20" in _refused(arm_b, lied)
-    both = _edited(arm_b, "hard", looks=[3])
-    both.runs += [_run("hard", i, "passed") for i in (1, 2)]
-    assert "base.json: plan.tasks.hard.looks: 3 ('passed 4 of 20" in _refused(both, arm_p)
-    # a plan the rule gives (20 of 20 → 4 runs), but not the other arm's
-    apart = _edited(arm_p, "hard", looks=[4], basis="passed 20 of 20: nearly always passes",
-                    allowed=[18, 20])
-    apart.runs += [_run("hard", i, "passed") for i in (1, 2, 3)]
+    # the basis says 4 of 20, which gives n runs: n + 2 is not what the rule gives
+    n = plan.tasks["hard"].looks[0]
+    lied = _edited(arm_p, "hard", looks=[n + 2])
+    lied.runs += [_run("hard", i, "passed") for i in (n, n + 1)]
+    assert f"pr.json: plan.tasks.hard.looks: {n + 2} ('passed 4 of 20" in _refused(arm_b, lied)
+    both = _edited(arm_b, "hard", looks=[n + 2])
+    both.runs += [_run("hard", i, "passed") for i in (n, n + 1)]
+    assert f"base.json: plan.tasks.hard.looks: {n + 2} ('passed 4 of 20" in _refused(both, arm_p)
+    # a plan the rule gives (easy's: passed 20 of 20), but not the other arm's
+    easy, hard = plan.tasks["easy"], plan.tasks["hard"]
+    apart = _edited(arm_p, "hard", looks=list(easy.looks), basis=easy.basis,
+                    allowed=list(easy.allowed or ()))
+    apart.runs += [_run("hard", i, "passed") for i in range(hard.looks[0], easy.looks[0])]
     message = _refused(arm_b, apart)
-    assert message.startswith("pr.json: plan.tasks.hard.looks: 4 recorded, the other arm "
-                              "records 1"), message
+    assert message.startswith(f"pr.json: plan.tasks.hard.looks: {easy.looks[0]} recorded, the "
+                              f"other arm records {hard.looks[0]}"), message
     assert "both arms of a same-job A/B are planned alike" in message
     assert "plan.source: 'baseline', but this is the base arm" in _refused(
         _arm(_pr(base), "base"), arm_p)
@@ -240,8 +253,8 @@ def test_a_plan_without_a_baseline_is_the_uniform_schedule() -> None:
     c = judge(base, _pr(base, plan=uniform), SETTINGS, names=NAMES)
     assert c.plan is not None and [g.looks for g in c.plan.groups] == [[3]]
     skewed = dataclasses.replace(_plan(base), source="none")
-    assert "plan.tasks.easy.looks: 4 ('passed 20 of 20" in _refused(
-        base, _pr(base, plan=skewed))
+    assert f"plan.tasks.easy.looks: {skewed.tasks['easy'].looks[0]} ('passed 20 of 20" in (
+        _refused(base, _pr(base, plan=skewed)))
 
 
 def _parsed(pr: Results, change: dict[str, object]) -> str:
