@@ -23,8 +23,9 @@ Anything else is exit 2, one line naming the file and the field:
   the task's planned runs through ``looks_run`` (look j's runs are replications
   ``sum(looks[:j]) .. sum(looks[:j+1]) - 1``).
 - **No planned run missing without a record of why**: a planned run the file lacks must be
-  listed in ``interrupted.missing`` (a stopped look, Ctrl-C, a cancel, the budget stop) or be
-  of a task in ``problems`` (broken).
+  listed in ``interrupted.missing`` (a stopped look, Ctrl-C, a cancel, the budget stop), be
+  of a task in ``problems`` (broken), or, in one shard's file, of a task its ``shard.tasks``
+  leaves to the other parts.
 
 Runs under a skill condition are outside the plan (it plans the plain runs) and not checked.
 """
@@ -202,16 +203,28 @@ def _runs_match(results: Results, plan: RunPlan, looks_run: int, where: str) -> 
         landed.add(run.key)
     excused = {RunKey(m.task, m.condition, m.replication)
                for m in (results.interrupted.missing if results.interrupted else [])}
-    broken = results.broken_tasks()
+    # a broken task ran nothing; a shard (one part of a run, `gate run --shard`) records the
+    # whole suite's plan and runs only its own tasks: the rest are the other parts'
+    elsewhere = {*results.broken_tasks(), *_other_parts(results, set(planned))}
     for tid, n in planned.items():
         for rep in range(n):
             key = RunKey(tid, None, rep)
-            if key in landed or key in excused or tid in broken:
+            if key in landed or key in excused or tid in elsewhere:
                 continue
             raise BadInput(
                 f"{where}: plan.tasks.{tid}: planned run {key} (look {_look_of(plan, tid, rep)}) "
                 "is missing, and the file does not say why: neither interrupted.missing nor "
                 "problems lists it")
+
+
+def _other_parts(results: Results, planned: set[str]) -> set[str]:
+    """The planned tasks a shard's file leaves to the other parts (its ``shard.tasks`` are
+    the ones it ran); none for a whole run."""
+    shard = (results.model_extra or {}).get("shard")
+    mine = shard.get("tasks") if isinstance(shard, dict) else None
+    if not isinstance(mine, list):
+        return set()
+    return planned - {t for t in mine if isinstance(t, str)}
 
 
 def _look_of(plan: RunPlan, tid: str, rep: int) -> int:

@@ -166,6 +166,19 @@ def test_a_missing_run_the_file_accounts_for_is_judged() -> None:
     assert judge(base, broken, SETTINGS, names=NAMES).plan is not None
 
 
+def test_a_shard_runs_its_own_tasks_of_the_whole_plan() -> None:
+    base = _baseline()
+    pr = _pr(base)
+    pr.runs = [r for r in pr.runs if r.task == "easy"]
+    raw = json.loads(pr.model_dump_json())
+    assert "plan.tasks.hard: planned run hard #0" in _refused(base, Results.model_validate(raw))
+    shard = Results.model_validate({**raw, "shard": {"index": 1, "count": 2,
+                                                     "tasks": ["easy"]}})
+    assert judge(base, shard, SETTINGS, names=NAMES).plan is not None
+    shard.runs = shard.runs[1:]
+    assert "plan.tasks.easy: planned run easy #0" in _refused(base, shard)
+
+
 def test_a_sequential_plan_through_the_looks_that_ran() -> None:
     base = _baseline()
     one = _pr(base, SEQ, looks_run=1)
