@@ -233,6 +233,9 @@ def test_an_independent_plan_is_for_the_arms_of_a_same_job_ab() -> None:
         base, pr)
     c = judge(_arm(other, "base"), _arm(pr, "pr"), SETTINGS, names=NAMES)
     assert c.plan is not None and not c.plan.reads_outcomes  # conditions nothing
+    # the PR's arm judged against the committed baseline it was planned from: conditioned
+    c = judge(base, _arm(pr, "pr"), SETTINGS, names=NAMES)
+    assert c.plan is not None and c.plan.conditioned and c.plan.source == "baseline"
 
 
 def test_an_ab_arm_s_plan_must_be_one_the_rule_gives_and_both_arms_alike() -> None:
