@@ -208,6 +208,28 @@ class PlanRecord(_Open):
     tasks: dict[TaskId, PlanTask]
     looks_run: Count
 
+    def problem(self, suite: SuiteInfo) -> str | None:
+        """``plan.<field>: problem`` for the first thing in the record no plan can hold: every
+        task of it in the file's suite, at least one run a look, as many looks for every task,
+        ``allowed`` an ascending pair, and no more looks run than planned. Whether the rule
+        gives this plan is :func:`gate.compare.judge`'s check, against the baseline."""
+        lengths = {len(t.looks) for t in self.tasks.values()}
+        for tid, task in self.tasks.items():
+            if tid not in suite.tasks:
+                return f"plan.tasks.{tid}: {tid!r} is not a task of suite.tasks"
+            if not task.looks or min(task.looks) < 1:
+                return f"plan.tasks.{tid}.looks: every look plans at least 1 run"
+            if len(lengths) > 1:
+                return (f"plan.tasks.{tid}.looks: {len(task.looks)} looks, where other tasks "
+                        "have a different number: every task has the same looks")
+            if task.allowed is not None and task.allowed[0] > task.allowed[1]:
+                return (f"plan.tasks.{tid}.allowed: {task.allowed} is not a range "
+                        "(its low end above its high)")
+        if self.looks_run > max(lengths, default=0):
+            return (f"plan.looks_run: {self.looks_run} looks run, more than the "
+                    f"{max(lengths, default=0)} the plan has")
+        return None
+
 
 class Summary(_Open):
     passed: Count
@@ -482,7 +504,8 @@ def parse_results(data: bytes, where: str | os.PathLike[str],
         results = Results.model_validate(parsed)
     except ValidationError as exc:
         raise BadInput(f"{where}: invalid {what}: {describe_validation_error(exc)}") from None
-    problem = results.run_problem() or results.problems_problem()
+    problem = (results.run_problem() or results.problems_problem()
+               or (results.plan.problem(results.suite) if results.plan is not None else None))
     if problem:
         raise BadInput(f"{where}: invalid {what}: {problem}")
     return results

@@ -11,13 +11,16 @@ from gate.results import Results
 
 def verdict(baseline: Results, results: Results, settings: GateSettings,
             history_text: str | None,
-            sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
+            sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT, *,
+            names: tuple[str, str] = ("the baseline", "the results file")) -> Comparison:
     """``compare.judge`` with main's history (its drift guard): what ``gate ci``, ``gate
     compare`` and ``gate report`` all call, so the comment, the terminal and the HTML page
     give one answer from the same files, locally and in CI.
     ``history_text`` None: no history (a same-job A/B has no drift to guard against).
-    ``sim_unjudged``: ``[ci] sim_unjudged`` of the config in force (the base branch's)."""
+    ``sim_unjudged``: ``[ci] sim_unjudged`` of the config in force (the base branch's).
+    ``names``: how a refusal names the two files (a planned file's plan check)."""
     from gate.compare import judge as compare_judge
 
     history = () if history_text is None else parse_history(history_text)
-    return compare_judge(baseline, results, settings, history, sim_unjudged=sim_unjudged)
+    return compare_judge(baseline, results, settings, history, sim_unjudged=sim_unjudged,
+                         names=names)

@@ -64,6 +64,7 @@ def _rich_report(c: Comparison) -> None:
         metric_value,
         metric_verdict,
         overhead_note,
+        plan_lines,
         schedule_note,
         task_rank,
         task_row,
@@ -103,6 +104,8 @@ def _rich_report(c: Comparison) -> None:
                          [[a.part, a.baseline or "—", a.candidate or "—"]
                           for a in c.agent_changes]))
     for line in health_lines(c):  # the suite's health, named once (gate/compare/_health.py)
+        out.print(Text(line))
+    for line in plan_lines(c):  # how the plan spread the runs (gate/compare/_plancheck.py)
         out.print(Text(line))
 
 
@@ -193,7 +196,9 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         history_text = read_text(history_path, HISTORY_LIMIT, "history")
     from gate.ci import verdict  # as gate ci judges a PR
 
-    comparison = verdict(baseline, results, settings, history_text or "", sim_unjudged)
+    names = (f"{base_ref}'s baseline" if base_ref else paths[0], paths[-1])
+    comparison = verdict(baseline, results, settings, history_text or "", sim_unjudged,
+                         names=names)
     if fmt == "json":
         click.echo(comparison.to_json())
     elif fmt == "markdown":

@@ -65,7 +65,8 @@ def report(results_path: str, baseline_path: str | None, traces_path: str | None
 
         baseline = load_results(baseline_path, "baseline")
         comparison = verdict(baseline, results, settings, history_text,
-                             sim_unjudged=cfg.ci.sim_unjudged)
+                             sim_unjudged=cfg.ci.sim_unjudged,
+                             names=(str(baseline_path), str(results_path)))
         traces = _baseline_traces(Path(baseline_path), traces_path)
     effects = None
     named = list((results.schedule.conditions if results.schedule else None) or [])

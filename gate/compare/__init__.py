@@ -39,6 +39,9 @@ from gate.compare._model import (
     InfraCheck,
     MetricResult,
     PassRateTest,
+    PlanGroup,
+    PlanRow,
+    PlanSpread,
     Power,
     Resolution,
     ScheduleCheck,
@@ -61,6 +64,7 @@ from gate.compare._plan import (
     plan_runs,
     task_looks,
 )
+from gate.compare._plancheck import checked_plan
 from gate.compare._resolution import resolution_with_runs
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, unjudged_changes
 from gate.compare._stats import wilson
@@ -87,8 +91,11 @@ __all__ = [
     "MetricEffect",
     "MetricResult",
     "PassRateTest",
+    "PlanGroup",
+    "PlanRow",
     "PlanSettings",
     "PlanSource",
+    "PlanSpread",
     "Power",
     "Resolution",
     "RunPlan",
@@ -106,6 +113,7 @@ __all__ = [
     "apply_drift_guard",
     "arm_stats",
     "change_interval",
+    "checked_plan",
     "compare",
     "decisive_p",
     "drift_guard",

@@ -34,6 +34,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._why import with_why
 from gate.config import GateSettings
@@ -52,10 +53,15 @@ def plain_runs(results: Results) -> Results:
 
 def judge(base: Results, pr: Results, settings: GateSettings,
           history: Sequence[HistoryPoint] = (), *,
-          sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT) -> Comparison:
+          sim_unjudged: SimUnjudged = SIM_UNJUDGED_DEFAULT,
+          names: tuple[str, str] = ("the baseline", "the results file")) -> Comparison:
     """Compare ``pr`` with ``base`` under ``settings`` and apply the gate's verdict policy.
     ``sim_unjudged`` (``[ci] sim_unjudged``): what a pass rate the simulator cannot judge
-    does to the verdict (gate/compare/_simjudge.py)."""
+    does to the verdict (gate/compare/_simjudge.py). A planned file's plan is checked first
+    (gate/compare/_plancheck.py: ``BadInput`` naming the file by ``names`` and the field)."""
+    plan = checked_plan(base, pr, names=names)
+    # the tests condition on the RECOMPUTED plan (source "baseline"), never on the record
+    allowed = plan.allowed() if plan is not None else None
     looks = pr.schedule.sequential if pr.schedule is not None else None
     notes: list[str] = []
     # decided by what the files hold, never by their outcomes: a fixed split of α
@@ -66,10 +72,10 @@ def judge(base: Results, pr: Results, settings: GateSettings,
         # every test the looks repeat shares its level between them: pass rate and the metrics
         half = family.model_copy(update={"alpha": family.alpha / 2,
                                          "metric_alpha": family.metric_alpha / 2})
-        comparison = compare(b_plain, p_plain, half)
+        comparison = compare(b_plain, p_plain, half, allowed=allowed)
         notes.append(sequential_note(comparison, looks, family))
     else:
-        comparison = compare(b_plain, p_plain, family)
+        comparison = compare(b_plain, p_plain, family, allowed=allowed)
     comparison, drift = apply_drift_guard(comparison, history,
                                           fingerprint=pr.agent.fingerprint,
                                           alpha=settings.alpha)
@@ -87,6 +93,9 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
     judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
+    if plan is not None and pr.plan is not None:
+        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed))
+        judged = judged.model_copy(update={"plan": spread})
     return with_why(with_unpriced(judged, pr))
 
 

@@ -279,6 +279,39 @@ class TaskHealth(_Frozen):
         return f"{self.task}: {self.reason}"
 
 
+class PlanGroup(_Frozen):
+    """Tasks the plan gave the same runs per look, for the same reason."""
+
+    looks: list[int]  # runs in each look
+    tasks: int
+    why: str  # the band in words ("nearly always passes"), or why no band ("new to the baseline")
+
+
+class PlanRow(_Frozen):
+    task: str
+    looks: list[int]
+    basis: str
+
+
+class PlanSpread(_Frozen):
+    """How the candidate's runs were spread by its checked plan (gate/compare/_plancheck.py):
+    what every report's details say."""
+
+    rule: str
+    version: int
+    source: str  # "baseline", "independent" or "none" (gate/compare/_plan.py)
+    looks_run: int
+    runs_in_look: list[int]  # the plan's runs in each look, all tasks together
+    groups: list[PlanGroup]  # most runs first
+    tasks: list[PlanRow]
+    # the plan read the outcomes of this comparison's baseline runs (source "baseline" and a
+    # task planned by its pass rate): the tests must condition on it to stay exact
+    reads_outcomes: bool = False
+    # the pass-rate tests counted only the relabellings under which the baseline gives the
+    # same plan
+    conditioned: bool = False
+
+
 class Comparison(_Frozen):
     """Everything ``gate compare`` concluded. Pure data: render it, dump it, gate on it."""
 
@@ -316,6 +349,8 @@ class Comparison(_Frozen):
     # the baseline's tasks that carry no signal or disagree with their own history, with why
     # (gate/compare/_health.py): every report names them once, never as part of the verdict
     health: list[TaskHealth] = []
+    # how the candidate's runs were spread by its plan (None: a file without a plan)
+    plan: PlanSpread | None = None
 
     def metric(self, name: MetricName) -> MetricResult:
         return next(m for m in self.metrics if m.name == name)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from gate.report._html import preload as preload_html
     from gate.report._html import render_html
+    from gate.report._plan import plan_lines, plan_summary
     from gate.report._render import (
         BUDGET,
         GITHUB_LIMIT,
@@ -75,6 +76,7 @@ _WHERE = {
                      "metric_value", "num", "p_is", "pct", "pts", "pval", "rate", "rel",
                      "signed", "usd"), "_format"),
     "render_html": "_html", "preload_html": "_html:preload",
+    "plan_lines": "_plan", "plan_summary": "_plan",
     **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "HEALTH_LEAD", "health_lines", "is_interesting",
                      "metric_change", "metric_verdict", "overhead_note", "preload_templates",
                      "render_markdown", "render_summary", "render_text", "schedule_note",
@@ -106,6 +108,8 @@ __all__ = [
     "p_is",
     "pct",
     "plain",
+    "plan_lines",
+    "plan_summary",
     "preload_html",
     "preload_templates",
     "pts",

@@ -40,6 +40,7 @@ from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
 from gate.metrics import METRICS, said
 from gate.report._format import FILTERS, interval, metric_value, pct, usd
+from gate.report._plan import plan_lines, plan_summary
 from gate.report._render import HEALTH_LEAD, metric_change, metric_verdict, verdict_words
 from gate.results import (
     Results,
@@ -653,7 +654,17 @@ def render_html(results: Results, *, results_path: Path | None = None,
         conditions=_condition_view(effects) if effects is not None else None,
         health=[h.line for h in comparison.health] if comparison else [],
         health_lead=HEALTH_LEAD,
+        plan=_plan_view(comparison),
     )
+
+
+def _plan_view(c: Comparison | None) -> dict[str, Any] | None:
+    """How the plan spread the runs: its lines and a row a task (the template escapes)."""
+    if c is None or c.plan is None:
+        return None
+    return {"summary": plan_summary(c.plan), "lines": plan_lines(c),
+            "rows": [{"task": r.task, "looks": "+".join(map(str, r.looks)), "basis": r.basis}
+                     for r in c.plan.tasks]}
 
 
 def _condition_view(report: EffectReport) -> dict[str, Any]:

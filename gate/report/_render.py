@@ -42,6 +42,7 @@ from gate.report._format import (
     signed,
     usd,
 )
+from gate.report._plan import plan_lines, plan_summary
 from gate.report._screen import (
     JOIN,
     LINK_MARK,
@@ -445,6 +446,8 @@ def _context(c: Comparison, *, run_url: str | None, notes: Sequence[str],
         "baseline": arm(c.baseline), "candidate": arm(c.candidate),
         "suite_summary": Markup(", ".join(suite_bits)), "suite_lines": suite_lines,
         "health": [md(h.line, 600) for h in c.health], "health_lead": Markup(HEALTH_LEAD),
+        "plan": ({"summary": md(plan_summary(c.plan), 200),
+                  "lines": [md(line, 2000) for line in plan_lines(c)]} if c.plan else None),
         "info": [{"name": Markup(i.name), "baseline": Markup(num(i.baseline)),
                   "candidate": Markup(num(i.candidate))} for i in c.info],
         "method": _method(c),
@@ -569,6 +572,8 @@ def render_text(comparison: Comparison) -> str:
               f"({plain(c.candidate.model, 80)}, {c.candidate.runs_per_task:g} runs/task)"]
     if (health := health_lines(c)):
         lines += ["", *health]
+    if (plan := plan_lines(c)):
+        lines += ["", *(plain(line, 2000) for line in plan)]
     return "\n".join(lines) + "\n"
 
 
