@@ -18,7 +18,9 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 (``ls``/``find``/``cat`` of files the task mentions or ships), act (the steps of
 ``solution/solve.sh``, split at blank lines, grouped to fit), check (the task's test command, or
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
-verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
+verified from ``.runner/final.txt`` pass (and, when the prompt names a command that ends
+the episode, such as mini-swe-agent's ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``, that
+command as a tool call with it: ``_submit.py``). An agent whose ``max_turns`` is below that fails.
 
 An act whose tool call does not fit in one answer of the request's ``max_tokens`` (a 100 KB
 solution) is written in parts, as a model would: one tool call per turn appends the next lines
@@ -70,6 +72,7 @@ from typing import Any
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
 from gate.sim._parts import answer_tokens, delimiter, parts_of
+from gate.sim._submit import submit_command
 from gate.sim._tokens import block_tokens
 from gate.skills import NO_EFFECT_MARKER
 from gate.tasks import Task
@@ -507,9 +510,12 @@ class SimModel:
             action = plan[turn] if turn < len(plan) else None
         base = Reply([], "end_turn", task=task.id, episode=episode, turn=turn, outcome=outcome)
         if action is None:
-            base.content = [{"type": "text", "text": _final_text(outcome, plan, messages,
-                                                                 episode)}]
-            return base
+            final = _final_text(outcome, plan, messages, episode)
+            submit = submit_command(request)  # an agent that ends on a command (_submit.py)
+            if submit is None:
+                base.content = [{"type": "text", "text": final}]
+                return base
+            action = Action("final", final, submit)
         digest = hashlib.sha256(f"{self.seed}\0{task.id}\0{episode}\0{turn}".encode())
         tool_id = f"toolu_sim_{episode}_{turn}_{digest.hexdigest()[:12]}"
         base.content = [{"type": "text", "text": action.text},
