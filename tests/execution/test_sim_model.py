@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,19 @@ def test_no_submit_command_without_the_prompt_asking_for_one(sim: Simulator, sui
                          submit=SUBMIT)
         assert not ep.submitted and ep.stop_reason == "end_turn"
         assert not any(SUBMIT in c for c in ep.commands)
+
+
+@pytest.mark.skipif(shutil.which("dash") is None, reason="no dash (Debian's /bin/sh) here")
+def test_a_command_sh_refuses_is_run_again_with_bash(suite: Suite, tmp_path: Path) -> None:
+    """mini-swe-agent's `bash` tool runs /bin/sh (dash on Debian): the model reads the refusal
+    of `set -o pipefail` and runs the command again through bash (gate/sim/_shell.py)."""
+    task = suite.get("count-lines")  # its solution starts `set -euo pipefail`
+    seed = _seed_where(["solve", "solve"], STRONG, task.id, "medium")
+    with Simulator(tasks_dir=suite.root, seed=seed) as s:
+        dash = run_episode(_client(s), task, tmp_path, model=STRONG, shell="dash")
+        bash = run_episode(_client(s), task, tmp_path, model=STRONG)
+    refused = next(i for i, c in enumerate(dash.commands) if c.startswith("set -euo pipefail"))
+    assert dash.commands[refused + 1].startswith("bash -c 'set -euo pipefail")
+    assert dash.passed and "37" in dash.final
+    assert dash.turns == bash.turns + 1  # the retry costs a turn, in plain sight
+    assert bash.passed and not any(c.startswith("bash -c") for c in bash.commands)

@@ -149,10 +149,11 @@ class Episode:
 def run_episode(client: anthropic.Anthropic, task: Task, parent: Path, *,
                 model: str = "claude-sonnet-5-5", tools: list[dict[str, Any]] | None = None,
                 max_turns: int = 15, system: str | None = None,
-                submit: str | None = None) -> Episode:
+                submit: str | None = None, shell: str = "bash") -> Episode:
     """A minimal agent: call the model, run its bash commands, stop at end_turn or max_turns,
     write ``.runner/final.txt``, then let ``verify.sh`` decide. With ``submit``, it also stops
-    as mini-swe-agent does: when a command's output starts with that line."""
+    as mini-swe-agent does: when a command's output starts with that line; ``shell`` runs the
+    commands (mini-swe-agent's is ``/bin/sh``)."""
     ws = prepare_workspace(task, parent)
     offered = [BASH_TOOL] if tools is None else tools
     messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
@@ -176,7 +177,7 @@ def run_episode(client: anthropic.Anthropic, task: Task, parent: Path, *,
         for use in uses:
             command = str(use.input["command"])  # type: ignore[index]
             commands.append(command)
-            res = subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True,
+            res = subprocess.run([shell, "-c", command], cwd=ws, capture_output=True,
                                  text=True, timeout=60, env=_script_env(task, ws))
             results.append({"type": "tool_result", "tool_use_id": use.id,
                             "content": (res.stdout + res.stderr) or "(no output)"})
