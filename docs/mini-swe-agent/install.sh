@@ -37,7 +37,9 @@ sed "s|@BIN@|$PREFIX/bin|" > "$PREFIX/bin/mini-gate" <<'SH'
 # model anthropic/$ANTHROPIC_MODEL through litellm to $ANTHROPIC_BASE_URL (the gate's meter)
 # with $ANTHROPIC_API_KEY (the run's token); no confirmation, no prompt at the end, no cost
 # limit of its own (the gate's [agent] max_turns and the meter's caps bound the run), no
-# network of its own (litellm's price map from its package, not fetched). Extra arguments go
+# network of its own (litellm's price map from its package, not fetched); three tries per
+# request, not ten (a refusal at the meter's turn cap ends the run in seconds, not minutes of
+# back-off). Extra arguments go
 # to `mini` (e.g. -c mini.yaml -c agent.step_limit=30). The trajectory is written beside
 # $GATE_FINAL_FILE; the last model message's text becomes the final message, and a last line
 # of JSON sums what the trajectory says was used. It exits 1 when mini-swe-agent ended without
@@ -45,7 +47,7 @@ sed "s|@BIN@|$PREFIX/bin|" > "$PREFIX/bin/mini-gate" <<'SH'
 here="@BIN@"  # where install.sh put mini-swe-agent
 traj="$(dirname "$GATE_FINAL_FILE")/mini-swe-agent.traj.json"
 MSWEA_CONFIGURED=1 MSWEA_SILENT_STARTUP=1 MSWEA_COST_TRACKING=ignore_errors \
-LITELLM_LOCAL_MODEL_COST_MAP=True \
+MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT=3 LITELLM_LOCAL_MODEL_COST_MAP=True \
   "$here/mini" --yolo --exit-immediately --cost-limit 0 \
   --model "anthropic/${ANTHROPIC_MODEL:?the gate sets ANTHROPIC_MODEL from [agent] model}" \
   --task "$(cat "$GATE_PROMPT_FILE")" --output "$traj" "$@" </dev/null

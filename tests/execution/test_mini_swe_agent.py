@@ -1,7 +1,8 @@
 """mini-swe-agent, a second real agent CLI, as a `command` agent: installed by the documented
 script (docs/mini-swe-agent/install.sh, cached: tests/helpers/mini.py), run by `gate run --sim`
 with the documented command line, metered by the gate, its episodes ended the way it expects
-(its submit command, played by the simulator: gate/sim/_submit.py).
+(its submit command, played by the simulator: gate/sim/_submit.py) and its shell's refusals
+of bash syntax answered as a model answers them (gate/sim/_shell.py).
 
 Skips when the install cannot be made (no package index), or fails under
 ``GATE_REQUIRE_MINI_SWE_AGENT=1`` (set by ``.ci/run``, which installs it).
@@ -19,7 +20,9 @@ from tests.helpers.mini import installed
 from tests.helpers.process import gate, user_env
 
 REPO = Path(__file__).resolve().parents[2]
-TASKS = ("find-api-rate-limit", "add-dry-run-flag")
+#: an answer judged from the final message, a fix, and a fix whose solution starts with a
+#: bash-only line that mini-swe-agent's /bin/sh refuses (gate/sim/_shell.py)
+TASKS = ("find-api-rate-limit", "add-dry-run-flag", "fix-slugify-whitespace")
 
 pytestmark = pytest.mark.slow
 
