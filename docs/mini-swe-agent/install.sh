@@ -28,6 +28,11 @@ if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   fi
 fi
 python3 -m venv "$PREFIX"
+# the system's CA store when there is one (a venv's pip trusts only its own bundle, which lacks
+# a CA the image's owner added, e.g. a TLS-inspecting proxy's)
+if [ -z "${PIP_CERT:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+fi
 "$PREFIX/bin/pip" install --quiet --disable-pip-version-check --no-input \
   "mini-swe-agent==$VERSION"
 

@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: bash-only line that mini-swe-agent's /bin/sh refuses (gate/sim/_shell.py)
 TASKS = ("find-api-rate-limit", "add-dry-run-flag", "fix-slugify-whitespace")
 
-pytestmark = pytest.mark.slow
+#: the first install (once per version of the script) takes minutes on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
