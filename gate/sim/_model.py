@@ -3,7 +3,8 @@
 The server keeps no conversation state. Everything comes from the request: the task from the
 first user message (a task's ``task.md`` text, whitespace-normalised, appears in it), the turn
 from how many assistant messages the history holds, and the episode from the simulator's own
-``tool_use`` ids (``toolu_sim_<episode>_<turn>_<hash>``), which every later request carries back.
+``tool_use`` ids (``toolu_sim_<episode>_<step>_<hash>``, the step of its plan: the turn, less
+any retry of a command sh refused, ``_shell.py``), which every later request carries back.
 A new episode (turn 0 with a shell tool) takes the next number for its (task, model).
 
 An episode's outcome is ``decide_outcome(seed, model, task, difficulty, episode)``: one uniform
@@ -18,7 +19,9 @@ A solving episode takes ``TURNS[difficulty]`` requests (easy 4, medium 6, hard 9
 (``ls``/``find``/``cat`` of files the task mentions or ships), act (the steps of
 ``solution/solve.sh``, split at blank lines, grouped to fit), check (the task's test command, or
 ``ls``), then a final answer that quotes the output of the act steps, so answer-style tasks
-verified from ``.runner/final.txt`` pass. An agent whose ``max_turns`` is below that fails.
+verified from ``.runner/final.txt`` pass (and, when the prompt names a command that ends
+the episode, such as mini-swe-agent's ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``, that
+command as a tool call with it: ``_submit.py``). An agent whose ``max_turns`` is below that fails.
 
 An act whose tool call does not fit in one answer of the request's ``max_tokens`` (a 100 KB
 solution) is written in parts, as a model would: one tool call per turn appends the next lines
@@ -70,6 +73,8 @@ from typing import Any
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
 from gate.sim._parts import answer_tokens, delimiter, parts_of
+from gate.sim._shell import RETRY_MARK, retries, through_bash
+from gate.sim._submit import submit_command
 from gate.sim._tokens import block_tokens
 from gate.skills import NO_EFFECT_MARKER
 from gate.tasks import Task
@@ -499,19 +504,32 @@ class SimModel:
         plan = in_parts(script.plan(outcome, rng, skill), tool,
                         int(request.get("max_tokens") or 0), tool_id_stem(
                             self.seed, task.id, episode, model))
-        if outcome == "loop":  # after the skill's read, if any: re-reading until out of turns
-            action: Action | None = plan[turn] if turn < len(plan) else (
+        done, again = retries(messages, episode)  # a shell that is sh, not bash: _shell.py
+        step = turn - done  # the plan's step this turn takes
+        if again and 0 < step <= len(plan):
+            step -= 1
+            action: Action | None = Action(
+                plan[step].phase, "That shell is sh, not bash: I'll run it again with bash.",
+                through_bash(str(plan[step].command)))
+        elif outcome == "loop":  # after the skill's read, if any: re-reading until out of turns
+            action = plan[step] if step < len(plan) else (
                 Action("look", "Let me re-read that to be sure.",
-                       script.looks[turn % len(script.looks)]) if turn < LOOP_LIMIT else None)
+                       script.looks[step % len(script.looks)]) if step < LOOP_LIMIT else None)
         else:
-            action = plan[turn] if turn < len(plan) else None
+            action = plan[step] if step < len(plan) else None
+        if action is not None and done and not again and action.phase == "act":
+            action = Action(action.phase, action.text, through_bash(str(action.command)))
         base = Reply([], "end_turn", task=task.id, episode=episode, turn=turn, outcome=outcome)
         if action is None:
-            base.content = [{"type": "text", "text": _final_text(outcome, plan, messages,
-                                                                 episode)}]
-            return base
+            final = _final_text(outcome, plan, messages, episode)
+            submit = submit_command(request)  # an agent that ends on a command (_submit.py)
+            if submit is None:
+                base.content = [{"type": "text", "text": final}]
+                return base
+            action = Action("final", final, submit)
         digest = hashlib.sha256(f"{self.seed}\0{task.id}\0{episode}\0{turn}".encode())
-        tool_id = f"toolu_sim_{episode}_{turn}_{digest.hexdigest()[:12]}"
+        mark = RETRY_MARK if again else ""
+        tool_id = f"toolu_sim_{episode}_{step}_{mark}{digest.hexdigest()[:12]}"
         base.content = [{"type": "text", "text": action.text},
                         {"type": "tool_use", "id": tool_id, "name": tool,
                          "input": {"command": action.command}}]

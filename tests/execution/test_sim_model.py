@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,54 @@ def test_unknown_prompt_gets_a_plain_answer(sim: Simulator) -> None:
                                        messages=[{"role": "user", "content": "What is 2+2?"}])
     assert msg.stop_reason == "end_turn"
     assert [b.type for b in msg.content] == ["text"]
+
+
+# -- an agent that ends on a command of its own (mini-swe-agent: gate/sim/_submit.py) -----
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+#: mini-swe-agent 2.x's own words (its mini.yaml), in the first user message as it sends them
+MINI_PROMPT = ("6. Submit your changes and finish your work by issuing the following command: "
+               f"`echo {SUBMIT}`.\n   Do not combine it with any other command.")
+
+
+def test_an_episode_ends_on_the_submit_command_the_prompt_names(suite: Suite,
+                                                                tmp_path: Path) -> None:
+    task = suite.get("count-lines")
+    seed = _seed_where(["solve", "give_up"], STRONG, task.id, "medium")
+    with Simulator(tasks_dir=suite.root, seed=seed) as s:
+        ep = run_episode(_client(s), task, tmp_path, model=STRONG, system=MINI_PROMPT,
+                         submit=SUBMIT)
+        gave_up = run_episode(_client(s), task, tmp_path, model=STRONG, system=MINI_PROMPT,
+                              submit=SUBMIT)
+    # the same turns as a text-ending agent's: the final answer carries the command
+    assert ep.submitted and ep.passed and ep.turns == TURNS["medium"]
+    assert ep.commands[-1] == f"echo {SUBMIT}" and ep.stop_reason == "tool_use"
+    assert "37" in ep.final  # the final answer is the text beside the command
+    assert gave_up.submitted and not gave_up.passed and "sorry" in gave_up.final
+
+
+def test_no_submit_command_without_the_prompt_asking_for_one(sim: Simulator, suite: Suite,
+                                                             tmp_path: Path) -> None:
+    task = suite.get("count-lines")
+    # a backquoted echo that nothing says ends the work is not a submit command
+    other = f"Logs are tagged with `echo {SUBMIT}` lines by the deploy script."
+    for system in (None, other):
+        ep = run_episode(_client(sim), task, tmp_path, model=STRONG, system=system,
+                         submit=SUBMIT)
+        assert not ep.submitted and ep.stop_reason == "end_turn"
+        assert not any(SUBMIT in c for c in ep.commands)
+
+
+@pytest.mark.skipif(shutil.which("dash") is None, reason="no dash (Debian's /bin/sh) here")
+def test_a_command_sh_refuses_is_run_again_with_bash(suite: Suite, tmp_path: Path) -> None:
+    """mini-swe-agent's `bash` tool runs /bin/sh (dash on Debian): the model reads the refusal
+    of `set -o pipefail` and runs the command again through bash (gate/sim/_shell.py)."""
+    task = suite.get("count-lines")  # its solution starts `set -euo pipefail`
+    seed = _seed_where(["solve", "solve"], STRONG, task.id, "medium")
+    with Simulator(tasks_dir=suite.root, seed=seed) as s:
+        dash = run_episode(_client(s), task, tmp_path, model=STRONG, shell="dash")
+        bash = run_episode(_client(s), task, tmp_path, model=STRONG)
+    refused = next(i for i, c in enumerate(dash.commands) if c.startswith("set -euo pipefail"))
+    assert dash.commands[refused + 1].startswith("bash -c 'set -euo pipefail")
+    assert dash.passed and "37" in dash.final
+    assert dash.turns == bash.turns + 1  # the retry costs a turn, in plain sight
+    assert bash.passed and not any(c.startswith("bash -c") for c in bash.commands)

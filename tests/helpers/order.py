@@ -75,6 +75,9 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_suite_health.py": 10,
     "tests/e2e/test_validate_build_output.py": 30,
     "tests/sandbox/test_install_skills.py": 60,
+    # issue 41's mini-swe-agent: three runs (-n 0, alone: 73 s with its install cached; the
+    # first install, once per version of docs/mini-swe-agent/install.sh, 307 s in all)
+    "tests/execution/test_mini_swe_agent.py": 75,
 }
 #: session fixtures worth building on one worker only: their modules go together
 SHARED = ("installed",)

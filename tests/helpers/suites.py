@@ -143,20 +143,26 @@ class Episode:
     final: str
     commands: list[str] = field(default_factory=list)
     stop_reason: str | None = None
+    submitted: bool = False  # ended on the ``submit`` line (run_episode)
 
 
 def run_episode(client: anthropic.Anthropic, task: Task, parent: Path, *,
                 model: str = "claude-sonnet-5-5", tools: list[dict[str, Any]] | None = None,
-                max_turns: int = 15) -> Episode:
+                max_turns: int = 15, system: str | None = None,
+                submit: str | None = None, shell: str = "bash") -> Episode:
     """A minimal agent: call the model, run its bash commands, stop at end_turn or max_turns,
-    write ``.runner/final.txt``, then let ``verify.sh`` decide."""
+    write ``.runner/final.txt``, then let ``verify.sh`` decide. With ``submit``, it also stops
+    as mini-swe-agent does: when a command's output starts with that line; ``shell`` runs the
+    commands (mini-swe-agent's is ``/bin/sh``)."""
     ws = prepare_workspace(task, parent)
     offered = [BASH_TOOL] if tools is None else tools
     messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
     final, commands, stop = "", [], None
-    turns = 0
-    while turns < max_turns:
+    turns, submitted = 0, False
+    while turns < max_turns and not submitted:
         kwargs: dict[str, Any] = {"tools": offered} if offered else {}
+        if system is not None:
+            kwargs["system"] = system
         msg = client.messages.create(model=model, max_tokens=4096, messages=messages,
                                      **kwargs)
         turns += 1
@@ -171,16 +177,18 @@ def run_episode(client: anthropic.Anthropic, task: Task, parent: Path, *,
         for use in uses:
             command = str(use.input["command"])  # type: ignore[index]
             commands.append(command)
-            res = subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True,
+            res = subprocess.run([shell, "-c", command], cwd=ws, capture_output=True,
                                  text=True, timeout=60, env=_script_env(task, ws))
             results.append({"type": "tool_result", "tool_use_id": use.id,
                             "content": (res.stdout + res.stderr) or "(no output)"})
+            submitted = submitted or (submit is not None and res.returncode == 0
+                                      and res.stdout.lstrip().startswith(submit + "\n"))
         messages.append({"role": "user", "content": results})
     (ws / ".runner").mkdir(exist_ok=True)
     (ws / ".runner" / "final.txt").write_text(final)
     verdict = subprocess.run(["bash", str(task.verify_script)], cwd=ws, capture_output=True,
                              env=_script_env(task, ws), timeout=30)
-    return Episode(verdict.returncode == 0, turns, final, commands, stop)
+    return Episode(verdict.returncode == 0, turns, final, commands, stop, submitted)
 
 
 def long_text(tokens: int, word: str = "context") -> str:
