@@ -21,6 +21,7 @@ from gate.upstream._anthropic import (
     messages_fault,
 )
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -51,6 +52,7 @@ __all__ = [
     "MESSAGES_ROUTES",
     "PUBLIC_API",
     "SERVER_TOOLS",
+    "SIMULATOR",
     "Cause",
     "Endpoint",
     "Fault",
