@@ -8,20 +8,15 @@ import below.
 
 from gate.upstream._anthropic import (
     ANTHROPIC,
-    API_VERSION,
     CREDIT_MESSAGE,
     ERROR_TYPES,
-    MESSAGES_ROUTES,
-    PUBLIC_API,
     SERVER_TOOLS,
     MessagesUpstream,
     check_base_url,
-    error_cause,
     key_signer,
     messages_fault,
 )
 from gate.upstream._contract import (
-    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -39,20 +34,15 @@ from gate.upstream._contract import (
     provider_prefixes,
     register_upstream,
     upstream_names,
-    upstreams,
 )
 from gate.upstream._gateway import GATEWAY
 
 __all__ = [
     "ANTHROPIC",
-    "API_VERSION",
     "CREDIT_MESSAGE",
     "ERROR_TYPES",
     "GATEWAY",
-    "MESSAGES_ROUTES",
-    "PUBLIC_API",
     "SERVER_TOOLS",
-    "SIMULATOR",
     "Cause",
     "Endpoint",
     "Fault",
@@ -68,12 +58,10 @@ __all__ = [
     "Upstream",
     "check_base_url",
     "credential_variables",
-    "error_cause",
     "get_upstream",
     "key_signer",
     "messages_fault",
     "provider_prefixes",
     "register_upstream",
     "upstream_names",
-    "upstreams",
 ]

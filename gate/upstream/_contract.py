@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
@@ -350,10 +350,6 @@ def register_upstream(upstream: U) -> U:
 
 def upstream_names() -> tuple[str, ...]:
     return tuple(_UPSTREAMS)
-
-
-def upstreams() -> Iterator[Upstream]:
-    return iter(tuple(_UPSTREAMS.values()))
 
 
 def get_upstream(name: str, *, where: str = "[agent] upstream") -> Upstream:
