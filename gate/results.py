@@ -231,6 +231,35 @@ class PlanRecord(_Open):
         return None
 
 
+class UpstreamInfo(_Open):
+    """The model API that answered a file's runs, as the upstream port recorded it
+    (gate/upstream): never a key. ``pricing`` names the price rules applied (two files priced
+    by different rules compare their cost without gating on it)."""
+
+    upstream: str = Field(max_length=64)  # as [agent] upstream names it
+    provider: str = Field(max_length=64)
+    region: str | None = Field(default=None, max_length=64)  # None: none, or global
+    model_id: str | None = Field(default=None, max_length=256)  # the model id as called
+    host: str | None = Field(default=None, max_length=255)  # the base URL's host only
+    pricing: str = Field(max_length=64)
+
+    @property
+    def place(self) -> tuple[str, str, str | None, str | None]:
+        """Where the runs were answered: two files whose places differ were measured on
+        different upstreams (a baseline never pools them; a verdict names both)."""
+        return (self.upstream, self.provider, self.region, self.host)
+
+    def describe(self) -> str:
+        region = f", region {self.region}" if self.region else ""
+        host = f" at {self.host}" if self.host else ""
+        called = f", model {self.model_id}" if self.model_id else ""
+        return f"upstream {self.upstream} ({self.provider}{region}{host}{called})"
+
+
+#: the results field that holds :class:`UpstreamInfo`
+UPSTREAM_RECORD = "upstream_api"
+
+
 class Summary(_Open):
     passed: Count
     failed: Count
@@ -273,6 +302,9 @@ class Results(_Open):
     # such a file can be read and compared, never promoted into the baseline
     interrupted: Interruption | None = None
     schedule: Schedule | None = None  # absent in files written before it was recorded
+    # the upstream that answered the runs; absent in files written before it was recorded
+    # (they compare as ever)
+    upstream_api: UpstreamInfo | None = None
     # the per-task plan of the runs (issue 40; absent: every task the same runs, as before)
     plan: PlanRecord | None = None
 

@@ -13,6 +13,10 @@ Policy beyond :func:`compare`:
 - **What the simulator cannot judge**: both arms simulated and a change only a model reads
   (the prompt's words, tools, a skill's text): the pass rate is "not judged", said first
   (:mod:`gate.compare._simjudge`; ``sim_unjudged`` says whether that exits 3 or 0).
+- **Another upstream**: a baseline measured on another upstream than the run (the files'
+  ``upstream_api``) is named in the verdict; where their prices differ cost is reported, not
+  gated; where the model differs too the comparison is inconclusive, naming the fix
+  (:mod:`gate.compare._upstreams`).
 - **Skill conditions**: runs under a named condition (``gate run --condition``) are never
   pooled with the plain runs: the baseline gate compares the plain runs, and when both files
   hold the ``target`` and ``control`` conditions the skill-effect test
@@ -36,6 +40,7 @@ from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
 from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
+from gate.compare._upstreams import with_upstream_check
 from gate.compare._why import with_why
 from gate.config import GateSettings
 from gate.metrics import PERMUTED_GATING, said
@@ -92,7 +97,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     interrupted = base.interrupted is not None or pr.interrupted is not None
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
-    judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
+    judged = with_upstream_check(with_yardstick_check(judged, base, pr), base, pr)
+    judged = with_sim_unjudged(judged, base, pr, sim_unjudged)
     if plan is not None and pr.plan is not None:
         spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed))
         judged = judged.model_copy(update={"plan": spread})
@@ -115,11 +121,11 @@ def yardstick_problem(base: Results, pr: Results) -> str | None:
     if base.simulated:
         return (f"the baseline was measured on the simulator ({base.model}) and this run "
                 f"through the API ({pr.model}): a simulated yardstick never judges a real run. "
-                "Make the baseline from a real run (`gate run` with ANTHROPIC_API_KEY, then "
+                "Make the baseline from a real run (`gate run` with the model API's key, then "
                 "`gate baseline results.json`), or judge a `gate run --sim` run against it")
     return (f"this run is the simulator's ({pr.model}) and the baseline was measured through "
             f"the API ({base.model}): a simulated run is never judged against a real "
-            "baseline. Run without --sim (with ANTHROPIC_API_KEY), or compare with a baseline "
+            "baseline. Run without --sim (with the model API's key), or compare with a baseline "
             "made on the simulator")
 
 
