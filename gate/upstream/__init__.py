@@ -23,6 +23,7 @@ from gate.upstream._anthropic import (
 )
 from gate.upstream._bedrock import BEDROCK, SIM_ACCESS_KEY, bedrock_fault, model_name
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -65,6 +66,7 @@ __all__ = [
     "MESSAGES_ROUTES",
     "PUBLIC_API",
     "SERVER_TOOLS",
+    "SIMULATOR",
     "SIM_ACCESS_KEY",
     "AwsKeys",
     "BedrockAuth",

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -142,7 +143,6 @@ class MessagesUpstream(Upstream):
     server tools, its credit and count probes, and a command agent's variables."""
 
     routes: ClassVar[tuple[Route, ...]] = MESSAGES_ROUTES
-    credential_headers: ClassVar[tuple[str, ...]] = (KEY_HEADER, BEARER_HEADER)
     server_tools: ClassVar[tuple[ServerTool, ...]] = SERVER_TOOLS
 
     def fault(self, status: int, headers: Mapping[str, str], body: bytes) -> Fault:
@@ -205,11 +205,13 @@ class Anthropic(MessagesUpstream):
 
     def direct(self, base_url: str, key: str, header: str = KEY_HEADER) -> Endpoint:
         """The endpoint at ``base_url`` with ``key`` sent in ``header``."""
-        return Endpoint(self, base_url.rstrip("/"), None, key_signer(key, header))
+        base = base_url.rstrip("/")
+        return Endpoint(self, base, None, key_signer(key, header),
+                        "anthropic-api" if base == PUBLIC_API else "custom-base-url")
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
         return Endpoint(self, base_url.rstrip("/"), None, key_signer(credential, KEY_HEADER),
-                        simulated=True)
+                        SIMULATOR)
 
 
 ANTHROPIC = register_upstream(Anthropic())

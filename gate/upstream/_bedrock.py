@@ -38,6 +38,7 @@ from typing import ClassVar
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import MODEL_ENV, check_base_url
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -208,7 +209,7 @@ class Bedrock(Upstream):
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
         auth = BedrockAuth(AGENT_REGION, keys=AwsKeys(SIM_ACCESS_KEY, credential))
-        return Endpoint(self, base_url.rstrip("/"), AGENT_REGION, _signer(auth), simulated=True)
+        return Endpoint(self, base_url.rstrip("/"), AGENT_REGION, _signer(auth), SIMULATOR)
 
     def model_id(self, model: str, region: str | None) -> str:
         if model.startswith("arn:") or "anthropic." in model:

@@ -39,6 +39,11 @@ RouteKind = Literal["messages", "count_tokens", "models"]
 Cause = Literal["agent", "provider", "credit?"]
 
 
+#: the headers the meter reads an agent's run token from, whatever the upstream: an API key's
+#: (as Claude Code sends one) and a bearer token's (as the Python SDK does)
+RUN_TOKEN_HEADERS = ("x-api-key", "authorization")
+
+
 @dataclass(frozen=True)
 class Route:
     """A request the meter accepts from an agent: ``method`` and ``path`` (matched, whole, on
@@ -153,7 +158,12 @@ class Endpoint:
     base_url: str
     region: str | None
     sign: Callable[[Outgoing], Mapping[str, str]] = field(repr=False)
-    simulated: bool = False
+    #: how the results' ``upstream`` field names it (``simulator``: the built-in simulator)
+    label: str = "api"
+
+    @property
+    def simulated(self) -> bool:
+        return self.label == SIMULATOR
 
     @property
     def host(self) -> str | None:
@@ -167,6 +177,10 @@ class Endpoint:
         return Record(up.name, up.provider, self.region,
                       up.model_id(model, self.region) if model else None, self.host,
                       up.pricing(self.region))
+
+
+#: the label of an endpoint that is the built-in simulator
+SIMULATOR = "simulator"
 
 
 class Upstream(abc.ABC):
@@ -185,8 +199,9 @@ class Upstream(abc.ABC):
     env_prefixes: ClassVar[tuple[str, ...]] = ()
     #: the routes the meter accepts from an agent (anything else: 403, never forwarded)
     routes: ClassVar[tuple[Route, ...]] = ()
-    #: the request headers an agent may carry a credential in: dropped, never forwarded
-    credential_headers: ClassVar[tuple[str, ...]] = ("authorization",)
+    #: the request headers an agent may carry a credential (or the run's token) in: dropped,
+    #: never forwarded; what the upstream needs, its ``sign`` sets
+    credential_headers: ClassVar[tuple[str, ...]] = RUN_TOKEN_HEADERS
     #: a header of its own an agent may carry the run's token in (besides ``x-api-key`` and
     #: ``Authorization: Bearer``, which the meter always reads), for a client that signs
     #: nothing and sends neither; dropped, never forwarded
@@ -208,8 +223,33 @@ class Upstream(abc.ABC):
         upstream authenticates (the simulator checks it) with the simulator's ``credential``."""
 
     def simulator_auth(self) -> str:
-        """How the simulator checks a request's credential (its protocol's name)."""
+        """How the simulator checks a request's credential (the upstream's name whose
+        :meth:`simulator_refusal` it asks)."""
         return self.name
+
+    def simulator_refusal(self, header: Callable[[str], str], credential: str | None
+                          ) -> str | None:
+        """Why the simulator, standing in for this upstream with ``credential`` (None: any),
+        refuses a request's authentication (a 401), or None. By default: any credential in
+        an API key's header or a bearer token, the one given if given."""
+        given = self.run_token(header)
+        if not given:
+            return f"an {RUN_TOKEN_HEADERS[0]} header or a bearer token is required"
+        if credential is not None and given != credential:
+            return "invalid credential (the simulator's)"
+        return None
+
+    def run_token(self, header: Callable[[str], str]) -> str:
+        """The run's token as an agent's request carries it (``header(name)``: a header's
+        value, ``""`` if absent): an API key's header, else a bearer token, else the
+        upstream's own header; ``""``: none."""
+        given = header(RUN_TOKEN_HEADERS[0])
+        auth = header(RUN_TOKEN_HEADERS[1])
+        if not given and auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        if not given and self.token_header:
+            given = header(self.token_header)
+        return given
 
     def match(self, method: str, rest: str) -> Matched | None:
         """The route ``method`` ``rest`` (relative to the run's root, exactly as sent) takes,
