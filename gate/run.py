@@ -5,9 +5,10 @@ as it lands; the results file is written at the start marked incomplete, and fro
 once the plan is done (or stopped: Ctrl-C, a budget). ``--resume`` continues from the journal.
 
 Every agent kind except the oracle talks to the model through the metering proxy. Under
-``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
-otherwise it is ``ANTHROPIC_BASE_URL`` or the public API, and a key is required — the gate
-never falls back to the simulator on its own.
+``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback and
+speaking the protocol of ``[agent] upstream``; otherwise it is that upstream as the environment
+configures it (gate/upstream), and its credential is required — the gate never falls back to
+the simulator on its own.
 
 This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
 ``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it

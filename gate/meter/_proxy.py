@@ -146,7 +146,8 @@ class MeterProxy:
         run_id = f"{run_name}-{secrets.token_hex(4)}"
         meter = RunMeter(run_id=run_id, token="gate-run-" + secrets.token_urlsafe(24),
                          base_url=f"{self.url}/r/{run_id}", _proxy=self,
-                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name)
+                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name,
+                         api=self.api)
         with self._lock:
             self._runs[run_id] = meter
         return meter

@@ -163,14 +163,14 @@ class MessagesUpstream(Upstream):
     def count_probe(self, request: Mapping[str, Any]) -> Probe | None:
         return Probe(f"/{COUNT_TOKENS}", json.dumps(request).encode(), _json_headers())
 
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """A Messages client's variables: the base URL and the run's token as an API key
         (Claude Code and the SDKs send it as ``x-api-key`` or a bearer token: the meter takes
-        both), and the model when one is configured."""
-        env = {BASE_URL_ENV: base_url, KEY_ENV: token}
-        if model:
-            env[MODEL_ENV] = model
-        return env
+        both)."""
+        return {BASE_URL_ENV: base_url, KEY_ENV: token}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        return {MODEL_ENV: model}
 
 
 def _json_headers() -> dict[str, str]:
@@ -193,6 +193,8 @@ class Anthropic(MessagesUpstream):
     credential_env = (KEY_ENV, TOKEN_ENV)
     setting_env = (BASE_URL_ENV,)
     env_prefixes = ("ANTHROPIC_",)
+    credential_setup = ("pass it to the action (`anthropic-api-key: ${{ secrets."
+                        f"{KEY_ENV} }}}}`)")
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         key, header = environ.get(KEY_ENV), KEY_HEADER

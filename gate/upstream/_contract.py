@@ -21,14 +21,17 @@ import abc
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from gate._files import printable
 from gate.errors import BadInput
+from gate.usage import Usage
 
-if TYPE_CHECKING:
-    from gate.cost import PriceTable
-    from gate.usage import Usage
+
+class Prices(Protocol):
+    """The price table, as an upstream's price rule reads it (``gate.cost.PriceTable``: the
+    port stands below it, which reads the configuration)."""
+
+    def cost(self, model: str, usage: Usage) -> float: ...
 
 #: what a route is for: the one billable kind (a model's answer: metered), a free count of a
 #: prompt's tokens, the model list
@@ -192,6 +195,9 @@ class Upstream(abc.ABC):
     #: the variables it reads a credential from: withheld from every child (a task, an agent),
     #: whichever upstream the run uses
     credential_env: ClassVar[tuple[str, ...]] = ()
+    #: how a CI job passes its credential to the gate (the end of "add it as a repository
+    #: secret and …"), for the one line that says it is missing
+    credential_setup: ClassVar[str] = "set it in the step's environment"
     #: the variables it reads that are no credential (a base URL, a region)
     setting_env: ClassVar[tuple[str, ...]] = ()
     #: prefixes of its clients' variables: never a task's, credential or not (withheld
@@ -209,6 +215,11 @@ class Upstream(abc.ABC):
     #: the response header that names the upstream's request id
     request_id_header: ClassVar[str] = "request-id"
     server_tools: ClassVar[tuple[ServerTool, ...]] = ()
+
+    @property
+    def credential_name(self) -> str:
+        """The credential variable a person sets (the first of :attr:`credential_env`)."""
+        return self.credential_env[0] if self.credential_env else f"the {self.name} credential"
 
     # -- reaching it ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -278,7 +289,7 @@ class Upstream(abc.ABC):
         """The name of the price rules a request in ``region`` is priced by (recorded)."""
         return self.provider
 
-    def cost(self, prices: PriceTable, model: str, usage: Usage, region: str | None) -> float:
+    def cost(self, prices: Prices, model: str, usage: Usage, region: str | None) -> float:
         """USD for ``usage`` of ``model`` (as called) in ``region``: the price table's, by
         default; an upstream whose regional endpoints cost more applies its rule here.
         A model with no price is ``BadInput``."""
@@ -310,9 +321,13 @@ class Upstream(abc.ABC):
         return None
 
     # -- agents -----------------------------------------------------------------------------
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """What a command agent (Claude Code, an SDK) gets to reach the meter at
-        ``base_url`` with the run's ``token``, and the model to ask for."""
+        ``base_url`` with the run's ``token``."""
+        return {}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        """The variable that tells a command agent which model to ask for."""
         return {}
 
     def messages_base(self, base_url: str) -> str:
@@ -353,7 +368,7 @@ def get_upstream(name: str, *, where: str = "[agent] upstream") -> Upstream:
     try:
         return _UPSTREAMS[name]
     except KeyError:
-        raise BadInput(f"{where}: unknown upstream {printable(name)!r} "
+        raise BadInput(f"{where}: unknown upstream {name[:60]!r} "
                        f"(known: {', '.join(_UPSTREAMS)})") from None
 
 

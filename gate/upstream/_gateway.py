@@ -18,7 +18,6 @@ from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import (
     BASE_URL_ENV,
     BEARER_HEADER,
-    MODEL_ENV,
     TOKEN_ENV,
     MessagesUpstream,
     check_base_url,
@@ -35,6 +34,8 @@ class Gateway(MessagesUpstream):
     provider = "gateway"
     credential_env = (GATEWAY_TOKEN_ENV,)
     setting_env = (URL_ENV,)
+    credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
+                        f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         url = environ.get(URL_ENV, "").strip()
@@ -67,11 +68,9 @@ class Gateway(MessagesUpstream):
     def pricing(self, region: str | None) -> str:
         return "anthropic"  # the price table's list prices, as the direct API's
 
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
-        env = {BASE_URL_ENV: base_url, TOKEN_ENV: token}
-        if model:
-            env[MODEL_ENV] = model
-        return env
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
+        """As a client reaches a gateway: its base URL and a bearer token (the run's)."""
+        return {BASE_URL_ENV: base_url, TOKEN_ENV: token}
 
 
 GATEWAY = register_upstream(Gateway())
