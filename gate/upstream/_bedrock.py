@@ -230,15 +230,16 @@ class Bedrock(Upstream):
             return _EventStreamAsSSE()
         return super().stream_decoder(content_type)
 
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """Claude Code's Bedrock settings with the meter as its gateway (it signs nothing and
         sends the run's token as a bearer token), which ``AnthropicBedrock`` reads too
         (``ANTHROPIC_BEDROCK_BASE_URL``, ``AWS_BEARER_TOKEN_BEDROCK``, ``AWS_REGION``)."""
-        env = {USE_BEDROCK: "1", BEDROCK_URL: base_url, SKIP_AUTH: "1",
-               "AWS_REGION": AGENT_REGION, API_KEY_ENV: token}
-        if model:
-            env[MODEL_ENV] = self.model_id(model, None)
-        return env
+        return {USE_BEDROCK: "1", BEDROCK_URL: base_url, SKIP_AUTH: "1",
+                "AWS_REGION": AGENT_REGION, API_KEY_ENV: token}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        """The Bedrock model ID the agent asks for (``ANTHROPIC_MODEL``: Claude Code's)."""
+        return {MODEL_ENV: self.model_id(model, AGENT_REGION)}
 
 
 def _signer(auth: BedrockAuth) -> Callable[[Outgoing], Mapping[str, str]]:

@@ -70,11 +70,12 @@ def test_model_ids_and_the_model_they_are_priced_as() -> None:
 
 
 def test_an_agent_gets_the_meter_as_its_gateway_and_the_run_token_as_a_bearer() -> None:
-    env = BEDROCK.agent_env("http://127.0.0.1:9/r/run1", "run-token-1", "claude-sonnet-4-5")
+    env = {**BEDROCK.agent_env("http://127.0.0.1:9/r/run1", "run-token-1"),
+           **BEDROCK.model_env("claude-sonnet-4-5")}
     assert env["CLAUDE_CODE_USE_BEDROCK"] == "1" and env["CLAUDE_CODE_SKIP_BEDROCK_AUTH"] == "1"
     assert env["ANTHROPIC_BEDROCK_BASE_URL"] == "http://127.0.0.1:9/r/run1"
     assert env["AWS_BEARER_TOKEN_BEDROCK"] == "run-token-1"
-    assert env["AWS_REGION"] and env["ANTHROPIC_MODEL"].startswith("anthropic.claude-sonnet")
+    assert env["AWS_REGION"] and env["ANTHROPIC_MODEL"] == SONNET
     assert not any(k in env for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"))
 
 
