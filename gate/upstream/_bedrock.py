@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import MODEL_ENV, check_base_url
@@ -239,7 +239,18 @@ class Bedrock(Upstream):
 
     def model_env(self, model: str) -> dict[str, str]:
         """The Bedrock model ID the agent asks for (``ANTHROPIC_MODEL``: Claude Code's)."""
-        return {MODEL_ENV: self.model_id(model, AGENT_REGION)}
+        return {MODEL_ENV: self.agent_model(model)}
+
+    def agent_model(self, model: str) -> str:
+        return self.model_id(model, AGENT_REGION)
+
+    def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
+        """``AnthropicBedrock`` with the run's token as its Bedrock API key (a bearer token:
+        it signs nothing; the meter signs)."""
+        import anthropic
+
+        return anthropic.AnthropicBedrock(api_key=token, aws_region=AGENT_REGION,
+                                          base_url=base_url, **options)
 
 
 def _signer(auth: BedrockAuth) -> Callable[[Outgoing], Mapping[str, str]]:
