@@ -88,3 +88,19 @@ def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: st
         u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
         u["cache_read_input_tokens"])
     assert run.turns == reported["num_turns"]
+
+
+def test_a_configured_bedrock_id_is_called_as_is_and_priced_as_its_model(
+        tmp_path: Path) -> None:
+    from gate.cost import price_table
+
+    model = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    res = run_suite(RunRequest(config=_config(model=model), output=tmp_path / "r.json",
+                               task_ids=EASY[:1], replications=1, jobs=1, sim=True, seed=3))
+    (run,) = res.runs
+    assert res.summary.errors == 0 and run.turns > 0
+    assert res.upstream_api is not None and res.upstream_api.model_id == model
+    billed = run.billed_usage or run.usage
+    want = price_table().cost("claude-sonnet-4-5", billed)
+    assert want > 0
+    assert run.cost_usd + (run.overhead_usd or 0) == pytest.approx(want, rel=1e-6)
