@@ -22,10 +22,6 @@ from gate.upstream import ANTHROPIC, get_upstream
 
 log = logging.getLogger("gate.sim")
 
-#: the simulator's fronts for an upstream that speaks another protocol than the Messages API
-#: (its ``simulator_auth()`` → the module whose ``start_front`` serves it in front of the
-#: Messages simulator, which then takes the front's requests only)
-FRONTS: dict[str, str] = {"bedrock": "gate.sim._bedrock"}
 
 
 class Simulator:
@@ -89,7 +85,9 @@ class Simulator:
             cache=PromptCache(self.clock), faults=self.faults, latency=self.latency,
             ledger=Ledger(self.ledger_path), seed=self.seed, clock=self.clock,
         )
-        front = FRONTS.get(self.auth.simulator_auth())
+        # an upstream of another protocol: its front (``Upstream.simulator_front``) serves it
+        # in front of the Messages simulator, which then takes the front's requests only
+        front = self.auth.simulator_front
         try:
             self._server = SimServer((self.host, 0 if front else self.port), engine,
                                      ANTHROPIC if front else self.auth, self.credential)

@@ -186,6 +186,7 @@ class Bedrock(Upstream):
         "authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256",
         "x-api-key")
     request_id_header = "x-amzn-requestid"
+    simulator_front = "gate.sim._bedrock"
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         region = next((environ[n].strip() for n in REGION_ENVS if environ.get(n, "").strip()),

@@ -215,6 +215,9 @@ class Upstream(abc.ABC):
     #: the response header that names the upstream's request id
     request_id_header: ClassVar[str] = "request-id"
     server_tools: ClassVar[tuple[ServerTool, ...]] = ()
+    #: the simulator's module that speaks this upstream's protocol in front of the Messages
+    #: simulator (its ``start_front``); None: the simulator speaks the Messages API itself
+    simulator_front: ClassVar[str | None] = None
 
     @property
     def credential_name(self) -> str:
