@@ -68,6 +68,8 @@ STREAM_ERRORS: Mapping[str, str] = {
     "api_error": "internalServerException",
 }
 _BODY_KEYS_REFUSED = ("model", "stream")
+#: the secret of ``SIM_ACCESS_KEY`` when the simulator is given no credential
+DEFAULT_SECRET = "gate-simulator"
 
 
 class BedrockError(Exception):
@@ -83,12 +85,13 @@ class _Dropped(Exception):
 class BedrockFront(ThreadingHTTPServer):
     """Bedrock's InvokeModel on loopback, in front of the Messages simulator at ``inner``
     (reached with ``inner_key``). ``credential``: the secret of the simulator's AWS key
-    (``SIM_ACCESS_KEY``), and the Bedrock API key it accepts as a bearer token."""
+    (``SIM_ACCESS_KEY``), and the Bedrock API key it accepts as a bearer token; None: any
+    bearer token, and SigV4 with ``DEFAULT_SECRET``."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, inner: str, inner_key: str, credential: str,
+    def __init__(self, inner: str, inner_key: str, credential: str | None,
                  clock: Callable[[], float] = time.time, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         super().__init__((host, port), _Handler)
@@ -104,7 +107,8 @@ class BedrockFront(ThreadingHTTPServer):
         return f"http://{host!s}:{port}"
 
     def secret(self, access_key: str) -> tuple[str, str | None] | None:
-        return (self.credential, None) if access_key == SIM_ACCESS_KEY else None
+        secret = self.credential or DEFAULT_SECRET
+        return (secret, None) if access_key == SIM_ACCESS_KEY else None
 
     def start(self) -> BedrockFront:
         self._thread = threading.Thread(target=self.serve_forever, args=(0.05,),
@@ -128,8 +132,7 @@ def start_front(inner: str, inner_key: str, credential: str | None,
                 clock: Callable[[], float], host: str, port: int) -> BedrockFront:
     """The Bedrock front of a started Messages simulator at ``inner``."""
     try:
-        return BedrockFront(inner, inner_key, credential or inner_key, clock, host,
-                            port).start()
+        return BedrockFront(inner, inner_key, credential, clock, host, port).start()
     except OSError as exc:
         raise GateError(f"simulator: cannot listen on {host}:{port}: {exc}") from None
 
@@ -185,7 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _authenticate(self, body: bytes) -> None:
         auth = self.headers.get("authorization") or ""
         if auth.lower().startswith("bearer "):
-            if auth[7:].strip() != self.server.credential:
+            given = auth[7:].strip()
+            if not given or given != (self.server.credential or given):
                 raise BedrockError(403, "UnrecognizedClientException",
                                    "The security token included in the request is invalid.")
             return

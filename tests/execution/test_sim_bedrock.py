@@ -169,3 +169,11 @@ def test_a_stream_error_is_an_exception_frame() -> None:
         frames = decode_all(_raw_stream(sim, _ask()))
     assert frames[-1].message_type == "exception"
     assert frames[-1].headers[":exception-type"] == "serviceUnavailableException"
+
+
+def test_without_a_credential_any_bedrock_api_key_is_taken() -> None:
+    with Simulator(auth="bedrock") as sim:
+        got = client(sim, api_key="anything").messages.create(model=MODEL_ID, **_ask())
+        assert got.usage.output_tokens > 0
+        signed = client(sim, aws_access_key=SIM_ACCESS_KEY, aws_secret_key="gate-simulator")
+        assert signed.messages.create(model=MODEL_ID, **_ask()).usage.output_tokens > 0
