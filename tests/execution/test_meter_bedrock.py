@@ -120,3 +120,55 @@ def test_a_validation_error_is_the_agents(meter: tuple[Simulator, MeterProxy]) -
 
 def test_the_port_names_bedrock() -> None:
     assert get_upstream("bedrock") is BEDROCK
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> pytest.MonkeyPatch:
+    """Only what a test sets: no shared files, no profile, no instance metadata lookup."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return monkeypatch
+
+
+def test_the_runners_aws_keys_from_botocores_chain_sign_for_a_configured_endpoint(
+        aws_env: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gate.upstream import SIM_ACCESS_KEY
+
+    with Simulator(auth="bedrock", credential=SECRET) as sim:
+        aws_env.setenv("AWS_ACCESS_KEY_ID", SIM_ACCESS_KEY)
+        aws_env.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+        endpoint = BEDROCK.open({"AWS_REGION": "eu-west-1", "GATE_BEDROCK_URL": sim.base_url,
+                                 **os.environ})
+        assert endpoint.region == "eu-west-1" and not endpoint.simulated
+        with MeterProxy(endpoint, None, price_table()) as proxy:
+            run = proxy.open_run("t1-r0")
+            got = agent(run).messages.create(model=MODEL_ID, **_ask())
+            run.close()
+        assert run.measured().billed_usage == _client_usage(got.usage)
+        aws_env.setenv("AWS_SECRET_ACCESS_KEY", "a-wrong-secret")  # the simulator refuses it
+        endpoint = BEDROCK.open({"AWS_REGION": "eu-west-1", "GATE_BEDROCK_URL": sim.base_url})
+        with MeterProxy(endpoint, None, price_table()) as proxy:
+            run = proxy.open_run("t1-r0")
+            with pytest.raises(anthropic.PermissionDeniedError):
+                agent(run).messages.create(model=MODEL_ID, **_ask())
+            run.close()
+        assert run.api_failure() is not None and "InvalidSignatureException" in (
+            run.requests[0].error or "")
+
+
+def test_no_credentials_or_no_region_is_said_in_one_line(aws_env: pytest.MonkeyPatch) -> None:
+    from gate.errors import BadInput, Unmeasurable
+
+    with pytest.raises(Unmeasurable, match="no AWS credentials"):
+        BEDROCK.open({"AWS_REGION": "us-east-1"})
+    with pytest.raises(BadInput, match="AWS_REGION is not set"):
+        BEDROCK.open({})
+    endpoint = BEDROCK.open({"AWS_REGION": "us-west-2", "AWS_BEARER_TOKEN_BEDROCK": "k"})
+    assert endpoint.base_url == "https://bedrock-runtime.us-west-2.amazonaws.com"
