@@ -179,6 +179,10 @@ class Bedrock(Upstream):
     name = "bedrock"
     provider = "aws-bedrock"
     credential_env = CREDENTIAL_ENV
+    credential_setup = ("pass it with AWS_SECRET_ACCESS_KEY and AWS_REGION in the gate step's "
+                        "env; or, with no long-lived secret, assume a role before the step "
+                        "(aws-actions/configure-aws-credentials, `permissions: id-token: "
+                        "write`)")
     setting_env = (*REGION_ENVS, URL_ENV)
     env_prefixes = ("AWS_",)
     routes = ROUTES

@@ -90,3 +90,9 @@ def test_the_scrub_withholds_aws_credentials_from_every_child() -> None:
            "PATH": "/usr/bin"}
     clean = scrubbed_env(environ=env)
     assert not aws & set(clean) and clean["PATH"] == "/usr/bin"
+
+
+def test_ci_says_how_to_give_the_job_aws_credentials() -> None:
+    assert BEDROCK.credential_name == "AWS_ACCESS_KEY_ID"
+    assert "configure-aws-credentials" in BEDROCK.credential_setup
+    assert "id-token: write" in BEDROCK.credential_setup
