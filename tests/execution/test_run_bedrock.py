@@ -63,7 +63,14 @@ def test_the_builtin_agent_through_anthropic_bedrock(tmp_path: Path) -> None:
 
 
 @pytest.mark.claude_code
-def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: str) -> None:
+def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    runner_aws = {"AWS_ACCESS_KEY_ID": "AKIARUNNERKEY0000001",
+                  "AWS_SECRET_ACCESS_KEY": "runner-secret-access-key-0001",
+                  "AWS_SESSION_TOKEN": "runner-session-token-0001",
+                  "AWS_WEB_IDENTITY_TOKEN_FILE": str(tmp_path / "web-identity-token")}
+    for name, value in runner_aws.items():  # the runner's own: never the agent's
+        monkeypatch.setenv(name, value)
     dump = tmp_path / "env.json"
     command = (
         f'python3 -c "import json,os; json.dump(dict(os.environ), open(\'{dump}\', \'w\'))" && '
@@ -78,7 +85,9 @@ def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: st
     env = json.loads(dump.read_text())
     assert env["CLAUDE_CODE_USE_BEDROCK"] == "1" and env["CLAUDE_CODE_SKIP_BEDROCK_AUTH"] == "1"
     assert env["AWS_BEARER_TOKEN_BEDROCK"].startswith("gate-run-")
-    assert "AWS_ACCESS_KEY_ID" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    for name, value in runner_aws.items():
+        assert name not in env and value not in json.dumps(env), name
+    assert env["AWS_REGION"]  # the gate sets the agent's region itself
     events = _events(run.transcript)
     reported = json.loads(next(e for e in events if e["type"] == "command")["stdout"])
     u = reported["usage"]
