@@ -80,47 +80,15 @@ def sign(method: str, url: str, headers: Mapping[str, str], body: bytes, keys: A
     request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
     signer = SigV4Auth(Credentials(keys.access_key, keys.secret_key, keys.token), service,
                        region)
-    stamp = (when or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
-    # ``add_auth`` reads the clock itself; these are its steps with the time given
-    request.context["timestamp"] = stamp.strftime(SIGV4_TIMESTAMP)
-    signer._modify_request_before_signing(request)
-    canonical = signer.canonical_request(request)
-    signature = signer.signature(signer.string_to_sign(request, canonical), request)
-    signer._inject_signature_to_request(request, signature)
+    if when is None:  # botocore's own path, its clock
+        signer.add_auth(request)
+    else:  # ``add_auth``'s steps with the time given (the tests' fixed clock)
+        request.context["timestamp"] = when.astimezone(_dt.UTC).strftime(SIGV4_TIMESTAMP)
+        signer._modify_request_before_signing(request)
+        canonical = signer.canonical_request(request)
+        signature = signer.signature(signer.string_to_sign(request, canonical), request)
+        signer._inject_signature_to_request(request, signature)
     return {str(k): str(v) for k, v in request.headers.items()}
-
-
-def canonical_request(method: str, url: str, headers: Mapping[str, str], body: bytes,
-                      region: str, service: str = SERVICE,
-                      when: _dt.datetime | None = None) -> str:
-    """botocore's canonical request for a request (what the signature covers), for tests and
-    for saying what a refused signature covered."""
-    from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
-    signer = SigV4Auth(Credentials("-", "-"), service, region)
-    stamp = (when or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
-    request.context["timestamp"] = stamp.strftime(SIGV4_TIMESTAMP)
-    signer._modify_request_before_signing(request)
-    result: str = signer.canonical_request(request)
-    return result
-
-
-def runner_auth(region: str, env: Mapping[str, str], profile: str | None = None) -> BedrockAuth:
-    """The runner's Bedrock auth: AWS credentials from botocore's chain (``profile``, else
-    ``AWS_PROFILE``, else the default chain), else the Bedrock API key in ``env``; a clear
-    ``BadInput`` when there is neither."""
-    keys = chain_keys(profile)
-    if keys is not None:
-        return BedrockAuth(region, keys=keys)
-    api_key = env.get(API_KEY_ENV)
-    if api_key:
-        return BedrockAuth(region, api_key=api_key)
-    raise BadInput("bedrock: no AWS credentials found (environment, AWS_PROFILE's files, web "
-                   f"identity, instance role) and no Bedrock API key ({API_KEY_ENV}): the meter "
-                   "cannot sign its requests to Bedrock")
 
 
 def chain_keys(profile: str | None = None) -> AwsKeys | None:
