@@ -183,7 +183,6 @@ class Bedrock(Upstream):
                         "env; or, with no long-lived secret, assume a role before the step "
                         "(aws-actions/configure-aws-credentials, `permissions: id-token: "
                         "write`)")
-    setting_env = (*REGION_ENVS, URL_ENV)
     env_prefixes = ("AWS_",)
     routes = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (
