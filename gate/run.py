@@ -173,8 +173,8 @@ def plan_arm(req: RunRequest, cfg: GateConfig, prices: PriceTable, options: RunO
     spec = resolve_names(cfg, kind)
     model = cfg.agent.model
     if spec.uses_model:
-        try:
-            prices.resolve(model)
+        try:  # as the upstream prices what it calls (a platform's model ID: its model's)
+            prices.resolve(resolve_upstream(cfg).price_model(model))
         except BadInput as exc:
             raise BadInput(f"{where}: {exc}" if where else str(exc)) from None
     label = model_label(model, simulated=req.sim and spec.uses_model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import tempfile
 import threading
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from gate.errors import GateError
 from gate.sim._cache import PromptCache
@@ -16,9 +18,10 @@ from gate.sim._faults import FaultConfig, Latency
 from gate.sim._ledger import Ledger
 from gate.sim._model import SimModel, load_tasks
 from gate.sim._server import Engine, SimServer
-from gate.upstream import get_upstream
+from gate.upstream import ANTHROPIC, get_upstream
 
 log = logging.getLogger("gate.sim")
+
 
 
 class Simulator:
@@ -62,11 +65,14 @@ class Simulator:
         self.ledger_path = Path(ledger_path)
         self._server: SimServer | None = None
         self._thread: threading.Thread | None = None
+        self._front: Any = None  # a front's server (``base_url``, ``close()``), if any
 
     @property
     def base_url(self) -> str:
         if self._server is None:
             raise GateError("simulator: not started")
+        if self._front is not None:
+            return str(self._front.base_url)
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
@@ -79,16 +85,26 @@ class Simulator:
             cache=PromptCache(self.clock), faults=self.faults, latency=self.latency,
             ledger=Ledger(self.ledger_path), seed=self.seed, clock=self.clock,
         )
+        # an upstream of another protocol: its front (``Upstream.simulator_front``) serves it
+        # in front of the Messages simulator, which then takes the front's requests only
+        front = self.auth.simulator_front
         try:
-            self._server = SimServer((self.host, self.port), engine, self.auth,
-                                     self.credential)
+            self._server = SimServer((self.host, 0 if front else self.port), engine,
+                                     ANTHROPIC if front else self.auth, self.credential)
         except OSError as exc:
             raise GateError(f"simulator: cannot listen on {self.host}:{self.port}: {exc}") \
                 from None
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         name="gate-simulator", daemon=True)
         self._thread.start()
-        log.info("simulator: serving the Messages API at %s (seed %s)", self.base_url, self.seed)
+        if front is not None:
+            inner = f"http://{self.host}:{self._server.server_address[1]}"
+            self._front = importlib.import_module(front).start_front(
+                inner, self.credential or "gate-simulator", self.credential, self.clock,
+                self.host, self.port)
+        log.info("simulator: serving %s at %s (seed %s)",
+                 self.auth.simulator_auth() if front else "the Messages API", self.base_url,
+                 self.seed)
         return self
 
     def serve_forever(self) -> None:
@@ -102,6 +118,9 @@ class Simulator:
             self.close()
 
     def close(self) -> None:
+        if self._front is not None:
+            self._front.close()
+            self._front = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

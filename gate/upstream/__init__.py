@@ -1,9 +1,10 @@
 """The upstream port: one contract per model API the meter forwards to (see ``_contract.py``).
 
-Registered here: ``anthropic`` (the Messages API, direct) and ``gateway`` (a Messages-compatible
-gateway: a base URL and a bearer token). Each upstream module registers itself on import, so the
-scrub knows every upstream's credentials whichever one a run uses: a new upstream adds its
-import below.
+Registered here: ``anthropic`` (the Messages API, direct), ``gateway`` (a Messages-compatible
+gateway: a base URL and a bearer token) and ``bedrock`` (Amazon Bedrock's InvokeModel, SigV4;
+its event-stream framing in ``_eventstream.py``, its signer in ``_sigv4.py``). Each upstream
+module registers itself on import, so the scrub knows every upstream's credentials whichever
+one a run uses: a new upstream adds its import below.
 """
 
 from gate.upstream._anthropic import (
@@ -16,6 +17,7 @@ from gate.upstream._anthropic import (
     key_signer,
     messages_fault,
 )
+from gate.upstream._bedrock import BEDROCK, SIM_ACCESS_KEY, bedrock_fault, model_name
 from gate.upstream._contract import (
     Cause,
     Endpoint,
@@ -35,17 +37,37 @@ from gate.upstream._contract import (
     register_upstream,
     upstream_names,
 )
+from gate.upstream._eventstream import (
+    Decoder,
+    EventStreamError,
+    Frame,
+    chunk_event,
+    chunk_frame,
+    decode_all,
+    encode,
+    exception_frame,
+)
 from gate.upstream._gateway import GATEWAY
+from gate.upstream._sigv4 import AwsKeys, BedrockAuth, sign
 
 __all__ = [
     "ANTHROPIC",
+    "API_VERSION",
+    "BEDROCK",
     "CREDIT_MESSAGE",
     "ERROR_TYPES",
     "GATEWAY",
     "SERVER_TOOLS",
+    "SIMULATOR",
+    "SIM_ACCESS_KEY",
+    "AwsKeys",
+    "BedrockAuth",
     "Cause",
+    "Decoder",
     "Endpoint",
+    "EventStreamError",
     "Fault",
+    "Frame",
     "Matched",
     "MessagesUpstream",
     "Outgoing",
@@ -56,12 +78,21 @@ __all__ = [
     "ServerTool",
     "StreamDecoder",
     "Upstream",
+    "bedrock_fault",
     "check_base_url",
+    "chunk_event",
+    "chunk_frame",
     "credential_variables",
+    "decode_all",
+    "encode",
+    "error_cause",
+    "exception_frame",
     "get_upstream",
     "key_signer",
     "messages_fault",
+    "model_name",
     "provider_prefixes",
     "register_upstream",
+    "sign",
     "upstream_names",
 ]

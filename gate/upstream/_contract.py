@@ -213,6 +213,9 @@ class Upstream(abc.ABC):
     #: the response header that names the upstream's request id
     request_id_header: ClassVar[str] = "request-id"
     server_tools: ClassVar[tuple[ServerTool, ...]] = ()
+    #: the simulator's module that speaks this upstream's protocol in front of the Messages
+    #: simulator (its ``start_front``); None: the simulator speaks the Messages API itself
+    simulator_front: ClassVar[str | None] = None
 
     @property
     def credential_name(self) -> str:
@@ -327,6 +330,19 @@ class Upstream(abc.ABC):
     def model_env(self, model: str) -> dict[str, str]:
         """The variable that tells a command agent which model to ask for."""
         return {}
+
+    def agent_model(self, model: str) -> str:
+        """The model id an agent asks for when ``model`` is configured (the builtin agent's
+        ``model``; a command agent's :meth:`model_env`)."""
+        return model
+
+    def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
+        """The ``anthropic`` SDK client that speaks this upstream's format to the meter at
+        the run's root ``base_url`` with the run's ``token`` (the builtin agent's; ``options``:
+        the client's own, ``max_retries``, ``timeout``, ``http_client``)."""
+        import anthropic
+
+        return anthropic.Anthropic(base_url=base_url, api_key=token, **options)
 
 
 class _AsIs(StreamDecoder):

@@ -133,8 +133,7 @@ def test_a_command_agent_gets_the_meter_as_its_gateway_never_the_token(tmp_path:
 
 
 @pytest.mark.parametrize(("upstream", "env", "code", "said"), [
-    ("nope", {}, 2, "gate.toml: agent.upstream: unknown upstream 'nope' (known: anthropic, "
-                    "gateway"),
+    ("nope", {}, 2, "gate.toml: agent.upstream: unknown upstream 'nope' (known: anthropic, "),
     ("gateway", {}, 2, 'gate.toml [agent] upstream = "gateway": GATE_GATEWAY_URL is not set'),
     ("gateway", {"GATE_GATEWAY_URL": "ftp://llm.example", "GATE_GATEWAY_TOKEN": TOKEN}, 2,
      "environment GATE_GATEWAY_URL: 'ftp://llm.example' is not an http(s) base URL"),

@@ -41,7 +41,8 @@ def test_the_registry_knows_both_and_refuses_an_unknown_name() -> None:
     with pytest.raises(BadInput) as err:
         get_upstream("nope", where="gate.toml: agent.upstream")
     assert str(err.value).startswith("gate.toml: agent.upstream: unknown upstream 'nope' "
-                                     "(known: anthropic, gateway")
+                                     "(known: anthropic, ")
+    assert "gateway" in str(err.value)
     with pytest.raises(ValueError, match="registered twice"):
         register_upstream(type(GATEWAY)())
 

@@ -1,0 +1,115 @@
+"""`gate run --sim` with the Bedrock upstream, end to end: the builtin agent through the SDK's
+``AnthropicBedrock`` and Claude Code through its Bedrock settings (the meter as its gateway,
+``CLAUDE_CODE_SKIP_BEDROCK_AUTH=1``) talk InvokeModel to the meter, which signs with SigV4 for
+the simulator's Bedrock front; the usage each client reports equals the gate's, token for token,
+and the results file says which upstream it measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.config import GateConfig, load_config
+from gate.results import load_results
+from gate.run import RunRequest, run_suite
+from gate.sim import ledger_totals, read_ledger
+from gate.usage import Usage
+
+REPO = Path(__file__).resolve().parents[2]
+EASY = ["fix-slugify-whitespace", "fix-version-compare"]
+
+pytestmark = pytest.mark.slow
+
+
+def _config(**agent: object) -> GateConfig:
+    cfg = load_config(REPO / "gate.toml")
+    return cfg.model_copy(update={"agent": cfg.agent.model_copy(
+        update={"upstream": "bedrock", **agent})})
+
+
+def _events(transcript: str | None) -> list[dict[str, object]]:
+    return [json.loads(line) for line in Path(transcript or "").read_text().splitlines()]
+
+
+def test_the_builtin_agent_through_anthropic_bedrock(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    res = run_suite(RunRequest(config=_config(), output=out, task_ids=EASY, replications=1,
+                               jobs=2, sim=True, seed=3))
+    assert res.summary.errors == 0 and res.summary.passed >= 1, res.runs
+    saved = load_results(out)
+    record = saved.upstream_api
+    assert record is not None
+    assert (record.upstream, record.provider, record.model_id) == (
+        "bedrock", "aws-bedrock", "us.anthropic.claude-sonnet-5-5-v1")
+    ledger = read_ledger(saved.model_extra["simulator"]["ledger"])  # type: ignore[index]
+    assert {e["model"] for e in ledger} == {"claude-sonnet-5-5"}  # the ID's model, served
+    served = ledger_totals(saved.model_extra["simulator"]["ledger"])  # type: ignore[index]
+    billed = sum((r.billed_usage or r.usage for r in res.runs), Usage())
+    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                  "cache_read_input_tokens"):
+        assert getattr(billed, field) == getattr(served, field), field
+    for run in res.runs:  # the client's own usage, turn by turn, is what the gate billed
+        turns = [e for e in _events(run.transcript) if e["type"] == "model"]
+        said = sum((Usage.from_api(e["usage"]) for e in turns), Usage())
+        gate = run.billed_usage or run.usage
+        assert (said.input_tokens, said.output_tokens, said.cache_creation_input_tokens,
+                said.cache_read_input_tokens) == (
+            gate.input_tokens, gate.output_tokens, gate.cache_creation_input_tokens,
+            gate.cache_read_input_tokens)
+        assert run.turns == len(turns)
+    assert sum(r.usage.cache_read_input_tokens for r in res.runs) > 0
+
+
+@pytest.mark.claude_code
+def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    runner_aws = {"AWS_ACCESS_KEY_ID": "AKIARUNNERKEY0000001",
+                  "AWS_SECRET_ACCESS_KEY": "runner-secret-access-key-0001",
+                  "AWS_SESSION_TOKEN": "runner-session-token-0001",
+                  "AWS_WEB_IDENTITY_TOKEN_FILE": str(tmp_path / "web-identity-token")}
+    for name, value in runner_aws.items():  # the runner's own: never the agent's
+        monkeypatch.setenv(name, value)
+    dump = tmp_path / "env.json"
+    command = (
+        f'python3 -c "import json,os; json.dump(dict(os.environ), open(\'{dump}\', \'w\'))" && '
+        f'IS_SANDBOX=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 "{claude_bin}" '
+        '-p "$(cat "$GATE_PROMPT_FILE")" --output-format json --dangerously-skip-permissions'
+    )
+    res = run_suite(RunRequest(config=_config(kind="command", command=command),
+                               output=tmp_path / "r.json", task_ids=EASY[:1], replications=1,
+                               jobs=1, sim=True))
+    (run,) = res.runs
+    assert run.status == "passed", run.reason
+    env = json.loads(dump.read_text())
+    assert env["CLAUDE_CODE_USE_BEDROCK"] == "1" and env["CLAUDE_CODE_SKIP_BEDROCK_AUTH"] == "1"
+    assert env["AWS_BEARER_TOKEN_BEDROCK"].startswith("gate-run-")
+    for name, value in runner_aws.items():
+        assert name not in env and value not in json.dumps(env), name
+    assert env["AWS_REGION"]  # the gate sets the agent's region itself
+    events = _events(run.transcript)
+    reported = json.loads(next(e for e in events if e["type"] == "command")["stdout"])
+    u = reported["usage"]
+    billed = run.billed_usage or run.usage
+    assert (billed.input_tokens, billed.output_tokens, billed.cache_creation_input_tokens,
+            billed.cache_read_input_tokens) == (
+        u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
+        u["cache_read_input_tokens"])
+    assert run.turns == reported["num_turns"]
+
+
+def test_a_configured_bedrock_id_is_called_as_is_and_priced_as_its_model(
+        tmp_path: Path) -> None:
+    from gate.cost import price_table
+
+    model = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    res = run_suite(RunRequest(config=_config(model=model), output=tmp_path / "r.json",
+                               task_ids=EASY[:1], replications=1, jobs=1, sim=True, seed=3))
+    (run,) = res.runs
+    assert res.summary.errors == 0 and run.turns > 0
+    assert res.upstream_api is not None and res.upstream_api.model_id == model
+    billed = run.billed_usage or run.usage
+    want = price_table().cost("claude-sonnet-4-5", billed)
+    assert want > 0
+    assert run.cost_usd + (run.overhead_usd or 0) == pytest.approx(want, rel=1e-6)
