@@ -101,6 +101,8 @@ def _identity(res: Results) -> dict[str, Any]:
         "seed": sim.get("seed") if isinstance(sim, dict) else None,
         "price table": extra.get("price_table"),
         "schedule": schedule,
+        # every shard records the whole suite's plan (and runs its own tasks' part of it)
+        "plan": res.plan.model_dump(mode="json") if res.plan is not None else None,
         "shard count": shard.get("count") if isinstance(shard, dict) else None,
         "shard balance": shard.get("balanced_by") if isinstance(shard, dict) else None,
         "task selection": shard.get("selected") if isinstance(shard, dict) else None,
@@ -194,7 +196,8 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
                             for path, res in sorted(shards, key=lambda s: _shard_of(*s)[0])]
     schedule = first.schedule.model_copy(update={"shard": None}) if first.schedule else None
     merged = new_results(model=first.model, agent=first.agent, suite=first.suite,
-                         commit=first.commit, runs=runs, schedule=schedule, **extra)
+                         commit=first.commit, runs=runs, schedule=schedule,
+                         plan=first.plan, **extra)
     gaps = [(path, res.interrupted) for path, res in shards if res.interrupted is not None]
     if gaps:  # a shard that did not finish leaves the whole run incomplete
         merged.interrupted = Interruption(
