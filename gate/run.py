@@ -325,8 +325,8 @@ def replication_ranges(req: RunRequest, stage: Stage, plan: RunPlan | None,
 
 def planned_items(tasks: Sequence[Task], ranges: dict[str, tuple[int, int]]
                   ) -> list[tuple[Task, int]]:
-    """Every (task, replication) of ``ranges``, replication-major (as ``runner.plan``), so
-    early results cover every task; a task whose range has ended drops out."""
+    """Every (task, replication) of ``ranges``, replication-major so early results cover
+    every task; a task whose range has ended drops out."""
     end = max((hi for _, hi in ranges.values()), default=0)
     return [(t, r) for r in range(min((lo for lo, _ in ranges.values()), default=0), end)
             for t in tasks if ranges[t.id][0] <= r < ranges[t.id][1]]

@@ -6,7 +6,9 @@ never straddle two runners). With a baseline, tasks are balanced by their mean r
 it (longest first, each to the shard with the least work so far, ties to the lower shard
 index; a task the baseline lacks counts as the mean task); without one, the sorted task ids
 are dealt round-robin. Every shard computes the same split from the same inputs, so N matrix
-jobs agree without talking to each other.
+jobs agree without talking to each other. A planned run (gate/compare/_plan.py) records the
+whole suite's plan in every shard and runs its own tasks' planned runs; the merge requires the
+same plan of every shard and keeps it.
 
 Merging brings each shard's transcripts along (:func:`carry_transcripts`): the ones its runs
 name, read from the ``<shard>.transcripts/`` directory beside the shard's results file (a
