@@ -13,6 +13,7 @@ import pytest
 from gate.ab import run_ab
 from gate.compare import PlanSettings, RunPlan, plan_runs
 from gate.config import load_config
+from gate.errors import BadInput
 from gate.results import Results, load_results, runs_by_task
 from gate.run import PlanFrom, RunRequest, run_suite
 from gate.session import spend
@@ -145,6 +146,12 @@ def test_each_shard_runs_its_tasks_planned_runs_and_the_merge_keeps_the_plan(
     merged = merge(parts)
     assert merged.plan == plan.record(1)
     assert runs_per_task(merged) == plan.through(1)
+    # a shard of another plan is another run: refused, naming it
+    (path, second), rec = parts[1], parts[1][1].plan
+    assert rec is not None
+    other = second.model_copy(update={"plan": rec.model_copy(update={"source": "none"})})
+    with pytest.raises(BadInput, match="a shard of another run: its plan differs"):
+        merge([parts[0], (path, other)])
 
 
 @pytest.mark.slow
