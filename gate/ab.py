@@ -10,9 +10,12 @@ the tasks, ``[suite]``, ``[gate]``, ``[ci]`` and the price table.
 The two arms share one plan, one pool of ``jobs``, one set of sandboxes and one meter (one
 simulator under ``--sim``) — one :mod:`gate.session`, as a plain run has — interleaved run
 by run: each (task, replication) runs both arms, in the order base-PR for even pairs and
-PR-base for odd ones (ABBA), so neither arm always goes first. Both arms meet the same
-provider, the same time of day and the same load: exchangeable by construction and immune
-to provider drift, at twice the cost.
+PR-base for odd ones (ABBA), so neither arm always goes first. Both arms run the same plan
+(gate/compare/_plan.py), one look of it, made before either runs from the base's committed
+baseline when there is one (source "independent": the base arm is measured afresh, so the
+tests condition on nothing), else every task the same replications (source "none"). Both
+arms meet the same provider, the same time of day and the same load: exchangeable by
+construction and immune to provider drift, at twice the cost.
 
 Each arm is written to its own results file (``results.json`` for the PR's agent,
 ``results.base.json`` for the base's; every run records its ``arm``, each file its
@@ -30,6 +33,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate._files import CONFIG_LIMIT
 from gate._git import current_commit, git, repo_relative, toplevel
@@ -39,6 +43,7 @@ from gate.report import dollars, rate
 from gate.results import Results, RunResult
 from gate.run import (
     ArmPlan,
+    PlanFrom,
     RunRequest,
     Stage,
     arm_options,
@@ -46,13 +51,21 @@ from gate.run import (
     ledger_path,
     open_stage,
     plan_arm,
+    plan_schedule,
+    planned_items,
+    replication_ranges,
     results_header,
+    run_plan,
 )
 from gate.runner import Arm
 from gate.session import ArmFile, SessionPlan, execute
 from gate.tasks import Task
 from gate.upstream import Endpoint
 from gate.yardstick import archive
+
+if TYPE_CHECKING:
+    from gate.compare import RunPlan
+    from gate.yardstick import Yardstick
 
 BASE, PR = "base", "pr"
 
@@ -70,17 +83,18 @@ def base_output(output: Path) -> Path:
     return output.with_name(f"{output.stem}.{BASE}{output.suffix or '.json'}")
 
 
-def ab_plan(tasks: list[Task], replications: int, base: Arm, pr: Arm,
-            first: int = 0) -> list[tuple[Task, int, Arm]]:
+def ab_plan(tasks: list[Task], replications: int | dict[str, tuple[int, int]], base: Arm,
+            pr: Arm, first: int = 0) -> list[tuple[Task, int, Arm]]:
     """Every (task, replication) for both arms, replication-major, the two arms of each pair
-    next to each other in ABBA order: base first on even pairs, the PR first on odd ones."""
+    next to each other in ABBA order: base first on even pairs, the PR first on odd ones.
+    ``replications``: the same count for every task from ``first``, or each task's planned
+    range of replications (both arms run the same)."""
+    ranges = (replications if isinstance(replications, dict)
+              else {t.id: (first, first + replications) for t in tasks})
     out: list[tuple[Task, int, Arm]] = []
-    pair = 0
-    for rep in range(first, first + replications):
-        for task in tasks:
-            order = (base, pr) if pair % 2 == 0 else (pr, base)
-            out += [(task, rep, arm) for arm in order]
-            pair += 1
+    for pair, (task, rep) in enumerate(planned_items(tasks, ranges)):
+        order = (base, pr) if pair % 2 == 0 else (pr, base)
+        out += [(task, rep, arm) for arm in order]
     return out
 
 
@@ -161,12 +175,13 @@ class ABRun:
 
 def _header(req: RunRequest, name: str, arm: ArmPlan, stage: Stage, *,
             commits: dict[str, str | None], outputs: dict[str, Path],
-            ledger: Path) -> Callable[[Endpoint | None], Results]:
-    """The arm's results header, once the upstream is known."""
+            ledger: Path, plan: RunPlan | None) -> Callable[[Endpoint | None], Results]:
+    """The arm's results header, once the upstream is known (both arms record the plan)."""
     def make(upstream: Endpoint | None) -> Results:
         return results_header(
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commits[name],
-            schedule={"arm": name},
+            schedule={"arm": name, **plan_schedule(plan, 0)},
+            plan=plan.record(1) if plan is not None else None,
             extra={"ab": {"arm": name, "base_commit": commits[BASE], "pr_commit": commits[PR],
                           "order": "ABBA per task and replication",
                           "other_arm": str(outputs[PR if name == BASE else BASE].name)}})
@@ -193,12 +208,15 @@ def run_ab(req: RunRequest, base_cfg: GateConfig, *, base_commit: str | None,
                            arm_options(req, cfg, commit=commits[name], output=outputs[name],
                                        arm=name))
             for name, arm_cfg in configs.items()}
-    work = ab_plan(list(stage.suite.tasks), stage.replications, arms[BASE].arm(BASE),
-                   arms[PR].arm(PR), req.first_replication)
+    # one plan for both arms (req.plan_from: the committed baseline, "independent"), one look
+    plan = run_plan(req, stage)
+    tasks = list(stage.suite.tasks)
+    work = ab_plan(tasks, replication_ranges(req, stage, plan, tasks), arms[BASE].arm(BASE),
+                   arms[PR].arm(PR))
     ledger = ledger_path(req)
     files = [ArmFile(name, outputs[name],
                      _header(req, name, arms[name], stage, commits=commits, outputs=outputs,
-                             ledger=ledger),
+                             ledger=ledger, plan=plan),
                      "incomplete: the same-job A/B has not finished",
                      prefix=arm_prefix(req, arms[name], stage.suite.tasks))
              for name in (BASE, PR)]
@@ -218,9 +236,11 @@ def resolve_commit(root: Path, ref: str) -> str | None:
 
 def run_local_ab(req: RunRequest, ref: str,
                  on_result: Callable[[RunResult], None] | None = None,
-                 echo: Callable[[str], None] | None = None) -> ABRun:
+                 echo: Callable[[str], None] | None = None,
+                 baseline_of: Callable[[Yardstick], Results | None] | None = None) -> ABRun:
     """``gate run --ab REF``: REF's yardstick (tasks, [suite], [gate]) for both arms, REF's
-    agent against this checkout's, in one run."""
+    agent against this checkout's, in one run; both arms planned from the yardstick's
+    baseline (``baseline_of``: how it is read, gate.ci's ``base_baseline``) when it has one."""
     from gate.yardstick import open_yardstick
 
     root = toplevel(req.config.root)
@@ -228,7 +248,11 @@ def run_local_ab(req: RunRequest, ref: str,
         for line in ys.lines(markdown=False):
             if echo:
                 echo(f"yardstick: {line}")
-        joined = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir)
+        # both arms planned from REF's committed baseline when it has one ("independent":
+        # the A/B measures its base arm afresh), else every task the same runs
+        baseline = baseline_of(ys) if baseline_of is not None else None
+        joined = dataclasses.replace(req, config=ys.config, tasks_dir=ys.tasks_dir,
+                                     plan_from=PlanFrom(baseline, "independent"))
         with base_arm_config(ys.config, root=root, ref=ref) as base_cfg:
             return run_ab(joined, base_cfg, base_commit=resolve_commit(root, ref),
                           on_result=on_result)
@@ -247,7 +271,8 @@ __all__ = ["BASE", "PR", "ABRun", "ab_plan", "base_arm_config", "base_output",
 
 
 def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
-                   on_result: Callable[[RunResult], None] | None) -> ABRun:
+                   on_result: Callable[[RunResult], None] | None,
+                   baseline_of: Callable[[Yardstick], Results | None] | None = None) -> ABRun:
     """``gate run --ab REF``, with its output (the caller applies the infra rule to both
     arms: gate.ci's ``check_infra``)."""
     import click
@@ -256,7 +281,7 @@ def run_ab_command(req: RunRequest, ref: str, base_ref: str | None,
         raise BadInput(f"--ab {ref} measures with {ref}'s tasks and settings: --base-ref "
                        f"{base_ref} names another yardstick")
     pair = run_local_ab(req, ref, on_result=on_result,
-                        echo=lambda line: click.echo(line, err=True))
+                        echo=lambda line: click.echo(line, err=True), baseline_of=baseline_of)
     for what, res, path in (("base", pair.base, pair.base_path), ("this checkout", pair.pr,
                                                                     pair.pr_path)):
         s = res.summary

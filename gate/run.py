@@ -27,12 +27,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate._files import printable
 from gate._git import current_commit
 from gate.agents import Agent, AgentKind
-from gate.config import GateConfig
+from gate.config import GateConfig, GateSettings
 from gate.cost import PriceTable, price_table
 from gate.errors import BadInput
 from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
@@ -40,6 +40,7 @@ from gate.meter import METERING
 from gate.results import (
     UPSTREAM_RECORD,
     AgentInfo,
+    PlanRecord,
     Results,
     RunResult,
     Schedule,
@@ -50,7 +51,7 @@ from gate.results import (
     read_journal,
     transcripts_dir,
 )
-from gate.runner import Arm, RunOptions, condition_plan, plan
+from gate.runner import Arm, RunOptions, condition_plan
 from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
 from gate.session import (
     SIM_CREDENTIAL,
@@ -72,11 +73,15 @@ from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, TaskProblem, load_suite
 from gate.upstream import ANTHROPIC, Endpoint, Upstream
 
+if TYPE_CHECKING:
+    from gate.compare import PlanSource, RunPlan
+
 # the session's names, where callers have always found them
 __all__ = ["SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
-           "RunRequest", "Stage", "arm_options", "arm_prefix", "build_agent", "ledger_path",
-           "open_stage", "plan_arm", "results_header", "run_suite", "setup_conditions",
-           "spend", "suite_info"]
+           "PlanFrom", "RunRequest", "Stage", "arm_options", "arm_prefix", "build_agent",
+           "ledger_path", "open_stage", "plan_arm", "planned_items", "replication_ranges",
+           "results_header", "run_plan", "run_suite", "setup_conditions", "spend",
+           "suite_info"]
 
 #: an item of a plan: a task, a replication, the arm that runs it
 Item = tuple[Task, int, Arm]
@@ -92,6 +97,21 @@ class ConditionArms:
     names: tuple[str, ...]
     tasks: tuple[str, ...]
     replications: int
+
+
+@dataclass(frozen=True)
+class PlanFrom:
+    """What a run plans its runs from (gate/compare/_plan.py), once its suite is loaded and
+    before any run: ``baseline`` (None: no baseline, the uniform schedule, source "none"),
+    whether the comparison's baseline arm is that baseline (``source`` "baseline": the tests
+    condition on the plan) or not ("independent": a same-job A/B measures its base arm
+    afresh), whether the schedule has two looks (``sequential``), and the ``[gate]``
+    settings the rule reads (None: the request's configuration's)."""
+
+    baseline: Results | None
+    source: PlanSource = "baseline"
+    sequential: bool = False
+    settings: GateSettings | None = None
 
 
 @dataclass
@@ -113,8 +133,18 @@ class RunRequest:
     # an earlier stage (``keep_runs``) stay in the results file
     first_replication: int = 0
     keep_runs: list[RunResult] = field(default_factory=list)
-    # the replications of each look so far, when `gate ci` runs sequentially (recorded only)
+    # the replications of each look so far, when run sequentially without a plan (recorded
+    # only; a planned run records its looks from the plan)
     sequential: list[int] | None = None
+    # the plan (gate/compare/_plan.py): each task's runs per look; this request runs look
+    # ``look`` (0-based) of it — a task's replications sum(looks[:look]) ..
+    # sum(looks[:look + 1]) - 1 — in place of ``replications``/``first_replication``. Either
+    # the plan itself (a later look: the first look's) or what to plan from (``plan_from``:
+    # planned once the suite is loaded, before any run). Neither: no plan, every task the
+    # same ``replications`` (main's refresh, `gate run` without --baseline)
+    plan: RunPlan | None = None
+    plan_from: PlanFrom | None = None
+    look: int = 0
     # sees every model request body the meter forwards (run id, raw JSON); for benchmarks
     request_observer: Callable[[str, bytes], None] | None = None
     # `gate run --resume`: continue the run the journal next to ``output`` belongs to
@@ -272,14 +302,72 @@ def upstream_label(endpoint: Endpoint | None) -> str:
     return "none" if endpoint is None else endpoint.label
 
 
+def run_plan(req: RunRequest, stage: Stage) -> RunPlan | None:
+    """The plan ``req`` runs a look of: the one it carries, or the one made from
+    ``req.plan_from`` for the stage's suite (every task that loaded, with its digest), before
+    any run; None: no plan. A plan that does not cover the suite's tasks is a bug."""
+    if req.plan is not None:
+        missing = [t.id for t in stage.suite.tasks if t.id not in req.plan.tasks]
+        if missing:
+            raise ValueError(f"the plan has no runs for task {missing[0]}")
+        return req.plan
+    if req.plan_from is None:
+        return None
+    from gate.compare import PlanSettings, plan_runs
+
+    frm = req.plan_from
+    settings = PlanSettings.of(frm.settings or req.config.gate,
+                               replications=stage.replications, sequential=frm.sequential)
+    return plan_runs(frm.baseline, [(t.id, t.digest) for t in stage.suite.tasks], settings,
+                     source=frm.source)
+
+
+def replication_ranges(req: RunRequest, stage: Stage, plan: RunPlan | None,
+                       tasks: Sequence[Task]) -> dict[str, tuple[int, int]]:
+    """Each task's replications this request runs, [first, end): its planned runs of look
+    ``req.look``, or without a plan ``first_replication`` .. + ``replications`` for all."""
+    if plan is None:
+        first = req.first_replication
+        return {t.id: (first, first + stage.replications) for t in tasks}
+    return {t.id: (plan.tasks[t.id].through(req.look), plan.tasks[t.id].through(req.look + 1))
+            for t in tasks}
+
+
+def planned_items(tasks: Sequence[Task], ranges: dict[str, tuple[int, int]]
+                  ) -> list[tuple[Task, int]]:
+    """Every (task, replication) of ``ranges``, replication-major so early results cover
+    every task; a task whose range has ended drops out."""
+    end = max((hi for _, hi in ranges.values()), default=0)
+    return [(t, r) for r in range(min((lo for lo, _ in ranges.values()), default=0), end)
+            for t in tasks if ranges[t.id][0] <= r < ranges[t.id][1]]
+
+
+def plan_schedule(plan: RunPlan | None, look: int) -> dict[str, Any]:
+    """What a planned file's ``schedule`` says, for readers that know no plan: the most runs
+    any task has (``replications``) and, for a sequential plan, the most runs any task got
+    in each look so far (``sequential``: the judge halves its levels when it is set)."""
+    if plan is None:
+        return {}
+    most = [max((p.looks[i] for p in plan.tasks.values()), default=0)
+            for i in range(look + 1)]
+    return {"replications": max((p.through(look + 1) for p in plan.tasks.values()),
+                                default=0),
+            "sequential": most if plan.settings.sequential else None}
+
+
 def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: Endpoint | None,
                    ledger: Path, commit: str | None, runs: Sequence[RunResult] = (),
                    schedule: dict[str, Any] | None = None,
-                   extra: dict[str, Any] | None = None) -> Results:
+                   extra: dict[str, Any] | None = None,
+                   plan: PlanRecord | None = None) -> Results:
     """An arm's results file as it starts, once the session knows its upstream: what ran
-    (the agent, the suite, the commit, the schedule) and where the numbers came from (the
-    upstream's record: provider, region, model id as called, host; never a key)."""
-    suite, replications = stage.suite, req.first_replication + stage.replications
+    (the agent, the suite, the commit, the schedule, the plan and the looks it holds) and
+    where the numbers came from (the upstream's record: provider, region, model id as called,
+    host; never a key)."""
+    schedule = dict(schedule or {})
+    suite = stage.suite
+    replications = schedule.pop("replications", None) or (req.first_replication
+                                                           + stage.replications)
     label = upstream_label(upstream)
     fields: dict[str, Any] = {"replications": replications, "upstream": label,
                               "price_table": stage.prices.date}
@@ -299,8 +387,8 @@ def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: End
         model=arm.agent.model_label(), agent=arm.info,
         suite=suite_info(suite, req.config.suite.net_raw), commit=commit, runs=list(runs),
         schedule=Schedule(replications=replications, jobs=stage.jobs, metering=METERING,
-                          **(schedule or {})),
-        **{**fields, **(extra or {})})
+                          **schedule),
+        plan=plan, **{**fields, **(extra or {})})
 
 
 @dataclass
@@ -411,10 +499,12 @@ def _shard(req: RunRequest, suite: Suite,
         "selected": sorted(req.task_ids) or None}
 
 
-def _work(req: RunRequest, stage: Stage, arm: ArmPlan,
-          run_tasks: list[Task]) -> tuple[list[Item], ConditionSetup | None]:
-    """The plan: each (task, replication) of the agent as configured, unless ``--condition``
-    replaces them; and each (task, condition, replication) of the conditions asked."""
+def _work(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task],
+          ranges: dict[str, tuple[int, int]]) -> tuple[list[Item], ConditionSetup | None]:
+    """The work: each (task, replication) of the agent as configured in ``ranges`` (the
+    plan's look, or every task the same replications), unless ``--condition`` replaces them;
+    and each (task, condition, replication) of the conditions asked (never planned: they
+    run ``replications`` on each of their tasks, beside a sequential run's first look)."""
     from gate.skills import config_skills
 
     work: list[Item] = []
@@ -423,8 +513,7 @@ def _work(req: RunRequest, stage: Stage, arm: ArmPlan,
         # skills `full` gets), as a user of the agent would have them
         arm.options.skills = config_skills(arm.cfg)
         plain = arm.arm("as configured")
-        work = [(t, r, plain) for t, r in plan(run_tasks, stage.replications,
-                                                req.first_replication)]
+        work = [(t, r, plain) for t, r in planned_items(run_tasks, ranges)]
     if req.conditions:
         names, tasks, reps, first = (req.conditions, run_tasks, stage.replications,
                                      req.first_replication)
@@ -440,18 +529,26 @@ def _work(req: RunRequest, stage: Stage, arm: ArmPlan,
 
 
 def _identity(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task],
-              commit: str | None, conditions: ConditionSetup | None) -> dict[str, Any]:
-    """What a run is, in the journal's header: ``--resume`` continues only the same run."""
+              commit: str | None, conditions: ConditionSetup | None,
+              plan: RunPlan | None) -> dict[str, Any]:
+    """What a run is, in the journal's header: ``--resume`` continues only the same run (of
+    the same plan: a journal of another plan is refused, never mixed into this one)."""
     sim = req.sim and arm.spec.uses_model
     return {
+        "plan": ({"rule": plan.rule, "version": plan.version, "source": plan.source,
+                  "look": req.look,
+                  "tasks": {t: list(p.looks) for t, p in plan.tasks.items()}}
+                 if plan is not None else None),
         "suite digest": stage.suite.digest, "tasks": sorted(t.id for t in run_tasks),
         "agent kind": arm.kind, "agent fingerprint": arm.info.fingerprint, "model": arm.label,
         # the upstream by name once there is more than one (an older journal: the API's)
         "upstream": ("simulator" if sim else "api") + (
             f" ({stage.api.name})" if stage.api is not ANTHROPIC else ""),
         "seed": (req.seed or 0) if req.sim else None, "commit": commit,
-        "replications": req.first_replication + stage.replications,
-        "first replication": req.first_replication, "jobs": stage.jobs,
+        "replications": (plan_schedule(plan, req.look)["replications"] if plan is not None
+                         else req.first_replication + stage.replications),
+        "first replication": req.first_replication if plan is None else None,
+        "jobs": stage.jobs,
         "shard": f"{req.shard[0]}/{req.shard[1]}" if req.shard else None,
         "metering": METERING, "max run cost": req.max_run_cost,
         "simulator options": {k: repr(v) for k, v in sorted(req.sim_options.items())}
@@ -534,10 +631,16 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     commit = current_commit(req.config.root, req.commit)
     arm = plan_arm(req, req.config, stage.prices,
                    arm_options(req, req.config, commit=commit, output=req.output))
-    baseline = _baseline(req.config) if (req.max_cost is not None or req.shard) else None
+    plan = run_plan(req, stage)
+    if plan is not None and req.conditions:
+        raise BadInput("--condition: a run of skill conditions is not planned from a baseline "
+                       "(each condition runs every replication); drop --baseline")
+    baseline = (_baseline(req.config, req.plan_from)
+                if (req.max_cost is not None or req.shard) else None)
     run_tasks, shard_info = _shard(req, stage.suite, baseline)
-    planned, conditions = _work(req, stage, arm, run_tasks)
-    identity = _identity(req, stage, arm, run_tasks, commit, conditions)
+    ranges = replication_ranges(req, stage, plan, run_tasks)
+    planned, conditions = _work(req, stage, arm, run_tasks, ranges)
+    identity = _identity(req, stage, arm, run_tasks, commit, conditions, plan)
     work, kept = _resume(req, identity, planned)
     budget = Budget(req.max_cost, baseline, work, kept) if req.max_cost is not None else None
     ledger = ledger_path(req)
@@ -547,8 +650,9 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
         return results_header(
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commit, runs=kept,
             schedule={"sequential": req.sequential, "shard": identity["shard"],
-                      "conditions": conditions.names if conditions is not None else None},
-            extra=extra)
+                      "conditions": conditions.names if conditions is not None else None,
+                      **plan_schedule(plan, req.look)},
+            extra=extra, plan=plan.record(req.look + 1) if plan is not None else None)
 
     session = SessionPlan(
         work=work, planned=planned, provider=stage.provider, cancel=stage.cancel,
@@ -564,7 +668,10 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     return execute(session)[None]
 
 
-def _baseline(cfg: GateConfig) -> Results | None:
-    """The committed baseline (per-task costs and durations), if there is one."""
+def _baseline(cfg: GateConfig, plan_from: PlanFrom | None = None) -> Results | None:
+    """The baseline the run is planned from, else the committed one (per-task costs and
+    durations: the budget's forecast, the shards' balance), if there is one."""
+    if plan_from is not None and plan_from.baseline is not None:
+        return plan_from.baseline
     path = cfg.path(cfg.gate.baseline)
     return load_results(path, "baseline") if path.exists() else None

@@ -433,18 +433,13 @@ def _past_disk(run: _Run, sandbox: Sandbox) -> None:
         run.status, run.reason = "failed", over
 
 
-def plan(tasks: Iterable[Task], replications: int, first: int = 0) -> list[tuple[Task, int]]:
-    """Every (task, replication) pair, replication-major so early results cover every task."""
-    tasks = list(tasks)
-    return [(t, r) for r in range(first, first + replications) for t in tasks]
-
-
 def condition_plan(tasks: Iterable[Task], replications: int,
                    arms: Callable[[Task], Sequence[Arm]],
                    first: int = 0) -> list[tuple[Task, int, Arm]]:
     """Every (task, replication, condition) of a run with skill conditions: replication-major
-    like :func:`plan`, the conditions of each (task, replication) next to each other, so they
-    share the schedule (the same minutes of the model API, the same load on the machine).
+    like a plain run's (``gate.run.planned_items``), the conditions of each (task,
+    replication) next to each other, so they share the schedule (the same minutes of the
+    model API, the same load on the machine).
     ``arms(task)``: the conditions that apply to the task, one :class:`Arm` each.
 
     Their order rotates by one step per task and per replication (a Latin square over a

@@ -1,21 +1,25 @@
 """Sequential PR runs: fewer runs per task on harmless PRs, the same false-block bound.
 
-Run ``first`` replications (2) and judge them with every test at half its level (α/2 for the
-pass rate, metric_alpha/2 for turns, cost and cache hits: :func:`gate.compare.judge` does it
-for any file that records sequential looks). Then:
+Run each task's planned first look (``sequential_first``, 2, scaled by the task's band of the
+baseline's pass rate) and judge it with every test at half its level (α/2 for the pass rate,
+metric_alpha/2 for turns, cost and cache hits: :func:`gate.compare.judge` does it for any file
+that records sequential looks). Then:
 
 * **block** when a test blocks;
 * **stop** (no regression) when the pass-rate p-value is above ``pass_p`` (0.25) and no gating
   metric has moved past its margin with p ≤ ``pass_p`` — the PR is clearly not worse;
-* otherwise **look again**: ``more`` (3) replications — or, on a small suite whose tests could
-  not block anything at ``first + more`` runs against this baseline, as many as it takes for
-  every gating test to be able to block (up to :data:`MAX_MORE`) — and decide on all of them,
-  again at half the levels.
+* otherwise **look again**: each task's planned runs of the second look — and decide on all of
+  them, again at half the levels.
+
+How many runs each task gets in each look is the plan (gate/compare/_plan.py), made once from
+the baseline before the first look runs and recorded in the results file: both looks run it,
+and nothing the PR does changes it. (The second look no longer grows on a small suite: how far
+it would grow read the baseline's pass counts, outside the plan the tests condition on.
+:func:`second_look_runs` keeps that older sizing for the benchmarks that compare with it.)
 
 The two looks share each level (Bonferroni), so false blocks stay within the levels whatever
-the looks decide; the size of the second look is a function of the baseline's design (its runs
-per task, its pass counts), never of the PR's outcomes. Harmless PRs mostly stop after the
-first look. docs/statistics.md §5 has the measured rates.
+the looks decide. Harmless PRs mostly stop after the first look. docs/statistics.md §5 has the
+measured rates.
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, decisive_p, judge, plain_runs, resolution_with_runs
+from gate.compare import Comparison, RunPlan, decisive_p, judge, plain_runs, resolution_with_runs
 from gate.config import GateSettings
 from gate.results import Results, RunResult
-from gate.run import RunRequest, run_suite
+from gate.run import PlanFrom, RunRequest, run_suite
 
 Step = Literal["block", "pass", "continue"]
 
@@ -69,9 +73,10 @@ def first_look(c: Comparison, pass_p: float) -> Step:
 
 
 def second_look_runs(c: Comparison, settings: GateSettings) -> int:
-    """Replications the second look adds: ``sequential_more``, or on a small suite as many as
-    it takes (up to :data:`MAX_MORE`) for every gating test to be able to block at the total
-    against this baseline. Depends on the baseline's design only, never on the PR's outcomes."""
+    """The sizing of the second look before plans (the benchmarks' "today"): ``sequential_more``,
+    or on a small suite as many as it takes (up to :data:`MAX_MORE`) for every gating test to be
+    able to block at the total against this baseline. It reads the baseline's pass counts, so
+    execution no longer uses it: the plan's second look is what runs."""
     first, more = settings.sequential_first, settings.sequential_more
     for extra in range(more, max(more, MAX_MORE) + 1):
         reach = resolution_with_runs(c, first + extra)
@@ -88,15 +93,28 @@ class SequentialOutcome:
     note: str
 
 
+def runs_text(per_task: dict[str, int], unit: str = " runs per task") -> str:
+    """"2 runs per task" (``unit`` after a count every task shares), or when the plan spreads
+    the runs "1–3 per task (25 in all)"."""
+    counts = sorted(set(per_task.values())) or [0]
+    if len(counts) == 1:
+        return f"{counts[0]}{unit}"
+    return f"{counts[0]}–{counts[-1]} per task ({sum(per_task.values())} in all)"
+
+
 def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
                    on_result: Callable[[RunResult], None] | None = None,
                    on_start: Callable[[Results, int], None] | None = None) -> SequentialOutcome:
-    """Run the looks (module docstring); ``on_result`` / ``on_start`` go to each look's
-    ``run_suite`` (``on_start`` once per look, before its first run: what it prepares is in
-    memory before any agent runs)."""
-    first = dataclasses.replace(req, replications=settings.sequential_first,
-                                sequential=[settings.sequential_first])
+    """Run the looks (module docstring) of the plan made from ``baseline`` (the one the looks
+    are judged against: the tests condition on it) and ``settings``; ``on_result`` /
+    ``on_start`` go to each look's ``run_suite`` (``on_start`` once per look, before its
+    first run: what it prepares is in memory before any agent runs)."""
+    first = dataclasses.replace(
+        req, plan=None, look=0, sequential=None,
+        plan_from=PlanFrom(baseline, "baseline", sequential=True, settings=settings))
     results = run_suite(first, on_result, on_start=on_start)
+    assert results.plan is not None
+    plan = RunPlan.from_record(results.plan)
     # the looks are recorded: half levels; the baseline gate's runs decide (skill conditions
     # beside the suite run whole with the first look, kept by the second)
     # the looks decide on what the simulator measures: a pass rate it cannot judge is said by
@@ -108,17 +126,13 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
     half = settings.alpha / 2
     if step != "continue":
         return SequentialOutcome(results, comparison, 1, (
-            f"Sequential run: {settings.sequential_first} runs per task were enough "
+            f"Sequential run: {runs_text(plan.look(0))} were enough "
             f"({p_text}; block at ≤ {half:g}, stop at > {settings.sequential_pass_p:g})."))
-    extra = second_look_runs(comparison, settings)
-    more = dataclasses.replace(req, replications=extra,
-                               first_replication=settings.sequential_first,
-                               keep_runs=list(results.runs),
-                               sequential=[settings.sequential_first, extra])
+    more = dataclasses.replace(req, plan=plan, plan_from=None, look=1, sequential=None,
+                               keep_runs=list(results.runs))
     results = run_suite(more, on_result, on_start=on_start)
     comparison = judge(baseline, results, settings)
-    total = settings.sequential_first + extra
     return SequentialOutcome(results, comparison, 2, (
-        f"Sequential run: the first {settings.sequential_first} runs per task were not "
-        f"conclusive ({p_text}), so {extra} more ran; decided on all {total} at "
-        f"α/2 = {half:g}."))
+        f"Sequential run: the first {runs_text(plan.look(0))} were not conclusive "
+        f"({p_text}), so {runs_text(plan.look(1), '')} more ran; decided on "
+        f"all {runs_text(plan.through(2), '')} at α/2 = {half:g}."))

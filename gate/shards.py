@@ -6,7 +6,9 @@ never straddle two runners). With a baseline, tasks are balanced by their mean r
 it (longest first, each to the shard with the least work so far, ties to the lower shard
 index; a task the baseline lacks counts as the mean task); without one, the sorted task ids
 are dealt round-robin. Every shard computes the same split from the same inputs, so N matrix
-jobs agree without talking to each other.
+jobs agree without talking to each other. A planned run (gate/compare/_plan.py) records the
+whole suite's plan in every shard and runs its own tasks' planned runs; the merge requires the
+same plan of every shard and keeps it.
 
 Merging brings each shard's transcripts along (:func:`carry_transcripts`): the ones its runs
 name, read from the ``<shard>.transcripts/`` directory beside the shard's results file (a
@@ -102,6 +104,8 @@ def _identity(res: Results) -> dict[str, Any]:
         "seed": sim.get("seed") if isinstance(sim, dict) else None,
         "price table": extra.get("price_table"),
         "schedule": schedule,
+        # every shard records the whole suite's plan (and runs its own tasks' part of it)
+        "plan": res.plan.model_dump(mode="json") if res.plan is not None else None,
         "shard count": shard.get("count") if isinstance(shard, dict) else None,
         "shard balance": shard.get("balanced_by") if isinstance(shard, dict) else None,
         "task selection": shard.get("selected") if isinstance(shard, dict) else None,
@@ -196,7 +200,7 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
     schedule = first.schedule.model_copy(update={"shard": None}) if first.schedule else None
     merged = new_results(model=first.model, agent=first.agent, suite=first.suite,
                          commit=first.commit, runs=runs, schedule=schedule,
-                         upstream_api=first.upstream_api, **extra)
+                         upstream_api=first.upstream_api, plan=first.plan, **extra)
     gaps = [(path, res.interrupted) for path, res in shards if res.interrupted is not None]
     if gaps:  # a shard that did not finish leaves the whole run incomplete
         merged.interrupted = Interruption(

@@ -7,6 +7,7 @@ installs only what posting needs (action.yml).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from gate.ci._context import Context
@@ -16,9 +17,11 @@ from gate.ci._obtain import load_shards, obtain, run_fresh
 from gate.ci._plan import Basis, agent_change, make_plan, open_basis, refresh_plan
 from gate.ci._publish import Publisher
 from gate.ci._refresh import refresh
+from gate.ci._yardstick import base_baseline
 from gate.config import CISettings
 from gate.errors import GateError
 from gate.results import Results
+from gate.run import PlanFrom
 from gate.traces import transcripts_dir
 
 
@@ -105,9 +108,12 @@ def _shard(ctx: Context, event: Event, seen: Callable[[CISettings], None]) -> in
     assert opts.run.shard is not None
     index, count = opts.run.shard
     if event.kind in ("pr", "check"):
+        # each shard plans the whole suite from the baseline the merged file is judged
+        # against (one look: a matrix runs no sequential looks) and runs its tasks' part
         with open_basis(ctx, event.base, seen) as basis:
-            results = run_fresh(ctx, basis.request)
-    else:
+            results = run_fresh(ctx, dataclasses.replace(
+                basis.request, plan_from=PlanFrom(base_baseline(basis.ys), "baseline")))
+    else:  # main's refresh builds the baseline: every task the same runs, no plan
         results = run_fresh(ctx, opts.run)
     artifact = f"agent-gate-shard-{index}-of-{count}"
     s = results.summary

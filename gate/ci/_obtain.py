@@ -8,6 +8,7 @@ Budget: a run the budget stopped is refused here (gate/ci/_policy.py), before an
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +20,11 @@ from gate.ci._event import Event
 from gate.ci._plan import Plan, code
 from gate.ci._policy import budget_note, check_budget
 from gate.ci._skills import ConditionPlan
+from gate.ci._yardstick import base_baseline
 from gate.errors import BadInput, Unmeasurable
 from gate.report import render_note
 from gate.results import Results
-from gate.run import RunRequest, run_suite
+from gate.run import PlanFrom, RunRequest, run_suite
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,14 @@ def obtain(ctx: Context, event: Event, plan: Plan, merged: Results | None) -> Ob
             from gate.sequential import run_sequential
 
             # the looks are recorded in the results file: the judge applies α/2 from there;
-            # the conditions run with the first look, and are kept by the second
+            # both looks are the plan's, made from the baseline before the first; the
+            # conditions run with the first look (not planned), and are kept by the second
             results = run_sequential(ctx.run_request(req), plan.baseline,
                                      plan.basis.config.gate, ctx.land,
                                      ctx.opts.on_start).results
-        else:
-            results = run_fresh(ctx, req)
+        else:  # one look, planned from the baseline it is judged against
+            results = run_fresh(ctx, dataclasses.replace(
+                req, plan_from=PlanFrom(plan.baseline, "baseline")))
         check_budget(results, budgeted(req))
         if (budget := budget_note(results)) is not None:
             notes.append(budget)
@@ -119,7 +123,10 @@ def _ab(ctx: Context, plan: Plan) -> Obtained:
         if basis.config.gate.sequential:
             ctx.log("gate ci: [gate] sequential does not apply to a same-job A/B: every "
                     "replication runs in both arms")
-        run = ctx.run_request(req)
+        # both arms planned alike from the base's committed baseline, when there is one
+        # (it is not the arm the PR is judged against: "independent"), else uniform
+        run = dataclasses.replace(ctx.run_request(req), plan_from=PlanFrom(
+            base_baseline(ys), "independent"))
         with base_arm_config(ys.config, root=basis.root, ref=ys.ref, label=ys.label) as cfg:
             pair = run_ab(run, cfg, base_commit=commit, on_result=ctx.land)
         base_arm = base_output(run.output)

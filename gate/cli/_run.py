@@ -13,6 +13,7 @@ from gate.cli._options import progress, run_options, run_request
 
 if TYPE_CHECKING:
     from gate.results import Results
+    from gate.run import RunRequest
 
 
 @click.command()
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
                    "names, read with git) and this checkout's, interleaved, on REF's tasks and "
                    "settings; writes OUTPUT (this checkout's) and OUTPUT's .base.json (REF's) "
                    "for `gate compare`.")
+@click.option("--baseline", "baseline_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Plan each task's runs from this baseline (the one `gate compare` will judge "
+                   "OUTPUT against): [suite].replications scaled by the task's band of its "
+                   "baseline pass rate ([gate] plan), recorded in OUTPUT. Without it every task "
+                   "gets the same runs.")
 @click.option("--resume", is_flag=True,
               help="Continue a killed run from its journal (OUTPUT's .journal.jsonl): the runs "
                    "it finished are kept, the rest are run. Same configuration, suite, seed "
@@ -46,9 +52,9 @@ if TYPE_CHECKING:
 @click.option("--shard", metavar="I/N", envvar="GATE_SHARD",
               help="Run only the I-th of N parts of the suite's tasks (balanced by the "
                    "baseline's durations); `gate merge` joins the parts.")
-def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float | None,
-        max_run_cost: float | None, shard: str | None, conditions: tuple[str, ...],
-        **kw: Any) -> None:
+def run(base_ref: str | None, ab_ref: str | None, baseline_path: str | None, resume: bool,
+        max_cost: float | None, max_run_cost: float | None, shard: str | None,
+        conditions: tuple[str, ...], **kw: Any) -> None:
     """Run the suite and write a results file (each run journaled as it lands; the file
     is written from the journal at the end, and marked incomplete until then).
 
@@ -63,6 +69,9 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
                               max_run_cost=max_run_cost,
                               shard=parse_shard(shard) if shard else None,
                               conditions=list(conditions))
+    if baseline_path is not None:
+        req = _planned_by(req, baseline_path, base_ref=base_ref, ab_ref=ab_ref,
+                          conditions=conditions)
     if ab_ref:
         if conditions:
             from gate.errors import BadInput
@@ -73,7 +82,10 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
 
         shown_ab = progress()
         try:
-            pair = run_ab_command(req, ab_ref, base_ref, shown_ab.on_result)
+            from gate.ci import base_baseline
+
+            pair = run_ab_command(req, ab_ref, base_ref, shown_ab.on_result,
+                                  baseline_of=base_baseline)
         finally:
             shown_ab.stop()
         from gate.ci import check_infra  # the one rule, as gate ci applies it
@@ -88,6 +100,11 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
             ys, req = stack.enter_context(measured_by(req, base_ref))
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
+            from gate.ci import base_baseline
+            from gate.run import PlanFrom
+
+            # planned from the baseline `gate compare --base-ref` judges it against (one look)
+            req = dataclasses.replace(req, plan_from=PlanFrom(base_baseline(ys), "baseline"))
         shown = progress()
 
         def start(results: Results, todo: int) -> None:
@@ -122,6 +139,24 @@ def run(base_ref: str | None, ab_ref: str | None, resume: bool, max_cost: float 
 
     check_infra(results, req.config.gate.max_infra_rate)
     check_budget(results, "the run", RESUME_THEN.format(output=req.output))
+
+
+def _planned_by(req: RunRequest, path: str, *, base_ref: str | None, ab_ref: str | None,
+                conditions: tuple[str, ...]) -> RunRequest:
+    """``req`` planned from the baseline at ``path`` (one look: a fixed schedule)."""
+    from gate.errors import BadInput
+
+    for flag, given, why in (
+            ("--base-ref", base_ref, "the base ref's baseline plans the run"),
+            ("--ab", ab_ref, "REF's committed baseline plans both arms"),
+            ("--condition", conditions, "skill conditions run every replication, unplanned")):
+        if given:
+            raise BadInput(f"--baseline: not with {flag} ({why})")
+    from gate.results import load_results
+    from gate.run import PlanFrom
+
+    baseline = load_results(path, "baseline")
+    return dataclasses.replace(req, plan_from=PlanFrom(baseline, "baseline"))
 
 
 #: what a ``gate run`` that the budget stopped tells its user

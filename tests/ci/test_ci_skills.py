@@ -164,7 +164,11 @@ def test_a_skill_that_stopped_helping_is_blocked_with_the_effect_drop(refreshed:
     assert "| pass rate |" in body  # the baseline gate's table is still there
     results = load_results(run.outputs["results_path"])
     assert {r.condition for r in results.runs} == {None, "control", "target"}
-    assert run.outputs["total"] == str(REPLICATIONS)  # the suite's runs, not the conditions'
+    # the suite's runs (each task's planned from the baseline), not the conditions'
+    assert results.plan is not None
+    planned = sum(sum(p.looks) for p in results.plan.tasks.values())
+    assert run.outputs["total"] == str(planned)
+    assert planned == sum(1 for r in results.runs if r.condition is None)
     run.no_secrets(refreshed.gh)
 
 

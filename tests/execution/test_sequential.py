@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.compare import compare
+from gate.compare import PlanSettings, compare, plan_runs
 from gate.compare._model import PassRateTest
 from gate.compare._synthetic import reference_rates, synthetic_results
 from gate.config import GateSettings, load_config
@@ -83,19 +83,30 @@ def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: P
 
 
 @pytest.mark.slow
-def test_a_small_suite_looks_again_until_it_can_decide(tmp_path: Path) -> None:
-    """One task against a 6-run baseline: 2 runs could not block anything (the first look is
-    blind), so the second look adds as many as it takes (5: 7 v 6), and the collapse blocks."""
+def test_the_looks_are_the_plans_made_from_the_baseline_before_the_first(
+        tmp_path: Path) -> None:
+    """One task against a 6-run baseline: the plan (the task's band of its baseline pass
+    rate) sizes both looks before the first runs, and the file holds exactly the planned runs
+    of the looks it ran. No second look grows past the plan: its size may not read the
+    baseline's pass counts outside what the plan records."""
     cfg = load_config(REPO / "gate.toml")
     one = EASY[:1]
     base = run_suite(RunRequest(config=cfg, output=tmp_path / "b.json", task_ids=one,
                                 replications=6, jobs=2, sim=True, seed=11, transcripts=False))
+    settings = GateSettings(sequential_pass_p=0.999)  # look twice unless the first blocks
     req = _request(tmp_path, max_turns=1)
-    out = run_sequential(dataclasses.replace(req, task_ids=one), base, GateSettings())
-    assert out.looks == 2 and "5 more ran" in out.note
+    out = run_sequential(dataclasses.replace(req, task_ids=one), base, settings)
+    digests = [(t, i.digest) for t, i in base.suite.tasks.items()]
+    plan = plan_runs(base, digests, PlanSettings.of(settings, replications=3, sequential=True))
+    rec = out.results.plan
+    assert rec is not None and rec.looks_run == out.looks
+    assert rec.model_copy(update={"looks_run": 2}) == plan.record(2)
+    assert rec.tasks[one[0]].allowed is not None  # read the baseline: the tests condition on it
+    assert Counter(r.task for r in out.results.runs) == plan.through(out.looks)
     schedule = out.results.schedule
-    assert schedule is not None and schedule.sequential == [2, 5]
-    assert out.comparison.verdict == "regression" and out.comparison.exit_code == 1
+    assert schedule is not None
+    assert schedule.sequential == list(plan.tasks[one[0]].looks[:out.looks])
+    assert schedule.replications == plan.tasks[one[0]].through(out.looks)
 
 
 @pytest.mark.slow
