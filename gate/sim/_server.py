@@ -35,6 +35,7 @@ from gate.sim._protocol import (
     invalid,
     server_tool_use,
 )
+from gate.sim._vertex import bearer, google_error, messages_request, vertex_call
 
 log = logging.getLogger("gate.sim")
 
@@ -126,6 +127,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.engine.record(entry)
 
     def _send_error(self, err: ApiError, request_id: str) -> None:
+        if getattr(self, "_vertex", False):  # Vertex answers in Google's error JSON
+            status, body = google_error(err)
+            self._send_json(status, body, request_id, err.headers)
+            return
         self._send_json(err.status, error_body(err.error_type, err.message, request_id),
                         request_id, err.headers)
 
@@ -191,13 +196,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         engine = self.server.engine
-        self._recorded = False
+        self._recorded = self._vertex = False
         request_id = "req_sim_" + uuid.uuid4().hex[:24]
         path = self.path.split("?", 1)[0].rstrip("/")
         entry: dict[str, Any] = {"request_id": request_id, "endpoint": path, "model": None,
                                  "stream": False, "status": None, "usage": None,
                                  "key_id": None, "task": None, "episode": None}
         try:
+            if self._vertex_route(engine, path, request_id, entry):
+                return
             if self.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
                 self._read_body_quietly()
                 raise ApiError("not_found_error", f"Not found: {self.command} {path}")
@@ -235,6 +242,26 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if entry["status"] is not None or entry.get("fault"):
                 self._record(entry)
+
+    def _vertex_route(self, engine: Engine, path: str, request_id: str,
+                      entry: dict[str, Any]) -> bool:
+        """A Vertex AI request (gate/sim/_vertex.py), answered; ``False``: not one."""
+        self._vertex = path.startswith("/v1/projects/")
+        if not self._vertex:
+            return False
+        call = vertex_call(self.command, path)  # a Vertex path it does not serve: 404
+        assert call is not None
+        body = self._read_body()
+        entry["key_id"] = key_id(bearer(self.headers))
+        req = messages_request(call, body)
+        if call.count:
+            req = check_messages_request(req, count_only=True)
+            entry.update(model=req["model"], status=200)
+            self._record(entry)
+            self._send_json(200, {"input_tokens": prompt_tokens(flatten(req))}, request_id)
+        else:
+            self._messages(engine, req, request_id, entry)
+        return True
 
     def _read_body_quietly(self) -> None:
         length = int(self.headers.get("content-length") or 0)

@@ -1,9 +1,9 @@
 """The upstream port: one contract per model API the meter forwards to (see ``_contract.py``).
 
-Registered here: ``anthropic`` (the Messages API, direct) and ``gateway`` (a Messages-compatible
-gateway: a base URL and a bearer token). Each upstream module registers itself on import, so the
-scrub knows every upstream's credentials whichever one a run uses: a new upstream adds its
-import below.
+Registered here: ``anthropic`` (the Messages API, direct), ``gateway`` (a Messages-compatible
+gateway: a base URL and a bearer token) and ``vertex`` (Claude on Google Vertex AI). Each
+upstream module registers itself on import, so the scrub knows every upstream's credentials
+whichever one a run uses: a new upstream adds its import below.
 """
 
 from gate.upstream._anthropic import (
@@ -41,6 +41,14 @@ from gate.upstream._contract import (
     upstreams,
 )
 from gate.upstream._gateway import GATEWAY
+from gate.upstream._vertex import (
+    VERTEX,
+    GoogleToken,
+    VertexCall,
+    bare_model,
+    parse_vertex_call,
+    price_factor,
+)
 
 __all__ = [
     "ANTHROPIC",
@@ -51,9 +59,11 @@ __all__ = [
     "MESSAGES_ROUTES",
     "PUBLIC_API",
     "SERVER_TOOLS",
+    "VERTEX",
     "Cause",
     "Endpoint",
     "Fault",
+    "GoogleToken",
     "Matched",
     "MessagesUpstream",
     "Outgoing",
@@ -64,12 +74,16 @@ __all__ = [
     "ServerTool",
     "StreamDecoder",
     "Upstream",
+    "VertexCall",
+    "bare_model",
     "check_base_url",
     "credential_variables",
     "error_cause",
     "get_upstream",
     "key_signer",
     "messages_fault",
+    "parse_vertex_call",
+    "price_factor",
     "provider_prefixes",
     "register_upstream",
     "upstream_names",
