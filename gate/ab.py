@@ -51,6 +51,7 @@ from gate.run import (
 from gate.runner import Arm
 from gate.session import ArmFile, SessionPlan, execute
 from gate.tasks import Task
+from gate.upstream import Endpoint
 from gate.yardstick import archive
 
 BASE, PR = "base", "pr"
@@ -160,9 +161,9 @@ class ABRun:
 
 def _header(req: RunRequest, name: str, arm: ArmPlan, stage: Stage, *,
             commits: dict[str, str | None], outputs: dict[str, Path],
-            ledger: Path) -> Callable[[str], Results]:
+            ledger: Path) -> Callable[[Endpoint | None], Results]:
     """The arm's results header, once the upstream is known."""
-    def make(upstream: str) -> Results:
+    def make(upstream: Endpoint | None) -> Results:
         return results_header(
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commits[name],
             schedule={"arm": name},

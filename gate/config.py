@@ -64,6 +64,10 @@ class AgentConfig(_Strict):
     # name where it is looked up (config imports no registry: they import config)
     kind: str = "builtin"
     model: str = "claude-sonnet-5-5"
+    # the model API the meter forwards to: a registered upstream (gate.upstream): "anthropic"
+    # (direct), "gateway" (a Messages-compatible gateway: GATE_GATEWAY_URL and
+    # GATE_GATEWAY_TOKEN in the environment). The session checks the name where it looks it up
+    upstream: str = "anthropic"
     system_prompt: str | None = None
     tools: list[str] = Field(default_factory=lambda: ["bash", "read_file", "write_file",
                                                       "edit_file"])

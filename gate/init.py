@@ -31,6 +31,10 @@ from pathlib import Path
 import jinja2
 
 from gate.errors import BadInput
+from gate.upstream import ANTHROPIC
+
+#: the secret a repository adds for the model API (the direct API's credential)
+_KEY = ANTHROPIC.credential_name
 
 EXAMPLE_TASK = "example-count-words"
 #: what the workflows' ``uses:`` names when neither ``--action`` nor the install says where this
@@ -173,7 +177,7 @@ Next steps:
      gate.toml at your agent (its model, agent/system.md, tools, or your own command).
 {self._uses_step()}
        git add gate.toml agent tasks .github .gitignore && git commit
-  6. Add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions)
+  6. Add the repository secret {_KEY} (Settings → Secrets and variables → Actions)
      and push to {self.branch}: the refresh makes the first baseline (6 runs per task, on the
      data branch agent-gate-data) and each later push pools more. Until one exists, a pull
      request is judged by a same-job A/B against its base commit's agent, at twice the cost.

@@ -187,6 +187,23 @@ class Schedule(_Open):
     arm: str | None = None
 
 
+class UpstreamInfo(_Open):
+    """The model API that answered a file's runs, as the upstream port recorded it
+    (gate/upstream): never a key. ``pricing`` names the price rules applied (two files priced
+    by different rules compare their cost without gating on it)."""
+
+    upstream: str = Field(max_length=64)  # as [agent] upstream names it
+    provider: str = Field(max_length=64)
+    region: str | None = Field(default=None, max_length=64)  # None: none, or global
+    model_id: str | None = Field(default=None, max_length=256)  # the model id as called
+    host: str | None = Field(default=None, max_length=255)  # the base URL's host only
+    pricing: str = Field(max_length=64)
+
+
+#: the results field that holds :class:`UpstreamInfo`
+UPSTREAM_RECORD = "upstream_api"
+
+
 class Summary(_Open):
     passed: Count
     failed: Count
@@ -229,6 +246,9 @@ class Results(_Open):
     # such a file can be read and compared, never promoted into the baseline
     interrupted: Interruption | None = None
     schedule: Schedule | None = None  # absent in files written before it was recorded
+    # the upstream that answered the runs; absent in files written before it was recorded
+    # (they compare as ever)
+    upstream_api: UpstreamInfo | None = None
 
     @property
     def metering(self) -> str | None:

@@ -5,9 +5,10 @@ as it lands; the results file is written at the start marked incomplete, and fro
 once the plan is done (or stopped: Ctrl-C, a budget). ``--resume`` continues from the journal.
 
 Every agent kind except the oracle talks to the model through the metering proxy. Under
-``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback;
-otherwise it is ``ANTHROPIC_BASE_URL`` or the public API, and a key is required — the gate
-never falls back to the simulator on its own.
+``--sim`` the proxy's upstream is the built-in simulator, started in-process on loopback and
+speaking the protocol of ``[agent] upstream``; otherwise it is that upstream as the environment
+configures it (gate/upstream), and its credential is required — the gate never falls back to
+the simulator on its own.
 
 This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
 ``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it
@@ -37,6 +38,7 @@ from gate.errors import BadInput
 from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
 from gate.meter import METERING
 from gate.results import (
+    UPSTREAM_RECORD,
     AgentInfo,
     Results,
     RunResult,
@@ -51,27 +53,27 @@ from gate.results import (
 from gate.runner import Arm, RunOptions, condition_plan, plan
 from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
 from gate.session import (
-    NO_KEY,
     SIM_CREDENTIAL,
     ArmFile,
     Budget,
     JournalSpec,
     SessionPlan,
-    Upstream,
     build_agent,
     execute,
     item_key,
     open_upstream,
     resolve_names,
+    resolve_upstream,
     server_tools,
     spend,
     suite_info,
 )
 from gate.shards import mean_durations, split
 from gate.tasks import Suite, Task, TaskProblem, load_suite
+from gate.upstream import ANTHROPIC, Endpoint, Upstream
 
 # the session's names, where callers have always found them
-__all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
+__all__ = ["SIM_CREDENTIAL", "ArmPlan", "Budget", "ConditionArms", "ConditionSetup",
            "RunRequest", "Stage", "arm_options", "arm_prefix", "build_agent", "ledger_path",
            "open_stage", "plan_arm", "results_header", "run_suite", "setup_conditions",
            "spend", "suite_info"]
@@ -207,14 +209,15 @@ class Stage:
     replications: int
     jobs: int
     server_tools: frozenset[str] = frozenset()  # [suite].server_tools: what the meter admits
+    api: Upstream = ANTHROPIC  # [agent] upstream: the model API the meter forwards to
 
     def upstream(self, req: RunRequest, ledger: Path, uses_model: bool
-                 ) -> Callable[[], contextlib.AbstractContextManager[Upstream]] | None:
+                 ) -> Callable[[], contextlib.AbstractContextManager[Endpoint]] | None:
         """How the session opens the model API (None: no arm uses a model)."""
         if not uses_model:
             return None
         return functools.partial(open_upstream, sim=req.sim, suite=self.suite, ledger=ledger,
-                                 seed=req.seed, sim_options=req.sim_options)
+                                 seed=req.seed, sim_options=req.sim_options, upstream=self.api)
 
 
 def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
@@ -224,7 +227,8 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
     cfg = req.config
     kinds = [req.agent_kind or c.agent.kind for c in configs]
     specs = [resolve_names(c, k) for c, k in zip(configs, kinds, strict=True)]
-    tools = server_tools(cfg)
+    api = resolve_upstream(cfg)
+    tools = server_tools(cfg, api)
     cancel = threading.Event()
     provider = suite_sandboxes(cfg.suite, keep=req.keep_workspaces, cancel=cancel,
                                registry=req.registry)
@@ -248,7 +252,7 @@ def open_stage(req: RunRequest, configs: Sequence[GateConfig]) -> Stage:
         raise
     return Stage(suite, provider, cancel, price_table(cfg.agent.prices),
                  req.replications or cfg.suite.replications, req.jobs or cfg.suite.jobs,
-                 tools)
+                 tools, api)
 
 
 def _broken_message(tasks_dir: Path, problems: Sequence[TaskProblem]) -> str:
@@ -262,22 +266,32 @@ def _broken_message(tasks_dir: Path, problems: Sequence[TaskProblem]) -> str:
             "fix it, or --skip-broken runs the rest (the broken tasks recorded as such)")
 
 
-def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: str,
+def upstream_label(endpoint: Endpoint | None) -> str:
+    """How a results file has always named its upstream: ``simulator``, ``anthropic-api``,
+    ``custom-base-url``, ``gateway``, …; ``none`` when no agent used a model."""
+    return "none" if endpoint is None else endpoint.label
+
+
+def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: Endpoint | None,
                    ledger: Path, commit: str | None, runs: Sequence[RunResult] = (),
                    schedule: dict[str, Any] | None = None,
                    extra: dict[str, Any] | None = None) -> Results:
     """An arm's results file as it starts, once the session knows its upstream: what ran
-    (the agent, the suite, the commit, the schedule) and where the numbers came from."""
+    (the agent, the suite, the commit, the schedule) and where the numbers came from (the
+    upstream's record: provider, region, model id as called, host; never a key)."""
     suite, replications = stage.suite, req.first_replication + stage.replications
-    fields: dict[str, Any] = {"replications": replications, "upstream": upstream,
+    label = upstream_label(upstream)
+    fields: dict[str, Any] = {"replications": replications, "upstream": label,
                               "price_table": stage.prices.date}
+    if upstream is not None and arm.spec.uses_model:
+        fields[UPSTREAM_RECORD] = upstream.record(arm.cfg.agent.model).as_dict()
     if suite.problems:
         fields["problems"] = {q.name: q.reason for q in suite.problems}
     if unhonoured := {t.id: t.unhonoured for t in suite.tasks if t.unhonoured}:
         fields["unhonoured"] = unhonoured  # foreign task.toml keys: listed, never dropped
     if req.task_ids:  # a partial run: comparable, but never a baseline refresh
         fields["selected_tasks"] = sorted(req.task_ids)
-    if upstream == "simulator":
+    if label == "simulator":
         fields["simulator"] = {"seed": req.seed or 0, "ledger": str(ledger)}
     if req.max_run_cost is not None:
         fields["max_run_cost_usd"] = req.max_run_cost
@@ -527,7 +541,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
     ledger = ledger_path(req)
     extra = _extra(req, arm, run_tasks, shard_info, conditions)
 
-    def header(upstream: str) -> Results:
+    def header(upstream: Endpoint | None) -> Results:
         return results_header(
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commit, runs=kept,
             schedule={"sequential": req.sequential, "shard": identity["shard"],

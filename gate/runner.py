@@ -37,6 +37,7 @@ from gate.sandbox import (
 )
 from gate.secrets import Redactor, mask_credentials
 from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
+from gate.upstream import ANTHROPIC, Upstream
 from gate.usage import Usage
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class MeterRun(Protocol):
 
     base_url: str
     token: str
+    api: Upstream  # the upstream behind the meter: what the agent's environment holds
 
     def measured(self) -> RunTotals:
         """Model requests, usage and cost so far: measured (warm start) and as billed."""
@@ -234,6 +236,7 @@ def _act(run: _Run, sandbox: Sandbox, agent: Agent, skills: list[Skill],
         timeout=step.task_timeout(run.opts.task_timeout), max_turns=run.max_turns,
         base_url=meter_run.base_url if meter_run else None,
         api_key=meter_run.token if meter_run else None,
+        upstream=meter_run.api if meter_run else ANTHROPIC,
         record=run.record, skills=tuple(skills),
     )
     run.acted = True

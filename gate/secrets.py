@@ -15,6 +15,8 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 
+from gate.upstream import credential_variables, provider_prefixes
+
 # The one rule for "is this variable a credential", by its name or its value (credential_reason).
 # By name: a word that carries one, or points a process at one (SSH_AUTH_SOCK, NPM_AUTH, GH_PAT);
 # a name ending in PASS, DSN or _PWD (DB_PASS, SENTRY_DSN, DB_PWD; not the shell's PWD, OLDPWD).
@@ -91,15 +93,15 @@ VALUE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 
 
-# Prefixes of the gate's, GitHub's and the model providers' own variables: never a task's,
-# credential or not (GITHUB_SHA is none, but nothing of the CI's is for the code under test).
-_SECRET_PREFIXES = (
-    "ANTHROPIC_", "GITHUB_", "GH_", "ACTIONS_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
-    "OPENAI_", "INPUT_", "GATE_",
-)
-# ... of which these are the gate's and the CI's own: withheld without a note, and never
-# passed (``[suite] pass_env`` refuses them)
-OWN_PREFIXES = ("ANTHROPIC_", "GITHUB_", "ACTIONS_", "INPUT_", "GATE_")
+# The gate's and the CI's own prefixes, and those of the clients of every upstream the gate
+# can forward to (gate/upstream: ``env_prefixes``, whichever a run uses): withheld without a
+# note unless they hold a credential, and never passed (``[suite] pass_env`` refuses them)
+OWN_PREFIXES = ("GITHUB_", "ACTIONS_", "INPUT_", "GATE_", *provider_prefixes())
+# ... and the clouds' and other model providers' variables: never a task's either, credential
+# or not (GITHUB_SHA is none, but nothing of the CI's is for the code under test)
+_SECRET_PREFIXES = (*OWN_PREFIXES, "GH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "OPENAI_")
+#: every upstream's credential variables, whatever their prefix
+_UPSTREAM_CREDENTIALS = frozenset(credential_variables())
 # the proxy settings the gate's own git needs to reach origin (gate/_git.py)
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
                "http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -182,11 +184,12 @@ def _masked(m: re.Match[str]) -> str:
 def is_secret_name(name: str) -> bool:
     """Whether a variable of this name is withheld from every child whatever its value (a
     credential's name, or one of the gate's, the CI's or a provider's variables)."""
-    return name.upper().startswith(_SECRET_PREFIXES) or bool(_CREDENTIAL_NAME.search(name))
+    return name.upper().startswith(_SECRET_PREFIXES) or name in _UPSTREAM_CREDENTIALS \
+        or bool(_CREDENTIAL_NAME.search(name))
 
 
 def _withheld_why(name: str, value: str) -> str | None:
-    if name.upper().startswith(_SECRET_PREFIXES):
+    if name.upper().startswith(_SECRET_PREFIXES) or name in _UPSTREAM_CREDENTIALS:
         return "its name"
     return credential_reason(name, value)
 
@@ -212,7 +215,7 @@ def withheld_notes(environ: Mapping[str, str] | None = None,
     """``NAME (why)`` for each credential withheld from a child (and each copy of one): what a
     run's notes name. The gate's, the CI's and the providers' own variables are withheld
     without a note when they are no credential (``GITHUB_SHA``, ``AWS_REGION``), and the
-    gate's own credentials too (``ANTHROPIC_API_KEY``, ``GITHUB_TOKEN``: never a task's)."""
+    gate's own credentials too (an upstream's key, ``GITHUB_TOKEN``: never a task's)."""
     env = os.environ if environ is None else environ
     return [f"{k} ({why})" for k, why in sorted(withheld(env, pass_env).items())
             if not k.upper().startswith(OWN_PREFIXES)

@@ -32,8 +32,8 @@ from gate._files import printable
 from gate.agents import Agent, AgentKind, agent_kind, agent_kind_names
 from gate.config import GateConfig
 from gate.cost import PriceTable
-from gate.errors import BadInput, Unmeasurable
-from gate.meter import PUBLIC_API, SERVER_TOOL_NAMES, MeterProxy
+from gate.errors import BadInput
+from gate.meter import MeterProxy
 from gate.results import (
     Interruption,
     Journal,
@@ -50,15 +50,12 @@ from gate.results import (
 from gate.runner import Arm, RunOptions, run_many
 from gate.sandbox import SandboxProvider
 from gate.tasks import Suite, Task, task_format
+from gate.upstream import Endpoint, Upstream, get_upstream
 
 SIM_CREDENTIAL = "gate-simulator-key"
-NO_KEY = ("no ANTHROPIC_API_KEY in the environment: set it to run against the API, or pass "
-          "--sim (GATE_SIM=1) to run against the built-in simulator")
 
 Item = tuple[Task, int] | tuple[Task, int, Arm]
 Work = list[tuple[Task, int]] | list[tuple[Task, int, Arm]]
-#: (base URL, credential, its header, label) of the model API a session talks to
-Upstream = tuple[str, str, str, str]
 
 
 def suite_info(suite: Suite, net_raw: Collection[str] = ()) -> SuiteInfo:
@@ -95,13 +92,21 @@ def resolve_names(cfg: GateConfig, kind: str) -> AgentKind:
     return spec
 
 
-def server_tools(cfg: GateConfig) -> frozenset[str]:
+def resolve_upstream(cfg: GateConfig) -> Upstream:
+    """The upstream ``[agent] upstream`` names (an unknown one is exit 2 naming the file and
+    the field, before anything starts)."""
+    return get_upstream(cfg.agent.upstream, where=cfg.where("agent.upstream"))
+
+
+def server_tools(cfg: GateConfig, upstream: Upstream | None = None) -> frozenset[str]:
     """The server tools ``[suite].server_tools`` lets a run's requests offer, checked by name
-    (an unknown one is exit 2 naming the file and the field, before anything starts)."""
+    against the upstream's (an unknown one is exit 2 naming the file and the field, before
+    anything starts)."""
+    known = [t.name for t in (upstream or resolve_upstream(cfg)).server_tools]
     for name in cfg.suite.server_tools:
-        if name not in SERVER_TOOL_NAMES:
+        if name not in known:
             raise BadInput(f"{cfg.where('suite.server_tools')}: unknown server tool "
-                           f"{printable(name)!r} (known: {', '.join(SERVER_TOOL_NAMES)})")
+                           f"{printable(name)!r} (known: {', '.join(known) or 'none'})")
     return frozenset(cfg.suite.server_tools)
 
 
@@ -112,25 +117,22 @@ def build_agent(cfg: GateConfig, kind: str, model: str, label: str) -> Agent:
 
 @contextlib.contextmanager
 def open_upstream(*, sim: bool, suite: Suite, ledger: Path, seed: int | None,
-                  sim_options: dict[str, Any]) -> Iterator[Upstream]:
-    """The model API this session talks to: the built-in simulator (``--sim``), else
-    ``ANTHROPIC_BASE_URL`` or the public API with the key of the environment (never a silent
+                  sim_options: dict[str, Any], upstream: Upstream | None = None
+                  ) -> Iterator[Endpoint]:
+    """The model API this session talks to, as ``upstream`` (the Messages API direct unless
+    named) reaches it: the built-in simulator speaking its protocol and checking its
+    authentication (``--sim``), else the upstream the environment configures (never a silent
     fall-back to the simulator)."""
+    api = upstream or get_upstream("anthropic")
     if sim:
         from gate.sim import Simulator
 
         with Simulator(tasks_dir=suite.root, seed=seed or 0, ledger_path=ledger,
+                       auth=api.simulator_auth(), credential=SIM_CREDENTIAL,
                        **sim_options) as simulator:
-            yield simulator.base_url, SIM_CREDENTIAL, "x-api-key", "simulator"
+            yield api.simulated(simulator.base_url, SIM_CREDENTIAL)
         return
-    # An API key goes as x-api-key; an auth token (ANTHROPIC_AUTH_TOKEN) as a bearer token.
-    key, header = os.environ.get("ANTHROPIC_API_KEY"), "x-api-key"
-    if not key:
-        key, header = os.environ.get("ANTHROPIC_AUTH_TOKEN"), "authorization"
-    if not key:
-        raise Unmeasurable(NO_KEY)
-    base = os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API
-    yield base, key, header, "anthropic-api" if base == PUBLIC_API else "custom-base-url"
+    yield api.open(os.environ)
 
 
 def item_key(item: Item) -> RunKey:
@@ -225,13 +227,13 @@ class Budget:
 @dataclass(frozen=True)
 class ArmFile:
     """One results file of a session: the runs of arm ``arm`` (``None``: every run of the
-    plan, a session of one arm). ``header(upstream label)`` makes the file's header (the
-    upstream is known only once the meter is up); ``incomplete`` is what the file says
-    until the session ends."""
+    plan, a session of one arm). ``header(endpoint)`` makes the file's header (the upstream
+    is known only once the meter is up; None: no agent uses a model); ``incomplete`` is what
+    the file says until the session ends."""
 
     arm: str | None
     path: Path
-    header: Callable[[str], Results]
+    header: Callable[[Endpoint | None], Results]
     incomplete: str
     #: the part of the arm's requests every turn shares and caches (``Agent.cache_prefix``):
     #: counted once the upstream is up and recorded as the file's ``cache_prefix``
@@ -315,7 +317,7 @@ class SessionPlan:
     jobs: int
     agent: Agent | None = None
     options: RunOptions | None = None
-    upstream: Callable[[], contextlib.AbstractContextManager[Upstream]] | None = None
+    upstream: Callable[[], contextlib.AbstractContextManager[Endpoint]] | None = None
     request_observer: Callable[[str, bytes], None] | None = None
     journal: JournalSpec | None = None
     budget: Budget | None = None
@@ -324,20 +326,20 @@ class SessionPlan:
     server_tools: frozenset[str] = frozenset()  # [suite].server_tools: what the meter admits
 
 
-def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan) -> tuple[MeterProxy | None, str]:
+def _open_meter(stack: contextlib.ExitStack, plan: SessionPlan
+                ) -> tuple[MeterProxy | None, Endpoint | None]:
     if plan.upstream is None:
-        return None, "none"
-    base, credential, header_name, upstream = stack.enter_context(plan.upstream())
+        return None, None
+    endpoint = stack.enter_context(plan.upstream())
     run_header: str | None = None
-    if upstream == "simulator":  # the simulator draws each run's randomness by name
+    if endpoint.simulated:  # the simulator draws each run's randomness by name
         from gate.sim import RUN_HEADER
 
         run_header = RUN_HEADER
     meter = stack.enter_context(MeterProxy(
-        base, credential, plan.prices, credential_header=header_name,
-        observer=plan.request_observer, run_header=run_header,
+        endpoint, None, plan.prices, observer=plan.request_observer, run_header=run_header,
         server_tools=plan.server_tools))
-    return meter, upstream
+    return meter, endpoint
 
 
 #: the one message a prefix is counted with, and then without (count_tokens needs one)
@@ -435,7 +437,7 @@ def execute(plan: SessionPlan) -> dict[str | None, Results]:
     return results
 
 
-__all__ = ["NO_KEY", "SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
+__all__ = ["SIM_CREDENTIAL", "ArmFile", "Budget", "JournalSpec", "SessionPlan",
            "build_agent", "execute", "item_key", "mark_interrupted",
-           "missing_runs", "open_upstream", "prefix_record", "resolve_names", "spend",
-           "suite_info"]
+           "missing_runs", "open_upstream", "prefix_record", "resolve_names",
+           "resolve_upstream", "spend", "suite_info"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.sandbox import AgentInstall, Sandbox
 from gate.tasks import Task
+from gate.upstream import ANTHROPIC, Upstream
 
 if TYPE_CHECKING:
     from gate.skills import Skill
@@ -24,6 +25,8 @@ class RunContext:
     # Where the agent reaches the model, through the meter: a per-run URL and token.
     base_url: str | None = None
     api_key: str | None = None
+    # the upstream behind the meter: what a command agent's environment holds to reach it
+    upstream: Upstream = ANTHROPIC
     # Appends one JSON-able event to the run's transcript (already redacted by the runner).
     record: Callable[[dict[str, Any]], None] = lambda event: None
     # the skills installed for this run (at .claude/skills/<name>/ in the workspace; a Harbor

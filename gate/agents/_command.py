@@ -1,8 +1,9 @@
 """The command agent: any agent process (Claude Code, a team's own script), metered from outside.
 
 It runs with cwd = workspace and gets the prompt on stdin and in ``$GATE_PROMPT_FILE``,
-``GATE_TASK_ID`` / ``GATE_REPLICATION``, and ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY``
-pointing at this run's slice of the meter (a per-run token, never the real key). Its final
+``GATE_TASK_ID`` / ``GATE_REPLICATION``, and the upstream's client variables (``agent_env`` of
+gate/upstream: a base URL and a key) pointing at this run's slice of the meter (a per-run token,
+never the real key), and its model variable when ``[agent] model`` is set. Its final
 message is what it writes to ``$GATE_FINAL_FILE``, else its stdout — and when stdout is a
 Claude Code ``--output-format json`` result, that result's ``result`` text.
 """
@@ -75,11 +76,12 @@ class CommandAgent(Agent):
             "GATE_TASK_ID": ctx.task.id,
             "GATE_REPLICATION": str(ctx.replication),
         })
-        if ctx.base_url and ctx.api_key:
-            env.update({"ANTHROPIC_BASE_URL": sandbox.model_endpoint(ctx.base_url),
-                        "ANTHROPIC_API_KEY": ctx.api_key, **loopback_no_proxy(os.environ)})
+        if ctx.base_url and ctx.api_key:  # the upstream's variables, aimed at the meter
+            env.update({**ctx.upstream.agent_env(sandbox.model_endpoint(ctx.base_url),
+                                                 ctx.api_key),
+                        **loopback_no_proxy(os.environ)})
         if self.model:
-            env["ANTHROPIC_MODEL"] = self.model
+            env.update(ctx.upstream.model_env(self.model))
         res = sandbox.exec(self.command, timeout=ctx.timeout, env=env, stdin=ctx.task.prompt)
         ctx.record({"type": "command", "returncode": res.returncode, "timed_out": res.timed_out,
                     "stdout": clip(res.stdout, 8000), "stderr": clip(res.stderr, 8000)})

@@ -18,10 +18,13 @@ from gate.results import Results, RunResult
 from gate.run import RunRequest
 from gate.secrets import Redactor
 from gate.traces import Trace, landed_trace, results_traces
+from gate.upstream import Upstream, get_upstream
 
-NO_KEY = ("ANTHROPIC_API_KEY is empty: add it as a repository secret and pass it to the action "
-          "(`anthropic-api-key: ${{ secrets.ANTHROPIC_API_KEY }}`), or set `sim: true` to run "
-          "against the built-in simulator")
+
+def no_key(api: Upstream) -> str:
+    """The one line of a CI run with no credential for the upstream ``api``."""
+    return (f"{api.credential_name} is empty: add it as a repository secret and "
+            f"{api.credential_setup}, or set `sim: true` to run against the built-in simulator")
 
 
 def trace_key(run: RunResult) -> tuple[object, ...]:
@@ -78,13 +81,18 @@ class Context:
 
         return agent_kind(self.agent_kind(req)).uses_model
 
+    def upstream(self, req: RunRequest) -> Upstream:
+        """The upstream ``req``'s configuration forwards to (``[agent] upstream``)."""
+        return get_upstream(req.config.agent.upstream,
+                            where=req.config.where("agent.upstream"))
+
     def needs_key(self, req: RunRequest) -> bool:
         return self.spends(req) and not getattr(req, "sim", False)
 
     def run_request(self, req: RunRequest) -> RunRequest:
         """``req`` checked for a key, seeded per CI run under the simulator."""
-        if self.needs_key(req) and self.env.anthropic_api_key is None:
-            raise Unmeasurable(NO_KEY)
+        if self.needs_key(req) and self.env.model_credential is None:
+            raise Unmeasurable(no_key(self.upstream(req)))
         if req.sim and req.seed is None and self.env.run_id.isdigit():
             # Each CI run is a fresh sample, as with a real model: repeated refreshes of main
             # must not pool identical copies of one simulated run into the baseline.

@@ -311,11 +311,12 @@ class Publisher:
         return 0
 
     def withheld(self, pr: ChangeRequest, unchanged: str | None, *,
-                 gate_changed: bool = False) -> int:
+                 gate_changed: bool = False, key: str) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
         fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``. ``gate_changed``:
-        only the builtin agent's own code differs (a bump of agent-gate's pin)."""
+        only the builtin agent's own code differs (a bump of agent-gate's pin). ``key``: the
+        upstream's credential variable, which GitHub withheld."""
         from gate.errors import Unmeasurable
 
         ctx = self.ctx
@@ -325,32 +326,33 @@ class Publisher:
         if unchanged is not None:
             reason = (f"Nothing under test changed: the agent (fingerprint {unchanged[:16]}) "
                       "is the one the baseline measured, so this pull request cannot have "
-                      "made it worse. GitHub gave this run no ANTHROPIC_API_KEY, so nothing "
+                      f"made it worse. GitHub gave this run no {key}, so nothing "
                       "was run.")
         elif gate_changed:
             reason = ("The gate's agent changed: this pull request runs another version of "
                       "agent-gate's builtin agent (its tool loop, tools or default prompt), a "
                       "new agent that must be measured, and GitHub gave this run no "
-                      "ANTHROPIC_API_KEY: re-run it with a key (a Dependabot secret, or the "
+                      f"{key}: re-run it with a key (a Dependabot secret, or the "
                       "branch pushed to this repository). Once merged, main's refresh starts a "
                       "new baseline for it.")
         elif dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
             reason = ("This pull request was opened by Dependabot: GitHub gives its runs only "
-                      "the repository's Dependabot secrets, so there is no ANTHROPIC_API_KEY "
+                      f"the repository's Dependabot secrets, so there is no {key} "
                       "and the suite cannot run against the model. To gate Dependabot's PRs, "
-                      "add ANTHROPIC_API_KEY as a Dependabot secret too (Settings → Secrets "
+                      f"add {key} as a Dependabot secret too (Settings → Secrets "
                       "and variables → Dependabot); to let them through unmeasured, skip them "
                       "(`fork-without-key: skip`).")
         else:
             reason = (f"This pull request comes from {who}: GitHub gives such runs no secrets, "
-                      "so there is no ANTHROPIC_API_KEY and the suite cannot run against the "
+                      f"so there is no {key} and the suite cannot run against the "
                       "model. A maintainer can run it by pushing the branch to this "
                       "repository; docs/github.md shows the safe two-workflow pattern for "
                       "fork PRs.")
         if unchanged is None and self.settings.fork_without_key == "fail":
             raise Unmeasurable(reason)
         markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot,
-                               unchanged=unchanged, keyed=False, gate_changed=gate_changed)
+                               unchanged=unchanged, keyed=False, gate_changed=gate_changed,
+                               key=key)
         return self._skipped(pr, markdown, reason)
 
 

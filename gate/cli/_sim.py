@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from gate.sim import FaultConfig, Latency, Simulator
+from gate.upstream import get_upstream, upstream_names
 
 _RATE = click.FloatRange(0.0, 1.0)
 
@@ -55,28 +56,41 @@ def sim() -> None:
 @click.option("--ledger", "ledger", type=click.Path(dir_okay=False), envvar="GATE_SIM_LEDGER",
               help="JSONL file recording every request served and its usage "
               "(default: a temporary file, removed on exit).")
+@click.option("--upstream", default="anthropic", show_default=True, envvar="GATE_SIM_UPSTREAM",
+              help="The upstream whose protocol and authentication it stands in for "
+              f"(gate/upstream: {', '.join(upstream_names())}).")
+@click.option("--credential", envvar="GATE_SIM_CREDENTIAL",
+              help="The only credential it accepts (a gateway's bearer token, an API key); "
+              "default: any its upstream's rule accepts.")
 @click.option("-v", "--verbose", is_flag=True, envvar="GATE_SIM_VERBOSE",
               help="Log every request to stderr.")
 def serve(host: str, port: int, tasks_dir: str | None, seed: int, f429: float, f529: float,
           f500: float, fstream: float, fdrop: float, fcredit: float, retry_after: float,
           latency_ms: float, jitter_ms: float, tokens_per_second: float, ledger: str | None,
-          verbose: bool) -> None:
+          upstream: str, credential: str | None, verbose: bool) -> None:
     """Serve the Messages API (JSON, SSE, count_tokens, prompt caching) with a simulated model.
 
-    Point any client at it with ANTHROPIC_BASE_URL and any API key. Reported model ids carry a
-    "-sim" suffix. Stop with Ctrl-C.
+    Point any client at it with its upstream's variables (printed on start) and any
+    credential, or the one --credential names. Reported model ids carry a "-sim" suffix.
+    Stop with Ctrl-C.
     """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(message)s")
     faults = FaultConfig(rate_429=f429, rate_529=f529, rate_500=f500, rate_stream_error=fstream,
                          rate_disconnect=fdrop, rate_credit=fcredit, retry_after=retry_after)
+    get_upstream(upstream, where="--upstream")  # an unknown one: exit 2 before anything starts
     simulator = Simulator(
         tasks_dir=Path(tasks_dir) if tasks_dir else None, seed=seed, faults=faults,
         latency=Latency(latency_ms, jitter_ms, tokens_per_second or None),
         ledger_path=Path(ledger) if ledger else None, host=host, port=port,
+        auth=upstream, credential=credential,
     ).start()
     click.echo(f"gate simulator listening on {simulator.base_url}", err=False)
-    click.echo(f"  export ANTHROPIC_BASE_URL={simulator.base_url}  (any API key works)")
+    shown = get_upstream(upstream).agent_env(simulator.base_url, "<credential>")
+    for name, value in shown.items():
+        click.echo(f"  export {name}={value}")
+    if credential is None:
+        click.echo("  (any credential works)")
     if ledger:
         click.echo(f"  ledger: {simulator.ledger_path}")
     sys.stdout.flush()  # whoever started us may be waiting for the URL on a pipe

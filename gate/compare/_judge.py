@@ -106,11 +106,11 @@ def yardstick_problem(base: Results, pr: Results) -> str | None:
     if base.simulated:
         return (f"the baseline was measured on the simulator ({base.model}) and this run "
                 f"through the API ({pr.model}): a simulated yardstick never judges a real run. "
-                "Make the baseline from a real run (`gate run` with ANTHROPIC_API_KEY, then "
+                "Make the baseline from a real run (`gate run` with the model API's key, then "
                 "`gate baseline results.json`), or judge a `gate run --sim` run against it")
     return (f"this run is the simulator's ({pr.model}) and the baseline was measured through "
             f"the API ({base.model}): a simulated run is never judged against a real "
-            "baseline. Run without --sim (with ANTHROPIC_API_KEY), or compare with a baseline "
+            "baseline. Run without --sim (with the model API's key), or compare with a baseline "
             "made on the simulator")
 
 

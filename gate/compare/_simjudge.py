@@ -107,7 +107,7 @@ def with_sim_unjudged(c: Comparison, base: Results, pr: Results,
         return c  # a regression stands; no compared task: inconclusive for that already
     what = f"{_listed(changes)} changed, which only a model reads"
     reason = (f"pass rate not judged by the simulator: {what} (a run through the API, with "
-              "ANTHROPIC_API_KEY, judges it)")
+              "the model API's key, judges it)")
     metrics = [m.model_copy(update={"verdict": "unjudged", "note": reason})
                if m is pass_rate else m for m in c.metrics]
     update: dict[str, object] = {"metrics": metrics, "unjudged": reason}

@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from gate.upstream import credential_variables
+
 #: what CIEnvironment is made of: its field → the variables read for it, first set wins
 ACTIONS_VARIABLES: dict[str, tuple[str, ...]] = {
     "event_path": ("GITHUB_EVENT_PATH",),
@@ -29,7 +31,8 @@ ACTIONS_VARIABLES: dict[str, tuple[str, ...]] = {
     "step_summary": ("GITHUB_STEP_SUMMARY",),
     "output": ("GITHUB_OUTPUT",),
     "token": ("GATE_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"),
-    "anthropic_api_key": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    # the credential of the model API the meter forwards to: any upstream's (gate/upstream)
+    "model_credential": credential_variables(),
 }
 
 

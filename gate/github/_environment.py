@@ -52,7 +52,7 @@ class CIEnvironment(BaseModel):
     step_summary: Path | None = None
     output: Path | None = None
     token: SecretStr | None = None
-    anthropic_api_key: SecretStr | None = None
+    model_credential: SecretStr | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> CIEnvironment:
@@ -71,7 +71,7 @@ class CIEnvironment(BaseModel):
             if not isinstance(loaded, dict):
                 raise BadInput(f"{event_path}: the event payload is not a JSON object")
             event = loaded
-        token, key = raw["token"], raw["anthropic_api_key"]
+        token, key = raw["token"], raw["model_credential"]
         return cls(
             event_name=raw["event_name"],
             event=event,
@@ -87,7 +87,7 @@ class CIEnvironment(BaseModel):
             step_summary=Path(raw["step_summary"]) if raw["step_summary"] else None,
             output=Path(raw["output"]) if raw["output"] else None,
             token=SecretStr(token) if token else None,
-            anthropic_api_key=SecretStr(key) if key else None,
+            model_credential=SecretStr(key) if key else None,
         )
 
     # ----- derived facts -------------------------------------------------------------------
@@ -95,7 +95,7 @@ class CIEnvironment(BaseModel):
     @property
     def secrets(self) -> list[str]:
         """The secret values, for masking (``::add-mask::``) and redaction."""
-        return [s.get_secret_value() for s in (self.token, self.anthropic_api_key) if s]
+        return [s.get_secret_value() for s in (self.token, self.model_credential) if s]
 
     @property
     def run_url(self) -> str | None:

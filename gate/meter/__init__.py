@@ -30,12 +30,13 @@ Who caused each problem is recorded (``Cause``): these are the agent's, and fail
 the reason (``unmetered_by``); so does an API error of the agent's making that it gives up on
 (``agent_error``: a request the meter refused, a 400/413 from the API, a 404 for a model that
 does not exist). The provider's and the machine's (5xx, 529, 429, a stream the upstream cut,
-no connection, the gate's credential refused) are infra (``api_failure``), told apart by status
-and ``error.type`` (the provider's table, ``_provider.py``). An account out of credit is a 400
-``invalid_request_error`` too: it is infra only when its message starts with the provider's
-credit message *and* the meter's own 1-token request on the gate's credential gets the same
-answer (the API quotes a request's text in its validation errors: a word anywhere in a message
-is the agent's to choose); what that check is billed is the run's overhead.
+no connection, the gate's credential refused) are infra (``api_failure``), told apart by the
+upstream's rule (``Upstream.fault``, gate/upstream: status and ``error.type`` for the Messages
+API). An account out of credit is a 400 ``invalid_request_error`` too: it is infra only when
+its message starts with the provider's credit message *and* the meter's own 1-token request on
+the gate's credential gets the same answer (the API quotes a request's text in its validation
+errors: a word anywhere in a message is the agent's to choose); what that check is billed is
+the run's overhead.
 
 Server tools (the provider runs them and may bill them per use: ``web_search_*``,
 ``web_fetch_*``, ``code_execution_*`` in ``tools``, a request's ``mcp_servers``) are refused
@@ -52,8 +53,9 @@ which no object repeats a key (at any depth; parsers differ on which of two valu
 else is a 400 ``invalid_request_error``, never forwarded. The gate's own headers (``X-Gate-*``,
 any case) are dropped from what the agent sends; the meter sets its own.
 
-Only an allow-list of endpoints is forwarded (``ENDPOINTS``: messages, count_tokens, the model
-list), matched on the path exactly as it will be sent — no dot segments, percent-escapes or
+Only an allow-list of endpoints is forwarded (the upstream's ``routes``: for the Messages API,
+messages, count_tokens, the model list), matched on the path exactly as it will be sent — no
+dot segments, percent-escapes or
 doubled slashes that an HTTP library would normalise into something else — with a plain query
 string. Anything else (batches, files, ``/v1/x/../messages``) gets a 403 in the API's error
 shape and is recorded with the run, so it lands in the transcript; it never reaches the API
@@ -84,16 +86,8 @@ whether it wrote the shared part or read it.
 """
 
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S
-from gate.meter._provider import (
-    CREDIT_MESSAGE,
-    ERROR_TYPES,
-    SERVER_TOOL_NAMES,
-    SERVER_TOOLS,
-    ServerTool,
-    offered_server_tools,
-)
 from gate.meter._proxy import MeterProxy
-from gate.meter._routes import ENDPOINTS, MAX_REQUEST_BYTES, MESSAGES, PUBLIC_API, route
+from gate.meter._routes import MAX_REQUEST_BYTES, route
 from gate.meter._run import (
     METERING,
     Cause,
@@ -105,21 +99,15 @@ from gate.meter._run import (
     prefix_family,
     warm,
 )
+from gate.meter._servertools import offered_server_tools
 from gate.meter._sse import _SSELines, _SSEUsage
 from gate.meter._upstream import CONNECT_TIMEOUT_S, upstream_pool, upstream_settings
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
-    "CREDIT_MESSAGE",
-    "ENDPOINTS",
-    "ERROR_TYPES",
     "FIRST_FLIGHT_WAIT_S",
     "MAX_REQUEST_BYTES",
-    "MESSAGES",
     "METERING",
-    "PUBLIC_API",
-    "SERVER_TOOLS",
-    "SERVER_TOOL_NAMES",
     "Cause",
     "MeterProxy",
     "MeteredRequest",
@@ -127,7 +115,6 @@ __all__ = [
     "RefusedRequest",
     "RunMeter",
     "RunTotals",
-    "ServerTool",
     "_SSELines",
     "_SSEUsage",
     "offered_server_tools",

@@ -20,27 +20,20 @@ from gate.cost import PriceTable
 from gate.errors import BadInput
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S, _FirstFlights, _Lead
 from gate.meter._http import _Handler
-from gate.meter._provider import (
-    API_VERSION,
-    BEARER_HEADER,
-    CREDIT_PROBE,
-    error_cause,
-    is_credit_answer,
-    refused_server_tool,
-    server_tool_counts,
-    unmetered_server_tool,
-)
 from gate.meter._routes import (
     _RESPONSE_DROP,
-    COUNT_TOKENS,
     MAX_REQUEST_BYTES,
-    MESSAGES,
     AmbiguousBody,
     forwarded_headers,
     parse_body,
     route,
 )
 from gate.meter._run import Cause, MeteredRequest, Prefix, RefusedRequest, RunMeter
+from gate.meter._servertools import (
+    refused_server_tool,
+    server_tool_counts,
+    unmetered_server_tool,
+)
 from gate.meter._sse import _Broken, _SSEUsage
 from gate.meter._upstream import (
     _UPSTREAM_ERRORS,
@@ -51,6 +44,7 @@ from gate.meter._upstream import (
     upstream_pool,
     upstream_settings,
 )
+from gate.upstream import ANTHROPIC, Endpoint, Matched, Outgoing, Probe, StreamDecoder
 from gate.usage import Usage
 
 #: how long the meter's own check of the account's credit holds for every run
@@ -64,11 +58,11 @@ class MeterProxy:
 
     def __init__(
         self,
-        upstream: str,
-        credential: str,
+        upstream: str | Endpoint,
+        credential: str | None,
         prices: PriceTable,
         *,
-        credential_header: str = "x-api-key",
+        credential_header: str | None = None,
         host: str = "127.0.0.1",
         timeout: float = 600,
         observer: Callable[[str, bytes], None] | None = None,
@@ -82,11 +76,18 @@ class MeterProxy:
         ``run_header``: a header naming the run (``<task>-r<replication>``) on every forwarded
         request — for the simulator only, which derives the run's randomness from it.
         ``server_tools``: the server tools a request may offer (``[suite].server_tools``);
-        a request that offers another is refused, as the agent's."""
+        a request that offers another is refused, as the agent's.
+
+        ``upstream``: the opened upstream (:class:`gate.upstream.Endpoint`: its routes, its
+        authentication, its answers), or the base URL of the Messages API direct with
+        ``credential`` in ``credential_header`` (by default the API key's)."""
         self._run_header = run_header
-        self.upstream = upstream.rstrip("/")
-        self._credential = credential
-        self._credential_header = credential_header
+        if isinstance(upstream, str):
+            upstream = ANTHROPIC.direct(upstream, credential or "", *(
+                (credential_header,) if credential_header else ()))
+        self.endpoint = upstream
+        self.api = upstream.upstream
+        self.upstream = upstream.base_url.rstrip("/")
         self.prices = prices
         self.timeout = timeout
         self.first_flight_wait = first_flight_wait
@@ -145,7 +146,8 @@ class MeterProxy:
         run_id = f"{run_name}-{secrets.token_hex(4)}"
         meter = RunMeter(run_id=run_id, token="gate-run-" + secrets.token_urlsafe(24),
                          base_url=f"{self.url}/r/{run_id}", _proxy=self,
-                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name)
+                         max_turns=max_turns, max_cost_usd=max_cost_usd, run_name=run_name,
+                         api=self.api)
         with self._lock:
             self._runs[run_id] = meter
         return meter
@@ -184,10 +186,7 @@ class MeterProxy:
             h.close_connection = True  # its body is not read: it must not pass for a request
             self._send_error(h, 404, "not_found_error", "unknown run (the gate's meter)")
             return
-        given = h.header("x-api-key")
-        auth = h.header("authorization")
-        if auth.lower().startswith("bearer "):
-            given = given or auth[7:].strip()
+        given = self.api.run_token(h.header)
         if not secrets.compare_digest(given.encode(), run.token.encode()):
             h.close_connection = True  # as above
             run.agent_fault("a request without the run's token (401 from the gate's meter)")
@@ -202,31 +201,31 @@ class MeterProxy:
                              f"request body over {MAX_REQUEST_BYTES} bytes (the gate's meter)")
             return
         body = h.rfile.read(length) if length > 0 else b""
-        endpoint = route(h.command, parts[3], query)
+        endpoint = route(self.api, h.command, parts[3], query)
         if endpoint is None:
             shown = h.path.split("/", 3)[3][:300]
             run.refuse(RefusedRequest(h.command, "/" + shown))
             self._send_error(h, 403, "permission_error", (
                 f"the gate's meter does not forward {h.command} /{shown[:120]}: only "
-                "POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models are "
-                "allowed during a gated run"))
+                f"{self.api.allowed()} are allowed during a gated run"))
             return
         self._meter(h, run, endpoint, query, body)
 
-    def _meter(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
+    def _meter(self, h: _Handler, run: RunMeter, endpoint: Matched, query: str,
                body: bytes) -> None:
         """An allowed request of a known run: parsed, admitted, forwarded and counted. Each
         refusal is a 400 ``invalid_request_error`` (a 404 once the run is closed): clients
         (the SDKs, Claude Code) do not retry it, and it is never forwarded, so it is neither
         billed nor counted as an API failure."""
-        billable = endpoint == MESSAGES
+        billable = endpoint.billable
+        tools = self.api.server_tools
         try:  # parsed as the meter prices it; what parses two ways is never forwarded
             payload: Any = parse_body(body) if h.command == "POST" else {}
         except AmbiguousBody as exc:
             run.agent_fault(f"400 from the gate's meter: {exc}")
             self._send_error(h, 400, "invalid_request_error", f"{exc} (the gate's meter)")
             return
-        if billable and (why := refused_server_tool(payload, self.server_tools)) is not None:
+        if billable and (why := refused_server_tool(payload, tools, self.server_tools)) is not None:
             run.agent_fault(f"400 from the gate's meter: {why}")
             self._send_error(h, 400, "invalid_request_error", f"{why} (the gate's meter)")
             return
@@ -240,12 +239,12 @@ class MeterProxy:
             return
         if self._observer is not None:
             self._observer(run.run_id, body)
-        if billable and (unbilled := unmetered_server_tool(payload)) is not None:
+        if billable and (unbilled := unmetered_server_tool(payload, tools)) is not None:
             run.not_metered(unbilled)
         prefix = run.prefix(payload)  # where the request stands on arrival, before any wait
         lead: _Lead | None = None
         try:
-            if endpoint == MESSAGES and prefix.family is not None:
+            if billable and prefix.family is not None:
                 leads = self._flights.enter(prefix.family, run, self.first_flight_wait)
                 if leads is None:
                     with contextlib.suppress(OSError):
@@ -262,18 +261,20 @@ class MeterProxy:
             if billable:
                 run.message_done()
 
-    def _forward(self, h: _Handler, run: RunMeter, endpoint: str, query: str,
+    def _forward(self, h: _Handler, run: RunMeter, endpoint: Matched, query: str,
                  body: bytes, payload: Any, prefix: Prefix, lead: _Lead | None) -> None:
-        model, stream = "unknown", False
+        model, stream = endpoint.model or "unknown", bool(endpoint.route.stream)
         with contextlib.suppress(AttributeError):
-            model = str(payload.get("model") or "unknown")
-            stream = bool(payload.get("stream"))
-        target = f"/{endpoint}" + (f"?{query}" if query else "")
-        headers = {**forwarded_headers(h.header_list), **self._credential_headers()}
+            model = endpoint.model or str(payload.get("model") or "unknown")
+            stream = endpoint.route.stream if endpoint.route.stream is not None \
+                else bool(payload.get("stream"))
+        target = endpoint.target + (f"?{query}" if query else "")
+        headers = forwarded_headers(h.header_list, self.api)
         headers["accept-encoding"] = "identity"  # pass bytes through unchanged
         if self._run_header:
             headers[self._run_header] = run.run_name
-        is_messages = endpoint == MESSAGES
+        headers.update(self._signed(h.command, target, headers, body))
+        is_messages = endpoint.billable
         # sent as is: no retry, and a redirect is passed back, never followed with the
         # credential; the body is read as it arrives, never decoded
         try:
@@ -306,9 +307,11 @@ class MeterProxy:
                     up.close()
                 up.release_conn()
 
-    def _credential_headers(self) -> dict[str, str]:
-        return {self._credential_header: f"Bearer {self._credential}"
-                if self._credential_header == BEARER_HEADER else self._credential}
+    def _signed(self, method: str, target: str, headers: dict[str, str], body: bytes
+                ) -> Mapping[str, str]:
+        """The upstream's authentication of a request to ``target`` (its key, its bearer
+        token, its signature over what is sent)."""
+        return self.endpoint.sign(Outgoing(method, self.upstream + target, dict(headers), body))
 
     def _send_direct(self, h: _Handler, target: str, body: bytes,
                      headers: dict[str, str]) -> http.client.HTTPResponse:
@@ -355,12 +358,12 @@ class MeterProxy:
                lead: _Lead | None = None) -> None:
         """Pass the response back; a leading request's family is warm once its message has
         started (``message_start`` of a stream; the whole body of a JSON 2xx answer)."""
-        ctype = up.headers.get("content-type", "")
-        is_sse = "text/event-stream" in ctype
+        decoder = self.api.stream_decoder(up.headers.get("content-type", ""))
         head = [(k, v) for k, v in up.headers.items() if k.lower() not in _RESPONSE_DROP]
-        request_id = up.headers.get("request-id")
-        if is_sse:
-            self._relay_sse(h, up, run, model, is_messages, prefix, lead, head, request_id)
+        request_id = up.headers.get(self.api.request_id_header)
+        if decoder is not None:
+            self._relay_sse(h, up, run, model, is_messages, prefix, lead, head, request_id,
+                            decoder)
             return
         try:
             data = up.read()
@@ -374,7 +377,8 @@ class MeterProxy:
         if lead is not None and 200 <= up.status < 300:
             lead.began()
         if is_messages:
-            metered = self._metered_json(run, model, up.status, data, request_id)
+            metered = self._metered_json(run, model, up.status, data, request_id,
+                                         {k.lower(): v for k, v in up.headers.items()})
             metered.prefix = prefix
             run.add(metered, self._pricer(run))
         with contextlib.suppress(OSError):
@@ -382,17 +386,19 @@ class MeterProxy:
 
     def _relay_sse(self, h: _Handler, up: _Answer, run: RunMeter, model: str,
                    is_messages: bool, prefix: Prefix | None, lead: _Lead | None,
-                   head: list[tuple[str, str]], request_id: str | None) -> None:
-        """A stream, event by event. When the agent goes away mid-stream the upstream is closed
-        at once (the caller drops it: reading on would have the provider generate, and bill,
-        up to ``max_tokens`` for nobody), and the output is counted from what passed."""
+                   head: list[tuple[str, str]], request_id: str | None,
+                   decoder: StreamDecoder) -> None:
+        """A stream, event by event (read for usage through the upstream's ``decoder``). When
+        the agent goes away mid-stream the upstream is closed at once (the caller drops it:
+        reading on would have the provider generate, and bill, up to ``max_tokens`` for
+        nobody), and the output is counted from what passed."""
         tracker = _SSEUsage()
         broken: str | None = None
         by: Cause | None = None
         try:
             h.respond(up.status, [*head, ("transfer-encoding", "chunked")])
             for chunk in _chunks(up):
-                tracker.feed(chunk)
+                tracker.feed(decoder.feed(chunk))
                 if lead is not None and tracker.started:
                     lead.began()
                 h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
@@ -440,7 +446,7 @@ class MeterProxy:
             tool_fee_usd=fee), self._pricer(run))
 
     def _metered_json(self, run: RunMeter, model: str, status: int, data: bytes,
-                      request_id: str | None) -> MeteredRequest:
+                      request_id: str | None, headers: Mapping[str, str]) -> MeteredRequest:
         if status == 200:
             try:
                 raw = json.loads(data).get("usage")
@@ -451,13 +457,8 @@ class MeterProxy:
             return MeteredRequest(model, 200, False, usage,
                                   self._price(run, model, usage) + fee,
                                   request_id=request_id, billed=True, tool_fee_usd=fee)
-        try:
-            err = json.loads(data).get("error", {})
-            kind, message = str(err.get("type", "error")), str(err.get("message", ""))
-            why = f"{status} {kind}"
-        except (ValueError, AttributeError):
-            kind, message, why = "", "", f"HTTP {status}"
-        by = error_cause(status, kind, message)
+        fault = self.api.fault(status, headers, data)
+        by, why = fault.cause, fault.why
         if by == "credit?":
             out = self._out_of_credit(run, model)
             by = "provider" if out else "agent"
@@ -476,21 +477,23 @@ class MeterProxy:
             seen = self._credit_check
             if seen is not None and time.monotonic() - seen[0] < CREDIT_CHECK_TTL_S:
                 return seen[1]
-        body = json.dumps({"model": model, **CREDIT_PROBE}).encode()
-        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
-                   "accept-encoding": "identity", **self._credential_headers()}
+        probe = self.api.credit_probe(model)
+        if probe is None:
+            return False
         try:
-            status, data = self._ask(body, headers)
+            status, data = self._ask(probe)
         except _UPSTREAM_ERRORS:
             return False
         try:
             answer: Any = json.loads(data)
         except ValueError:
             answer = None
-        out = is_credit_answer(status, answer)
+        out = self.api.is_credit_answer(status, answer)
         if status == 200 and isinstance(answer, dict):
             with contextlib.suppress(BadInput, AttributeError):
-                run.overhead(self.prices.cost(model, Usage.from_api(answer.get("usage"))))
+                run.overhead(self.api.cost(self.prices, model,
+                                          Usage.from_api(answer.get("usage")),
+                                          self.endpoint.region))
         with self._lock:
             self._credit_check = (time.monotonic(), out)
         return out
@@ -499,22 +502,24 @@ class MeterProxy:
         """The input tokens of ``body`` (a Messages request's ``model``, ``system``, ``tools``,
         ``messages``) by the upstream's own count (``count_tokens``: free, so never a run's
         cost), as the gate's request, not an agent's; None when the upstream gives no count."""
-        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
-                   "accept-encoding": "identity", **self._credential_headers()}
+        probe = self.api.count_probe(body)
+        if probe is None:
+            return None
         try:
-            status, data = self._ask(json.dumps(body).encode(), headers,
-                                     target=f"/{COUNT_TOKENS}", timeout=COUNT_TIMEOUT_S)
+            status, data = self._ask(probe, timeout=COUNT_TIMEOUT_S)
             answer: Any = json.loads(data) if status == 200 else None
         except (*_UPSTREAM_ERRORS, ValueError):
             return None
         n = answer.get("input_tokens") if isinstance(answer, dict) else None
         return n if type(n) is int and n >= 0 else None
 
-    def _ask(self, body: bytes, headers: dict[str, str], target: str = f"/{MESSAGES}",
-             timeout: float | None = None) -> tuple[int, bytes]:
-        """One request of the meter's own (to the messages endpoint unless ``target`` says
-        otherwise; waiting ``timeout`` seconds for the answer, else as long as on a model's):
-        (status, body)."""
+    def _ask(self, probe: Probe, timeout: float | None = None) -> tuple[int, bytes]:
+        """One request of the meter's own (the upstream's ``probe``, authenticated as every
+        forwarded request; waiting ``timeout`` seconds for the answer, else as long as on a
+        model's): (status, body)."""
+        target, body = probe.target, probe.body
+        headers = {**probe.headers, "accept-encoding": "identity"}
+        headers.update(self._signed("POST", target, headers, body))
         if self._pool is not None:
             wait = (self._timeout if timeout is None
                     else urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=timeout))
@@ -548,7 +553,7 @@ class MeterProxy:
         nothing to the run's cost and leaves the run not fully metered by the agent's doing (a
         failed run), with the way to add its price: never a silent $0."""
         try:
-            return self.prices.cost(model, usage)
+            return self.api.cost(self.prices, model, usage, self.endpoint.region)
         except BadInput:
             with self._lock:
                 self.unpriced.add(model)

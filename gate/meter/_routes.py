@@ -1,5 +1,6 @@
-"""What the meter forwards: the allow-list of endpoints, matched on the path exactly as it will
-be sent, and the headers it drops or replaces."""
+"""What the meter forwards: the upstream's allow-list of routes (``Upstream.routes``), matched
+on the path exactly as it will be sent, with a plain query string, and the headers it drops or
+replaces."""
 
 from __future__ import annotations
 
@@ -7,30 +8,22 @@ import json
 import re
 from typing import Any
 
-PUBLIC_API = "https://api.anthropic.com"
+from gate.upstream import Matched, Upstream
+
 _HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
-    "x-api-key", "authorization",
 }
 _RESPONSE_DROP = {"connection", "keep-alive", "transfer-encoding", "content-length",
                   "content-encoding"}
-MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the Messages API takes at most 32 MB
-MESSAGES = "v1/messages"  # the one billable endpoint: every forwarded request to it is metered
-COUNT_TOKENS = "v1/messages/count_tokens"  # free: what a request's prompt would count
-# (method, path relative to the API root) the meter forwards; the rest is refused with a 403
-ENDPOINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("POST", re.compile(r"v1/messages")),
-    ("POST", re.compile(r"v1/messages/count_tokens")),
-    ("GET", re.compile(r"v1/models")),
-    ("GET", re.compile(r"v1/models/[A-Za-z0-9][A-Za-z0-9._-]{0,127}")),
-)
+MAX_REQUEST_BYTES = 64 * 1024 * 1024  # the model APIs take at most 32 MB
 _QCHAR = r"(?:[A-Za-z0-9._~+-]|%[0-9A-Fa-f]{2})"
 _QUERY = re.compile(rf"{_QCHAR}+(?:={_QCHAR}*)?")  # one key=value pair of a plain query
 
 
-def route(method: str, rest: str, query: str) -> str | None:
-    """The endpoint (path relative to the API root) to forward to, or ``None`` to refuse.
+def route(upstream: Upstream, method: str, rest: str, query: str) -> Matched | None:
+    """The upstream's route of a request (path relative to the run's root), or ``None`` to
+    refuse.
 
     ``rest`` must already be exactly an allowed path: the meter decides on the very string it
     sends, so nothing an HTTP library normalises (``..``, ``.``, ``%6d``, ``//``) can turn a
@@ -39,10 +32,7 @@ def route(method: str, rest: str, query: str) -> str | None:
     """
     if query and not all(_QUERY.fullmatch(part) for part in query.split("&")):
         return None
-    for allowed_method, pattern in ENDPOINTS:
-        if method == allowed_method and pattern.fullmatch(rest):
-            return rest
-    return None
+    return upstream.match(method, rest)
 
 
 #: the gate's own header namespace: what an agent sends in it is dropped, never forwarded
@@ -50,11 +40,15 @@ def route(method: str, rest: str, query: str) -> str | None:
 GATE_HEADER_PREFIX = "x-gate-"
 
 
-def forwarded_headers(header_list: list[tuple[str, str]]) -> dict[str, str]:
-    """The agent's headers that go upstream: hop-by-hop ones, the credential's and the gate's
-    own (``X-Gate-*``, in any case) dropped; the meter adds its own after this."""
+def forwarded_headers(header_list: list[tuple[str, str]], upstream: Upstream
+                      ) -> dict[str, str]:
+    """The agent's headers that go upstream: hop-by-hop ones, those a credential or the run's
+    token may come in (the upstream's) and the gate's own (``X-Gate-*``, in any case)
+    dropped; the meter adds its own after this."""
+    drop = _HOP_BY_HOP | {h.lower() for h in upstream.credential_headers} \
+        | ({upstream.token_header.lower()} if upstream.token_header else set())
     return {k: v for k, v in header_list
-            if (low := k.lower()) not in _HOP_BY_HOP and not low.startswith(GATE_HEADER_PREFIX)}
+            if (low := k.lower()) not in drop and not low.startswith(GATE_HEADER_PREFIX)}
 
 
 class AmbiguousBody(ValueError):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from gate.upstream import ANTHROPIC, Upstream
 from gate.usage import Usage
 
 
@@ -136,6 +137,9 @@ class RunMeter:
     _closed: bool = False
     _proxy: _Registry | None = field(default=None, repr=False)
     run_name: str = ""
+    #: the upstream the meter forwards the run's requests to (what an agent's environment
+    #: holds to reach the meter is its answer)
+    api: Upstream = ANTHROPIC
     _families: set[str] = field(default_factory=set, repr=False)  # billed and completed
     # the run's caps: past them the meter answers model requests with an API error instead of
     # forwarding them, so they bind every agent kind (a command agent counts no turns itself)

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from gate.meter import offered_server_tools
+from gate.upstream import SERVER_TOOLS
 
 ERROR_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
@@ -47,7 +48,7 @@ def server_tool_use(req: dict[str, Any]) -> dict[str, Any]:
     billed per use is used ``max_uses`` times (1 if it sets none), as a model that searched
     as often as it was let; nothing when it offers none."""
     counts: dict[str, int] = {}
-    for server, named in offered_server_tools(req):
+    for server, named in offered_server_tools(req, SERVER_TOOLS):
         if server.price_key is None:
             continue
         tool = next(t for t in req["tools"] if isinstance(t, dict) and t.get("type") == named)

@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gate.meter import CREDIT_MESSAGE
 from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
 from gate.sim._faults import FaultConfig, Latency
@@ -35,7 +34,8 @@ from gate.sim._protocol import (
     invalid,
     server_tool_use,
 )
-from gate.sim._vertex import bearer, google_error, messages_request, vertex_call
+from gate.sim._vertex import google_error, messages_request, vertex_call
+from gate.upstream import ANTHROPIC, CREDIT_MESSAGE, VERTEX, Upstream
 
 log = logging.getLogger("gate.sim")
 
@@ -77,22 +77,19 @@ class SimServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], engine: Engine) -> None:
+    def __init__(self, address: tuple[str, int], engine: Engine, auth: Upstream = ANTHROPIC,
+                 credential: str | None = None) -> None:
         super().__init__(address, _Handler)
         self.engine = engine
+        self.auth = auth  # the upstream whose authentication it checks
+        self.credential = credential
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("simulator: connection error from %s", client_address, exc_info=True)
 
 
-def _api_key(headers: Any) -> str | None:
-    key = headers.get("x-api-key")
-    if key:
-        return str(key)
-    auth = headers.get("authorization") or ""
-    if auth.lower().startswith("bearer ") and auth[7:].strip():
-        return str(auth[7:].strip())
-    return None
+def _header(headers: Any) -> Callable[[str], str]:
+    return lambda name: str(headers.get(name) or "")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -205,15 +202,17 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self._vertex_route(engine, path, request_id, entry):
                 return
-            if self.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            matched = ANTHROPIC.match(self.command, path[1:])
+            if matched is None or matched.route.kind == "models":
                 self._read_body_quietly()
                 raise ApiError("not_found_error", f"Not found: {self.command} {path}")
             body = self._read_body()
-            key = _api_key(self.headers)
-            if key is None:
-                raise ApiError("authentication_error", "x-api-key header is required")
-            entry["key_id"] = key_id(key)
-            if path == "/v1/messages/count_tokens":
+            refused = self.server.auth.simulator_refusal(_header(self.headers),
+                                                         self.server.credential)
+            if refused is not None:
+                raise ApiError("authentication_error", refused)
+            entry["key_id"] = key_id(ANTHROPIC.run_token(_header(self.headers)))
+            if matched.route.kind == "count_tokens":
                 req = check_messages_request(body, count_only=True)
                 entry["model"] = req["model"]
                 n = prompt_tokens(flatten(req))
@@ -252,7 +251,11 @@ class _Handler(BaseHTTPRequestHandler):
         call = vertex_call(self.command, path)  # a Vertex path it does not serve: 404
         assert call is not None
         body = self._read_body()
-        entry["key_id"] = key_id(bearer(self.headers))
+        refused = VERTEX.simulator_refusal(_header(self.headers), self.server.credential
+                                           if self.server.auth is VERTEX else None)
+        if refused is not None:
+            raise ApiError("authentication_error", refused)
+        entry["key_id"] = key_id(VERTEX.run_token(_header(self.headers)))
         req = messages_request(call, body)
         if call.count:
             req = check_messages_request(req, count_only=True)

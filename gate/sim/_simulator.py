@@ -16,6 +16,7 @@ from gate.sim._faults import FaultConfig, Latency
 from gate.sim._ledger import Ledger
 from gate.sim._model import SimModel, load_tasks
 from gate.sim._server import Engine, SimServer
+from gate.upstream import get_upstream
 
 log = logging.getLogger("gate.sim")
 
@@ -40,7 +41,13 @@ class Simulator:
         ledger_path: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        auth: str = "anthropic",
+        credential: str | None = None,
     ) -> None:
+        """``auth``: the upstream (gate.upstream) whose authentication the simulator checks,
+        with ``credential`` the one it accepts (None: any its rule accepts)."""
+        self.auth = get_upstream(auth, where="simulator auth")
+        self.credential = credential
         self.tasks_dir = Path(tasks_dir) if tasks_dir is not None else None
         self.seed = seed
         self.faults = faults or FaultConfig()
@@ -73,7 +80,8 @@ class Simulator:
             ledger=Ledger(self.ledger_path), seed=self.seed, clock=self.clock,
         )
         try:
-            self._server = SimServer((self.host, self.port), engine)
+            self._server = SimServer((self.host, self.port), engine, self.auth,
+                                     self.credential)
         except OSError as exc:
             raise GateError(f"simulator: cannot listen on {self.host}:{self.port}: {exc}") \
                 from None

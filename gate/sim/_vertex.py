@@ -5,10 +5,11 @@ its error shapes (what the clients send: docs/upstreams.md, "Google Vertex AI").
 answers JSON, ``…:streamRawPredict`` the Messages API's SSE events, ``…/models/count-tokens:
 rawPredict`` a count. The model is the path's; the body must carry ``anthropic_version`` (and
 need not carry ``model``). A request needs ``Authorization: Bearer`` (an ``x-api-key`` is not
-how Google authenticates). Errors come in Google's error JSON (``{"error": {"code", "message",
-"status"}}``): a request refused as made is ``400 INVALID_ARGUMENT``, a rate limit ``429
-RESOURCE_EXHAUSTED``, an overload ``503 UNAVAILABLE``; a stream that fails after it began
-carries the Messages API's ``error`` event, as Vertex relays the model's stream.
+how Google authenticates: ``Vertex.simulator_refusal`` in gate/upstream). Errors come in
+Google's error JSON (``{"error": {"code", "message", "status"}}``): a request refused as made
+is ``400 INVALID_ARGUMENT``, a rate limit ``429 RESOURCE_EXHAUSTED``, an overload ``503
+UNAVAILABLE``; a stream that fails after it began carries the Messages API's ``error`` event,
+as Vertex relays the model's stream.
 """
 
 from __future__ import annotations
@@ -44,15 +45,6 @@ def vertex_call(method: str, path: str) -> VertexCall | None:
     if call is None:
         raise ApiError("not_found_error", f"Not found: {method} {path[:200]}")
     return call
-
-
-def bearer(headers: Any) -> str:
-    """The request's bearer token; none is a 401 ``UNAUTHENTICATED``."""
-    auth = str(headers.get("authorization") or "")
-    if auth.lower().startswith("bearer ") and auth[7:].strip():
-        return auth[7:].strip()
-    raise ApiError("authentication_error", "Request is missing required authentication "
-                   "credential. Expected OAuth 2 access token (simulated Vertex AI)")
 
 
 def messages_request(call: VertexCall, body: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from gate.upstream._anthropic import (
     messages_fault,
 )
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -59,6 +60,7 @@ __all__ = [
     "MESSAGES_ROUTES",
     "PUBLIC_API",
     "SERVER_TOOLS",
+    "SIMULATOR",
     "VERTEX",
     "Cause",
     "Endpoint",

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -142,7 +143,6 @@ class MessagesUpstream(Upstream):
     server tools, its credit and count probes, and a command agent's variables."""
 
     routes: ClassVar[tuple[Route, ...]] = MESSAGES_ROUTES
-    credential_headers: ClassVar[tuple[str, ...]] = (KEY_HEADER, BEARER_HEADER)
     server_tools: ClassVar[tuple[ServerTool, ...]] = SERVER_TOOLS
 
     def fault(self, status: int, headers: Mapping[str, str], body: bytes) -> Fault:
@@ -163,14 +163,14 @@ class MessagesUpstream(Upstream):
     def count_probe(self, request: Mapping[str, Any]) -> Probe | None:
         return Probe(f"/{COUNT_TOKENS}", json.dumps(request).encode(), _json_headers())
 
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """A Messages client's variables: the base URL and the run's token as an API key
         (Claude Code and the SDKs send it as ``x-api-key`` or a bearer token: the meter takes
-        both), and the model when one is configured."""
-        env = {BASE_URL_ENV: base_url, KEY_ENV: token}
-        if model:
-            env[MODEL_ENV] = model
-        return env
+        both)."""
+        return {BASE_URL_ENV: base_url, KEY_ENV: token}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        return {MODEL_ENV: model}
 
 
 def _json_headers() -> dict[str, str]:
@@ -193,6 +193,8 @@ class Anthropic(MessagesUpstream):
     credential_env = (KEY_ENV, TOKEN_ENV)
     setting_env = (BASE_URL_ENV,)
     env_prefixes = ("ANTHROPIC_",)
+    credential_setup = ("pass it to the action (`anthropic-api-key: ${{ secrets."
+                        f"{KEY_ENV} }}}}`)")
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         key, header = environ.get(KEY_ENV), KEY_HEADER
@@ -205,11 +207,13 @@ class Anthropic(MessagesUpstream):
 
     def direct(self, base_url: str, key: str, header: str = KEY_HEADER) -> Endpoint:
         """The endpoint at ``base_url`` with ``key`` sent in ``header``."""
-        return Endpoint(self, base_url.rstrip("/"), None, key_signer(key, header))
+        base = base_url.rstrip("/")
+        return Endpoint(self, base, None, key_signer(key, header),
+                        "anthropic-api" if base == PUBLIC_API else "custom-base-url")
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
         return Endpoint(self, base_url.rstrip("/"), None, key_signer(credential, KEY_HEADER),
-                        simulated=True)
+                        SIMULATOR)
 
 
 ANTHROPIC = register_upstream(Anthropic())

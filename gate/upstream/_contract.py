@@ -21,14 +21,17 @@ import abc
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from gate._files import printable
 from gate.errors import BadInput
+from gate.usage import Usage
 
-if TYPE_CHECKING:
-    from gate.cost import PriceTable
-    from gate.usage import Usage
+
+class Prices(Protocol):
+    """The price table, as an upstream's price rule reads it (``gate.cost.PriceTable``: the
+    port stands below it, which reads the configuration)."""
+
+    def cost(self, model: str, usage: Usage) -> float: ...
 
 #: what a route is for: the one billable kind (a model's answer: metered), a free count of a
 #: prompt's tokens, the model list
@@ -37,6 +40,11 @@ RouteKind = Literal["messages", "count_tokens", "models"]
 #: the machine (infra); ``credit?``: the account's credit, if the meter's own request on the
 #: gate's credential confirms it (else the agent's)
 Cause = Literal["agent", "provider", "credit?"]
+
+
+#: the headers the meter reads an agent's run token from, whatever the upstream: an API key's
+#: (as Claude Code sends one) and a bearer token's (as the Python SDK does)
+RUN_TOKEN_HEADERS = ("x-api-key", "authorization")
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,12 @@ class Endpoint:
     base_url: str
     region: str | None
     sign: Callable[[Outgoing], Mapping[str, str]] = field(repr=False)
-    simulated: bool = False
+    #: how the results' ``upstream`` field names it (``simulator``: the built-in simulator)
+    label: str = "api"
+
+    @property
+    def simulated(self) -> bool:
+        return self.label == SIMULATOR
 
     @property
     def host(self) -> str | None:
@@ -169,6 +182,10 @@ class Endpoint:
                       up.pricing(self.region))
 
 
+#: the label of an endpoint that is the built-in simulator
+SIMULATOR = "simulator"
+
+
 class Upstream(abc.ABC):
     """One model API the meter can forward to. Subclasses set the class attributes and
     implement :meth:`open`; the rest has the Messages API's answer by default."""
@@ -178,6 +195,9 @@ class Upstream(abc.ABC):
     #: the variables it reads a credential from: withheld from every child (a task, an agent),
     #: whichever upstream the run uses
     credential_env: ClassVar[tuple[str, ...]] = ()
+    #: how a CI job passes its credential to the gate (the end of "add it as a repository
+    #: secret and …"), for the one line that says it is missing
+    credential_setup: ClassVar[str] = "set it in the step's environment"
     #: the variables it reads that are no credential (a base URL, a region)
     setting_env: ClassVar[tuple[str, ...]] = ()
     #: prefixes of its clients' variables: never a task's, credential or not (withheld
@@ -185,8 +205,9 @@ class Upstream(abc.ABC):
     env_prefixes: ClassVar[tuple[str, ...]] = ()
     #: the routes the meter accepts from an agent (anything else: 403, never forwarded)
     routes: ClassVar[tuple[Route, ...]] = ()
-    #: the request headers an agent may carry a credential in: dropped, never forwarded
-    credential_headers: ClassVar[tuple[str, ...]] = ("authorization",)
+    #: the request headers an agent may carry a credential (or the run's token) in: dropped,
+    #: never forwarded; what the upstream needs, its ``sign`` sets
+    credential_headers: ClassVar[tuple[str, ...]] = RUN_TOKEN_HEADERS
     #: a header of its own an agent may carry the run's token in (besides ``x-api-key`` and
     #: ``Authorization: Bearer``, which the meter always reads), for a client that signs
     #: nothing and sends neither; dropped, never forwarded
@@ -194,6 +215,11 @@ class Upstream(abc.ABC):
     #: the response header that names the upstream's request id
     request_id_header: ClassVar[str] = "request-id"
     server_tools: ClassVar[tuple[ServerTool, ...]] = ()
+
+    @property
+    def credential_name(self) -> str:
+        """The credential variable a person sets (the first of :attr:`credential_env`)."""
+        return self.credential_env[0] if self.credential_env else f"the {self.name} credential"
 
     # -- reaching it ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -208,8 +234,33 @@ class Upstream(abc.ABC):
         upstream authenticates (the simulator checks it) with the simulator's ``credential``."""
 
     def simulator_auth(self) -> str:
-        """How the simulator checks a request's credential (its protocol's name)."""
+        """How the simulator checks a request's credential (the upstream's name whose
+        :meth:`simulator_refusal` it asks)."""
         return self.name
+
+    def simulator_refusal(self, header: Callable[[str], str], credential: str | None
+                          ) -> str | None:
+        """Why the simulator, standing in for this upstream with ``credential`` (None: any),
+        refuses a request's authentication (a 401), or None. By default: any credential in
+        an API key's header or a bearer token, the one given if given."""
+        given = self.run_token(header)
+        if not given:
+            return f"an {RUN_TOKEN_HEADERS[0]} header or a bearer token is required"
+        if credential is not None and given != credential:
+            return "invalid credential (the simulator's)"
+        return None
+
+    def run_token(self, header: Callable[[str], str]) -> str:
+        """The run's token as an agent's request carries it (``header(name)``: a header's
+        value, ``""`` if absent): an API key's header, else a bearer token, else the
+        upstream's own header; ``""``: none."""
+        given = header(RUN_TOKEN_HEADERS[0])
+        auth = header(RUN_TOKEN_HEADERS[1])
+        if not given and auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        if not given and self.token_header:
+            given = header(self.token_header)
+        return given
 
     def match(self, method: str, rest: str) -> Matched | None:
         """The route ``method`` ``rest`` (relative to the run's root, exactly as sent) takes,
@@ -238,7 +289,7 @@ class Upstream(abc.ABC):
         """The name of the price rules a request in ``region`` is priced by (recorded)."""
         return self.provider
 
-    def cost(self, prices: PriceTable, model: str, usage: Usage, region: str | None) -> float:
+    def cost(self, prices: Prices, model: str, usage: Usage, region: str | None) -> float:
         """USD for ``usage`` of ``model`` (as called) in ``region``: the price table's, by
         default; an upstream whose regional endpoints cost more applies its rule here.
         A model with no price is ``BadInput``."""
@@ -270,9 +321,13 @@ class Upstream(abc.ABC):
         return None
 
     # -- agents -----------------------------------------------------------------------------
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """What a command agent (Claude Code, an SDK) gets to reach the meter at
-        ``base_url`` with the run's ``token``, and the model to ask for."""
+        ``base_url`` with the run's ``token``."""
+        return {}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        """The variable that tells a command agent which model to ask for."""
         return {}
 
     def messages_base(self, base_url: str) -> str:
@@ -313,7 +368,7 @@ def get_upstream(name: str, *, where: str = "[agent] upstream") -> Upstream:
     try:
         return _UPSTREAMS[name]
     except KeyError:
-        raise BadInput(f"{where}: unknown upstream {printable(name)!r} "
+        raise BadInput(f"{where}: unknown upstream {name[:60]!r} "
                        f"(known: {', '.join(_UPSTREAMS)})") from None
 
 

@@ -12,19 +12,18 @@ table (the Anthropic list prices): a gateway that charges otherwise says so in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import (
     BASE_URL_ENV,
     BEARER_HEADER,
-    MODEL_ENV,
     TOKEN_ENV,
     MessagesUpstream,
     check_base_url,
     key_signer,
 )
-from gate.upstream._contract import Endpoint, register_upstream
+from gate.upstream._contract import SIMULATOR, Endpoint, register_upstream
 
 URL_ENV = "GATE_GATEWAY_URL"
 GATEWAY_TOKEN_ENV = "GATE_GATEWAY_TOKEN"
@@ -35,6 +34,8 @@ class Gateway(MessagesUpstream):
     provider = "gateway"
     credential_env = (GATEWAY_TOKEN_ENV,)
     setting_env = (URL_ENV,)
+    credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
+                        f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         url = environ.get(URL_ENV, "").strip()
@@ -47,20 +48,29 @@ class Gateway(MessagesUpstream):
             raise Unmeasurable(f'[agent] upstream = "gateway": no {GATEWAY_TOKEN_ENV} in the '
                                "environment (the gateway's bearer token): set it, or pass "
                                "--sim (GATE_SIM=1) to run against the built-in simulator")
-        return Endpoint(self, base, None, key_signer(token, BEARER_HEADER))
+        return Endpoint(self, base, None, key_signer(token, BEARER_HEADER), "gateway")
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
         return Endpoint(self, base_url.rstrip("/"), None, key_signer(credential, BEARER_HEADER),
-                        simulated=True)
+                        SIMULATOR)
+
+    def simulator_refusal(self, header: Callable[[str], str], credential: str | None
+                          ) -> str | None:
+        """A gateway takes its bearer token only (an API key's header is no credential of
+        its)."""
+        auth = header(BEARER_HEADER)
+        if not auth.lower().startswith("bearer ") or not auth[7:].strip():
+            return "Authorization: Bearer <token> is required (the gateway's)"
+        if credential is not None and auth[7:].strip() != credential:
+            return "invalid bearer token (the gateway's)"
+        return None
 
     def pricing(self, region: str | None) -> str:
         return "anthropic"  # the price table's list prices, as the direct API's
 
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
-        env = {BASE_URL_ENV: base_url, TOKEN_ENV: token}
-        if model:
-            env[MODEL_ENV] = model
-        return env
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
+        """As a client reaches a gateway: its base URL and a bearer token (the run's)."""
+        return {BASE_URL_ENV: base_url, TOKEN_ENV: token}
 
 
 GATEWAY = register_upstream(Gateway())

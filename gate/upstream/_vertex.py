@@ -33,9 +33,9 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from gate._files import printable
 from gate.errors import BadInput, Unmeasurable
@@ -50,21 +50,20 @@ from gate.upstream._anthropic import (
     messages_fault,
 )
 from gate.upstream._contract import (
+    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
     Matched,
     Outgoing,
+    Prices,
     Probe,
     Route,
     ServerTool,
     Upstream,
     register_upstream,
 )
-
-if TYPE_CHECKING:
-    from gate.cost import PriceTable
-    from gate.usage import Usage
+from gate.usage import Usage
 
 PROVIDER = "google-vertex"
 #: the ``anthropic_version`` Vertex documents (and Claude Code sends) in the body
@@ -318,6 +317,10 @@ class Vertex(Upstream):
     name = "vertex"
     provider = PROVIDER
     credential_env = CREDENTIAL_NAMES
+    credential_setup = ("authenticate the job to Google Cloud before the gate's step "
+                        "(google-github-actions/auth: workload identity federation, "
+                        "docs/github.md), and set ANTHROPIC_VERTEX_PROJECT_ID and "
+                        "CLOUD_ML_REGION")
     setting_env = (PROJECT_ENV, REGION_ENV, BASE_URL_ENV)
     env_prefixes = ("CLOUDSDK_",)  # gcloud's settings: never a task's
     routes: ClassVar[tuple[Route, ...]] = ROUTES
@@ -335,12 +338,24 @@ class Vertex(Upstream):
         def sign(_: Outgoing) -> Mapping[str, str]:
             return token.headers()  # refreshed when it has expired
 
-        return Endpoint(self, base, region, sign)
+        return Endpoint(self, base, region, sign, "vertex")
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
         _, region = place(os.environ, simulated=True)
         return Endpoint(self, base_url.rstrip("/"), region,
-                        key_signer(credential, BEARER_HEADER), simulated=True)
+                        key_signer(credential, BEARER_HEADER), SIMULATOR)
+
+    def simulator_refusal(self, header: Callable[[str], str], credential: str | None
+                          ) -> str | None:
+        """Google takes an OAuth access token as a bearer token, nothing else (an API key's
+        header is no credential of its)."""
+        auth = header(BEARER_HEADER)
+        if not auth.lower().startswith("bearer ") or not auth[7:].strip():
+            return ("Request is missing required authentication credential. Expected OAuth 2 "
+                    "access token (simulated Vertex AI)")
+        if credential is not None and auth[7:].strip() != credential:
+            return "Request had invalid authentication credentials (simulated Vertex AI)"
+        return None
 
     def match(self, method: str, rest: str) -> Matched | None:
         """A route of the configured project and region only (another project's path is
@@ -360,7 +375,7 @@ class Vertex(Upstream):
         return "vertex global" if region in (None, "global") else \
             f"vertex regional (+{round((REGIONAL_PREMIUM - 1) * 100)} % from Sonnet 4.5)"
 
-    def cost(self, prices: PriceTable, model: str, usage: Usage, region: str | None) -> float:
+    def cost(self, prices: Prices, model: str, usage: Usage, region: str | None) -> float:
         base = prices.cost(self.price_model(model), usage)
         return base * price_factor(model, region or "global")
 
@@ -383,18 +398,18 @@ class Vertex(Upstream):
                      json.dumps(body).encode(), {"content-type": "application/json"})
 
     # -- agents -----------------------------------------------------------------------------
-    def agent_env(self, base_url: str, token: str, model: str | None) -> dict[str, str]:
+    def agent_env(self, base_url: str, token: str) -> dict[str, str]:
         """Claude Code's Vertex settings with the meter as its gateway (it signs nothing and
         sends the run's token as a bearer token from ``ANTHROPIC_AUTH_TOKEN``), and the same
         token as an extra header for the SDK's ``AnthropicVertex``, which reads no token
         variable (measured: docs/upstreams.md)."""
         project, region = place(os.environ, simulated=True)
-        env = {USE_ENV: "1", SKIP_AUTH_ENV: "1", BASE_URL_ENV: f"{base_url}/v1",
-               PROJECT_ENV: project, REGION_ENV: region, TOKEN_ENV: token,
-               HEADERS_ENV: f"Authorization: Bearer {token}"}
-        if model:
-            env[MODEL_ENV] = model
-        return env
+        return {USE_ENV: "1", SKIP_AUTH_ENV: "1", BASE_URL_ENV: f"{base_url}/v1",
+                PROJECT_ENV: project, REGION_ENV: region, TOKEN_ENV: token,
+                HEADERS_ENV: f"Authorization: Bearer {token}"}
+
+    def model_env(self, model: str) -> dict[str, str]:
+        return {MODEL_ENV: model}
 
     def messages_base(self, base_url: str) -> str:
         return f"{base_url}/v1"

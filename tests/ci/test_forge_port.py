@@ -60,7 +60,7 @@ class PipelineFacts:
     ref: str = "refs/heads/feature"
     actor: str = "dev"
     token: SecretStr | None = field(default_factory=lambda: SecretStr(TOKEN))
-    anthropic_api_key: SecretStr | None = None
+    model_credential: SecretStr | None = None
     run_url: str | None = f"{SERVER}/group/agent/-/pipelines/4242"
     default_branch: str | None = "main"
     branch: str | None = "feature"

@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 
 from gate.cost import PriceTable, price_table
-from gate.meter import CREDIT_MESSAGE, MeterProxy, RunMeter
+from gate.meter import MeterProxy, RunMeter
 from gate.results import load_results
 from gate.sim import FaultConfig, Simulator, read_ledger
+from gate.upstream import CREDIT_MESSAGE
 from gate.usage import Usage
 from tests.helpers.process import gate
 

@@ -95,7 +95,8 @@ def test_whose_fault_each_vertex_error_is() -> None:
 
 
 def test_a_command_agent_gets_claude_codes_vertex_settings_and_the_run_token() -> None:
-    env = VERTEX.agent_env("http://127.0.0.1:9/r/run-1", "gate-run-tok", "claude-opus-4-6")
+    env = {**VERTEX.agent_env("http://127.0.0.1:9/r/run-1", "gate-run-tok"),
+           **VERTEX.model_env("claude-opus-4-6")}
     assert env == {
         "CLAUDE_CODE_USE_VERTEX": "1", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1",
         "ANTHROPIC_VERTEX_BASE_URL": "http://127.0.0.1:9/r/run-1/v1",
