@@ -256,6 +256,8 @@ class _Handler(BaseHTTPRequestHandler):
         if refused is not None:
             raise ApiError("authentication_error", refused)
         entry["key_id"] = key_id(VERTEX.run_token(_header(self.headers)))
+        # Vertex caches per project, whatever access token a request carries (one per hour)
+        entry["cache_scope"] = f"vertex:{call.project}"
         req = messages_request(call, body)
         if call.count:
             req = check_messages_request(req, count_only=True)
@@ -281,7 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
         fault = engine.faults.pick(engine.seed, n, stream)
         # the lookup happens on arrival; its writes become visible only when the response begins,
         # so a concurrent request in the meantime misses, like the API
-        plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
+        scope = entry.get("cache_scope") or entry["key_id"]  # whose cache: a key's, a project's
+        plan = engine.cache.plan(scope, str(req["model"]), blocks)
         time.sleep(engine.latency.first_byte_s(engine.seed, n))
         if fault in ("429", "529", "500", "credit"):
             entry["fault"] = fault

@@ -30,6 +30,7 @@ and the service's failures are infra.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -64,6 +65,8 @@ from gate.upstream._contract import (
     register_upstream,
 )
 from gate.usage import Usage
+
+log = logging.getLogger("gate.upstream")
 
 PROVIDER = "google-vertex"
 #: the ``anthropic_version`` Vertex documents (and Claude Code sends) in the body
@@ -336,7 +339,13 @@ class Vertex(Upstream):
         token.bearer()  # no credentials, or refused: Unmeasurable before anything runs
 
         def sign(_: Outgoing) -> Mapping[str, str]:
-            return token.headers()  # refreshed when it has expired
+            """The token, refreshed when it has expired; a refresh refused mid-run sends the
+            request without one, and Google's 401 is infra (``fault``), never the agent's."""
+            try:
+                return token.headers()
+            except Unmeasurable as exc:
+                log.warning("vertex: %s", exc)
+                return {}
 
         return Endpoint(self, base, region, sign, "vertex")
 
