@@ -37,6 +37,7 @@ from gate.compare._model import (
     Verdict,
 )
 from gate.compare._prefix import with_prefix_caveat
+from gate.compare._upstreams import with_prices_check
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
 from gate.metrics import BY_NAME, PERMUTED, Metric
@@ -340,7 +341,8 @@ def _margin_metric(row: Metric, res: _stats.PermResult | None, recorded: bool,
                 "this metric can never block")
     comparable = row.name not in schedule.not_comparable
     if not comparable:
-        note = "not comparable: the two arms' metering definitions differ"
+        note = schedule.notes.get(row.name,
+                                  "not comparable: the two arms' metering definitions differ")
     return MetricResult(
         name=row.name, label=row.label, baseline=res.baseline,
         candidate=res.candidate, delta=delta,
@@ -430,7 +432,7 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     sorted_tasks = _sort_tasks(baseline, candidate, b_runs, c_runs)
     compared = sorted_tasks.compared
     tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings)
-    schedule = _schedule_check(baseline, candidate)
+    schedule = with_prices_check(_schedule_check(baseline, candidate), baseline, candidate)
     metrics = with_prefix_caveat([pass_metric, *_change_intervals(
         _margin_metrics(b_runs, c_runs, compared, settings, schedule), b_runs, c_runs,
         compared, settings)], baseline, candidate)

@@ -13,6 +13,10 @@ Policy beyond :func:`compare`:
 - **What the simulator cannot judge**: both arms simulated and a change only a model reads
   (the prompt's words, tools, a skill's text): the pass rate is "not judged", said first
   (:mod:`gate.compare._simjudge`; ``sim_unjudged`` says whether that exits 3 or 0).
+- **Another upstream**: a baseline measured on another upstream than the run (the files'
+  ``upstream_api``) is named in the verdict; where their prices differ cost is reported, not
+  gated; where the model differs too the comparison is inconclusive, naming the fix
+  (:mod:`gate.compare._upstreams`).
 - **Skill conditions**: runs under a named condition (``gate run --condition``) are never
   pooled with the plain runs: the baseline gate compares the plain runs, and when both files
   hold the ``target`` and ``control`` conditions the skill-effect test
@@ -35,6 +39,7 @@ from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reaso
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
+from gate.compare._upstreams import with_upstream_check
 from gate.compare._why import with_why
 from gate.config import GateSettings
 from gate.metrics import PERMUTED_GATING, said
@@ -86,7 +91,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     interrupted = base.interrupted is not None or pr.interrupted is not None
     judged = (with_skill_effect(comparison, effect, interrupted=interrupted, expected=shared)
               if effect is not None else comparison)
-    judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
+    judged = with_upstream_check(with_yardstick_check(judged, base, pr), base, pr)
+    judged = with_sim_unjudged(judged, base, pr, sim_unjudged)
     return with_why(with_unpriced(judged, pr))
 
 

@@ -135,6 +135,8 @@ class ScheduleCheck(_Frozen):
     differs: list[str] = []
     not_comparable: list[MetricName] = []  # reported, left out of the verdict
     reason: str | None = None
+    # why a metric is not comparable, where it is not the metering (an upstream's prices)
+    notes: dict[str, str] = {}
 
 
 class SuiteChanges(_Frozen):

@@ -32,6 +32,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/execution/test_resume.py": 50,
     "tests/execution/test_conditions.py": 45,
     "tests/execution/test_run_sim.py": 45,
+    "tests/execution/test_upstream_gateway.py": 100,
     "tests/ci/test_github_action.py": 45,
     "tests/ci/test_ci_sim_unjudged.py": 40,  # two `gate ci --sim` PRs (-n 0: 39 s)
     "tests/sandbox/test_harbor_skills.py": 35,

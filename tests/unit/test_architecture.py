@@ -15,6 +15,11 @@ function level, and under ``TYPE_CHECKING``), so a lazy import cannot hide a dep
 - No module over 700 lines, no function over 100 lines.
 - Nothing in ``gate/`` writes ``os.environ``: settings go to a child's environment or to
   the HTTP client explicitly.
+- The upstream is a port: outside ``gate/upstream/`` (and the simulator's protocol modules of
+  the upstreams whose wire format it speaks, ``SIMULATOR_PROTOCOLS``) no module of the gate
+  names a provider (``PROVIDER_NAMES``: a client's ``ANTHROPIC_*`` variable, the Messages
+  path, the API key's header, Bedrock, Vertex); the meter, the session, the agents, the scrub,
+  the simulator and gate ci ask the port. Templates and docs are text for people, not read.
 - The layers: ``FORBIDDEN`` lists, as data, the import directions that must never exist
   (execution → the GitHub package, the report → GitHub, gate ci's stages → GitHub but through
   the forge's one adapter, ...), checked module by module.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +57,16 @@ KNOWN: dict[str, set[str]] = {
     "environ": {"gate/secrets.py"},
     # the forbidden directions still found (none: keep it so)
     "layer": set(),
+    # modules outside the upstream ports that name a provider (none: keep it so)
+    "provider name": set(),
 }
+
+# ---- the upstream port: what names a provider, and the only modules that may ----
+PROVIDER_NAMES = re.compile(r"ANTHROPIC_|(?i:/v1/messages|x-api-key|bedrock|vertex)")
+UPSTREAM_PORTS = ("gate/upstream/",)
+# the simulator stands in for each upstream on the wire: its protocol module for one speaks
+# that upstream's paths and framing (the Messages API's own is read from the port)
+SIMULATOR_PROTOCOLS = ("gate/sim/_bedrock.py", "gate/sim/_vertex.py")
 
 # ---- the layers: import directions that must never exist (unit prefixes; a unit is a
 # top-level module or package, and a rule holds for every module inside it) ----
@@ -64,6 +79,8 @@ CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gat
 # the verdict (gate.compare) stands on the formats alone
 BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage",
                      "gate.metrics")
+# the upstream port stands below everything that asks it
+BELOW_THE_PORT = ("gate.errors", "gate.usage", "gate.upstream")
 # gate ci's stages see the forge through its port (gate/ci/_forge.py); one module adapts
 # GitHub to it
 FORGE_ADAPTERS = ("gate.ci._github",)
@@ -321,6 +338,25 @@ def layer_breaks() -> list[str]:
     return found
 
 
+def provider_names() -> list[str]:
+    """``path:line: name`` for each provider named by a gate module outside the ports."""
+    found = []
+    for p in _files():
+        rel = str(p.relative_to(GATE.parent))
+        if rel.startswith(UPSTREAM_PORTS) or rel in SIMULATOR_PROTOCOLS:
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{rel}:{n}: {m.group(0)}" for m in PROVIDER_NAMES.finditer(line)]
+    return found
+
+
+def upstream_imports() -> list[str]:
+    """Every import by the upstream port of a unit above it."""
+    return [f"{i.path}:{i.line}: the upstream port → above it ({i.target})"
+            for i in _all_imports() if _inside(i.importer, "gate.upstream")
+            and not any(_inside(i.target, u) for u in BELOW_THE_PORT)]
+
+
 def _known(kind: str, found: list[str]) -> list[str]:
     """What is found beyond the allow-list (entries match a finding's file, or the whole
     finding)."""
@@ -359,14 +395,19 @@ def test_nothing_in_the_gate_writes_its_own_environment() -> None:
 
 
 def test_no_forbidden_import_direction() -> None:
-    assert _known("layer", layer_breaks()) == []
+    assert _known("layer", layer_breaks() + upstream_imports()) == []
+
+
+def test_no_module_outside_the_upstream_ports_names_a_provider() -> None:
+    assert _known("provider name", provider_names()) == []
 
 
 def test_the_allow_list_holds_only_what_is_still_true() -> None:
     """An entry whose offence is gone is dropped, so the list only ever shrinks."""
     found = {"long module": long_modules(), "long function": long_functions(),
              "private import": private_imports(), "environ": environ_writes(),
-             "layer": layer_breaks(), "format read": format_reads(),
+             "layer": layer_breaks() + upstream_imports(), "format read": format_reads(),
+             "provider name": provider_names(),
              "cycle": [" ↔ ".join(c) for c in cycles(unit_graph())],
              "module cycle": [" ↔ ".join(c) for c in cycles(module_graph())]}
     for kind, entries in KNOWN.items():
@@ -432,6 +473,42 @@ def test_the_layer_rule_sees_each_forbidden_direction(
     monkeypatch.setitem(globals(), "GATE", fake)
     found = layer_breaks()
     assert ([rule] if rule else []) == [f.split(": ", 1)[1].rsplit(" (", 1)[0] for f in found]
+
+
+@pytest.mark.parametrize("path, source, found", [
+    ("meter/_x.py", 'HEADER = "x-api-key"\n', ["gate/meter/_x.py:1: x-api-key"]),
+    ("session.py", "# reads ANTHROPIC_BASE_URL\n", ["gate/session.py:1: ANTHROPIC_"]),
+    ("ci/_x.py", 'P = "/v1/messages"\nQ = "Bedrock"\n',
+     ["gate/ci/_x.py:1: /v1/messages", "gate/ci/_x.py:2: Bedrock"]),
+    ("agents/_x.py", '"""Vertex AI"""\n', ["gate/agents/_x.py:1: Vertex"]),
+    ("upstream/_x.py", 'KEY = "ANTHROPIC_API_KEY"  # x-api-key, bedrock\n', []),
+    ("sim/_bedrock.py", 'PATH = "/model/{id}/invoke"  # bedrock\n', []),
+    ("sim/_server.py", 'PATH = "/model/{id}/invoke"  # bedrock\n',
+     ["gate/sim/_server.py:1: bedrock"]),
+    ("meter/_x.py", "# the anthropic-version header, an upstream's messages\n", []),
+])
+def test_the_provider_rule_sees_a_provider_named_outside_the_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, source: str, found: list[str]
+) -> None:
+    """The checker itself: a provider named in a module outside the ports is found, by line;
+    inside a port (or the simulator's protocol module for an upstream) it is not."""
+    target = tmp_path / "gate" / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source)
+    monkeypatch.setitem(globals(), "GATE", tmp_path / "gate")
+    assert provider_names() == found
+
+
+def test_the_upstream_port_imports_nothing_above_it(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "gate"
+    (fake / "upstream").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "upstream" / "__init__.py").write_text("from gate.errors import BadInput\n")
+    (fake / "upstream" / "_x.py").write_text("def f():\n    from gate.meter import x\n")
+    monkeypatch.setitem(globals(), "GATE", fake)
+    assert upstream_imports() == [
+        "gate/upstream/_x.py:2: the upstream port → above it (gate.meter)"]
 
 
 def test_the_cycle_rule_finds_a_cycle() -> None:
