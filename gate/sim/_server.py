@@ -9,6 +9,9 @@ connection reaches the client as a broken body, not as a clean end.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
@@ -34,8 +37,7 @@ from gate.sim._protocol import (
     invalid,
     server_tool_use,
 )
-from gate.sim._vertex import google_error, messages_request, vertex_call
-from gate.upstream import ANTHROPIC, CREDIT_MESSAGE, VERTEX, Upstream
+from gate.upstream import ANTHROPIC, CREDIT_MESSAGE, Upstream, upstream_names
 
 log = logging.getLogger("gate.sim")
 
@@ -88,6 +90,37 @@ class SimServer(ThreadingHTTPServer):
         log.debug("simulator: connection error from %s", client_address, exc_info=True)
 
 
+class Dialect(Protocol):
+    """An upstream's wire format the server speaks besides the Messages API (its module:
+    ``gate/sim/_<upstream>.py``, with ``DIALECT``): the paths it takes, how it answers one
+    (the same model behind it: ``_Handler._messages``) and its error shape."""
+
+    def serves(self, path: str) -> bool: ...
+
+    def handle(self, h: _Handler, engine: Engine, path: str, request_id: str,
+               entry: dict[str, Any]) -> None: ...
+
+    def error(self, err: ApiError) -> tuple[int, dict[str, Any]]: ...
+
+
+@functools.cache
+def _dialects() -> tuple[Dialect, ...]:
+    """The dialects of the registered upstreams that have one, found by their names (no
+    module here names a provider: the port does)."""
+    found = []
+    for name in upstream_names():
+        module = f"gate.sim._{name}"
+        if importlib.util.find_spec(module) is not None:
+            dialect = getattr(importlib.import_module(module), "DIALECT", None)
+            if dialect is not None:
+                found.append(dialect)
+    return tuple(found)
+
+
+def _dialect_for(path: str) -> Dialect | None:
+    return next((d for d in _dialects() if d.serves(path)), None)
+
+
 def _header(headers: Any) -> Callable[[str], str]:
     return lambda name: str(headers.get(name) or "")
 
@@ -124,8 +157,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.engine.record(entry)
 
     def _send_error(self, err: ApiError, request_id: str) -> None:
-        if getattr(self, "_vertex", False):  # Vertex answers in Google's error JSON
-            status, body = google_error(err)
+        dialect = getattr(self, "_dialect", None)
+        if dialect is not None:  # an upstream's own error shape
+            status, body = dialect.error(err)
             self._send_json(status, body, request_id, err.headers)
             return
         self._send_json(err.status, error_body(err.error_type, err.message, request_id),
@@ -193,14 +227,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         engine = self.server.engine
-        self._recorded = self._vertex = False
+        self._recorded = False
         request_id = "req_sim_" + uuid.uuid4().hex[:24]
         path = self.path.split("?", 1)[0].rstrip("/")
         entry: dict[str, Any] = {"request_id": request_id, "endpoint": path, "model": None,
                                  "stream": False, "status": None, "usage": None,
                                  "key_id": None, "task": None, "episode": None}
         try:
-            if self._vertex_route(engine, path, request_id, entry):
+            self._dialect = _dialect_for(path)
+            if self._dialect is not None:  # another upstream's wire format
+                self._dialect.handle(self, engine, path, request_id, entry)
                 return
             matched = ANTHROPIC.match(self.command, path[1:])
             if matched is None or matched.route.kind == "models":
@@ -242,32 +278,6 @@ class _Handler(BaseHTTPRequestHandler):
             if entry["status"] is not None or entry.get("fault"):
                 self._record(entry)
 
-    def _vertex_route(self, engine: Engine, path: str, request_id: str,
-                      entry: dict[str, Any]) -> bool:
-        """A Vertex AI request (gate/sim/_vertex.py), answered; ``False``: not one."""
-        self._vertex = path.startswith("/v1/projects/")
-        if not self._vertex:
-            return False
-        call = vertex_call(self.command, path)  # a Vertex path it does not serve: 404
-        assert call is not None
-        body = self._read_body()
-        refused = VERTEX.simulator_refusal(_header(self.headers), self.server.credential
-                                           if self.server.auth is VERTEX else None)
-        if refused is not None:
-            raise ApiError("authentication_error", refused)
-        entry["key_id"] = key_id(VERTEX.run_token(_header(self.headers)))
-        # Vertex caches per project, whatever access token a request carries (one per hour)
-        entry["cache_scope"] = f"vertex:{call.project}"
-        req = messages_request(call, body)
-        if call.count:
-            req = check_messages_request(req, count_only=True)
-            entry.update(model=req["model"], status=200)
-            self._record(entry)
-            self._send_json(200, {"input_tokens": prompt_tokens(flatten(req))}, request_id)
-        else:
-            self._messages(engine, req, request_id, entry)
-        return True
-
     def _read_body_quietly(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         if 0 < length <= MAX_BODY:
@@ -283,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
         fault = engine.faults.pick(engine.seed, n, stream)
         # the lookup happens on arrival; its writes become visible only when the response begins,
         # so a concurrent request in the meantime misses, like the API
-        scope = entry.get("cache_scope") or entry["key_id"]  # whose cache: a key's, a project's
+        scope = entry.get("cache_scope") or entry["key_id"]  # a key's cache, or a dialect's scope
         plan = engine.cache.plan(scope, str(req["model"]), blocks)
         time.sleep(engine.latency.first_byte_s(engine.seed, n))
         if fault in ("429", "529", "500", "credit"):

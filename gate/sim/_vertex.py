@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gate.sim._protocol import ApiError, invalid
-from gate.upstream import VertexCall, parse_vertex_call
+from gate.sim._cache import flatten, prompt_tokens
+from gate.sim._ledger import key_id
+from gate.sim._protocol import ApiError, check_messages_request, invalid
+from gate.sim._server import Engine, _Handler, _header
+from gate.upstream import VERTEX, VertexCall, parse_vertex_call
 
 #: where every Vertex path starts
 ROOT = "/v1/projects/"
@@ -67,3 +70,41 @@ def google_error(err: ApiError) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) of ``err`` as Vertex answers it."""
     status, word = GOOGLE_ERRORS.get(err.error_type, (err.status, "UNKNOWN"))
     return status, {"error": {"code": status, "message": err.message, "status": word}}
+
+
+class VertexDialect:
+    """What the simulator's server asks of Vertex's wire format (``gate/sim/_server.py``,
+    ``Dialect``)."""
+
+    def serves(self, path: str) -> bool:
+        return path.startswith(ROOT)
+
+    def handle(self, h: _Handler, engine: Engine, path: str, request_id: str,
+               entry: dict[str, Any]) -> None:
+        """Answer a Vertex request: checked as Vertex checks it (the path, the bearer token:
+        the simulator's own credential when it stands in for Vertex), then the same model."""
+        call = vertex_call(h.command, path)  # a Vertex path it does not serve: 404
+        assert call is not None
+        body = h._read_body()
+        header = _header(h.headers)
+        refused = VERTEX.simulator_refusal(header, h.server.credential
+                                           if h.server.auth is VERTEX else None)
+        if refused is not None:
+            raise ApiError("authentication_error", refused)
+        entry["key_id"] = key_id(VERTEX.run_token(header))
+        # Vertex caches per project, whatever access token a request carries (one an hour)
+        entry["cache_scope"] = f"vertex:{call.project}"
+        req = messages_request(call, body)
+        if not call.count:
+            h._messages(engine, req, request_id, entry)
+            return
+        req = check_messages_request(req, count_only=True)
+        entry.update(model=req["model"], status=200)
+        h._record(entry)
+        h._send_json(200, {"input_tokens": prompt_tokens(flatten(req))}, request_id)
+
+    def error(self, err: ApiError) -> tuple[int, dict[str, Any]]:
+        return google_error(err)
+
+
+DIALECT = VertexDialect()

@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gate._files import printable
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import (
     BEARER_HEADER,
@@ -304,7 +303,7 @@ def place(environ: Mapping[str, str], *, simulated: bool = False) -> tuple[str, 
                            "the environment (the Google Cloud project and the region, or "
                            "`global`, the gate calls Claude in)")
         if not ok:
-            raise BadInput(f"environment {variable}: {printable(value)[:80]!r} is not a "
+            raise BadInput(f"environment {variable}: {value[:80]!r} is not a "
                            "Google Cloud " + ("project ID" if variable == PROJECT_ENV
                                               else "region"))
     return project, region
