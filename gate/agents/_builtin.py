@@ -192,9 +192,9 @@ class BuiltinAgent(Agent):
             return AgentOutcome(infra_error="builtin agent needs the meter's URL and token")
         # the meter is on the gate's loopback: the environment's HTTP(S)_PROXY (set for the
         # real API, which the meter reaches) must not capture this hop
-        client = anthropic.Anthropic(base_url=ctx.base_url, api_key=ctx.api_key,
-                                     max_retries=0, timeout=300,
-                                     http_client=anthropic.DefaultHttpxClient(trust_env=False))
+        client = ctx.upstream.sdk_client(
+            ctx.base_url, ctx.api_key, max_retries=0, timeout=300,
+            http_client=anthropic.DefaultHttpxClient(trust_env=False))
         deadline = time.monotonic() + ctx.timeout
         max_turns = ctx.max_turns or self.max_turns
         history: list[dict[str, Any]] = [{"role": "user", "content": ctx.task.prompt}]
@@ -204,7 +204,8 @@ class BuiltinAgent(Agent):
                 if time.monotonic() > deadline:
                     return AgentOutcome(final_message=final_text, failure="timeout: agent")
                 params: dict[str, Any] = {
-                    "model": self.model, "max_tokens": self.max_tokens,
+                    "model": ctx.upstream.agent_model(self.model),
+                    "max_tokens": self.max_tokens,
                     "system": self._system(ctx, sandbox.workdir),
                     "tools": self._tool_schemas(), "messages": self._messages(history),
                     **self.sampling,

@@ -335,6 +335,20 @@ class Upstream(abc.ABC):
         root ``base_url``."""
         return base_url
 
+    def agent_model(self, model: str) -> str:
+        """The model id an agent asks for when ``model`` is configured (the builtin agent's
+        ``model``; a command agent's :meth:`model_env`)."""
+        return model
+
+    def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
+        """The ``anthropic`` SDK client that speaks this upstream's format to the meter at
+        the run's root ``base_url`` with the run's ``token`` (the builtin agent's; ``options``:
+        the client's own, ``max_retries``, ``timeout``, ``http_client``)."""
+        import anthropic
+
+        return anthropic.Anthropic(base_url=self.messages_base(base_url), api_key=token,
+                                   **options)
+
 
 class _AsIs(StreamDecoder):
     def feed(self, chunk: bytes) -> bytes:

@@ -422,5 +422,14 @@ class Vertex(Upstream):
     def messages_base(self, base_url: str) -> str:
         return f"{base_url}/v1"
 
+    def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
+        """The SDK's ``AnthropicVertex`` at the meter, in the gate's project and region, with
+        the run's token as its access token (it then asks google-auth for nothing)."""
+        import anthropic
+
+        project, region = place(os.environ, simulated=True)
+        return anthropic.AnthropicVertex(region=region, project_id=project, access_token=token,
+                                         base_url=self.messages_base(base_url), **options)
+
 
 VERTEX = register_upstream(Vertex())
