@@ -320,9 +320,9 @@ class Vertex(Upstream):
     provider = PROVIDER
     credential_env = CREDENTIAL_NAMES
     credential_setup = ("authenticate the job to Google Cloud before the gate's step "
-                        "(google-github-actions/auth: workload identity federation, "
-                        "docs/github.md), and set ANTHROPIC_VERTEX_PROJECT_ID and "
-                        "CLOUD_ML_REGION")
+                        "(google-github-actions/auth sets it; with workload identity "
+                        "federation no secret is needed), with ANTHROPIC_VERTEX_PROJECT_ID "
+                        "and CLOUD_ML_REGION in the step's env")
     setting_env = (PROJECT_ENV, REGION_ENV, BASE_URL_ENV)
     env_prefixes = ("CLOUDSDK_",)  # gcloud's settings: never a task's
     routes: ClassVar[tuple[Route, ...]] = ROUTES
