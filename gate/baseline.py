@@ -118,6 +118,15 @@ def _describe(results: Results) -> str:
     return f"{count(len(results.runs), 'run')} over {count(len(tasks), 'task')}"
 
 
+def _upstream_moved(baseline: Results, results: Results) -> str | None:
+    """Why ``results`` were answered by another upstream than ``baseline``'s runs (both
+    recorded: an older file's upstream is unknown, and pools as ever), or None."""
+    b, r = baseline.upstream_api, results.upstream_api
+    if b is None or r is None or (b.place, b.pricing) == (r.place, r.pricing):
+        return None
+    return f"upstream changed ({b.describe()} → {r.describe()})"
+
+
 def promote(results: Results, baseline: Results | None, *,
             pool_size: int = 20) -> tuple[Results, str]:
     """The new baseline after ``results`` and a one-line account of what happened."""
@@ -144,6 +153,11 @@ def promote(results: Results, baseline: Results | None, *,
         fresh = _fresh(results, _keep_newest(new_runs, pool_size))
         return fresh, (f"model changed ({baseline.model} → {results.model}): starting a new "
                        f"baseline with {_describe(fresh)}")
+    if (moved := _upstream_moved(baseline, results)) is not None:
+        # answered elsewhere (another provider, region, host or price list): pooled, the
+        # two would be a mixture the verdict could not name
+        fresh = _fresh(results, _keep_newest(new_runs, pool_size))
+        return fresh, f"{moved}: starting a new baseline with {_describe(fresh)}"
     if baseline.metering != results.metering:
         # usage and cost measured another way: pooled, the two would be a mixture
         fresh = _fresh(results, _keep_newest(new_runs, pool_size))

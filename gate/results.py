@@ -199,6 +199,18 @@ class UpstreamInfo(_Open):
     host: str | None = Field(default=None, max_length=255)  # the base URL's host only
     pricing: str = Field(max_length=64)
 
+    @property
+    def place(self) -> tuple[str, str, str | None, str | None]:
+        """Where the runs were answered: two files whose places differ were measured on
+        different upstreams (a baseline never pools them; a verdict names both)."""
+        return (self.upstream, self.provider, self.region, self.host)
+
+    def describe(self) -> str:
+        region = f", region {self.region}" if self.region else ""
+        host = f" at {self.host}" if self.host else ""
+        called = f", model {self.model_id}" if self.model_id else ""
+        return f"upstream {self.upstream} ({self.provider}{region}{host}{called})"
+
 
 #: the results field that holds :class:`UpstreamInfo`
 UPSTREAM_RECORD = "upstream_api"

@@ -446,7 +446,9 @@ def _identity(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task]
     return {
         "suite digest": stage.suite.digest, "tasks": sorted(t.id for t in run_tasks),
         "agent kind": arm.kind, "agent fingerprint": arm.info.fingerprint, "model": arm.label,
-        "upstream": "simulator" if sim else "api",
+        # the upstream by name once there is more than one (an older journal: the API's)
+        "upstream": ("simulator" if sim else "api") + (
+            f" ({stage.api.name})" if stage.api is not ANTHROPIC else ""),
         "seed": (req.seed or 0) if req.sim else None, "commit": commit,
         "replications": req.first_replication + stage.replications,
         "first replication": req.first_replication, "jobs": stage.jobs,

@@ -98,6 +98,7 @@ def _identity(res: Results) -> dict[str, Any]:
         "model": res.model,
         "commit": res.commit,
         "upstream": extra.get("upstream"),
+        "upstream api": res.upstream_api.model_dump() if res.upstream_api else None,
         "seed": sim.get("seed") if isinstance(sim, dict) else None,
         "price table": extra.get("price_table"),
         "schedule": schedule,
@@ -194,7 +195,8 @@ def merge(shards: list[tuple[Path, Results]]) -> Results:
                             for path, res in sorted(shards, key=lambda s: _shard_of(*s)[0])]
     schedule = first.schedule.model_copy(update={"shard": None}) if first.schedule else None
     merged = new_results(model=first.model, agent=first.agent, suite=first.suite,
-                         commit=first.commit, runs=runs, schedule=schedule, **extra)
+                         commit=first.commit, runs=runs, schedule=schedule,
+                         upstream_api=first.upstream_api, **extra)
     gaps = [(path, res.interrupted) for path, res in shards if res.interrupted is not None]
     if gaps:  # a shard that did not finish leaves the whole run incomplete
         merged.interrupted = Interruption(

@@ -40,15 +40,8 @@ class UpstreamChange:
         return self.baseline.pricing != self.candidate.pricing
 
     def named(self) -> str:
-        return (f"the baseline was measured on {_where(self.baseline)}, this run on "
-                f"{_where(self.candidate)}")
-
-
-def _where(u: UpstreamInfo) -> str:
-    region = f", region {u.region}" if u.region else ""
-    host = f" at {u.host}" if u.host else ""
-    called = f", model {u.model_id}" if u.model_id else ""
-    return f"upstream {u.upstream} ({u.provider}{region}{host}{called})"
+        return (f"the baseline was measured on {self.baseline.describe()}, this run on "
+                f"{self.candidate.describe()}")
 
 
 def upstream_change(base: Results, pr: Results) -> UpstreamChange | None:
@@ -57,7 +50,7 @@ def upstream_change(base: Results, pr: Results) -> UpstreamChange | None:
     b, p = base.upstream_api, pr.upstream_api
     if b is None or p is None:
         return None
-    if (b.upstream, b.provider, b.region, b.host) == (p.upstream, p.provider, p.region, p.host):
+    if b.place == p.place:
         return None
     return UpstreamChange(b, p)
 

@@ -100,3 +100,18 @@ def test_a_record_that_is_not_one_is_refused_naming_the_field(tmp_path: Path) ->
     with pytest.raises(BadInput) as err:
         parse_results(json.dumps(data).encode(), tmp_path / "r.json")
     assert "upstream_api.provider" in str(err.value)
+
+
+def test_a_baseline_never_pools_runs_of_another_upstream(run: Results) -> None:
+    from gate.baseline import promote
+
+    later = run.model_copy(update={"created_at": "2099-01-01T00:00:00Z", "commit": "f" * 40})
+    pooled, said = promote(_on(later, DIRECT), _on(run, DIRECT))
+    assert said.startswith("pooled") and len(pooled.runs) > len(run.runs)
+    fresh, said = promote(_on(later, GATEWAY), _on(run, DIRECT))
+    assert said.startswith("upstream changed (upstream anthropic (anthropic at "
+                           "api.anthropic.com, model claude-sonnet-5-5) → upstream gateway"), said
+    assert len(fresh.runs) == len(run.runs) and fresh.upstream_api == GATEWAY
+    # an older baseline (no record) pools as ever
+    _, said = promote(_on(later, GATEWAY), run)
+    assert said.startswith("pooled"), said
