@@ -187,6 +187,28 @@ class Schedule(_Open):
     arm: str | None = None
 
 
+class PlanTask(_Open):
+    """One task's planned runs per look (gate/compare/_plan.py): ``allowed`` is the range of
+    its baseline pass counts under which the plan comes out the same (None: the plan read no
+    outcome of the task)."""
+
+    looks: list[Count]
+    basis: str = Field(default="", max_length=200)
+    allowed: list[Count] | None = Field(default=None, min_length=2, max_length=2)
+
+
+class PlanRecord(_Open):
+    """How the file's runs were planned per task and look, by which rule, from what
+    (``gate.compare.plan_runs`` recomputes it); ``looks_run``: the looks the file holds."""
+
+    rule: str = Field(max_length=40)
+    version: Count
+    source: Literal["baseline", "independent", "none"]
+    settings: dict[str, Any]
+    tasks: dict[TaskId, PlanTask]
+    looks_run: Count
+
+
 class UpstreamInfo(_Open):
     """The model API that answered a file's runs, as the upstream port recorded it
     (gate/upstream): never a key. ``pricing`` names the price rules applied (two files priced
@@ -261,6 +283,8 @@ class Results(_Open):
     # the upstream that answered the runs; absent in files written before it was recorded
     # (they compare as ever)
     upstream_api: UpstreamInfo | None = None
+    # the per-task plan of the runs (issue 40; absent: every task the same runs, as before)
+    plan: PlanRecord | None = None
 
     @property
     def metering(self) -> str | None:

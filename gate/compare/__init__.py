@@ -50,17 +50,31 @@ from gate.compare._model import (
     TestReach,
     Verdict,
 )
+from gate.compare._plan import (
+    BANDS,
+    PLAN_RULES,
+    Band,
+    PlanSettings,
+    PlanSource,
+    RunPlan,
+    TaskPlan,
+    plan_runs,
+    task_looks,
+)
 from gate.compare._resolution import resolution_with_runs
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, unjudged_changes
 from gate.compare._stats import wilson
 
 __all__ = [
     "ALWAYS_FAILS_MIN_RUNS",
+    "BANDS",
     "HISTORY_ALPHA",
+    "PLAN_RULES",
     "SIM_UNJUDGED_DEFAULT",
     "AgentChange",
     "ArmInfo",
     "ArmStats",
+    "Band",
     "Comparison",
     "ConditionRow",
     "Effect",
@@ -73,8 +87,11 @@ __all__ = [
     "MetricEffect",
     "MetricResult",
     "PassRateTest",
+    "PlanSettings",
+    "PlanSource",
     "Power",
     "Resolution",
+    "RunPlan",
     "ScheduleCheck",
     "SimUnjudged",
     "SkillConditionRow",
@@ -83,6 +100,7 @@ __all__ = [
     "TaskChange",
     "TaskHealth",
     "TaskInterval",
+    "TaskPlan",
     "TestReach",
     "Verdict",
     "apply_drift_guard",
@@ -99,8 +117,10 @@ __all__ = [
     "judge",
     "over_infra_limit",
     "plain_runs",
+    "plan_runs",
     "resolution_with_runs",
     "suite_health",
+    "task_looks",
     "unjudged_changes",
     "wilson",
 ]

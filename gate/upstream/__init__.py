@@ -8,20 +8,15 @@ whichever one a run uses: a new upstream adds its import below.
 
 from gate.upstream._anthropic import (
     ANTHROPIC,
-    API_VERSION,
     CREDIT_MESSAGE,
     ERROR_TYPES,
-    MESSAGES_ROUTES,
-    PUBLIC_API,
     SERVER_TOOLS,
     MessagesUpstream,
     check_base_url,
-    error_cause,
     key_signer,
     messages_fault,
 )
 from gate.upstream._contract import (
-    SIMULATOR,
     Cause,
     Endpoint,
     Fault,
@@ -39,7 +34,6 @@ from gate.upstream._contract import (
     provider_prefixes,
     register_upstream,
     upstream_names,
-    upstreams,
 )
 from gate.upstream._gateway import GATEWAY
 from gate.upstream._vertex import (
@@ -53,14 +47,10 @@ from gate.upstream._vertex import (
 
 __all__ = [
     "ANTHROPIC",
-    "API_VERSION",
     "CREDIT_MESSAGE",
     "ERROR_TYPES",
     "GATEWAY",
-    "MESSAGES_ROUTES",
-    "PUBLIC_API",
     "SERVER_TOOLS",
-    "SIMULATOR",
     "VERTEX",
     "Cause",
     "Endpoint",
@@ -80,7 +70,6 @@ __all__ = [
     "bare_model",
     "check_base_url",
     "credential_variables",
-    "error_cause",
     "get_upstream",
     "key_signer",
     "messages_fault",
@@ -89,5 +78,4 @@ __all__ = [
     "provider_prefixes",
     "register_upstream",
     "upstream_names",
-    "upstreams",
 ]

@@ -191,7 +191,6 @@ class Anthropic(MessagesUpstream):
     name = "anthropic"
     provider = "anthropic"
     credential_env = (KEY_ENV, TOKEN_ENV)
-    setting_env = (BASE_URL_ENV,)
     env_prefixes = ("ANTHROPIC_",)
     credential_setup = ("pass it to the action (`anthropic-api-key: ${{ secrets."
                         f"{KEY_ENV} }}}}`)")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
@@ -198,8 +198,6 @@ class Upstream(abc.ABC):
     #: how a CI job passes its credential to the gate (the end of "add it as a repository
     #: secret and …"), for the one line that says it is missing
     credential_setup: ClassVar[str] = "set it in the step's environment"
-    #: the variables it reads that are no credential (a base URL, a region)
-    setting_env: ClassVar[tuple[str, ...]] = ()
     #: prefixes of its clients' variables: never a task's, credential or not (withheld
     #: without a note unless they hold a credential)
     env_prefixes: ClassVar[tuple[str, ...]] = ()
@@ -330,11 +328,6 @@ class Upstream(abc.ABC):
         """The variable that tells a command agent which model to ask for."""
         return {}
 
-    def messages_base(self, base_url: str) -> str:
-        """The base URL a Messages-API client (the builtin agent) is given for the run's
-        root ``base_url``."""
-        return base_url
-
     def agent_model(self, model: str) -> str:
         """The model id an agent asks for when ``model`` is configured (the builtin agent's
         ``model``; a command agent's :meth:`model_env`)."""
@@ -346,8 +339,7 @@ class Upstream(abc.ABC):
         the client's own, ``max_retries``, ``timeout``, ``http_client``)."""
         import anthropic
 
-        return anthropic.Anthropic(base_url=self.messages_base(base_url), api_key=token,
-                                   **options)
+        return anthropic.Anthropic(base_url=base_url, api_key=token, **options)
 
 
 class _AsIs(StreamDecoder):
@@ -371,10 +363,6 @@ def register_upstream(upstream: U) -> U:
 
 def upstream_names() -> tuple[str, ...]:
     return tuple(_UPSTREAMS)
-
-
-def upstreams() -> Iterator[Upstream]:
-    return iter(tuple(_UPSTREAMS.values()))
 
 
 def get_upstream(name: str, *, where: str = "[agent] upstream") -> Upstream:

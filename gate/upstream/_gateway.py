@@ -33,7 +33,6 @@ class Gateway(MessagesUpstream):
     name = "gateway"
     provider = "gateway"
     credential_env = (GATEWAY_TOKEN_ENV,)
-    setting_env = (URL_ENV,)
     credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
                         f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
 

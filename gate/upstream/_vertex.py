@@ -323,7 +323,6 @@ class Vertex(Upstream):
                         "(google-github-actions/auth sets it; with workload identity "
                         "federation no secret is needed), with ANTHROPIC_VERTEX_PROJECT_ID "
                         "and CLOUD_ML_REGION in the step's env")
-    setting_env = (PROJECT_ENV, REGION_ENV, BASE_URL_ENV)
     env_prefixes = ("CLOUDSDK_",)  # gcloud's settings: never a task's
     routes: ClassVar[tuple[Route, ...]] = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (BEARER_HEADER, KEY_HEADER)
@@ -419,9 +418,6 @@ class Vertex(Upstream):
     def model_env(self, model: str) -> dict[str, str]:
         return {MODEL_ENV: model}
 
-    def messages_base(self, base_url: str) -> str:
-        return f"{base_url}/v1"
-
     def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
         """The SDK's ``AnthropicVertex`` at the meter, in the gate's project and region, with
         the run's token as its access token (it then asks google-auth for nothing)."""
@@ -429,7 +425,7 @@ class Vertex(Upstream):
 
         project, region = place(os.environ, simulated=True)
         return anthropic.AnthropicVertex(region=region, project_id=project, access_token=token,
-                                         base_url=self.messages_base(base_url), **options)
+                                         base_url=f"{base_url}/v1", **options)
 
 
 VERTEX = register_upstream(Vertex())

@@ -1,0 +1,208 @@
+"""The plan: how many runs each task gets in each look, from the baseline alone
+(docs/statistics.md §5a).
+
+A task that nearly always passed shows a collapse in one or two runs; a task that passes half
+the time needs many runs to show anything, and one that always fails shows nothing on the pass
+rate. So the runs go where they carry signal: each task's runs per look come from its band of
+the baseline's pass rate (:data:`BANDS`), before any run of the PR.
+
+The rule is per task: a task's looks depend on its own baseline pass count and runs and on the
+settings, never on another task's, and are monotone in bands of the pass rate. That keeps the
+tests exact: the baseline's runs are one arm of the test, so a plan made from their outcomes
+conditions the test on it, and every p-value is computed over only the relabellings under which
+the plan would have come out the same — for each task, the baseline part's pass count within
+:attr:`TaskPlan.allowed`, one interval (gate/compare/_stats.py). A plan made from a baseline the
+test does not use (a same-job A/B plans both arms from the committed baseline, then measures the
+base arm afresh) conditions nothing.
+
+:func:`plan_runs` is public and pure, so anyone can recompute a results file's plan from the
+baseline and the settings it records; :func:`gate.compare.judge` does, and refuses a file whose
+plan differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from gate.config import GateSettings
+from gate.results import PlanRecord, PlanTask, Results, runs_by_task
+
+#: the rule's name and version, recorded with every plan: a new rule is a new version
+RULE = "by-pass-rate"
+VERSION = 1
+#: the uniform rule: every task the same runs (the schedule before plans)
+UNIFORM = "uniform"
+PLAN_RULES = (RULE, UNIFORM)
+
+#: below this many valid baseline runs a task's pass rate says too little to plan by: it gets
+#: the uniform schedule, and its plan reads no outcome of it
+MIN_BASELINE_RUNS = 5
+
+PlanSource = Literal["baseline", "independent", "none"]
+
+
+@dataclass(frozen=True)
+class Band:
+    """Tasks whose baseline pass rate is at least ``min_rate`` (and below the next band's):
+    their runs are the uniform schedule's times ``weight``, rounded, at least 1 a look."""
+
+    name: str
+    min_rate: float
+    weight: float
+
+
+#: highest band first. A task that nearly always passed shows a collapse in few runs and gets
+#: more; a task below half gets one a look (it still tells turns and cost)
+BANDS: tuple[Band, ...] = (
+    Band("nearly always passes", 0.9, 4 / 3),
+    Band("passes at least half the time", 0.5, 1.0),
+    Band("passes less than half the time", 0.0, 1 / 3),
+)
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """What the rule reads from the settings (recorded with the plan, so the plan can be
+    recomputed from the file and the baseline alone)."""
+
+    rule: str
+    sequential: bool
+    first: int  # the uniform schedule's runs in the first look (sequential)
+    more: int  # ... added by the second look (sequential)
+    replications: int  # ... in the one look of a fixed schedule
+
+    @classmethod
+    def of(cls, settings: GateSettings, *, replications: int, sequential: bool) -> PlanSettings:
+        return cls(rule=settings.plan, sequential=sequential,
+                   first=settings.sequential_first, more=settings.sequential_more,
+                   replications=replications)
+
+    def uniform(self) -> tuple[int, ...]:
+        return (self.first, self.more) if self.sequential else (self.replications,)
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task's runs per look; ``basis`` says why in words; ``allowed`` is the inclusive
+    range of the task's baseline pass counts (out of its valid plain baseline runs) under which
+    the rule gives the same looks — None when the plan read no outcome of the task."""
+
+    looks: tuple[int, ...]
+    basis: str
+    allowed: tuple[int, int] | None = None
+
+    def through(self, looks: int) -> int:
+        return sum(self.looks[:looks])
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Every task's :class:`TaskPlan`, the rule that made them and from what."""
+
+    rule: str
+    version: int
+    source: PlanSource
+    settings: PlanSettings
+    tasks: Mapping[str, TaskPlan] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", MappingProxyType(dict(sorted(self.tasks.items()))))
+
+    @property
+    def looks(self) -> int:
+        return 2 if self.settings.sequential else 1
+
+    def look(self, i: int) -> dict[str, int]:
+        """Runs per task in look ``i`` (0-based)."""
+        return {t: p.looks[i] for t, p in self.tasks.items()}
+
+    def through(self, looks: int) -> dict[str, int]:
+        """Runs per task in the first ``looks`` looks."""
+        return {t: p.through(looks) for t, p in self.tasks.items()}
+
+    def allowed(self) -> dict[str, tuple[int, int]]:
+        """What the tests condition on (task → allowed baseline pass counts): only a plan made
+        from the baseline it is judged against conditions anything."""
+        if self.source != "baseline":
+            return {}
+        return {t: p.allowed for t, p in self.tasks.items() if p.allowed is not None}
+
+    def record(self, looks_run: int) -> PlanRecord:
+        return PlanRecord(
+            rule=self.rule, version=self.version, source=self.source,
+            settings=asdict(self.settings), looks_run=looks_run,
+            tasks={t: PlanTask(looks=list(p.looks), basis=p.basis,
+                               allowed=list(p.allowed) if p.allowed is not None else None)
+                   for t, p in self.tasks.items()})
+
+    @classmethod
+    def from_record(cls, rec: PlanRecord) -> RunPlan:
+        return cls(
+            rule=rec.rule, version=rec.version, source=rec.source,
+            settings=PlanSettings(**rec.settings),
+            tasks={t: TaskPlan(looks=tuple(p.looks), basis=p.basis,
+                               allowed=(p.allowed[0], p.allowed[1]) if p.allowed else None)
+                   for t, p in rec.tasks.items()})
+
+
+def band_of(passed: int, runs: int) -> Band:
+    rate = passed / runs
+    return next(b for b in BANDS if rate >= b.min_rate)
+
+
+def _scaled(uniform: tuple[int, ...], weight: float) -> tuple[int, ...]:
+    return tuple(max(1, round(n * weight)) for n in uniform)
+
+
+def task_looks(passed: int | None, runs: int, s: PlanSettings) -> TaskPlan:
+    """The rule for one task, from its own baseline (``passed`` of ``runs`` valid plain runs;
+    ``passed`` None: no baseline runs of this task) and the settings only."""
+    uniform = s.uniform()
+    if s.rule == UNIFORM:
+        return TaskPlan(uniform, "uniform plan")
+    if passed is None or runs == 0:
+        return TaskPlan(uniform, "new to the baseline")
+    if runs < MIN_BASELINE_RUNS:
+        return TaskPlan(uniform, f"only {runs} baseline run{'s' if runs != 1 else ''}")
+    band = band_of(passed, runs)
+    same = [b for b in range(runs + 1) if band_of(b, runs) == band]
+    return TaskPlan(_scaled(uniform, band.weight), f"passed {passed} of {runs}: {band.name}",
+                    (min(same), max(same)))
+
+
+def baseline_counts(baseline: Results | None, digests: Mapping[str, str]
+                    ) -> dict[str, tuple[int, int]]:
+    """(passed, valid runs) of each task's plain baseline runs whose task has the same digest
+    in the baseline as in ``digests`` (a changed task's old runs say nothing of it)."""
+    if baseline is None:
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    for tid, runs in runs_by_task(r for r in baseline.runs if r.condition is None).items():
+        info = baseline.suite.tasks.get(tid)
+        if tid not in digests or info is None or info.digest != digests[tid]:
+            continue
+        valid = [r for r in runs if r.valid]
+        out[tid] = (sum(1 for r in valid if r.status == "passed"), len(valid))
+    return out
+
+
+def plan_runs(baseline: Results | None, tasks: Sequence[tuple[str, str]],
+              settings: PlanSettings, *, source: PlanSource = "baseline") -> RunPlan:
+    """The plan for ``tasks`` ((id, digest) of the suite being run) from ``baseline``: pure,
+    public, and what :func:`gate.compare.judge` recomputes. ``source`` says whether the
+    comparison's baseline arm is this baseline ("baseline": the tests condition on the plan)
+    or not ("independent"); without a baseline it is "none"."""
+    if settings.rule not in PLAN_RULES:
+        raise ValueError(f"unknown plan rule {settings.rule!r} (one of: {', '.join(PLAN_RULES)})")
+    digests = dict(tasks)
+    counts = baseline_counts(baseline, digests)
+    plans: dict[str, TaskPlan] = {}
+    for tid in digests:
+        passed, runs = counts.get(tid, (None, 0))
+        plans[tid] = task_looks(passed, runs, settings)
+    return RunPlan(rule=settings.rule, version=VERSION if settings.rule == RULE else 1,
+                   source=source if baseline is not None else "none", settings=settings,
+                   tasks=plans)

@@ -1,0 +1,58 @@
+"""The plan's rule (gate/compare/_plan.py): per task, from its own baseline only, monotone in
+bands, its ``allowed`` range exactly the pass counts that give the same looks, and the record
+round-trips."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gate.compare import BANDS, PlanSettings, RunPlan, plan_runs, task_looks
+from gate.results import Results
+from tests.helpers.report import _results, _run
+
+SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=3)
+FIXED = PlanSettings(rule="by-pass-rate", sequential=False, first=2, more=3, replications=3)
+
+
+def test_allowed_is_exactly_the_counts_that_give_the_same_looks() -> None:
+    for runs in (5, 6, 12, 20):
+        for s in (SEQ, FIXED):
+            for passed in range(runs + 1):
+                plan = task_looks(passed, runs, s)
+                assert plan.allowed is not None
+                lo, hi = plan.allowed
+                same = [b for b in range(runs + 1) if task_looks(b, runs, s).looks == plan.looks]
+                assert same == list(range(lo, hi + 1)), (runs, passed, same, plan.allowed)
+
+
+def test_more_runs_where_the_task_nearly_always_passed() -> None:
+    high, mid, low = (task_looks(b, 20, FIXED).looks for b in (20, 12, 4))
+    assert high[0] > mid[0] > low[0] >= 1
+    assert len(BANDS) == 3
+
+
+def test_a_task_without_baseline_runs_gets_the_uniform_schedule_and_conditions_nothing() -> None:
+    assert task_looks(None, 0, SEQ).looks == (2, 3)
+    assert task_looks(None, 0, SEQ).allowed is None
+    assert task_looks(2, 3, SEQ).allowed is None  # too few runs to plan by
+    assert task_looks(0, 20, dataclasses.replace(SEQ, rule="uniform")).looks == (2, 3)
+
+
+def _baseline() -> Results:
+    runs = [_run("easy", i, "passed") for i in range(20)]
+    runs += [_run("hard", i, "passed" if i < 4 else "failed") for i in range(20)]
+    runs += [_run("hard", 20 + i, "error") for i in range(3)]  # infra errors: not counted
+    return _results(runs)
+
+
+def test_plan_runs_reads_each_task_with_its_digest_and_round_trips() -> None:
+    base = _baseline()
+    plan = plan_runs(base, [("easy", "d-easy"), ("hard", "d-hard"), ("new", "d3")], SEQ)
+    assert plan.look(0)["easy"] > plan.look(0)["hard"]
+    assert plan.tasks["hard"].basis.startswith("passed 4 of 20")
+    assert plan.tasks["new"].basis == "new to the baseline"
+    changed = plan_runs(base, [("easy", "other")], SEQ)
+    assert changed.tasks["easy"].allowed is None  # its old runs say nothing of the new task
+    assert RunPlan.from_record(plan.record(looks_run=1)) == plan
+    assert plan.allowed()["easy"] == plan.tasks["easy"].allowed
+    assert plan_runs(None, [("easy", "d-easy")], SEQ).source == "none"
