@@ -25,7 +25,7 @@ from gate._files import (
 )
 from gate.errors import BadInput
 from gate.metrics import BY_NAME, GATING
-from gate.secrets import OWN_PREFIXES
+from gate.secrets import is_own
 
 DEFAULT_CONFIG = "gate.toml"
 
@@ -141,8 +141,9 @@ class SuiteConfig(_Strict):
         for name in names:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
                 raise ValueError(f"{name[:40]!r} is not an environment variable's name")
-            if name.upper().startswith(OWN_PREFIXES):
-                raise ValueError(f"{name} is the gate's or the CI's own: never passed to a task")
+            if is_own(name):
+                raise ValueError(f"{name} is the gate's, the CI's or an upstream's own: never "
+                                 "passed to a task")
         return names
 
     # Harbor tasks whose verifier needs a service the agent started: the phase boundary keeps

@@ -102,6 +102,15 @@ OWN_PREFIXES = ("GITHUB_", "ACTIONS_", "INPUT_", "GATE_", *provider_prefixes())
 _SECRET_PREFIXES = (*OWN_PREFIXES, "GH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "OPENAI_")
 #: every upstream's credential variables, whatever their prefix
 _UPSTREAM_CREDENTIALS = frozenset(credential_variables())
+
+
+def is_own(name: str) -> bool:
+    """Whether ``name`` is the gate's, the CI's or an upstream's own (its prefix, or an
+    upstream's credential variable: ``GOOGLE_APPLICATION_CREDENTIALS`` is the meter's key
+    file): never passed to a task or an agent, whatever ``[suite] pass_env`` says."""
+    return name.upper().startswith(OWN_PREFIXES) or name in _UPSTREAM_CREDENTIALS
+
+
 # the proxy settings the gate's own git needs to reach origin (gate/_git.py)
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
                "http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -201,7 +210,7 @@ def withheld(environ: Mapping[str, str] | None = None,
     copy of a withheld value under another name. ``pass_env`` (``[suite] pass_env``, the base
     branch's) lets a credential through on purpose, never one of the gate's own."""
     env = os.environ if environ is None else environ
-    allowed = {n for n in pass_env if not n.upper().startswith(OWN_PREFIXES)}
+    allowed = {n for n in pass_env if not is_own(n)}
     out = {k: why for k, v in env.items()
            if k not in allowed and (why := _withheld_why(k, v)) is not None}
     copies = {v for k, v in env.items() if len(v) >= 8 and credential_reason(k, v)}
@@ -218,7 +227,7 @@ def withheld_notes(environ: Mapping[str, str] | None = None,
     gate's own credentials too (an upstream's key, ``GITHUB_TOKEN``: never a task's)."""
     env = os.environ if environ is None else environ
     return [f"{k} ({why})" for k, why in sorted(withheld(env, pass_env).items())
-            if not k.upper().startswith(OWN_PREFIXES)
+            if not is_own(k)
             and (not k.upper().startswith(_SECRET_PREFIXES) or credential_reason(k, env[k]))]
 
 

@@ -1,6 +1,7 @@
 """What the simulator knows about model ids: family, minimum cacheable length, strength.
 
-Model ids are normalised first: a ``-sim`` suffix and a date suffix (``-20250929``) are dropped.
+Model ids are normalised first: a ``-sim`` suffix and a date suffix (``-20250929``, or
+``@20250929`` as a cloud platform writes it) are dropped.
 An exact id documented by Anthropic uses its documented minimum cacheable length; an id the table
 does not know (a new release such as ``claude-sonnet-5-5`` or ``claude-haiku-5-5``) takes the
 value of the newest documented member of its family: opus 512, sonnet 1,024, haiku 4,096,
@@ -17,7 +18,7 @@ import re
 
 SIM_SUFFIX = "-sim"
 
-_DATE = re.compile(r"-\d{8}$")
+_DATE = re.compile(r"[-@]\d{8}$")  # -20250929, or a platform's @20250929
 
 MIN_CACHEABLE: dict[str, int] = {
     "claude-opus-5-5": 512, "claude-opus-5": 512,
@@ -48,7 +49,8 @@ DEFAULT_FAMILY = "sonnet"
 
 
 def normalise(model: str) -> str:
-    """Drop the ``-sim`` label and a date suffix: ``claude-x-4-5-20250929`` → ``claude-x-4-5``."""
+    """Drop the ``-sim`` label and a date suffix: ``claude-x-4-5-20250929`` (or a platform's
+    ``claude-x-4-5@20250929``) → ``claude-x-4-5``."""
     m = model.strip().lower()
     if m.endswith(SIM_SUFFIX):
         m = m[: -len(SIM_SUFFIX)]

@@ -9,6 +9,9 @@ connection reaches the client as a broken body, not as a clean end.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from gate.sim._cache import CachePlan, PromptCache, flatten, prompt_tokens
 from gate.sim._families import sim_label
@@ -34,7 +37,7 @@ from gate.sim._protocol import (
     invalid,
     server_tool_use,
 )
-from gate.upstream import ANTHROPIC, CREDIT_MESSAGE, Upstream
+from gate.upstream import ANTHROPIC, CREDIT_MESSAGE, Upstream, upstream_names
 
 log = logging.getLogger("gate.sim")
 
@@ -87,6 +90,37 @@ class SimServer(ThreadingHTTPServer):
         log.debug("simulator: connection error from %s", client_address, exc_info=True)
 
 
+class Dialect(Protocol):
+    """An upstream's wire format the server speaks besides the Messages API (its module:
+    ``gate/sim/_<upstream>.py``, with ``DIALECT``): the paths it takes, how it answers one
+    (the same model behind it: ``_Handler._messages``) and its error shape."""
+
+    def serves(self, path: str) -> bool: ...
+
+    def handle(self, h: _Handler, engine: Engine, path: str, request_id: str,
+               entry: dict[str, Any]) -> None: ...
+
+    def error(self, err: ApiError) -> tuple[int, dict[str, Any]]: ...
+
+
+@functools.cache
+def _dialects() -> tuple[Dialect, ...]:
+    """The dialects of the registered upstreams that have one, found by their names (no
+    module here names a provider: the port does)."""
+    found = []
+    for name in upstream_names():
+        module = f"gate.sim._{name}"
+        if importlib.util.find_spec(module) is not None:
+            dialect = getattr(importlib.import_module(module), "DIALECT", None)
+            if dialect is not None:
+                found.append(dialect)
+    return tuple(found)
+
+
+def _dialect_for(path: str) -> Dialect | None:
+    return next((d for d in _dialects() if d.serves(path)), None)
+
+
 def _header(headers: Any) -> Callable[[str], str]:
     return lambda name: str(headers.get(name) or "")
 
@@ -123,6 +157,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.engine.record(entry)
 
     def _send_error(self, err: ApiError, request_id: str) -> None:
+        dialect = getattr(self, "_dialect", None)
+        if dialect is not None:  # an upstream's own error shape
+            status, body = dialect.error(err)
+            self._send_json(status, body, request_id, err.headers)
+            return
         self._send_json(err.status, error_body(err.error_type, err.message, request_id),
                         request_id, err.headers)
 
@@ -195,6 +234,10 @@ class _Handler(BaseHTTPRequestHandler):
                                  "stream": False, "status": None, "usage": None,
                                  "key_id": None, "task": None, "episode": None}
         try:
+            self._dialect = _dialect_for(path)
+            if self._dialect is not None:  # another upstream's wire format
+                self._dialect.handle(self, engine, path, request_id, entry)
+                return
             matched = ANTHROPIC.match(self.command, path[1:])
             if matched is None or matched.route.kind == "models":
                 self._read_body_quietly()
@@ -250,7 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
         fault = engine.faults.pick(engine.seed, n, stream)
         # the lookup happens on arrival; its writes become visible only when the response begins,
         # so a concurrent request in the meantime misses, like the API
-        plan = engine.cache.plan(entry["key_id"], str(req["model"]), blocks)
+        scope = entry.get("cache_scope") or entry["key_id"]  # a key's cache, or a dialect's scope
+        plan = engine.cache.plan(scope, str(req["model"]), blocks)
         time.sleep(engine.latency.first_byte_s(engine.seed, n))
         if fault in ("429", "529", "500", "credit"):
             entry["fault"] = fault

@@ -2,7 +2,8 @@
 
 Registered here: ``anthropic`` (the Messages API, direct), ``gateway`` (a Messages-compatible
 gateway: a base URL and a bearer token) and ``bedrock`` (Amazon Bedrock's InvokeModel, SigV4;
-its event-stream framing in ``_eventstream.py``, its signer in ``_sigv4.py``). Each upstream
+its event-stream framing in ``_eventstream.py``, its signer in ``_sigv4.py``) and ``vertex``
+(Claude on Google Vertex AI). Each upstream
 module registers itself on import, so the scrub knows every upstream's credentials whichever
 one a run uses: a new upstream adds its import below.
 """
@@ -49,6 +50,14 @@ from gate.upstream._eventstream import (
 )
 from gate.upstream._gateway import GATEWAY
 from gate.upstream._sigv4 import AwsKeys, BedrockAuth, sign
+from gate.upstream._vertex import (
+    VERTEX,
+    GoogleToken,
+    VertexCall,
+    bare_model,
+    parse_vertex_call,
+    price_factor,
+)
 
 __all__ = [
     "ANTHROPIC",
@@ -60,6 +69,7 @@ __all__ = [
     "SERVER_TOOLS",
     "SIMULATOR",
     "SIM_ACCESS_KEY",
+    "VERTEX",
     "AwsKeys",
     "BedrockAuth",
     "Cause",
@@ -68,6 +78,7 @@ __all__ = [
     "EventStreamError",
     "Fault",
     "Frame",
+    "GoogleToken",
     "Matched",
     "MessagesUpstream",
     "Outgoing",
@@ -78,6 +89,8 @@ __all__ = [
     "ServerTool",
     "StreamDecoder",
     "Upstream",
+    "VertexCall",
+    "bare_model",
     "bedrock_fault",
     "check_base_url",
     "chunk_event",
@@ -91,6 +104,8 @@ __all__ = [
     "key_signer",
     "messages_fault",
     "model_name",
+    "parse_vertex_call",
+    "price_factor",
     "provider_prefixes",
     "register_upstream",
     "sign",
