@@ -25,10 +25,16 @@ def test_allowed_is_exactly_the_counts_that_give_the_same_looks() -> None:
                 assert same == list(range(lo, hi + 1)), (runs, passed, same, plan.allowed)
 
 
-def test_more_runs_where_the_task_nearly_always_passed() -> None:
-    high, mid, low = (task_looks(b, 20, FIXED).looks for b in (20, 12, 4))
-    assert high[0] > mid[0] > low[0] >= 1
-    assert len(BANDS) == 3
+def test_more_runs_where_the_task_passed_at_least_half_the_time() -> None:
+    for s in (SEQ, FIXED):
+        high, mid, low, never = (task_looks(b, 20, s).looks for b in (20, 12, 4, 0))
+        assert high == mid  # one wide band above half: a narrow top band costs the tests power
+        assert sum(mid) > sum(low) > sum(never) >= len(never)
+        assert min(never) >= 1 and never == tuple(1 for _ in never)  # turns and cost still tell
+    assert task_looks(20, 20, SEQ).looks == (2, 5)
+    assert task_looks(4, 20, SEQ).looks == (1, 2)
+    assert [b.name for b in BANDS] == ["passes at least half the time",
+                                       "passes less than half the time", "never passed"]
 
 
 def test_a_task_without_baseline_runs_gets_the_uniform_schedule_and_conditions_nothing() -> None:
