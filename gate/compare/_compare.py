@@ -230,15 +230,17 @@ def _sort_tasks(baseline: Results, candidate: Results, b_runs: Mapping[str, list
 
 
 def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
-           settings: GateSettings) -> Power | None:
-    """The smallest uniform drop the suite catches with 80 % power, as a statement."""
+           settings: GateSettings, bounds: np.ndarray | None) -> Power | None:
+    """The smallest uniform drop the suite catches with 80 % power, as a statement: each
+    task with its own runs, and given the plan when ``bounds`` (its ranges) is set."""
     alpha = settings.alpha
     drop = _stats.detectable_drop(b_arr, nb_arr, nc_arr, alpha,
-                                  sims=settings.power_simulations, seed=settings.seed)
+                                  sims=settings.power_simulations, seed=settings.seed,
+                                  allowed=bounds)
     if settings.power_simulations <= 0:
         return None
     k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
-    runs = f"{k:g} run{'s' if k != 1 else ''} per task against a {depth:g}-run baseline"
+    runs = _resolution.runs_text(list(zip(nb_arr.tolist(), nc_arr.tolist(), strict=True)))
     statement = (
         f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
         f"with 80 % power." if drop is not None else
@@ -248,9 +250,31 @@ def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
                  baseline_runs=depth, statement=statement)
 
 
-def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSettings
+def _bounds(tasks: Sequence[TaskChange], compared: Sequence[str],
+            allowed: Mapping[str, tuple[int, int]] | None) -> np.ndarray | None:
+    """The plan's range of baseline passes per compared task, (N, 2), ((0, n_b) where the
+    plan did not read a task's outcomes); None without a plan. A range that does not hold
+    the baseline's own passes is a plan made from another baseline: refused."""
+    if allowed is None:
+        return None
+    by_id = {t.task: t for t in tasks}
+    out = []
+    for tid in compared:
+        t = by_id[tid]
+        lo, hi = allowed.get(tid, (0, t.baseline_runs))
+        if not lo <= t.baseline_passed <= hi:
+            raise BadInput(f"plan.tasks.{tid}.allowed: the baseline passed {t.baseline_passed} "
+                           f"of {t.baseline_runs}, outside the plan's {lo}..{hi}: the plan was "
+                           "not made from this baseline")
+        out.append((lo, hi))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSettings,
+               bounds: np.ndarray | None
                ) -> tuple[list[TaskChange], MetricResult, PassRateTest | None, Power | None]:
-    """Pass rate: exact stratified tests (each compared task gets its own p-value)."""
+    """Pass rate: exact stratified tests (each compared task gets its own p-value), given
+    the plan when ``bounds`` (its ranges, :func:`_bounds`) is set."""
     alpha = settings.alpha
     gating = set(settings.block_on)
     if not compared:
@@ -264,8 +288,8 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     c_arr = np.array([by_id[t].candidate_passed for t in compared], dtype=np.int64)
     nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
     deep = _stats.is_deep(nb_arr)
-    p_sum = float(_stats.sum_test(b_arr, nb_arr, c_arr, nc_arr)[0])
-    p_max_arr, p_i = _stats.max_test(b_arr, nb_arr, c_arr, nc_arr)
+    p_sum = float(_stats.sum_test(b_arr, nb_arr, c_arr, nc_arr, allowed=bounds)[0])
+    p_max_arr, p_i = _stats.max_test(b_arr, nb_arr, c_arr, nc_arr, bounds)
     p_max = float(p_max_arr[0])
     for tid, p in zip(compared, p_i[0].tolist(), strict=True):
         by_id[tid] = by_id[tid].model_copy(update={"p_value": p})
@@ -288,7 +312,7 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
         blocks=significant and "pass_rate" in gating,
         note=None if "pass_rate" in gating else "not in block_on",
     )
-    return tasks, metric, pass_test, _power(b_arr, nb_arr, nc_arr, settings)
+    return tasks, metric, pass_test, _power(b_arr, nb_arr, nc_arr, settings, bounds)
 
 
 def _label(name: str) -> str:
@@ -296,17 +320,22 @@ def _label(name: str) -> str:
 
 
 def _margin_metrics(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
-                    compared: list[str], settings: GateSettings,
-                    schedule: ScheduleCheck) -> list[MetricResult]:
+                    compared: list[str], settings: GateSettings, schedule: ScheduleCheck,
+                    allowed: Mapping[str, tuple[int, int]] | None) -> list[MetricResult]:
     """The table's means and ratios (turns, cost, cache-hit rate, duration): within-task
-    permutations, and margins for those that gate. A metric some compared run does not
-    record is not available (said so), never an error."""
+    permutations (given the plan: only the relabellings it allows), and margins for those
+    that gate. A metric some compared run does not record is not available (said so), never
+    an error."""
     b_valid = {t: valid_runs(b_runs[t]) for t in compared}
     c_valid = {t: valid_runs(c_runs[t]) for t in compared}
     rows = _recorded(_recorded(PERMUTED, (r for rs in b_valid.values() for r in rs)),
                      (r for rs in c_valid.values() for r in rs))
-    samples = [_stats.TaskSamples(_samples(b_valid[t], rows), _samples(c_valid[t], rows))
-               for t in compared]
+    samples = [_stats.TaskSamples(
+        _samples(b_valid[t], rows), _samples(c_valid[t], rows),
+        allowed=None if allowed is None else allowed.get(t),
+        baseline_passed=np.array([r.status == "passed" for r in b_valid[t]], dtype=bool),
+        candidate_passed=np.array([r.status == "passed" for r in c_valid[t]], dtype=bool))
+        for t in compared]
     perms = _stats.permutation_tests(samples, permutations=settings.permutations,
                                      seed=settings.seed, lay=_stats.layout(rows))
     return [_margin_metric(m, perms.get(m.name), m in rows, settings, schedule)
@@ -417,8 +446,15 @@ def _decide(metrics: list[MetricResult], incomplete: list[str],
     return "pass", []
 
 
-def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Comparison:
+def compare(baseline: Results, candidate: Results, settings: GateSettings, *,
+            allowed: Mapping[str, tuple[int, int]] | None = None) -> Comparison:
     """Compare ``candidate`` with ``baseline`` and reach the verdict of docs/statistics.md.
+
+    ``allowed``: when the candidate's runs per task were planned from this baseline's
+    outcomes (gate/compare/_plan.py, ``source == "baseline"``), task id → the inclusive range
+    of its baseline pass counts under which the plan comes out the same. Every test, floor
+    and power figure is then computed over only the relabellings the plan allows
+    (gate/compare/_restricted.py); a task not named restricts nothing; None is no plan.
 
     Raises ``BadInput`` when the two files share no task at all (unrelated suites): that is a
     wrong argument, not a measurement; ``Unmeasurable`` when the results hold no task. Tasks
@@ -429,10 +465,12 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     b_runs, c_runs = _runs_by_task(baseline), _runs_by_task(candidate)
     sorted_tasks = _sort_tasks(baseline, candidate, b_runs, c_runs)
     compared = sorted_tasks.compared
-    tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings)
+    bounds = _bounds(sorted_tasks.tasks, compared, allowed)
+    tasks, pass_metric, pass_test, power = _pass_rate(sorted_tasks.tasks, compared, settings,
+                                                      bounds)
     schedule = _schedule_check(baseline, candidate)
     metrics = with_prefix_caveat([pass_metric, *_change_intervals(
-        _margin_metrics(b_runs, c_runs, compared, settings, schedule), b_runs, c_runs,
+        _margin_metrics(b_runs, c_runs, compared, settings, schedule, allowed), b_runs, c_runs,
         compared, settings)], baseline, candidate)
     b_info = _arm(baseline, b_runs, compared)
     c_info = _arm(candidate, c_runs, compared)
@@ -450,9 +488,10 @@ def compare(baseline: Results, candidate: Results, settings: GateSettings) -> Co
     incomplete = [f"the {who} {note}" for who, arm in (("baseline", baseline),
                                                        ("candidate", candidate))
                   if (note := arm.interruption_note())]
-    resolution = _design_resolution(tasks, compared, metrics, settings)
+    resolution = _design_resolution(tasks, compared, metrics, settings, bounds)
     metrics, resolution = _unclear.with_unclear(metrics, resolution, b_runs, c_runs, compared,
-                                                permutations=settings.permutations)
+                                                permutations=settings.permutations,
+                                                allowed=allowed)
     verdict, reasons = _blind_verdict(*_decide(metrics, incomplete, inconclusive), resolution)
     exit_code, unclear_only = _EXIT[verdict], False
     if resolution is not None and resolution.unclear_reasons and verdict != "regression":
@@ -544,8 +583,8 @@ def _estimated_note(candidate: Results) -> str | None:
 
 
 def _design_resolution(tasks: list[TaskChange], compared: list[str],
-                       metrics: list[MetricResult], settings: GateSettings
-                       ) -> Resolution | None:
+                       metrics: list[MetricResult], settings: GateSettings,
+                       bounds: np.ndarray | None) -> Resolution | None:
     """What the design could have detected (gate/compare/_resolution.py); None when no task
     was compared."""
     if not compared:
@@ -556,7 +595,8 @@ def _design_resolution(tasks: list[TaskChange], compared: list[str],
     nc_arr = np.array([by_id[t].candidate_runs for t in compared], dtype=np.int64)
     return _resolution.resolution(
         b_arr, nb_arr, nc_arr, metrics, alpha=settings.alpha,
-        metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations)
+        metric_threshold=settings.metric_alpha / 2, permutations=settings.permutations,
+        allowed=bounds)
 
 
 def _blind_verdict(verdict: Verdict, reasons: list[str],

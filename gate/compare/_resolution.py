@@ -36,10 +36,19 @@ def _short(name: MetricName) -> str:
     return BY_NAME[name].short
 
 
-def _pass_reach(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, alpha: float) -> tuple[float,
-                                                                                      float]:
+def _pass_reach(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, alpha: float,
+                allowed: np.ndarray | None = None) -> tuple[float, float]:
     deep = _stats.is_deep(nb)
-    return _stats.collapse_p(b, nb, nc, deep), alpha / 2 if deep else alpha
+    return _stats.collapse_p(b, nb, nc, deep, allowed), alpha / 2 if deep else alpha
+
+
+def _plan(b: np.ndarray, allowed: np.ndarray | None) -> list[tuple[int, int, int] | None] | None:
+    """Per task, (the baseline's passes, lo, hi) of the plan's range: what the permutation
+    floors count labellings with (gate/compare/_restricted.py); None without a plan."""
+    if allowed is None:
+        return None
+    return [(int(x), int(lo), int(hi)) for x, (lo, hi) in zip(b.tolist(), allowed.tolist(),
+                                                              strict=True)]
 
 
 def _p(x: float) -> str:
@@ -47,14 +56,17 @@ def _p(x: float) -> str:
 
 
 def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[MetricResult],
-               *, alpha: float, metric_threshold: float, permutations: int) -> Resolution:
+               *, alpha: float, metric_threshold: float, permutations: int,
+               allowed: np.ndarray | None = None) -> Resolution:
     """What the compared tasks' design lets each gating metric detect (module docstring).
 
     ``b``, ``nb``, ``nc``: per compared task, the baseline's passes and valid runs and the
-    candidate's valid runs. A metric that is not gating, not comparable or not measured (n/a)
-    has no say; a rate's test (the cache-hit rate's) has none when the baseline's rate is below
-    its margin (a drop that large is impossible: nothing to break, e.g. a prompt below the
-    model's minimum cacheable length)."""
+    candidate's valid runs (equal or not); ``allowed``: the plan's range of baseline passes
+    per task when the candidate's runs were planned from them (the floors then count only
+    the relabellings the plan allows). A metric that is not gating, not comparable or not
+    measured (n/a) has no say; a rate's test (the cache-hit rate's) has none when the
+    baseline's rate is below its margin (a drop that large is impossible: nothing to break,
+    e.g. a prompt below the model's minimum cacheable length)."""
     by_name = {m.name: m for m in metrics}
     shapes = [(int(x), int(y)) for x, y in zip(nb.tolist(), nc.tolist(), strict=True)]
     tests: list[TestReach] = []
@@ -65,11 +77,11 @@ def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[
                                    reachable=True, effect=_effect("pass_rate"),
                                    note="the baseline passes no run: nothing to lose"))
         else:
-            p, thr = _pass_reach(b, nb, nc, alpha)
+            p, thr = _pass_reach(b, nb, nc, alpha, allowed)
             tests.append(TestReach(metric="pass_rate", min_p=p, threshold=thr,
                                    reachable=p <= thr * (1 + 1e-9),
                                    effect=_effect("pass_rate")))
-    floor = _stats.min_permutation_p(shapes, permutations) if shapes else 1.0
+    floor = _stats.min_permutation_p(shapes, permutations, _plan(b, allowed)) if shapes else 1.0
     for row in PERMUTED:
         name = row.name
         m = by_name.get(name)
@@ -89,7 +101,7 @@ def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[
                                effect=row.effect))
     blind = [t.metric for t in tests if not t.reachable]
     runs, tasks = _fix(b, nb, nc, blind, alpha=alpha, metric_threshold=metric_threshold,
-                       permutations=permutations) if blind else (None, None)
+                       permutations=permutations, allowed=allowed) if blind else (None, None)
     return Resolution(detectable=not blind, statement=_statement(tests, blind, shapes, runs,
                                                                  tasks),
                       tests=tests, blind=blind, runs_per_task=runs, tasks=tasks,
@@ -97,27 +109,31 @@ def resolution(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, metrics: Sequence[
 
 
 def _reaches(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricName], *,
-             alpha: float, metric_threshold: float, permutations: int) -> bool:
+             alpha: float, metric_threshold: float, permutations: int,
+             allowed: np.ndarray | None = None) -> bool:
     shapes = [(int(x), int(y)) for x, y in zip(nb.tolist(), nc.tolist(), strict=True)]
     if "pass_rate" in blind:
-        p, thr = _pass_reach(b, nb, nc, alpha)
+        p, thr = _pass_reach(b, nb, nc, alpha, allowed)
         if p > thr * (1 + 1e-9):
             return False
     if any(m != "pass_rate" for m in blind):
-        return _stats.min_permutation_p(shapes, permutations) <= metric_threshold * (1 + 1e-9)
+        floor = _stats.min_permutation_p(shapes, permutations, _plan(b, allowed))
+        return floor <= metric_threshold * (1 + 1e-9)
     return True
 
 
 def _fix(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricName], *,
-         alpha: float, metric_threshold: float, permutations: int
-         ) -> tuple[int | None, int | None]:
-    """The fewest runs per task (the same in both arms, the baseline's pass rates kept), and
-    the fewest tasks (at today's runs per task, tasks like today's), that reach every blind
-    test's threshold; None where no such number up to the limits exists."""
+         alpha: float, metric_threshold: float, permutations: int,
+         allowed: np.ndarray | None = None) -> tuple[int | None, int | None]:
+    """The fewest runs per task (the same in both arms, the baseline's pass rates kept: a
+    design no plan shaped, so no plan's range), and the fewest tasks (at today's runs per
+    task, tasks like today's, each with its plan's range), that reach every blind test's
+    threshold; None where no such number up to the limits exists."""
     rates = b / np.maximum(nb, 1)
-    def reaches(b_: np.ndarray, nb_: np.ndarray, nc_: np.ndarray) -> bool:
+    def reaches(b_: np.ndarray, nb_: np.ndarray, nc_: np.ndarray,
+                allowed_: np.ndarray | None = None) -> bool:
         return _reaches(b_, nb_, nc_, blind, alpha=alpha, metric_threshold=metric_threshold,
-                        permutations=permutations)
+                        permutations=permutations, allowed=allowed_)
 
     runs = None
     for k in range(1, MAX_SUGGESTED_RUNS + 1):
@@ -128,7 +144,7 @@ def _fix(b: np.ndarray, nb: np.ndarray, nc: np.ndarray, blind: Sequence[MetricNa
     tasks = None
     for n in range(len(b) + 1, 20 * max(1, len(b)) + 1):
         idx = np.arange(n) % len(b)
-        if reaches(b[idx], nb[idx], nc[idx]):
+        if reaches(b[idx], nb[idx], nc[idx], None if allowed is None else allowed[idx]):
             tasks = n
             break
     return runs, tasks
@@ -147,16 +163,33 @@ def _fix_text(runs: int | None, tasks: int | None, shapes: Sequence[tuple[int, i
 
 
 def design_text(shapes: Sequence[tuple[int, int]]) -> str:
-    """The design in words: "3 runs per task against a 20-run baseline on 4 tasks"."""
+    """The design in words: "3 runs per task against a 20-run baseline on 4 tasks"; runs that
+    differ between tasks as their range and mean ("2–6 runs per task (mean 3.4)")."""
     return _design(shapes)
+
+
+def runs_text(shapes: Sequence[tuple[int, int]]) -> str:
+    """The runs in words, without the tasks: "3 runs per task against a 20-run baseline",
+    "2–6 runs per task (mean 3.4) against a 12–20-run baseline (mean 17.5)"."""
+    cand, cand_mean = _spread([c for _, c in shapes])
+    base, base_mean = _spread([b for b, _ in shapes])
+    runs = f"{cand} run{'s' if cand != '1' else ''} per task{cand_mean}"
+    return f"{runs} against a {base}-run baseline{base_mean}"
+
+
+def _spread(values: Sequence[int]) -> tuple[str, str]:
+    """("3", "") when every task has the same; ("2–6", " (mean 3.4)") when they differ."""
+    if not values:
+        return "0", ""
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        return str(lo), ""
+    return f"{lo}–{hi}", f" (mean {float(np.mean(values)):.1f})"
 
 
 def _design(shapes: Sequence[tuple[int, int]]) -> str:
     n = len(shapes)
-    k = float(np.median([c for _, c in shapes])) if shapes else 0.0
-    d = float(np.median([b for b, _ in shapes])) if shapes else 0.0
-    return (f"{k:g} run{'s' if k != 1 else ''} per task against a {d:g}-run baseline on "
-            f"{n} task{'s' if n != 1 else ''}")
+    return f"{runs_text(shapes)} on {n} task{'s' if n != 1 else ''}"
 
 
 def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],

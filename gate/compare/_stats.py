@@ -16,6 +16,10 @@ single verdict, the power calculation and the benchmark all go through the same 
 The table's other metrics (gate/metrics.py: turns, cost, cache-hit rate, duration): a
 within-task permutation test (arm labels shuffled inside each task), for a suite-level
 aggregate and a task-equal-weight statistic.
+
+Runs per task may differ between tasks and arms. When the PR's runs were planned from the
+baseline's outcomes, every test here takes the plan's ``allowed`` and counts only the
+relabellings under which the plan would have come out the same (gate/compare/_restricted.py).
 """
 
 from __future__ import annotations
@@ -27,19 +31,29 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
 from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from gate.compare._rate_ci import pass_rate_ci as pass_rate_ci
+from gate.compare._rate_ci import wilson as wilson
+from gate.compare._restricted import (
+    binding,
+    checked,
+    design_labellings,
+    draw_candidates,
+    groups,
+    labelling_count,
+    moments,
+    tables,
+)
 from gate.metrics import Metric
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 _T = TypeVar("_T")
-_NORMAL = NormalDist()  # not scipy.stats: importing scipy costs ~1 s of CPU per `gate compare`
 _REL_TOL = 1e-9  # ties between floating p-values that are equal in exact arithmetic
 
 
@@ -48,75 +62,56 @@ _REL_TOL = 1e-9  # ties between floating p-values that are equal in exact arithm
 # --------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
-def _task_tables(n_b: int, n_c: int) -> tuple[FloatArray, FloatArray]:
-    """Null pmf and cdf of c for every possible total t, in absolute coordinates.
-
-    Returns ``(pmf, cdf)`` shaped ``(n_b + n_c + 1, n_c + 1)``: row t is the distribution of the
-    candidate's passes c = 0..n_c given t passes in all M = n_b + n_c runs. The cdf is built
-    from the normalised pmf so that observed p-values and attainable p-values are the very same
-    floating-point numbers (the max test compares them).
-    """
-    m = n_b + n_c
-    pmf = np.zeros((m + 1, n_c + 1))
-    whole = math.comb(m, n_c)
-    for t in range(m + 1):  # C(t, c) C(m - t, n_c - c) / C(m, n_c), exact then rounded once
-        row = np.array([math.comb(t, c) * math.comb(m - t, n_c - c) / whole
-                        for c in range(n_c + 1)])
-        pmf[t] = row / row.sum()
-    cdf = np.minimum(np.cumsum(pmf, axis=1), 1.0)
-    for t in range(m + 1):  # exactly 1 from the top of the support on
-        cdf[t, min(t, n_c):] = 1.0
-    pmf.setflags(write=False)
-    cdf.setflags(write=False)
-    return pmf, cdf
-
-
-def _shapes(n_b: IntArray, n_c: IntArray) -> list[tuple[int, int, list[int]]]:
-    """Group task columns by their (n_b, n_c) so each group shares lookup tables."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, (nb, nc) in enumerate(zip(n_b.tolist(), n_c.tolist(), strict=True)):
-        groups.setdefault((nb, nc), []).append(i)
-    return [(nb, nc, cols) for (nb, nc), cols in groups.items()]
-
-
-def task_pvalues(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray) -> FloatArray:
-    """Per-task one-sided Fisher p-values P(C ≤ c_i | t_i), batch shaped like ``c``."""
+def task_pvalues(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
+                 allowed: IntArray | None = None) -> FloatArray:
+    """Per-task one-sided Fisher p-values P(C ≤ c_i | t_i), batch shaped like ``c``; with
+    the plan's ``allowed`` (gate/compare/_restricted.py) given also the plan."""
     c = np.atleast_2d(c)
     out = np.empty(c.shape)
-    for nb, nc, cols in _shapes(n_b, n_c):
-        _, cdf = _task_tables(nb, nc)
+    for _, cdf, cols in groups(n_b, n_c, checked(b, n_b, allowed)):
         cc = c[:, cols]
         out[:, cols] = cdf[b[cols][None, :] + cc, cc]
     return out
 
 
 def sum_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
-             *, exact_budget: float = 4e8) -> FloatArray:
-    """p_sum = P(Σ c_i ≤ observed Σ c_i | t) for each of R outcomes (rows of ``c``).
+             *, exact_budget: float = 4e8, allowed: IntArray | None = None) -> FloatArray:
+    """p_sum = P(Σ c_i ≤ observed Σ c_i | t) for each of R outcomes (rows of ``c``); with the
+    plan's ``allowed``, given also the plan (each task's row restricted).
 
     Exact by convolution. Above ``exact_budget`` (≈ R·N·k·Σk cells, only reached by the power
     calculation on very large suites) it falls back to a continuity-corrected normal
-    approximation with the exact hypergeometric moments.
+    approximation with the exact (restricted) moments.
     """
     c = np.atleast_2d(c)
     r, n = c.shape
     width = int(n_c.sum()) + 1
     t = b[None, :] + c
     observed = c.sum(axis=1)
+    bounds = checked(b, n_b, allowed)
+
+    def pmf_of(i: int) -> FloatArray:
+        lo, hi = (None, None) if bounds is None else (int(bounds[i, 0]), int(bounds[i, 1]))
+        return tables(int(n_b[i]), int(n_c[i]), lo, hi)[0]
+
     if float(r) * float(n_c.sum() + n) * width > exact_budget:
-        m = (n_b + n_c)[None, :].astype(float)
-        mean = t * n_c / m
-        var = np.where(m > 1, t * (m - t) * n_c * n_b / (m * m * np.maximum(m - 1, 1)), 0.0)
+        if bounds is None:
+            m = (n_b + n_c)[None, :].astype(float)
+            mean = t * n_c / m
+            var = np.where(m > 1, t * (m - t) * n_c * n_b / (m * m * np.maximum(m - 1, 1)),
+                           0.0)
+        else:
+            mv = [moments(pmf_of(i)[t[:, i]]) for i in range(n)]
+            mean = np.stack([x for x, _ in mv], axis=1)
+            var = np.stack([v for _, v in mv], axis=1)
         z = (observed + 0.5 - mean.sum(axis=1)) / np.sqrt(np.maximum(var.sum(axis=1), 1e-300))
         return np.array([0.5 * math.erfc(-float(x) / math.sqrt(2)) for x in z], dtype=float)
     dist = np.zeros((r, width))
     dist[:, 0] = 1.0
     top = 0
     for i in range(n):
-        nb, nc = int(n_b[i]), int(n_c[i])
-        pmf, _ = _task_tables(nb, nc)
-        kernel = pmf[t[:, i]]  # (R, nc + 1)
+        nc = int(n_c[i])
+        kernel = pmf_of(i)[t[:, i]]  # (R, nc + 1)
         new = np.zeros((r, width))
         for j in range(nc + 1):
             new[:, j:top + j + 1] += kernel[:, j:j + 1] * dist[:, :top + 1]
@@ -127,20 +122,21 @@ def sum_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     return np.clip(p, 0.0, 1.0)
 
 
-def max_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray) -> tuple[FloatArray,
-                                                                                FloatArray]:
+def max_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
+             allowed: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
     """p_max = 1 − Π_i [1 − P(p_i ≤ m | t_i)] with m = min_i p_i; also returns the p_i.
 
     P(p_i ≤ m | t_i) is the largest *attainable* value of task i's p-value distribution that is
     ≤ m (a discrete p-value can only take the values of its cdf), which keeps the test exact
-    instead of Bonferroni-conservative.
+    instead of Bonferroni-conservative. With the plan's ``allowed``, both the p_i and their
+    attainable values come from the restricted rows (the cdf of the c the plan allows).
     """
     c = np.atleast_2d(c)
-    p_i = task_pvalues(b, n_b, c, n_c)
+    bounds = checked(b, n_b, allowed)
+    p_i = task_pvalues(b, n_b, c, n_c, bounds)
     m = p_i.min(axis=1) * (1 + _REL_TOL)
     log_keep = np.zeros(c.shape[0])
-    for nb, nc, cols in _shapes(n_b, n_c):
-        _, cdf = _task_tables(nb, nc)
+    for _, cdf, cols in groups(n_b, n_c, bounds):
         rows = cdf[b[cols][None, :] + c[:, cols]]  # (R, G, nc + 1): attainable p-values
         q = np.where(rows <= m[:, None, None], rows, 0.0).max(axis=2)
         with np.errstate(divide="ignore"):  # q = 1 (m = 1): p_max = 1
@@ -168,59 +164,14 @@ def pass_rate_blocks(p_sum: FloatArray, p_max: FloatArray, alpha: float,
 
 
 def pass_rate_decide(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray, alpha: float,
-                     deep: bool) -> NDArray[np.bool_]:
-    """Batch verdict on R candidate outcomes (power, benchmark): True where the gate blocks."""
-    p_sum = sum_test(b, n_b, c, n_c)
+                     deep: bool, allowed: IntArray | None = None) -> NDArray[np.bool_]:
+    """Batch verdict on R candidate outcomes (power, benchmark): True where the gate blocks;
+    with the plan's ``allowed``, by the tests given the plan."""
+    p_sum = sum_test(b, n_b, c, n_c, allowed=allowed)
     if not deep:
         return pass_rate_blocks(p_sum, p_sum, alpha, deep)
-    p_max, _ = max_test(b, n_b, c, n_c)
+    p_max, _ = max_test(b, n_b, c, n_c, allowed)
     return pass_rate_blocks(p_sum, p_max, alpha, deep)
-
-
-# --------------------------------------------------------------------------------------------
-# Confidence interval for the pass-rate difference
-# --------------------------------------------------------------------------------------------
-
-
-def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
-    if n_eff <= 0:
-        return 0.0, 1.0
-    denom = 1 + z * z / n_eff
-    centre = (p + z * z / (2 * n_eff)) / denom
-    half = z * np.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def wilson(passed: float, n: float, level: float) -> tuple[float, float]:
-    """Wilson score interval of a pass rate at confidence ``level`` (``n`` may be an
-    effective sample size): the one Wilson interval every view shows."""
-    if n <= 0:
-        return 0.0, 1.0
-    lo, hi = _wilson(passed / n, n, _NORMAL.inv_cdf(0.5 + level / 2))
-    return float(lo), float(hi)
-
-
-def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
-                 level: float = 0.95) -> tuple[float, float, float]:
-    """Δ = mean_i (c_i/n_i^C − b_i/n_i^B) and a stratified Newcombe (MOVER-Wilson) interval.
-
-    Each arm's task-equal-weight pass rate gets a Wilson score interval with the stratified
-    effective sample size n_eff = 1 / Σ_i (w_i² / n_i) (w_i = 1/N; Yan & Su 2010); the two are
-    combined by Newcombe's method of variance estimates recovery. Unlike a Wald interval it
-    stays sensible at 0 % and 100 % and with few runs; treating the arms' rates as a common p
-    makes it a little conservative when tasks differ in difficulty.
-    """
-    z = _NORMAL.inv_cdf(0.5 + level / 2)
-    n = len(b)
-    w2 = 1.0 / (n * n)
-    pb = float(np.mean(b / n_b))
-    pc = float(np.mean(c / n_c))
-    lb, ub = _wilson(pb, 1.0 / float(np.sum(w2 / n_b)), z)
-    lc, uc = _wilson(pc, 1.0 / float(np.sum(w2 / n_c)), z)
-    d = pc - pb
-    low = d - float(np.sqrt((pc - lc) ** 2 + (ub - pb) ** 2))
-    high = d + float(np.sqrt((uc - pc) ** 2 + (pb - lb) ** 2))
-    return d, max(-1.0, low), min(1.0, high)
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,9 +181,10 @@ def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
 
 @lru_cache(maxsize=256)
 def _detectable_drop_cached(b: tuple[int, ...], n_b: tuple[int, ...], n_c: tuple[int, ...],
-                            alpha: float, target: float, sims: int,
-                            seed: int) -> float | None:
+                            alpha: float, target: float, sims: int, seed: int,
+                            allowed: tuple[tuple[int, int], ...] | None = None) -> float | None:
     bb, nb, nc = (np.asarray(x, dtype=np.int64) for x in (b, n_b, n_c))
+    bounds = None if allowed is None else np.asarray(allowed, dtype=np.int64).reshape(-1, 2)
     rates = bb / nb
     deep = is_deep(nb)
     rng = np.random.default_rng(seed)
@@ -242,7 +194,7 @@ def _detectable_drop_cached(b: tuple[int, ...], n_b: tuple[int, ...], n_c: tuple
     def power(drop_points: int) -> float:
         p = np.clip(rates - drop_points / 100, 0.0, 1.0)
         c = ((u < p[None, :, None]) & valid).sum(axis=2).astype(np.int64)
-        return float(pass_rate_decide(bb, nb, c, nc, alpha, deep).mean())
+        return float(pass_rate_decide(bb, nb, c, nc, alpha, deep, bounds).mean())
 
     if power(100) < target:
         return None
@@ -257,18 +209,24 @@ def _detectable_drop_cached(b: tuple[int, ...], n_b: tuple[int, ...], n_c: tuple
 
 
 def detectable_drop(b: IntArray, n_b: IntArray, n_c: IntArray, alpha: float, *,
-                    target: float = 0.8, sims: int = 200, seed: int = 0) -> float | None:
+                    target: float = 0.8, sims: int = 200, seed: int = 0,
+                    allowed: IntArray | None = None) -> float | None:
     """Smallest uniform per-task drop (in rate, 0.01 steps) caught with ``target`` power.
 
     Simulated with the baseline held as observed and each task's true rate taken to be its
     baseline rate, the candidate drawn at that rate minus the drop (floored at 0), through the
-    same decision rule as the verdict. ``None``: even breaking every task is not reliably seen.
-    Cached: the answer depends only on the baseline counts and the candidate's depth.
+    same decision rule as the verdict (with the plan's ``allowed``, the tests given the plan;
+    each task keeps its own runs, equal or not). ``None``: even breaking every task is not
+    reliably seen. Cached: the answer depends only on the baseline counts, the candidate's
+    runs and the plan's ranges.
     """
     if len(b) == 0 or sims <= 0:
         return None
-    return _detectable_drop_cached(tuple(int(x) for x in b), tuple(int(x) for x in n_b),
-                                   tuple(int(x) for x in n_c), alpha, target, sims, seed)
+    bounds = checked(b, n_b, allowed)
+    return _detectable_drop_cached(
+        tuple(int(x) for x in b), tuple(int(x) for x in n_b), tuple(int(x) for x in n_c),
+        alpha, target, sims, seed,
+        None if bounds is None else tuple((int(x), int(y)) for x, y in bounds.tolist()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,6 +254,24 @@ class TaskSamples:
 
     baseline: FloatArray  # (n_b, columns)
     candidate: FloatArray  # (n_c, columns)
+    # the plan's inclusive range of the baseline's passes (gate/compare/_restricted.py), with
+    # each run's pass flag per arm to keep relabellings in it; None: every relabelling counts
+    allowed: tuple[int, int] | None = None
+    baseline_passed: NDArray[np.bool_] | None = None
+    candidate_passed: NDArray[np.bool_] | None = None
+
+    def restriction(self) -> tuple[NDArray[np.bool_], int, int] | None:
+        """(pass flags of the M runs, the baseline's first; lo; hi) when the plan rules out some
+        relabelling of this task; None when every one counts."""
+        if self.allowed is None:
+            return None
+        if self.baseline_passed is None or self.candidate_passed is None:
+            raise ValueError("a task with a planned range needs each run's pass flag")
+        flags = np.concatenate([self.baseline_passed, self.candidate_passed]).astype(bool)
+        nb, nc, (lo, hi) = len(self.baseline), len(self.candidate), self.allowed
+        if not lo <= int(self.baseline_passed.sum()) <= hi:
+            raise ValueError(f"the baseline's passes lie outside the plan's range {lo}..{hi}")
+        return (flags, lo, hi) if binding(nb, nc, int(flags.sum()), lo, hi) else None
 
 
 @dataclass(frozen=True)
@@ -390,8 +366,9 @@ class _Sums:
     hit_n: FloatArray  # (R + 1, ratios): how many tasks have the rate in both arms
 
 
-def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
-                 seed: tuple[int, ...]) -> tuple[list[FloatArray], list[FloatArray]]:
+def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int, seed: tuple[int, ...],
+                 restrict: tuple[NDArray[np.bool_], int, int] | None = None
+                 ) -> tuple[list[FloatArray], list[FloatArray]]:
     """Per-task arm means of ``vals`` (G tasks, M = nb + nc runs, any number of columns) for
     the observed labels (row 0) and ``permutations`` relabellings drawn from their own seeded
     stream: per column, the baseline's and the candidate's means shaped (G, R + 1).
@@ -400,12 +377,18 @@ def _chunk_means(vals: FloatArray, nb: int, nc: int, permutations: int,
     uniformly random subset, and sums the picked runs in ascending index order. The observed
     row takes the same path, so a relabelling identical to the observed one gives bit-identical
     statistics (it must count as "as extreme"). Works column by column on arrays shaped
-    (G, R + 1), gathering from the flattened column, which keeps every gather contiguous."""
+    (G, R + 1), gathering from the flattened column, which keeps every gather contiguous.
+    ``restrict`` (one task, G = 1: its pass flags, lo, hi) draws the relabellings uniformly
+    among those the plan allows (gate/compare/_restricted.py), always picking candidates."""
     g, m = vals.shape[0], nb + nc
     rng = np.random.default_rng(seed)
-    pick_candidates = nc <= nb
+    pick_candidates = nc <= nb or restrict is not None
     k = nc if pick_candidates else nb
-    _, ordered = _subsets(rng, (g, permutations), m, k)
+    if restrict is None:
+        _, ordered = _subsets(rng, (g, permutations), m, k)
+    else:
+        drawn = draw_candidates(rng, restrict[0], nc, restrict[1], restrict[2], permutations)
+        ordered = [drawn[None, :, j] for j in range(nc)]
     offsets = (np.arange(g, dtype=np.int64) * m)[:, None]
     first = nb if pick_candidates else 0
     idx: list[IntArray] = []
@@ -456,10 +439,11 @@ def _per_task(base: Sequence[FloatArray], cand: Sequence[FloatArray], delta: Flo
 
 
 def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
-                seed: tuple[int, ...], delta: FloatArray, lay: Layout) -> _Sums:
+                seed: tuple[int, ...], restrict: tuple[NDArray[np.bool_], int, int] | None,
+                delta: FloatArray, lay: Layout) -> _Sums:
     """The statistics of :func:`permutation_tests` summed over the G tasks of ``vals``, for
     the observed labels and the relabellings of :func:`_chunk_means`."""
-    base, cand = _chunk_means(vals, nb, nc, permutations, seed)
+    base, cand = _chunk_means(vals, nb, nc, permutations, seed, restrict)
     log_ratio, hit_diff, hit_n = _per_task(base, cand, delta, lay, axis=0)
     return _Sums(base=np.stack([b.sum(axis=0) for b in base], axis=1),
                  cand=np.stack([c.sum(axis=0) for c in cand], axis=1),
@@ -467,9 +451,10 @@ def _chunk_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
 
 
 def _chunk_arm_sums(vals: FloatArray, nb: int, nc: int, permutations: int,
-                    seed: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+                    seed: tuple[int, ...], restrict: tuple[NDArray[np.bool_], int, int] | None
+                    ) -> tuple[FloatArray, FloatArray]:
     """Σ over the chunk's tasks of each arm's per-task means, shaped (R + 1, cols)."""
-    base, cand = _chunk_means(vals, nb, nc, permutations, seed)
+    base, cand = _chunk_means(vals, nb, nc, permutations, seed, restrict)
     return (np.stack([b.sum(axis=0) for b in base], axis=1),
             np.stack([c.sum(axis=0) for c in cand], axis=1))
 
@@ -490,24 +475,31 @@ def _relabelled_sums(tasks: Sequence[TaskSamples], seed: int, permutations: int,
 
 def _chunked(tasks: Sequence[TaskSamples], seed: int, permutations: int,
              fn: Callable[..., _T], *extra: Any) -> Iterator[_T]:
-    """``fn(values, n_b, n_c, permutations, chunk seed, *extra)`` over the tasks, chunk by chunk.
+    """``fn(values, n_b, n_c, permutations, chunk seed, restriction, *extra)`` over the tasks,
+    chunk by chunk.
 
-    Tasks with the same (n_b, n_c) are shuffled together; a chunk holds ≈ 4M random numbers,
+    Tasks with the same (n_b, n_c) are shuffled together (a task whose relabellings the plan
+    restricts, alone); a chunk holds ≈ 4M random numbers,
     so memory stays flat however large the suite. Each chunk draws from its own stream, seeded
     by (seed, shape, first task), so chunks run on every core and the result does not depend
     on how many there are; they are yielded in order, so the sums are reproducible bit for bit.
     """
     by_shape: dict[tuple[int, int], list[int]] = {}
-    for i, t in enumerate(tasks):
-        by_shape.setdefault((len(t.baseline), len(t.candidate)), []).append(i)
     jobs: list[tuple[Any, ...]] = []
+    for i, t in enumerate(tasks):
+        nb, nc = len(t.baseline), len(t.candidate)
+        if (restrict := t.restriction()) is not None:  # the plan's range: a chunk of its own
+            jobs.append((np.concatenate([t.baseline, t.candidate])[None], nb, nc, permutations,
+                         (seed, nb, nc, len(tasks) + i), restrict, *extra))
+        else:
+            by_shape.setdefault((nb, nc), []).append(i)
     for (nb, nc), idx in by_shape.items():
         m = nb + nc
         values = np.stack([np.concatenate([tasks[i].baseline, tasks[i].candidate]) for i in idx])
         chunk = max(1, 4_000_000 // max(1, m * permutations))
         for start in range(0, len(idx), chunk):
             jobs.append((values[start:start + chunk], nb, nc, permutations,
-                         (seed, nb, nc, start), *extra))
+                         (seed, nb, nc, start), None, *extra))
     if len(jobs) == 1:
         yield fn(*jobs[0])
         return
@@ -544,7 +536,7 @@ def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int, seed: 
     delta = np.maximum(1e-12, 0.01 * overall.mean(axis=0))
     # a small design is enumerated whole: every relabelling once, the p-value exact (a random
     # sample of a few hundred labellings would only blur it, and could miss the one extreme)
-    exact = labellings([(len(t.baseline), len(t.candidate)) for t in tasks]) <= permutations + 1
+    exact = _labellings(tasks) <= permutations + 1
     parts: Iterable[_Sums] = ([exact_relabelled_sums(tasks, delta, lay)] if exact else
                               _relabelled_sums(tasks, seed, permutations, delta, lay))
     total: _Sums | None = None
@@ -593,6 +585,18 @@ def _pvalue(stat: FloatArray, harmful_up: bool) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+def _labellings(tasks: Sequence[TaskSamples], cap: int = 10**12) -> int:
+    """How many labellings the tasks have, counting only those the plan allows."""
+    total = 1
+    for t in tasks:
+        nb, nc, r = len(t.baseline), len(t.candidate), t.restriction()
+        total *= math.comb(nb + nc, nc) if r is None else labelling_count(
+            nb, nc, int(r[0].sum()), r[1], r[2])
+        if total > cap:
+            return cap + 1
+    return total
+
+
 def labellings(shapes: Sequence[tuple[int, int]], cap: int = 10**12) -> int:
     """How many distinct within-task relabellings a design has: Π_i C(n_i^B + n_i^C, n_i^C)
     over its (n_i^B, n_i^C), capped at ``cap`` (only "more than so many" matters)."""
@@ -604,13 +608,20 @@ def labellings(shapes: Sequence[tuple[int, int]], cap: int = 10**12) -> int:
     return total
 
 
-def min_permutation_p(shapes: Sequence[tuple[int, int]], permutations: int) -> float:
+def min_permutation_p(shapes: Sequence[tuple[int, int]], permutations: int,
+                      plan: Sequence[tuple[int, int, int] | None] | None = None) -> float:
     """The smallest p-value the permutation test can give on this design, whatever the data.
 
     Enumerated exactly (at most ``permutations + 1`` labellings): 1/L, the observed labelling
     being the single most extreme one. Sampled: (1 + R/L) / (R + 1), the expected count of the
-    observed labelling among R random ones, counted with it: never below 1/(R + 1)."""
+    observed labelling among R random ones, counted with it: never below 1/(R + 1). ``plan``:
+    per task, (the baseline's passes, lo, hi) of the plan's range, or None; L then counts only
+    the labellings the plan allows, for the PR outcome that leaves the most."""
     total = labellings(shapes)
+    if plan is not None:
+        total = 1
+        for (nb, nc), p in zip(shapes, plan, strict=True):
+            total *= math.comb(nb + nc, nc) if p is None else design_labellings(nb, nc, *p)
     if total <= permutations + 1:
         return 1.0 / total
     return (1.0 + permutations / total) / (permutations + 1)
@@ -620,13 +631,17 @@ def exact_relabelled_sums(tasks: Sequence[TaskSamples], delta: FloatArray,
                           lay: Layout) -> _Sums:
     """:class:`_Sums` of the observed labels (row 0) and then of *every* relabelling within
     each task (L rows, the observed one among them), for :func:`permutation_tests` on a design
-    small enough to enumerate (:func:`labellings`)."""
+    small enough to enumerate (:func:`labellings`); a task the plan restricts keeps only the
+    labellings it allows (its observed one is among them, the last still)."""
     per_task: list[tuple[FloatArray, FloatArray]] = []
     observed: list[int] = []
     for t in tasks:
         nb, nc = len(t.baseline), len(t.candidate)
         vals = np.concatenate([t.baseline, t.candidate])
         combos = np.array(list(itertools.combinations(range(nb + nc), nc)), dtype=np.int64)
+        if (r := t.restriction()) is not None:  # only the labellings the plan allows
+            left = int(r[0].sum()) - r[0][combos].sum(axis=1)  # the baseline part's passes
+            combos = combos[(left >= r[1]) & (left <= r[2])]
         total = vals.sum(axis=0)
         picked = np.zeros((len(combos), vals.shape[1]))
         for j in range(nc):  # ascending index order, as the sampled path sums them
@@ -664,11 +679,12 @@ def _exact_pvalue(stat: FloatArray, harmful_up: bool) -> float:
     return float(hits / len(rest))
 
 
-def collapse_p(b: IntArray, n_b: IntArray, n_c: IntArray, deep: bool) -> float:
+def collapse_p(b: IntArray, n_b: IntArray, n_c: IntArray, deep: bool,
+               allowed: IntArray | None = None) -> float:
     """The deciding pass-rate p-value if every candidate run of every task failed: the
     smallest the test can reach against this baseline with these runs (0 passes is the most
-    extreme outcome for both the sum and the max test)."""
+    extreme outcome for both the sum and the max test), given the plan's ``allowed``."""
     zero = np.zeros((1, len(b)), dtype=np.int64)
-    p_sum = float(sum_test(b, n_b, zero, n_c)[0])
-    p_max = float(max_test(b, n_b, zero, n_c)[0][0]) if deep else 1.0
+    p_sum = float(sum_test(b, n_b, zero, n_c, allowed=allowed)[0])
+    p_max = float(max_test(b, n_b, zero, n_c, allowed)[0][0]) if deep else 1.0
     return decisive_p(p_sum, p_max, deep)

@@ -77,19 +77,26 @@ def _within_var(b: np.ndarray, c: np.ndarray) -> float | None:
 
 def margin_power(tasks: Sequence[tuple[np.ndarray, np.ndarray]], kind: str, margin: float,
                  threshold: float, permutations: int,
-                 runs: Sequence[tuple[int, int]] | None = None) -> float | None:
+                 runs: Sequence[tuple[int, int]] | None = None,
+                 plan: Sequence[tuple[int, int, int] | None] | None = None) -> float | None:
     """The power of the metric's test against a change of exactly ``margin`` (module
     docstring). ``tasks``: per task, the baseline's and the PR's samples (a row per run, the
-    metric's columns); ``runs``: the (baseline, PR) runs per task to compute it for (default:
-    as observed). None when no task has two runs to measure the spread from."""
+    metric's columns; runs per task may differ); ``runs``: the (baseline, PR) runs per task
+    to compute it for (default: as observed); ``plan``: per task, (the baseline's passes, lo,
+    hi) of the plan's range when the PR's runs were planned from them (the floor then counts
+    only the labellings the plan allows; the spread's normal approximation is the
+    unrestricted one). None when no task has two runs to measure the spread from."""
     shapes = list(runs) if runs is not None else [(len(b), len(c)) for b, c in tasks]
     cols = [_task_columns(b, c, kind) for b, c in tasks]
     # a task whose runs all measured the same adds a constant to every relabelling: the
     # labellings that count (the test's floor) are the other tasks' (a prompt too short to
     # cache on two of four tasks leaves the cache-hit test two tasks' labellings)
-    moving = [s for s, (b, c, _, _) in zip(shapes, cols, strict=True)
-              if np.ptp(np.concatenate([b, c])) > 1e-12 * max(1.0, abs(float(b.mean())))]
-    if not moving or _stats.min_permutation_p(moving, permutations) > threshold * (1 + 1e-9):
+    keep = [np.ptp(np.concatenate([b, c])) > 1e-12 * max(1.0, abs(float(b.mean())))
+            for b, c, _, _ in cols]
+    moving = [s for s, k in zip(shapes, keep, strict=True) if k]
+    moving_plan = None if plan is None else [p for p, k in zip(plan, keep, strict=True) if k]
+    if not moving or (_stats.min_permutation_p(moving, permutations, moving_plan)
+                      > threshold * (1 + 1e-9)):
         return 0.0
     var = [_within_var(b, c) for b, c, _, _ in cols]
     known = [(v, lvl) for v, (_, _, lvl, _) in zip(var, cols, strict=True) if v is not None]
@@ -129,13 +136,31 @@ def _samples(runs: Sequence[RunResult], row: Metric) -> np.ndarray:
                     dtype=float).reshape(len(runs), width)
 
 
+def _plan_of(b_valid: Mapping[str, Sequence[RunResult]],
+             allowed: Mapping[str, tuple[int, int]] | None
+             ) -> list[tuple[int, int, int] | None] | None:
+    """Per task of ``b_valid``, (the baseline's passes, lo, hi) of the plan's range, or None
+    where the plan did not read the task's outcomes; None without a plan."""
+    if allowed is None:
+        return None
+    out: list[tuple[int, int, int] | None] = []
+    for t, runs in b_valid.items():
+        lo, hi = allowed.get(t, (0, len(runs)))
+        out.append((sum(1 for r in runs if r.status == "passed"), lo, hi))
+    return out
+
+
 def unclear_metrics(metrics: Sequence[MetricResult], blind: Sequence[MetricName],
                     b_valid: Mapping[str, Sequence[RunResult]],
-                    c_valid: Mapping[str, Sequence[RunResult]], *, permutations: int
+                    c_valid: Mapping[str, Sequence[RunResult]], *, permutations: int,
+                    allowed: Mapping[str, tuple[int, int]] | None = None
                     ) -> dict[MetricName, tuple[float, int | None]]:
     """The gating metrics past their margin, not blocking, whose test could not reliably
     block a change of the margin's size: name → (power at the margin, runs per task that
-    would settle it). ``b_valid`` / ``c_valid``: the compared tasks' valid runs."""
+    would settle it). ``b_valid`` / ``c_valid``: the compared tasks' valid runs;
+    ``allowed``: the plan's range of baseline passes per task, if the PR's runs were planned
+    from them."""
+    plan = _plan_of(b_valid, allowed)
     out: dict[MetricName, tuple[float, int | None]] = {}
     for m in metrics:
         row = BY_NAME[m.name]
@@ -144,7 +169,7 @@ def unclear_metrics(metrics: Sequence[MetricResult], blind: Sequence[MetricName]
                 or m.threshold is None):
             continue
         tasks = [(_samples(b_valid[t], row), _samples(c_valid[t], row)) for t in b_valid]
-        power = margin_power(tasks, row.kind, m.margin, m.threshold, permutations)
+        power = margin_power(tasks, row.kind, m.margin, m.threshold, permutations, plan=plan)
         if power is None or power < RELIABLE:
             # settled: the test would block a change as large as the one seen (never less
             # than the margin) 80 % of the time
@@ -171,16 +196,18 @@ def unclear_reason(m: MetricResult, power: float, runs: int | None, design: str)
 
 def with_unclear(metrics: list[MetricResult], resolution: Resolution | None,
                  b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
-                 compared: Sequence[str], *, permutations: int
+                 compared: Sequence[str], *, permutations: int,
+                 allowed: Mapping[str, tuple[int, int]] | None = None
                  ) -> tuple[list[MetricResult], Resolution | None]:
     """The metrics past their margin whose test could not reliably block the margin marked
-    "unclear", and the resolution saying so (what :func:`gate.compare.compare` calls)."""
+    "unclear", and the resolution saying so (what :func:`gate.compare.compare` calls);
+    ``allowed`` as :func:`unclear_metrics` takes it."""
     if resolution is None:
         return metrics, resolution
     b_valid = {t: valid_runs(b_runs[t]) for t in compared}
     c_valid = {t: valid_runs(c_runs[t]) for t in compared}
     found = unclear_metrics(metrics, resolution.blind, b_valid, c_valid,
-                            permutations=permutations)
+                            permutations=permutations, allowed=allowed)
     if not found:
         return metrics, resolution
     design = _resolution.design_text([(len(b_valid[t]), len(c_valid[t])) for t in compared])
