@@ -34,6 +34,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._plan import RunPlan
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._why import with_why
 from gate.config import GateSettings
@@ -62,14 +63,15 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     shared = has_skill_effect(base) and has_skill_effect(pr)
     family = settings.model_copy(update={"alpha": settings.alpha / 2}) if shared else settings
     b_plain, p_plain = plain_runs(base), plain_runs(pr)
+    allowed = planned_allowed(pr)
     if looks:
         # every test the looks repeat shares its level between them: pass rate and the metrics
         half = family.model_copy(update={"alpha": family.alpha / 2,
                                          "metric_alpha": family.metric_alpha / 2})
-        comparison = compare(b_plain, p_plain, half)
+        comparison = compare(b_plain, p_plain, half, allowed=allowed)
         notes.append(sequential_note(comparison, looks, family))
     else:
-        comparison = compare(b_plain, p_plain, family)
+        comparison = compare(b_plain, p_plain, family, allowed=allowed)
     comparison, drift = apply_drift_guard(comparison, history,
                                           fingerprint=pr.agent.fingerprint,
                                           alpha=settings.alpha)
@@ -88,6 +90,14 @@ def judge(base: Results, pr: Results, settings: GateSettings,
               if effect is not None else comparison)
     judged = with_sim_unjudged(with_yardstick_check(judged, base, pr), base, pr, sim_unjudged)
     return with_why(with_unpriced(judged, pr))
+
+
+def planned_allowed(pr: Results) -> dict[str, tuple[int, int]] | None:
+    """What the tests condition on: the ranges of a plan made from the baseline this file is
+    judged against (docs/statistics.md §5a); None for a file without such a plan."""
+    if pr.plan is None:
+        return None
+    return RunPlan.from_record(pr.plan).allowed() or None
 
 
 def with_unpriced(c: Comparison, pr: Results) -> Comparison:

@@ -62,3 +62,29 @@ def test_plan_runs_reads_each_task_with_its_digest_and_round_trips() -> None:
     assert RunPlan.from_record(plan.record(looks_run=1)) == plan
     assert plan.allowed()["easy"] == plan.tasks["easy"].allowed
     assert plan_runs(None, [("easy", "d-easy")], SEQ).source == "none"
+
+
+def test_judge_conditions_a_file_planned_from_its_baseline_on_the_plan() -> None:
+    """A task that passed 10 of 20 (the floor of its band) and then failed both planned runs:
+    given the plan its baseline part cannot have passed fewer than 10, so the only relabelling
+    left is the one observed (p = 1); the plain test, blind to the plan, gives 2/7."""
+    from gate.compare import compare, judge
+    from gate.config import GateSettings
+    from gate.results import Schedule
+
+    base = _results([_run("mid", i, "passed" if i < 10 else "failed") for i in range(20)]
+                    + [_run("easy", i, "passed") for i in range(20)])
+    plan = plan_runs(base, [("mid", "d-mid"), ("easy", "d-easy")], SEQ)
+    assert plan.tasks["mid"].allowed == (10, 20)
+    pr = _results([_run("mid", i, "failed") for i in range(2)]
+                  + [_run("easy", i, "passed") for i in range(2)])
+    pr = pr.model_copy(update={"schedule": Schedule(replications=2, sequential=[2]),
+                               "plan": plan.record(looks_run=1)})
+    settings = GateSettings(power_simulations=0)
+    judged = judge(base, pr, settings).pass_rate_test
+    half = settings.model_copy(update={"alpha": 0.005, "metric_alpha": 0.0015})
+    given = compare(base, pr, half, allowed=plan.allowed()).pass_rate_test
+    plain = compare(base, pr, half).pass_rate_test
+    assert judged is not None and given is not None and plain is not None
+    assert judged.p_sum == given.p_sum
+    assert judged.p_sum > plain.p_sum
