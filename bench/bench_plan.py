@@ -30,6 +30,7 @@ plan's looks; it prints the plan and the runs per task. docs/statistics.md §5a 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -189,14 +190,11 @@ def pct(hits: int, n: int) -> str:
 
 
 def synthetic(args: argparse.Namespace) -> int:
-    chunk = max(1, min(100, args.trials // max(1, args.jobs)))
+    chunk = max(1, min(50, args.trials // max(1, args.jobs)))
     jobs: list[Job] = []
-    for i, scenario in enumerate(SCENARIOS):
-        left, k = args.trials, 0
-        while left > 0:
-            jobs.append(Job(scenario, min(chunk, left), args.seed + 1000 * i + k))
-            left -= chunk
-            k += 1
+    for k in range(0, args.trials, chunk):  # every row's chunks in turn: a run cut short
+        for i, scenario in enumerate(SCENARIOS):  # still has every row
+            jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k))
     start = time.perf_counter()
     totals = {(s, n): Tally() for s in SCENARIOS for n in ("today", "planned")}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -207,7 +205,10 @@ def synthetic(args: argparse.Namespace) -> int:
                 tot.not_pass += t.not_pass
                 tot.runs += t.runs
                 tot.dollars += t.dollars
-            print(".", end="", file=sys.stderr, flush=True)
+                # each chunk's counts as they finish, so a run cut short keeps its figures
+                print(json.dumps({"scenario": job.scenario, "procedure": name,
+                                  "draws": job.draws, "seed": job.seed, **vars(t)}),
+                      file=sys.stderr, flush=True)
     print(file=sys.stderr)
     seconds = time.perf_counter() - start
     n, tasks = args.trials, len(RATES)
