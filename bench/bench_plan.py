@@ -60,6 +60,7 @@ RATES: tuple[float, ...] = (0.95, 1.0, 0.97, 0.93, 0.9, 0.98,
                             0.35, 0.45, 0.3)
 DEPTH = 20  # pooled baseline runs per task
 TODAY = GateSettings(power_simulations=0, plan="uniform", sequential_pass_p=0.25)
+PLANNED = GateSettings(power_simulations=0)
 SCENARIOS = ("A/A (unchanged)", "3 of 15 → 0 (easy, medium, hard)", "1 of 15 → 0 (random)",
              "every task −20 pts", "mid-rate t06 (0.7) → 0")
 
@@ -144,6 +145,7 @@ class Job:
     scenario: str
     draws: int
     seed: int
+    permutations: int
 
 
 @dataclass
@@ -170,16 +172,17 @@ def dollars(tokens: tuple[int, int, int, int], model: str) -> float:
 def run_job(job: Job) -> tuple[Job, dict[str, Tally]]:
     """``job.draws`` PRs of one scenario, each through both procedures on the same runs."""
     rng = np.random.default_rng(job.seed)
-    planned_settings = GateSettings(power_simulations=0)
+    planned_settings = PLANNED.model_copy(update={"permutations": job.permutations})
+    today_settings = TODAY.model_copy(update={"permutations": job.permutations})
     model = AgentConfig().model
     tallies = {"today": Tally(), "planned": Tally()}
     for _ in range(job.draws):
         base = synthetic_results(list(RATES), DEPTH, rng)
         plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
                          PlanSettings.of(planned_settings, replications=3, sequential=True))
-        pool = synthetic_results(truth(job.scenario, rng), pool_runs(plan.through(2), TODAY),
-                                 rng)
-        for name, outcome in (("today", today(base, pool, TODAY)),
+        pool = synthetic_results(truth(job.scenario, rng),
+                                 pool_runs(plan.through(2), today_settings), rng)
+        for name, outcome in (("today", today(base, pool, today_settings)),
                               ("planned", planned(base, pool, planned_settings, plan))):
             tallies[name].add(outcome, dollars(outcome.tokens, model))
     return job, tallies
@@ -194,7 +197,8 @@ def synthetic(args: argparse.Namespace) -> int:
     jobs: list[Job] = []
     for k in range(0, args.trials, chunk):  # every row's chunks in turn: a run cut short
         for i, scenario in enumerate(SCENARIOS):  # still has every row
-            jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k))
+            jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k,
+                            args.permutations))
     start = time.perf_counter()
     totals = {(s, n): Tally() for s in SCENARIOS for n in ("today", "planned")}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -215,7 +219,8 @@ def synthetic(args: argparse.Namespace) -> int:
     print(f"15 tasks (true pass rates {', '.join(f'{r:g}' for r in RATES)}), pooled baseline "
           f"of {DEPTH} runs a task; {n} PRs per row, both procedures on the same runs; "
           f"default settings but no power statement (alpha 0.01, metric_alpha 0.003, "
-          f"9,999 permutations); planned: stop at p > {GateSettings().sequential_pass_p:g}, "
+          f"{args.permutations} permutations); planned: stop at p > "
+          f"{PLANNED.sequential_pass_p:g}, "
           f"today: at p > {TODAY.sequential_pass_p:g}; seed {args.seed}; {seconds:.0f} s on "
           f"{args.jobs} process(es).\n")
     print("| PR | today: blocks | today: blocks + unclear + inconclusive | today: runs/task "
@@ -308,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes (default 2)")
     ap.add_argument("--seed", type=int, default=20261206)
+    ap.add_argument("--permutations", type=int, default=9999,
+                    help="relabellings per metric test (default 9999, gate's; at least 1334, "
+                         "or a metric could not block at metric_alpha/4 in a look)")
     ap.add_argument("--sim", action="store_true",
                     help="smoke: harmless PRs of the bundled suite on the simulator")
     args = ap.parse_args(argv)
