@@ -146,6 +146,7 @@ class Job:
     draws: int
     seed: int
     permutations: int
+    pass_p: float  # the planned procedure's stop threshold (sequential_pass_p)
 
 
 @dataclass
@@ -172,7 +173,8 @@ def dollars(tokens: tuple[int, int, int, int], model: str) -> float:
 def run_job(job: Job) -> tuple[Job, dict[str, Tally]]:
     """``job.draws`` PRs of one scenario, each through both procedures on the same runs."""
     rng = np.random.default_rng(job.seed)
-    planned_settings = PLANNED.model_copy(update={"permutations": job.permutations})
+    planned_settings = PLANNED.model_copy(update={"permutations": job.permutations,
+                                                  "sequential_pass_p": job.pass_p})
     today_settings = TODAY.model_copy(update={"permutations": job.permutations})
     model = AgentConfig().model
     tallies = {"today": Tally(), "planned": Tally()}
@@ -198,7 +200,7 @@ def synthetic(args: argparse.Namespace) -> int:
     for k in range(0, args.trials, chunk):  # every row's chunks in turn: a run cut short
         for i, scenario in enumerate(SCENARIOS):  # still has every row
             jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k,
-                            args.permutations))
+                            args.permutations, args.pass_p))
     start = time.perf_counter()
     totals = {(s, n): Tally() for s in SCENARIOS for n in ("today", "planned")}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -220,7 +222,7 @@ def synthetic(args: argparse.Namespace) -> int:
           f"of {DEPTH} runs a task; {n} PRs per row, both procedures on the same runs; "
           f"default settings but no power statement (alpha 0.01, metric_alpha 0.003, "
           f"{args.permutations} permutations); planned: stop at p > "
-          f"{PLANNED.sequential_pass_p:g}, "
+          f"{args.pass_p:g}, "
           f"today: at p > {TODAY.sequential_pass_p:g}; seed {args.seed}; {seconds:.0f} s on "
           f"{args.jobs} process(es).\n")
     print("| PR | today: blocks | today: blocks + unclear + inconclusive | today: runs/task "
@@ -313,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes (default 2)")
     ap.add_argument("--seed", type=int, default=20261206)
+    ap.add_argument("--pass-p", type=float, default=PLANNED.sequential_pass_p,
+                    help="the planned procedure's stop threshold (default: [gate]'s "
+                         "sequential_pass_p)")
     ap.add_argument("--permutations", type=int, default=9999,
                     help="relabellings per metric test (default 9999, gate's; at least 1334, "
                          "or a metric could not block at metric_alpha/4 in a look)")
