@@ -19,12 +19,16 @@ the mid-rate task t06 (0.7) collapsing. Columns: blocks (exit 1), blocks + uncle
 inconclusive (any exit but 0), and runs per task; then what a harmless PR costs in dollars on
 gate's price table for the default model, from the runs' token counts.
 
-    python bench/bench_plan.py [--trials N] [--jobs J] [--seed S]
+    python bench/bench_plan.py [--trials N] [--jobs J] [--seed S] [--permutations P]
+        [--pass-p P]
     python bench/bench_plan.py --sim [--trials N]   # smoke: the bundled suite on the simulator
 
-``--sim`` runs ``gate run --sim``'s library path (:func:`gate.run.run_suite` with the
-simulator) on the bundled suite: a simulated baseline, then N harmless PRs, each through the
-plan's looks; it prints the plan and the runs per task. docs/statistics.md §5a has the table.
+Each finished chunk's counts go to stderr as a JSON line, so a run cut short keeps its
+figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.run.run_suite` with the
+simulator) on the bundled suite against the committed baseline.json: the plan it gives, then
+N harmless PRs of the bundled agent, each through the plan's looks (one run_suite per group of
+tasks with the same runs in a look), judged as `gate ci` judges them; it prints the plan, the
+verdicts and the runs per task. docs/statistics.md §5a has the tables.
 """
 
 from __future__ import annotations
