@@ -38,6 +38,7 @@ from gate.compare._plan import RunPlan
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._why import with_why
 from gate.config import GateSettings
+from gate.errors import BadInput
 from gate.metrics import PERMUTED_GATING, said
 from gate.results import Results, summarize
 
@@ -97,7 +98,11 @@ def planned_allowed(pr: Results) -> dict[str, tuple[int, int]] | None:
     judged against (docs/statistics.md §5a); None for a file without such a plan."""
     if pr.plan is None:
         return None
-    return RunPlan.from_record(pr.plan).allowed() or None
+    try:
+        plan = RunPlan.from_record(pr.plan)
+    except TypeError as exc:  # settings the rule does not read: an edited or foreign file
+        raise BadInput(f"plan.settings: not the plan rule's settings ({exc})") from None
+    return plan.allowed() or None
 
 
 def with_unpriced(c: Comparison, pr: Results) -> Comparison:

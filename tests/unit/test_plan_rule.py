@@ -88,3 +88,20 @@ def test_judge_conditions_a_file_planned_from_its_baseline_on_the_plan() -> None
     assert judged is not None and given is not None and plain is not None
     assert judged.p_sum == given.p_sum
     assert judged.p_sum > plain.p_sum
+
+
+def test_judge_refuses_a_plan_whose_settings_are_not_the_rules() -> None:
+    import pytest
+
+    from gate.compare import judge
+    from gate.config import GateSettings
+    from gate.errors import BadInput
+
+    base = _baseline()
+    plan = plan_runs(base, [("easy", "d-easy"), ("hard", "d-hard")], SEQ)
+    rec = plan.record(looks_run=1)
+    rec = rec.model_copy(update={"settings": {**rec.settings, "bogus": 1}})
+    pr = _results([_run("easy", 0, "passed"), _run("hard", 0, "failed")])
+    pr = pr.model_copy(update={"plan": rec})
+    with pytest.raises(BadInput, match=r"plan\.settings"):
+        judge(base, pr, GateSettings(power_simulations=0))
