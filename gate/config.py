@@ -208,7 +208,7 @@ class GateSettings(_Strict):
     sequential: bool = True
     sequential_first: int = Field(default=2, gt=0)
     sequential_more: int = Field(default=3, gt=0)
-    sequential_pass_p: float = Field(default=0.25, gt=0, lt=1)
+    sequential_pass_p: float = Field(default=0.13, gt=0, lt=1)
     # how a PR's runs are spread over the tasks (gate/compare/_plan.py): "by-pass-rate" plans
     # each task's runs per look from its baseline pass rate, "uniform" gives every task the same
     plan: Literal["by-pass-rate", "uniform"] = "by-pass-rate"

@@ -32,7 +32,7 @@ from gate.results import PlanRecord, PlanTask, Results, runs_by_task
 
 #: the rule's name and version, recorded with every plan: a new rule is a new version
 RULE = "by-pass-rate"
-VERSION = 1
+VERSION = 2
 #: the uniform rule: every task the same runs (the schedule before plans)
 UNIFORM = "uniform"
 PLAN_RULES = (RULE, UNIFORM)
@@ -46,20 +46,28 @@ PlanSource = Literal["baseline", "independent", "none"]
 
 @dataclass(frozen=True)
 class Band:
-    """Tasks whose baseline pass rate is at least ``min_rate`` (and below the next band's):
-    their runs are the uniform schedule's times ``weight``, rounded, at least 1 a look."""
+    """Tasks whose baseline pass rate is at least ``min_rate`` (and below the band above's):
+    each look's runs are the uniform schedule's look times its weight (``first`` for the first
+    look, ``more`` for the second; a fixed schedule's one look takes the two looks' weighted
+    mean), rounded, at least 1."""
 
     name: str
     min_rate: float
-    weight: float
+    first: float
+    more: float
 
 
-#: highest band first. A task that nearly always passed shows a collapse in few runs and gets
-#: more; a task below half gets one a look (it still tells turns and cost)
+#: highest band first. The bands are few and wide on purpose: the tests condition on the band
+#: (a task's baseline pass count must lie in its band's range for a relabelling to count), and
+#: a band's floor costs power to the tasks just above it — a floor at 0.9 turned a collapse of
+#: a 19-of-20 task from p = 0.0001 into p = 0.02 at 5 runs (docs/statistics.md §5a). So a
+#: task passing at least half the time gets the runs (a collapse shows there in a few; a
+#: drop of its rate too), one below half gets one first and two more, and one that never
+#: passed one a look (its pass rate cannot fall; turns and cost still can).
 BANDS: tuple[Band, ...] = (
-    Band("nearly always passes", 0.9, 4 / 3),
-    Band("passes at least half the time", 0.5, 1.0),
-    Band("passes less than half the time", 0.0, 1 / 3),
+    Band("passes at least half the time", 0.5, 1.0, 5 / 3),
+    Band("passes less than half the time", 1e-9, 0.5, 2 / 3),
+    Band("never passed", 0.0, 0.5, 1 / 3),
 )
 
 
@@ -153,13 +161,19 @@ def band_of(passed: int, runs: int) -> Band:
     return next(b for b in BANDS if rate >= b.min_rate)
 
 
-def _scaled(uniform: tuple[int, ...], weight: float) -> tuple[int, ...]:
-    return tuple(max(1, round(n * weight)) for n in uniform)
+def band_looks(band: Band, s: PlanSettings) -> tuple[int, ...]:
+    """The runs per look of a task in ``band`` under the settings' schedule."""
+    if s.sequential:
+        return (max(1, round(s.first * band.first)), max(1, round(s.more * band.more)))
+    mean = (s.first * band.first + s.more * band.more) / (s.first + s.more)
+    return (max(1, round(s.replications * mean)),)
 
 
 def task_looks(passed: int | None, runs: int, s: PlanSettings) -> TaskPlan:
     """The rule for one task, from its own baseline (``passed`` of ``runs`` valid plain runs;
-    ``passed`` None: no baseline runs of this task) and the settings only."""
+    ``passed`` None: no baseline runs of this task) and the settings only. ``allowed`` is every
+    pass count out of ``runs`` that gives the same looks (bands whose looks round alike count
+    as one: the plan would have come out the same), one interval as the looks are monotone."""
     uniform = s.uniform()
     if s.rule == UNIFORM:
         return TaskPlan(uniform, "uniform plan")
@@ -168,9 +182,9 @@ def task_looks(passed: int | None, runs: int, s: PlanSettings) -> TaskPlan:
     if runs < MIN_BASELINE_RUNS:
         return TaskPlan(uniform, f"only {runs} baseline run{'s' if runs != 1 else ''}")
     band = band_of(passed, runs)
-    same = [b for b in range(runs + 1) if band_of(b, runs) == band]
-    return TaskPlan(_scaled(uniform, band.weight), f"passed {passed} of {runs}: {band.name}",
-                    (min(same), max(same)))
+    looks = band_looks(band, s)
+    same = [b for b in range(runs + 1) if band_looks(band_of(b, runs), s) == looks]
+    return TaskPlan(looks, f"passed {passed} of {runs}: {band.name}", (min(same), max(same)))
 
 
 def baseline_counts(baseline: Results | None, digests: Mapping[str, str]

@@ -25,10 +25,16 @@ def test_allowed_is_exactly_the_counts_that_give_the_same_looks() -> None:
                 assert same == list(range(lo, hi + 1)), (runs, passed, same, plan.allowed)
 
 
-def test_more_runs_where_the_task_nearly_always_passed() -> None:
-    high, mid, low = (task_looks(b, 20, FIXED).looks for b in (20, 12, 4))
-    assert high[0] > mid[0] > low[0] >= 1
-    assert len(BANDS) == 3
+def test_more_runs_where_the_task_passed_at_least_half_the_time() -> None:
+    for s in (SEQ, FIXED):
+        high, mid, low, never = (task_looks(b, 20, s).looks for b in (20, 12, 4, 0))
+        assert high == mid  # one wide band above half: a narrow top band costs the tests power
+        assert sum(mid) > sum(low) > sum(never) >= len(never)
+        assert min(never) >= 1 and never == tuple(1 for _ in never)  # turns and cost still tell
+    assert task_looks(20, 20, SEQ).looks == (2, 5)
+    assert task_looks(4, 20, SEQ).looks == (1, 2)
+    assert [b.name for b in BANDS] == ["passes at least half the time",
+                                       "passes less than half the time", "never passed"]
 
 
 def test_a_task_without_baseline_runs_gets_the_uniform_schedule_and_conditions_nothing() -> None:
@@ -56,3 +62,46 @@ def test_plan_runs_reads_each_task_with_its_digest_and_round_trips() -> None:
     assert RunPlan.from_record(plan.record(looks_run=1)) == plan
     assert plan.allowed()["easy"] == plan.tasks["easy"].allowed
     assert plan_runs(None, [("easy", "d-easy")], SEQ).source == "none"
+
+
+def test_judge_conditions_a_file_planned_from_its_baseline_on_the_plan() -> None:
+    """A task that passed 10 of 20 (the floor of its band) and then failed both planned runs:
+    given the plan its baseline part cannot have passed fewer than 10, so the only relabelling
+    left is the one observed (p = 1); the plain test, blind to the plan, gives 2/7."""
+    from gate.compare import compare, judge
+    from gate.config import GateSettings
+    from gate.results import Schedule
+
+    base = _results([_run("mid", i, "passed" if i < 10 else "failed") for i in range(20)]
+                    + [_run("easy", i, "passed") for i in range(20)])
+    plan = plan_runs(base, [("mid", "d-mid"), ("easy", "d-easy")], SEQ)
+    assert plan.tasks["mid"].allowed == (10, 20)
+    pr = _results([_run("mid", i, "failed") for i in range(2)]
+                  + [_run("easy", i, "passed") for i in range(2)])
+    pr = pr.model_copy(update={"schedule": Schedule(replications=2, sequential=[2]),
+                               "plan": plan.record(looks_run=1)})
+    settings = GateSettings(power_simulations=0)
+    judged = judge(base, pr, settings).pass_rate_test
+    half = settings.model_copy(update={"alpha": 0.005, "metric_alpha": 0.0015})
+    given = compare(base, pr, half, allowed=plan.allowed()).pass_rate_test
+    plain = compare(base, pr, half).pass_rate_test
+    assert judged is not None and given is not None and plain is not None
+    assert judged.p_sum == given.p_sum
+    assert judged.p_sum > plain.p_sum
+
+
+def test_judge_refuses_a_plan_whose_settings_are_not_the_rules() -> None:
+    import pytest
+
+    from gate.compare import judge
+    from gate.config import GateSettings
+    from gate.errors import BadInput
+
+    base = _baseline()
+    plan = plan_runs(base, [("easy", "d-easy"), ("hard", "d-hard")], SEQ)
+    rec = plan.record(looks_run=1)
+    rec = rec.model_copy(update={"settings": {**rec.settings, "bogus": 1}})
+    pr = _results([_run("easy", 0, "passed"), _run("hard", 0, "failed")])
+    pr = pr.model_copy(update={"plan": rec})
+    with pytest.raises(BadInput, match=r"plan\.settings"):
+        judge(base, pr, GateSettings(power_simulations=0))
