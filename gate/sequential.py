@@ -6,7 +6,7 @@ metric_alpha/2 for turns, cost and cache hits: :func:`gate.compare.judge` does i
 that records sequential looks). Then:
 
 * **block** when a test blocks;
-* **stop** (no regression) when the pass-rate p-value is above ``pass_p`` (0.25) and no gating
+* **stop** (no regression) when the pass-rate p-value is above ``pass_p`` (0.13) and no gating
   metric has moved past its margin with p ≤ ``pass_p`` — the PR is clearly not worse;
 * otherwise **look again**: each task's planned runs of the second look — and decide on all of
   them, again at half the levels.
