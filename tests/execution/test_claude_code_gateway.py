@@ -22,6 +22,7 @@ import pytest
 from gate.config import load_config
 from gate.run import RunRequest, run_suite
 from gate.sim import Simulator
+from tests.helpers.usage import claude_code_reported
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "gw-claude-token-0123456789"
@@ -96,12 +97,4 @@ def test_claude_code_through_the_gateway_is_metered_token_for_token(
     (run,) = res.runs
     assert run.status == "passed", run.reason
     assert res.upstream_api is not None and res.upstream_api.upstream == "gateway"
-    events = [json.loads(line) for line in Path(run.transcript or "").read_text().splitlines()]
-    reported = json.loads(next(e for e in events if e["type"] == "command")["stdout"])
-    u = reported["usage"]
-    billed = run.billed_usage or run.usage
-    assert (billed.input_tokens, billed.output_tokens, billed.cache_creation_input_tokens,
-            billed.cache_read_input_tokens) == (
-        u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
-        u["cache_read_input_tokens"])
-    assert run.turns == reported["num_turns"]
+    claude_code_reported(run)

@@ -16,6 +16,7 @@ from gate.results import load_results
 from gate.run import RunRequest, run_suite
 from gate.sim import ledger_totals, read_ledger
 from gate.usage import Usage
+from tests.helpers.usage import claude_code_reported
 
 REPO = Path(__file__).resolve().parents[2]
 EASY = ["fix-slugify-whitespace", "fix-version-compare"]
@@ -88,15 +89,7 @@ def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: st
     for name, value in runner_aws.items():
         assert name not in env and value not in json.dumps(env), name
     assert env["AWS_REGION"]  # the gate sets the agent's region itself
-    events = _events(run.transcript)
-    reported = json.loads(next(e for e in events if e["type"] == "command")["stdout"])
-    u = reported["usage"]
-    billed = run.billed_usage or run.usage
-    assert (billed.input_tokens, billed.output_tokens, billed.cache_creation_input_tokens,
-            billed.cache_read_input_tokens) == (
-        u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
-        u["cache_read_input_tokens"])
-    assert run.turns == reported["num_turns"]
+    claude_code_reported(run)
 
 
 def test_a_configured_bedrock_id_is_called_as_is_and_priced_as_its_model(

@@ -18,6 +18,7 @@ from gate.results import load_results
 from gate.run import RunRequest, run_suite
 from gate.sim import ledger_totals, read_ledger
 from gate.usage import Usage
+from tests.helpers.usage import claude_code_reported
 
 REPO = Path(__file__).resolve().parents[2]
 EASY = ["fix-slugify-whitespace", "fix-version-compare"]
@@ -102,12 +103,4 @@ def test_claude_code_through_its_vertex_settings(tmp_path: Path, claude_bin: str
     assert (env["ANTHROPIC_VERTEX_PROJECT_ID"], env["CLOUD_ML_REGION"]) == (PROJECT, REGION)
     assert env["ANTHROPIC_AUTH_TOKEN"].startswith("gate-run-")
     assert "GOOGLE_APPLICATION_CREDENTIALS" not in env and "CLOUDSDK_AUTH_ACCESS_TOKEN" not in env
-    events = _events(run.transcript)
-    reported = json.loads(next(e for e in events if e["type"] == "command")["stdout"])
-    u = reported["usage"]
-    billed = run.billed_usage or run.usage
-    assert (billed.input_tokens, billed.output_tokens, billed.cache_creation_input_tokens,
-            billed.cache_read_input_tokens) == (
-        u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"],
-        u["cache_read_input_tokens"])
-    assert run.turns == reported["num_turns"]
+    claude_code_reported(run)
