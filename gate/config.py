@@ -310,9 +310,10 @@ STANDARD_CONDITION_NAMES = ("control", "target", "negative", "full", "target_plu
                             "target_plus_unrelated")
 
 
-#: ``[agent]`` keys a condition may not overlay: the kind is the agent under test, and the
-#: skills folder is what the conditions choose from
-_NOT_OVERLAID = ("kind", "skills")
+#: ``[agent]`` keys a condition may not overlay: the kind is the agent under test, the
+#: upstream is the session's (one meter forwards every condition's requests), and the skills
+#: folder is what the conditions choose from
+_NOT_OVERLAID = ("kind", "upstream", "skills")
 
 
 class ConditionConfig(_Strict):

@@ -103,8 +103,11 @@ def run(base_ref: str | None, ab_ref: str | None, baseline_path: str | None, res
             from gate.ci import base_baseline
             from gate.run import PlanFrom
 
-            # planned from the baseline `gate compare --base-ref` judges it against (one look)
-            req = dataclasses.replace(req, plan_from=PlanFrom(base_baseline(ys), "baseline"))
+            # planned from the baseline `gate compare --base-ref` judges it against (one look);
+            # a run of skill conditions is not planned (each condition runs every replication)
+            if not req.conditions:
+                req = dataclasses.replace(req, plan_from=PlanFrom(base_baseline(ys),
+                                                                  "baseline"))
         shown = progress()
 
         def start(results: Results, todo: int) -> None:

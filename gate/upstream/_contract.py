@@ -21,10 +21,12 @@ import abc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar
 
 from gate.errors import BadInput
-from gate.usage import Usage
+
+if TYPE_CHECKING:  # the usage model is pydantic's: the CLI's start-up (gate.secrets) imports this
+    from gate.usage import Usage
 
 
 class Prices(Protocol):

@@ -36,7 +36,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import (
@@ -63,7 +63,9 @@ from gate.upstream._contract import (
     Upstream,
     register_upstream,
 )
-from gate.usage import Usage
+
+if TYPE_CHECKING:  # the usage model is pydantic's: the CLI's start-up (gate.secrets) imports this
+    from gate.usage import Usage
 
 log = logging.getLogger("gate.upstream")
 
