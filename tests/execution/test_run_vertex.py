@@ -16,9 +16,9 @@ from gate.config import GateConfig, load_config
 from gate.cost import price_table
 from gate.results import load_results
 from gate.run import RunRequest, run_suite
-from gate.sim import ledger_totals, read_ledger
+from gate.sim import read_ledger
 from gate.usage import Usage
-from tests.helpers.usage import claude_code_reported
+from tests.helpers.usage import builtin_metered_exactly, claude_code_reported
 
 REPO = Path(__file__).resolve().parents[2]
 EASY = ["fix-slugify-whitespace", "fix-version-compare"]
@@ -59,21 +59,7 @@ def test_the_builtin_agent_through_anthropic_vertex(tmp_path: Path) -> None:
     assert {e["endpoint"].split("/models/")[0] for e in ledger} == {
         f"/v1/projects/{PROJECT}/locations/{REGION}/publishers/anthropic"}
     assert {e["model"] for e in ledger} == {model}
-    served = ledger_totals(ledger_path)
-    billed = sum((r.billed_usage or r.usage for r in res.runs), Usage())
-    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
-                  "cache_read_input_tokens"):
-        assert getattr(billed, field) == getattr(served, field), field
-    for run in res.runs:  # the client's own usage, turn by turn, is what the gate billed
-        turns = [e for e in _events(run.transcript) if e["type"] == "model"]
-        said = sum((Usage.from_api(e["usage"]) for e in turns), Usage())
-        gate = run.billed_usage or run.usage
-        assert (said.input_tokens, said.output_tokens, said.cache_creation_input_tokens,
-                said.cache_read_input_tokens) == (
-            gate.input_tokens, gate.output_tokens, gate.cache_creation_input_tokens,
-            gate.cache_read_input_tokens)
-        assert run.turns == len(turns)
-    assert sum(r.usage.cache_read_input_tokens for r in res.runs) > 0
+    builtin_metered_exactly(res.runs, ledger_path)
     # a regional endpoint: priced 10 % over the list price
     spend = sum(r.cost_usd + (r.overhead_usd or 0) for r in res.runs)
     listed = sum(price_table().cost(model, Usage.from_api(e["usage"]))
