@@ -47,8 +47,8 @@ from gate.compare._plan import (
     plan_runs,
     task_looks,
 )
+from gate.core.results import Results, RunKey
 from gate.errors import BadInput
-from gate.results import Results, RunKey
 
 
 def checked_plan(base: Results, pr: Results, *,

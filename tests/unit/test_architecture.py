@@ -6,7 +6,7 @@ function level, and under ``TYPE_CHECKING``), so a lazy import cannot hide a dep
 - A package's private modules and names are its own: from outside ``gate.<pkg>`` nothing
   imports ``gate.<pkg>._x``, and no unit imports another unit's ``_private`` names (import
   what the package's ``__init__`` exports in ``__all__``).
-- No import cycle between the gate's units (a unit is a top-level module, ``gate.run``, or
+- No import cycle between the gate's units (a unit is a top-level module, ``gate.execution.run``, or
   a package, ``gate.report``): a reader can follow the pipeline one way; nor between the
   modules of one package (Docker's per-run container and its sandbox once imported each other).
 - A task's format answers for it: outside a format's own module nothing reads what the format
@@ -70,15 +70,17 @@ SIMULATOR_PROTOCOLS = ("gate/sim/_bedrock.py", "gate/sim/_vertex.py")
 
 # ---- the layers: import directions that must never exist (unit prefixes; a unit is a
 # top-level module or package, and a rule holds for every module inside it) ----
-EXECUTION = ("gate.run", "gate.ab", "gate.yardstick", "gate.session", "gate.runner",
-             "gate.sandbox", "gate.meter", "gate.agents", "gate.sim", "gate.shards",
-             "gate.sequential", "gate.validate")
-CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gate.results",
-                "gate.usage", "gate.cost", "gate.skills", "gate.fingerprint", "gate.baseline",
-                "gate.traces", "gate.metrics", "gate.history", "gate.refresh")
+EXECUTION = ("gate.execution.run", "gate.execution.ab", "gate.execution.yardstick",
+             "gate.execution.session", "gate.execution.runner", "gate.sandbox", "gate.meter",
+             "gate.agents", "gate.sim", "gate.execution.shards", "gate.execution.sequential",
+             "gate.execution.validate")
+CORE_FORMATS = ("gate.core.config", "gate.core.tasks", "gate.formats",
+                "gate.formats._harbor_schema", "gate.core.results", "gate.usage", "gate.core.cost",
+                "gate.core.skills", "gate.core.fingerprint", "gate.pool.baseline",
+                "gate.core.traces", "gate.core.metrics", "gate.core.history", "gate.pool.refresh")
 # the verdict (gate.compare) stands on the formats alone
-BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage",
-                     "gate.metrics")
+BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.core.config", "gate.core.results",
+                     "gate.usage", "gate.core.metrics")
 # the upstream port stands below everything that asks it
 BELOW_THE_PORT = ("gate.errors", "gate.usage", "gate.upstream")
 # gate ci's stages see the forge through its port (gate/ci/_forge.py); one module adapts
@@ -87,7 +89,8 @@ FORGE_ADAPTERS = ("gate.ci._github",)
 # (rule, importers, forbidden targets, importers the rule exempts)
 FORBIDDEN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     ("execution → the GitHub package", EXECUTION, ("gate.github",), ()),
-    ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.baseline"), ()),
+    ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.pool.baseline"),
+     ()),
     ("core formats → agents", CORE_FORMATS, ("gate.agents",), ()),
     ("the report → GitHub", ("gate.report",), ("gate.github",), ()),
     ("the report → gate ci", ("gate.report",), ("gate.ci",), ()),
@@ -151,7 +154,7 @@ def _modules() -> set[str]:
 
 
 def _unit(module: str) -> str:
-    """``gate.report._html`` → ``gate.report``; ``gate.run`` → ``gate.run``."""
+    """``gate.report._html`` → ``gate.report``; ``gate.execution.run`` → ``gate.execution.run``."""
     parts = module.split(".")
     return ".".join(parts[:2])
 
@@ -179,8 +182,8 @@ def private_imports() -> list[str]:
         if owner is not None and not _inside(imp.importer, owner):
             found.append(f"{imp.path}:{imp.line}: imports {imp.target} (private to {owner})")
             continue
-        # a private name of another unit (``from gate.run import _upstream``), or a private
-        # submodule of another package (``from gate.report import _render``)
+        # a private name of another unit (``from gate.execution.run import _upstream``), or a
+        # private submodule of another package (``from gate.report import _render``)
         for n in imp.names:
             if not n.startswith("_") or n.startswith("__"):
                 continue
@@ -260,7 +263,7 @@ FORMAT_NAME = ("layout", "format_name")
 
 
 def format_reads() -> list[str]:
-    """Reads of a task's format-own data (``x.native``, ``x.harbor``; not the module
+    """Reads of a task's format-own data (``x.native``, ``x.harbor``; not a module
     ``gate.harbor``) outside the formats' modules, and comparisons of a task's format name
     anywhere outside ``gate/formats/``: what depends on the format is its format's answer."""
     found = []
@@ -419,7 +422,7 @@ def test_the_allow_list_holds_only_what_is_still_true() -> None:
 @pytest.mark.parametrize("source, expected", [
     ("from gate.report._render import pct\n", ["imports gate.report._render"]),
     ("from gate.report import _render\n", ["imports _render from gate.report"]),
-    ("from gate.run import _upstream\n", ["imports _upstream from gate.run"]),
+    ("from gate.execution.run import _upstream\n", ["imports _upstream from gate.execution.run"]),
     ("def f():\n    from gate.compare._stats import task_pvalues\n", ["gate.compare._stats"]),
     ("from gate._files import printable\nfrom gate.report import render_text\n", []),
 ])
@@ -441,10 +444,10 @@ def test_the_private_import_rule_sees_what_it_should(
 
 
 @pytest.mark.parametrize("path, source, rule", [
-    ("run.py", "from gate.github import in_actions\n", "execution → the GitHub package"),
+    ("execution/run.py", "from gate.github import in_actions\n", "execution → the GitHub package"),
     ("sandbox/_x.py", "def f():\n    import gate.github\n", "execution → the GitHub package"),
-    ("github/_x.py", "from gate.baseline import promote\n", "the GitHub adapters → the judge"),
-    ("fingerprint.py", "from gate.agents import kind\n", "core formats → agents"),
+    ("github/_x.py", "from gate.pool.baseline import promote\n", "the GitHub adapters → the judge"),
+    ("core/fingerprint.py", "from gate.agents import kind\n", "core formats → agents"),
     ("report/_x.py", "from gate.github import x\n", "the report → GitHub"),
     ("report/_x.py", "from gate.ci import y\n", "the report → gate ci"),
     ("sandbox/_x.py", "from gate.meter import z\n", "the sandbox → the meter"),
@@ -453,10 +456,10 @@ def test_the_private_import_rule_sees_what_it_should(
     ("ci/_forge.py", "def f():\n    from gate.github import x\n",
      "gate ci's stages → GitHub (not through the forge's adapter)"),
     ("ci/_github.py", "from gate.github import fetch_branch\n", None),
-    ("history.py", "from gate.agents import kind\n", "core formats → agents"),
-    ("compare/_x.py", "from gate.run import RunRequest\n", "the verdict → above it"),
-    ("compare/_x.py", "from gate.results import Results\n", None),
-    ("run.py", "from gate.sandbox import x\n", None),
+    ("core/history.py", "from gate.agents import kind\n", "core formats → agents"),
+    ("compare/_x.py", "from gate.execution.run import RunRequest\n", "the verdict → above it"),
+    ("compare/_x.py", "from gate.core.results import Results\n", None),
+    ("execution/run.py", "from gate.sandbox import x\n", None),
 ])
 def test_the_layer_rule_sees_each_forbidden_direction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, source: str, rule: str | None
@@ -477,7 +480,8 @@ def test_the_layer_rule_sees_each_forbidden_direction(
 
 @pytest.mark.parametrize("path, source, found", [
     ("meter/_x.py", 'HEADER = "x-api-key"\n', ["gate/meter/_x.py:1: x-api-key"]),
-    ("session.py", "# reads ANTHROPIC_BASE_URL\n", ["gate/session.py:1: ANTHROPIC_"]),
+    ("execution/session.py", "# reads ANTHROPIC_BASE_URL\n",
+     ["gate/execution/session.py:1: ANTHROPIC_"]),
     ("ci/_x.py", 'P = "/v1/messages"\nQ = "Bedrock"\n',
      ["gate/ci/_x.py:1: /v1/messages", "gate/ci/_x.py:2: Bedrock"]),
     ("agents/_x.py", '"""Vertex AI"""\n', ["gate/agents/_x.py:1: Vertex"]),
@@ -521,10 +525,11 @@ def test_the_cycle_rule_finds_a_cycle() -> None:
     ("sandbox/_x.py", "def f(task):\n    return task.native.steps\n", ["reads .native"]),
     ("formats/_task.py", "def f(task):\n    return task.native\n", ["reads .native"]),
     ("formats/__init__.py", "def f(task):\n    return task.harbor\n", ["reads .harbor"]),
-    ("runner.py", "def f(t):\n    return t.layout == 'harbor'\n",
+    ("execution/runner.py", "def f(t):\n    return t.layout == 'harbor'\n",
      ["compares a task's format name"]),
     ("formats/_harbor.py", "def f(task):\n    return task.native.steps\n", []),
-    ("sim/_x.py", "import gate.harbor\nx = gate.harbor.AGENT_LOGS\n", []),
+    ("sim/_x.py", "import gate.formats._harbor_schema\n"
+     "x = gate.formats._harbor_schema.AGENT_LOGS\n", []),
     ("sim/_x.py", "def f(task):\n    return task.solution_env is None\n", []),
 ])
 def test_the_format_rule_sees_a_read_of_a_formats_own_data(
@@ -559,9 +564,9 @@ def test_config_names_no_registry_the_run_checks_the_names_where_it_looks_them_u
 ) -> None:
     """gate.toml with an unknown agent kind or sandbox loads (config imports no registry);
     the run refuses it before anything starts, naming the file and the field."""
-    from gate.config import load_config
+    from gate.core.config import load_config
     from gate.errors import BadInput
-    from gate.run import RunRequest, run_suite
+    from gate.execution.run import RunRequest, run_suite
 
     for body, field in (('[agent]\nkind = "robot"\n', "agent.kind: unknown agent kind"),
                         ('[suite]\nsandbox = "vm"\n', "suite.sandbox: unknown sandbox")):

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gate.compare import Comparison, RunPlan, decisive_p, judge, plain_runs, resolution_with_runs
-from gate.config import GateSettings
-from gate.results import Results, RunResult
-from gate.run import PlanFrom, RunRequest, run_suite
+from gate.core.config import GateSettings
+from gate.core.results import Results, RunResult
+from gate.execution.run import PlanFrom, RunRequest, run_suite
 
 Step = Literal["block", "pass", "continue"]
 
