@@ -7,9 +7,9 @@ same-job A/B, ``sequential`` runs the looks, ``shards`` splits and merges a matr
 
 The modules are public and imported by their full name (``from gate.execution.run import
 RunRequest``): nothing here is loaded before a command needs it, so a configuration error
-loads no runner. Above the core formats, the sandbox, the agents, the meter and the
-simulator; below ``gate.ci`` and the CLI; never ``gate.github``
-(tests/unit/test_architecture.py).
+loads no runner. The execution layer with the sandbox, the agents, the meter and the
+simulator: above the core formats, the verdict, the report and main's pool; below ``gate.ci``
+and the CLI; never ``gate.github`` (tests/unit/test_architecture.py).
 """
 
 from __future__ import annotations
