@@ -13,6 +13,7 @@ docs/upstreams.md has the table of which test covers which cell."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,8 +61,6 @@ def write_project(root: Path, upstream: str, command: str | None) -> None:
     # checks metering on each upstream, not the statistics
     text = text.replace("[gate]\n", '[gate]\nsequential = false\nplan = "uniform"\n', 1)
     (root / "gate.toml").write_text(text.replace("[agent]\n", agent, 1))
-    import shutil
-
     shutil.copytree(ROOT / "agent", root / "agent")
     shutil.copytree(ROOT / "tasks" / TASK, root / "tasks" / TASK)
     (root / ".gitignore").write_text("results.json\n*.transcripts/\n*.jsonl\ngate-report.*\n")
