@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -51,3 +52,67 @@ def installed() -> tuple[Path | None, str]:
             tail = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()[-1]
             return None, f"{INSTALL.name} failed (exit {p.returncode}): {tail}"
     return wrapper, ""
+
+
+def reported(run: dict[str, object]) -> dict[str, object]:
+    """The summary line mini-gate prints last: what mini-swe-agent's trajectory recorded."""
+    events = [json.loads(line) for line in Path(str(run["transcript"])).read_text().splitlines()]
+    stdout = next(e for e in events if e["type"] == "command")["stdout"]
+    said: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
+    return said
+
+
+def metered_exactly(run: dict[str, object]) -> dict[str, object]:
+    """A run of ``mini-gate`` from a results file: its episode ended the way mini-swe-agent
+    ends one (its submit command), and what its trajectory says each answer used is what the
+    meter billed, token for token (litellm's ``prompt_tokens`` is the whole input), in as
+    many model calls as the run's turns. Returns the summary line."""
+    said = reported(run)
+    task = run["task"]
+    assert said["exit_status"] == "Submitted", (task, said)
+    u = said["usage"]
+    billed = run.get("billed_usage") or run["usage"]
+    assert isinstance(u, dict) and isinstance(billed, dict)
+    assert (billed["input_tokens"] + billed["cache_creation_input_tokens"]
+            + billed["cache_read_input_tokens"], billed["output_tokens"],
+            billed["cache_creation_input_tokens"], billed["cache_read_input_tokens"]) == (
+        u["prompt_tokens"], u["completion_tokens"], u["cache_creation_input_tokens"],
+        u["cache_read_input_tokens"]), task
+    assert u["prompt_tokens"] > 0 and u["completion_tokens"] > 0, task
+    assert run["turns"] == said["api_calls"], task
+    return said
+
+
+def pip_egress() -> str:
+    """Shell lines that give an install script inside a container the package index this
+    host's pip uses, as pip is configured here (``pip config list``: its index and extra
+    indexes over http(s), the CA file it trusts) and the proxy variables of this environment:
+    the CA's text is written into the container (``PIP_CERT``), so an image without this
+    host's TLS-inspecting proxy's CA still reaches the index. Nothing is named here: without
+    a configured index, pip's own default stands."""
+    p = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                       text=True, check=False)
+    conf: dict[str, str] = {}
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition("=")
+        conf[key.rsplit(".", 1)[-1]] = value.strip().strip("'\"")
+    lines = []
+    index = os.environ.get("PIP_INDEX_URL") or conf.get("index-url", "")
+    if index.startswith(("http://", "https://")):
+        lines.append(f"export PIP_INDEX_URL='{index}'")
+    extra = [u for u in (os.environ.get("PIP_EXTRA_INDEX_URL")
+                         or conf.get("extra-index-url", "")).split()
+             if u.startswith(("http://", "https://"))]  # a file:// index is this host's only
+    if extra:
+        lines.append(f"export PIP_EXTRA_INDEX_URL='{' '.join(extra)}'")
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                 "no_proxy"):
+        if os.environ.get(name):
+            lines.append(f"export {name}='{os.environ[name]}'")
+    cert = os.environ.get("PIP_CERT") or conf.get("cert", "")
+    if cert and Path(cert).is_file():
+        lines += ["mkdir -p /usr/local/share/gate-test",
+                  f"cat > /usr/local/share/gate-test/pip-ca.crt <<'CA'\n"
+                  f"{Path(cert).read_text().strip()}\nCA",
+                  "export PIP_CERT=/usr/local/share/gate-test/pip-ca.crt"]
+    return "".join(f"{line}\n" for line in lines)
