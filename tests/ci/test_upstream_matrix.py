@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from gate.sim import ledger_totals, read_ledger
 from gate.usage import Usage
 from tests.helpers.ci import REPO, TOKEN, Project, sh
