@@ -4,6 +4,7 @@ behind them (``max_turns 30 → 1``), by length for the prompt, else by their di
 from __future__ import annotations
 
 from gate.compare._model import AgentChange
+from gate.core.config import UPSTREAM_DEFAULT
 from gate.core.results import Results
 
 
@@ -27,7 +28,7 @@ def agent_changes(baseline: Results, candidate: Results) -> list[AgentChange]:
     if baseline.agent.kind != candidate.agent.kind:
         out.append(AgentChange(part="kind", baseline=baseline.agent.kind,
                                candidate=candidate.agent.kind, digest=False))
-    order = ["model", "sampling", "prompt", "tools", "code", "skills", "command"]
+    order = ["model", "upstream", "sampling", "prompt", "tools", "code", "skills", "command"]
     changed = [part for part in order + sorted((set(bp) | set(cp)) - set(order))
                if (part in bp or part in cp) and bp.get(part) != cp.get(part)]
     for part in changed:
@@ -55,6 +56,9 @@ def _part_changes(part: str, baseline: Results, candidate: Results) -> list[Agen
     by its length, never its text."""
     bv, cv = baseline.agent.values.get(part), candidate.agent.values.get(part)
     bp, cp = baseline.agent.parts.get(part), candidate.agent.parts.get(part)
+    if part == "upstream":  # the API direct adds no part (the fingerprint before upstreams)
+        return [AgentChange(part=part, baseline=bp or UPSTREAM_DEFAULT,
+                            candidate=cp or UPSTREAM_DEFAULT, digest=False)]
     if part == "model" or bv is None or cv is None:
         return [AgentChange(part=part, baseline=_short(bp), candidate=_short(cp),
                             digest=part != "model")]

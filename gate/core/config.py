@@ -28,6 +28,8 @@ from gate.errors import BadInput
 from gate.secrets import is_own
 
 DEFAULT_CONFIG = "gate.toml"
+#: ``[agent] upstream`` unset: the model API direct (a registered upstream, gate.upstream)
+UPSTREAM_DEFAULT = "anthropic"
 
 
 class _Strict(BaseModel):
@@ -67,7 +69,7 @@ class AgentConfig(_Strict):
     # the model API the meter forwards to: a registered upstream (gate.upstream): "anthropic"
     # (direct), "gateway" (a Messages-compatible gateway: GATE_GATEWAY_URL and
     # GATE_GATEWAY_TOKEN in the environment). The session checks the name where it looks it up
-    upstream: str = "anthropic"
+    upstream: str = UPSTREAM_DEFAULT
     system_prompt: str | None = None
     tools: list[str] = Field(default_factory=lambda: ["bash", "read_file", "write_file",
                                                       "edit_file"])

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any, Protocol
 
-from gate.core.config import GateConfig
+from gate.core.config import UPSTREAM_DEFAULT, GateConfig
 from gate.core.tasks import digest_dir
 from gate.errors import BadInput
 
@@ -39,6 +39,11 @@ def digest_of(obj: Any) -> str:
 
 def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
     parts = source.fingerprint_parts(cfg)
+    if source.uses_model and cfg.agent.upstream != UPSTREAM_DEFAULT:
+        # where the model runs is the agent's choice too: a PR that only moves it is measured
+        # (never "nothing under test changed"). The default adds no part, so the fingerprint
+        # of every agent on the API direct is what it was before upstreams.
+        parts["upstream"] = cfg.agent.upstream
     if source.uses_model and cfg.agent.skills:
         skills = cfg.agent_path("skills")
         if not skills.is_dir():
@@ -57,6 +62,8 @@ def fingerprint_values(cfg: GateConfig, source: PartsSource) -> dict[str, dict[s
     (:func:`gate.core.skills.skill_wording`), so a comparison tells a skill offered or withdrawn,
     or only marked for the simulator, from one whose text changed."""
     values = source.fingerprint_values(cfg)
+    if source.uses_model and cfg.agent.upstream != UPSTREAM_DEFAULT:
+        values["upstream"] = {"upstream": cfg.agent.upstream}
     if source.uses_model and cfg.agent.skills:
         from gate.core.skills import config_skills, skill_wording
 

@@ -149,14 +149,13 @@ def test_gate_run_and_gate_ci_on_each_upstream_metered_token_for_token(
 
 
 def test_a_baseline_from_another_upstream_is_named_in_the_verdict(tmp_path: Path) -> None:
-    """main measured on the Anthropic API, a PR that changes the agent on Bedrock (a repository
-    that moved there since its baseline): `gate ci` names both upstreams in the verdict it
-    comments. (A PR that only moves [agent] upstream is skipped as "nothing under test
-    changed": the upstream is not part of the agent's fingerprint.)"""
+    """main measured on the Anthropic API, a PR that only moves the agent to Bedrock: it is
+    measured (where the model runs is part of the agent's fingerprint, never "nothing under
+    test changed"), the change is said, and `gate ci` names both upstreams in the verdict it
+    comments."""
     origin, _ = on_main(tmp_path, "anthropic", None)
 
     def to_bedrock(work: Path) -> None:
-        change_agent("builtin")(work)
         cfg = work / "gate.toml"
         cfg.write_text(cfg.read_text().replace('upstream = "anthropic"',
                                                'upstream = "bedrock"', 1))
@@ -170,5 +169,6 @@ def test_a_baseline_from_another_upstream_is_named_in_the_verdict(tmp_path: Path
         assert "the baseline was measured on upstream anthropic (anthropic" in run.summary, \
             run.summary
         assert "this run on upstream bedrock (aws-bedrock" in run.summary, run.summary
+        assert "upstream anthropic → bedrock" in run.summary, run.summary
         (comment,) = [c["body"] for c in gh.comments.get(7, [])]
         assert "this run on upstream bedrock" in comment
