@@ -1,0 +1,57 @@
+"""The plan's loose ends (issue 40): the sequential note, the power figure, the interval, the
+resolution and the skill conditions read the plan and each task's own runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gate.compare import PlanSettings, RunPlan, judge, plan_runs
+from gate.config import GateSettings
+from gate.results import Results, Schedule
+from tests.helpers.report import _results, _run
+
+SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=5)
+FIXED = dataclasses.replace(SEQ, sequential=False)
+NAMES = ("base.json", "pr.json")
+
+
+def _baseline() -> Results:
+    """easy passed 20 of 20, mid 12 of 20, hard 4 of 20."""
+    runs = [_run("easy", i, "passed") for i in range(20)]
+    runs += [_run("mid", i, "passed" if i < 12 else "failed") for i in range(20)]
+    runs += [_run("hard", i, "passed" if i < 4 else "failed") for i in range(20)]
+    return _results(runs)
+
+
+def _plan(base: Results, settings: PlanSettings = SEQ) -> RunPlan:
+    return plan_runs(base, [(t, f"d-{t}") for t in ("easy", "hard", "mid")], settings)
+
+
+def _pr(base: Results, settings: PlanSettings = SEQ, *, looks_run: int = 1,
+        status: str = "passed") -> Results:
+    """The runs the plan gives through ``looks_run``, each with ``status``, and the schedule
+    a planned sequential run records (the most runs any task got per look)."""
+    plan = _plan(base, settings)
+    runs = [_run(t, i, status) for t, n in plan.through(looks_run).items() for i in range(n)]
+    most = [max(p.looks[i] for p in plan.tasks.values()) for i in range(looks_run)]
+    schedule = Schedule(replications=max(plan.through(looks_run).values()),
+                        sequential=most if settings.sequential else None)
+    return _results(runs).model_copy(update={"plan": plan.record(looks_run),
+                                             "schedule": schedule})
+
+
+def test_the_sequential_note_says_the_plans_runs_not_the_largest_per_look() -> None:
+    base = _baseline()
+    plan = _plan(base)
+    assert plan.look(0) == {"easy": 2, "hard": 1, "mid": 2}
+    assert plan.look(1) == {"easy": 5, "hard": 2, "mid": 5}
+    settings = GateSettings(power_simulations=0)
+    one = judge(base, _pr(base), settings, names=NAMES)
+    (note,) = [n for n in one.notes if n.startswith("Sequential run:")]
+    assert note.startswith("Sequential run: 1–2 runs per task (mean 1.7, 5 in all) were enough")
+    two = judge(base, _pr(base, looks_run=2), settings, names=NAMES)
+    (note,) = [n for n in two.notes if n.startswith("Sequential run:")]
+    assert note.startswith(
+        "Sequential run: the first 1–2 runs per task (mean 1.7, 5 in all) were not "
+        "conclusive, so 2–5 per task (mean 4.0, 12 in all) more ran; decided on all 3–7 per "
+        "task (mean 5.7, 17 in all) at α/2 = 0.005"), note
