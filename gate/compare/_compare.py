@@ -240,7 +240,7 @@ def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
                                   allowed=bounds)
     if settings.power_simulations <= 0:
         return None
-    k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
+    k, depth = float(np.mean(nc_arr)), float(np.mean(nb_arr))
     runs = _resolution.runs_text(list(zip(nb_arr.tolist(), nc_arr.tolist(), strict=True)))
     statement = (
         f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
@@ -248,7 +248,9 @@ def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
         f"With {runs}, this suite cannot reliably (80 % power) detect even a drop to 0: "
         f"add tasks, replications or baseline depth.")
     return Power(detectable_drop=drop, power=0.8, alpha=alpha, candidate_runs=k,
-                 baseline_runs=depth, statement=statement)
+                 baseline_runs=depth, statement=statement,
+                 candidate_runs_range=(int(nc_arr.min()), int(nc_arr.max())),
+                 baseline_runs_range=(int(nb_arr.min()), int(nb_arr.max())))
 
 
 def _bounds(tasks: Sequence[TaskChange], compared: Sequence[str],

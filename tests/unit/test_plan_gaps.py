@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from gate.compare import PlanSettings, RunPlan, judge, plan_runs
+import numpy as np
+
+from gate.compare import PlanSettings, RunPlan, _stats, compare, judge, plan_runs
+from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
 from gate.results import Results, Schedule
 from tests.helpers.report import _results, _run
@@ -55,3 +58,21 @@ def test_the_sequential_note_says_the_plans_runs_not_the_largest_per_look() -> N
         "Sequential run: the first 1–2 runs per task (mean 1.7, 5 in all) were not "
         "conclusive, so 2–5 per task (mean 4.0, 12 in all) more ran; decided on all 3–7 per "
         "task (mean 5.7, 17 in all) at α/2 = 0.005"), note
+
+
+def test_the_power_figure_reads_each_tasks_own_runs_and_says_their_spread() -> None:
+    rates = [1.0, 0.9, 0.6, 0.4, 1.0]
+    base = synthetic_results(rates, 20, np.random.default_rng(0))
+    pr = synthetic_results(rates, [4, 4, 3, 1, 4], np.random.default_rng(1))
+    settings = GateSettings(power_simulations=100)
+    c = compare(base, pr, settings)
+    assert c.power is not None
+    assert c.power.candidate_runs == 3.2 and c.power.candidate_runs_range == (1, 4)
+    assert c.power.baseline_runs == 20.0 and c.power.baseline_runs_range == (20, 20)
+    assert c.power.statement.startswith("With 1–4 runs per task (mean 3.2) against a 20-run")
+    b = np.array([t.baseline_passed for t in c.tasks], dtype=np.int64)
+    nb = np.array([t.baseline_runs for t in c.tasks], dtype=np.int64)
+    own = np.array([t.candidate_runs for t in c.tasks], dtype=np.int64)
+    assert own.tolist() == [4, 4, 3, 1, 4]
+    kw = {"sims": settings.power_simulations, "seed": settings.seed}
+    assert c.power.detectable_drop == _stats.detectable_drop(b, nb, own, settings.alpha, **kw)
