@@ -6,11 +6,22 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
-from gate.compare import PlanSettings, RunPlan, _stats, compare, judge, plan_runs
+from gate.compare import (
+    ConditionsPlan,
+    PlanSettings,
+    RunPlan,
+    _stats,
+    compare,
+    judge,
+    plan_conditions,
+    plan_runs,
+)
 from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
-from gate.results import Results, Schedule
+from gate.errors import BadInput
+from gate.results import Interruption, MissingRun, Results, Schedule
 from tests.helpers.report import _results, _run
 
 SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=5)
@@ -76,3 +87,84 @@ def test_the_power_figure_reads_each_tasks_own_runs_and_says_their_spread() -> N
     assert own.tolist() == [4, 4, 3, 1, 4]
     kw = {"sims": settings.power_simulations, "seed": settings.seed}
     assert c.power.detectable_drop == _stats.detectable_drop(b, nb, own, settings.alpha, **kw)
+
+
+# ----- skill conditions: planned by their own rule, checked like the plain runs -----------
+
+
+def _with_conditions(base: Results, *, runs: int = 5, names: tuple[str, ...] = (
+        "control", "target"), tasks: tuple[str, ...] = ("mid",), drop: int | None = None
+                     ) -> Results:
+    """A fixed planned file with ``names`` on ``tasks`` beside its plain runs, as gate ci
+    writes it: ``runs`` replications of each, the plan's record of them; ``drop``: leave
+    out replication ``drop`` of the first condition."""
+    pr = _pr(base, FIXED)
+    cond = plan_conditions(FIXED, names, tasks)
+    extra = [_run(t, r, "passed").model_copy(update={"condition": c})
+             for t in tasks for c in names for r in range(runs)
+             if not (drop is not None and c == names[0] and r == drop)]
+    assert pr.plan is not None
+    return pr.model_copy(update={"runs": [*pr.runs, *extra], "plan": pr.plan.model_copy(
+        update={"conditions": cond.record()})})
+
+
+def _refused(base: Results, pr: Results) -> str:
+    with pytest.raises(BadInput) as exc:
+        judge(base, pr, GateSettings(power_simulations=0), names=NAMES)
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_conditions_plan_reads_no_outcome_and_a_file_that_keeps_it_is_judged() -> None:
+    base = _baseline()
+    cond = plan_conditions(FIXED, ["control", "target", "control"], ["mid", "easy"])
+    assert cond == ConditionsPlan(("control", "target"), ("easy", "mid"), 5)
+    # whatever the baseline passed: the rule reads the settings only
+    assert plan_conditions(dataclasses.replace(FIXED, replications=3), ["target"],
+                           ["mid"]).runs == 3
+    c = judge(base, _with_conditions(base), GateSettings(power_simulations=0), names=NAMES)
+    assert c.verdict in ("pass", "inconclusive")
+
+
+def test_condition_runs_beyond_or_outside_the_plan_are_refused() -> None:
+    base = _baseline()
+    pr = _with_conditions(base)
+    beyond = pr.model_copy(update={"runs": [*pr.runs, _run("mid", 5, "passed").model_copy(
+        update={"condition": "target"})]})
+    msg = _refused(base, beyond)
+    assert msg.startswith("pr.json: runs.") and ".replication: " in msg
+    assert "is beyond the plan: plan.conditions.runs gives 5 runs a condition" in msg
+    other = pr.model_copy(update={"runs": [*pr.runs, _run("mid", 0, "passed").model_copy(
+        update={"condition": "negative"})]})
+    assert "condition 'negative' under a condition (plan.conditions)" in _refused(base, other)
+    elsewhere = pr.model_copy(update={"runs": [*pr.runs, _run("easy", 0, "passed").model_copy(
+        update={"condition": "target"})]})
+    assert "task 'easy' under a condition" in _refused(base, elsewhere)
+    assert pr.plan is not None and pr.plan.conditions is not None
+    edited = pr.model_copy(update={"plan": pr.plan.model_copy(update={
+        "conditions": pr.plan.conditions.model_copy(update={"runs": 6})})})
+    assert "pr.json: plan.conditions.runs: 6 recorded, the rule gives 5" in _refused(base,
+                                                                                     edited)
+    unplanned = pr.model_copy(update={"plan": pr.plan.model_copy(update={"conditions": None})})
+    assert "but the plan plans none (plan.conditions)" in _refused(base, unplanned)
+
+
+def test_a_missing_condition_run_needs_a_record_of_why() -> None:
+    base = _baseline()
+    short = _with_conditions(base, drop=2)
+    assert "plan.conditions: planned run" in _refused(base, short)
+    key = next(r for r in _with_conditions(base).runs
+               if r.condition == "control" and r.replication == 2).key
+    why = Interruption(reason="cancelled", missing=[MissingRun(
+        task=key.task, condition=key.condition, replication=key.replication)])
+    judge(base, short.model_copy(update={"interrupted": why}),
+          GateSettings(power_simulations=0), names=NAMES)
+    # a condition that does not apply to a task (gate run records it skipped) is not missing
+    skipped = _with_conditions(base, names=("control", "target", "negative"))
+    skipped = skipped.model_copy(update={"runs": [r for r in skipped.runs
+                                                  if r.condition != "negative"]})
+    assert "plan.conditions: planned run" in _refused(base, skipped)
+    extra = {**(skipped.model_extra or {}), "skipped_conditions": {"mid": ["negative"]}}
+    judge(base, Results.model_validate({**skipped.model_dump(), **extra}),
+          GateSettings(power_simulations=0), names=NAMES)
