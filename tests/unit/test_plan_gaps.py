@@ -11,12 +11,14 @@ import pytest
 from gate.compare import (
     ConditionsPlan,
     PlanSettings,
+    Resolution,
     RunPlan,
     _stats,
     compare,
     judge,
     plan_conditions,
     plan_runs,
+    resolution_with_runs,
 )
 from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
@@ -168,3 +170,41 @@ def test_a_missing_condition_run_needs_a_record_of_why() -> None:
     extra = {**(skipped.model_extra or {}), "skipped_conditions": {"mid": ["negative"]}}
     judge(base, Results.model_validate({**skipped.model_dump(), **extra}),
           GateSettings(power_simulations=0), names=NAMES)
+
+
+# ----- the resolution of a planned design -------------------------------------------------
+
+
+def test_resolution_with_runs_takes_each_tasks_planned_runs_and_the_plans_ranges() -> None:
+    base = _baseline()
+    plan = _plan(base, FIXED)
+    assert plan.through(1) == {"easy": 7, "hard": 3, "mid": 7}
+    pr = _pr(base, FIXED, status="failed")
+    settings = GateSettings(power_simulations=0)
+    c = judge(base, pr, settings, names=NAMES)
+    assert c.resolution is not None
+    given = resolution_with_runs(c, plan.through(1), allowed=plan.allowed())
+    plain = resolution_with_runs(c, plan.through(1))
+    assert given is not None and plain is not None
+
+    def floor(r: Resolution) -> float | None:
+        return next(t.min_p for t in r.tests if t.metric == "pass_rate")
+
+    # the verdict's own floor is the one given the plan, for the plan's runs
+    assert floor(given) == floor(c.resolution)
+    assert "3–7 runs per task (mean 5.7)" in given.statement
+    # mid passed 12 of 20, its band's range 10..20: a relabelling moving 3 or more passes
+    # into the PR would have given another plan, so the floor given the plan is higher
+    b, nb = np.array([20, 4, 12]), np.array([20, 20, 20])
+    nc = np.array([7, 3, 7])
+    bounds = np.array([plan.allowed()[t] for t in ("easy", "hard", "mid")])
+    deep = _stats.is_deep(nb)
+    assert floor(given) == _stats.collapse_p(b, nb, nc, deep, bounds)
+    assert floor(plain) == _stats.collapse_p(b, nb, nc, deep)
+    assert floor(given) != floor(plain)
+    # one count for every task: as before
+    uniform = resolution_with_runs(c, 4)
+    assert uniform is not None and "4 runs per task against a 20-run baseline" in (
+        uniform.statement)
+    with pytest.raises(ValueError, match="no runs given for the compared task mid"):
+        resolution_with_runs(c, {"easy": 7, "hard": 3})
