@@ -37,6 +37,7 @@ from gate.compare._model import (
     Verdict,
 )
 from gate.compare._prefix import with_prefix_caveat
+from gate.compare._rate_ci import pass_rate_ci_given
 from gate.compare._upstreams import with_prices_check
 from gate.config import GateSettings
 from gate.errors import BadInput, Unmeasurable
@@ -302,7 +303,10 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     rule = (f"deep baseline: p_sum ≤ {alpha / 2:g} or p_max ≤ {alpha / 2:g}" if deep
             else f"p_sum ≤ {alpha:g}")
     pass_test = PassRateTest(p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule=rule)
-    delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+    # given the plan when one read the baseline's outcomes, as the tests are (§2a)
+    delta, lo, hi = (_stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+                     if bounds is None else
+                     pass_rate_ci_given(b_arr, nb_arr, c_arr, nc_arr, bounds, settings.ci_level))
     p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
     metric = MetricResult(
         name="pass_rate", label=_label("pass_rate"),

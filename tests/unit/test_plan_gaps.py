@@ -4,6 +4,7 @@ resolution and the skill conditions read the plan and each task's own runs."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from gate.compare import (
     plan_runs,
     resolution_with_runs,
 )
+from gate.compare._rate_ci import given_plan_limits, pass_rate_ci, pass_rate_ci_given
 from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
 from gate.errors import BadInput
@@ -208,3 +210,60 @@ def test_resolution_with_runs_takes_each_tasks_planned_runs_and_the_plans_ranges
         uniform.statement)
     with pytest.raises(ValueError, match="no runs given for the compared task mid"):
         resolution_with_runs(c, {"easy": 7, "hard": 3})
+
+
+# ----- the pass-rate interval given the plan ----------------------------------------------
+
+
+def _truncated_tail(x: int, n: int, lo: int, hi: int, p: float, upper: bool) -> float:
+    """Brute force: P(b ≥ x) or P(b ≤ x), b ~ Binomial(n, p) given lo ≤ b ≤ hi."""
+    w = {k: math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(lo, hi + 1)}
+    return sum(v for k, v in w.items() if (k >= x if upper else k <= x)) / sum(w.values())
+
+
+def test_a_tasks_baseline_limits_given_the_plan_are_the_truncated_binomials_exact_ones() -> None:
+    for x, n, lo, hi in ((15, 20, 10, 20), (12, 20, 10, 20), (4, 20, 1, 9), (6, 9, 5, 9)):
+        low, high = given_plan_limits(x, n, lo, hi, 0.95)
+        assert _truncated_tail(x, n, lo, hi, low, True) == pytest.approx(0.025, abs=1e-6)
+        assert _truncated_tail(x, n, lo, hi, high, False) == pytest.approx(0.025, abs=1e-6)
+    # at the range's floor nothing lower was possible: the rate may be as low as 0
+    assert given_plan_limits(10, 20, 10, 20, 0.95)[0] == 0.0
+    assert given_plan_limits(20, 20, 10, 20, 0.95)[1] == 1.0
+
+
+def test_the_pass_rate_interval_covers_given_the_plan_where_the_plain_one_does_not() -> None:
+    """Three tasks at 0.5, a 20-run baseline, the PR planned 7 runs a task when the baseline
+    passed ≥ 10 of 20 (range 10..20): given that plan the baseline's rates read high, and the
+    plain interval covers the true difference less than 95 % of the time."""
+    rng = np.random.default_rng(0)
+    nb, nc, bounds = np.full(3, 20), np.full(3, 7), np.array([[10, 20]] * 3)
+    plain = given = drawn = 0
+    while drawn < 600:
+        b = rng.binomial(20, 0.5, size=3)
+        if (b < 10).any():
+            continue  # another plan: not this design
+        c = rng.binomial(7, 0.5, size=3)
+        drawn += 1
+        _, lo, hi = pass_rate_ci(b, nb, c, nc)
+        plain += lo <= 0.0 <= hi
+        _, lo, hi = pass_rate_ci_given(b, nb, c, nc, bounds)
+        given += lo <= 0.0 <= hi
+    assert plain / drawn < 0.94
+    assert given / drawn >= 0.95
+
+
+def test_compare_shows_the_interval_given_the_plan() -> None:
+    base = _baseline()
+    plan = _plan(base, FIXED)
+    pr = _pr(base, FIXED)
+    c = judge(base, pr, GateSettings(power_simulations=0), names=NAMES)
+    m = c.metric("pass_rate")
+    tasks = ("easy", "hard", "mid")
+    b, nb = np.array([20, 4, 12]), np.full(3, 20)
+    nc = np.array([plan.through(1)[t] for t in tasks])
+    bounds = np.array([plan.allowed()[t] for t in tasks])
+    assert (m.delta, m.ci_low, m.ci_high) == pass_rate_ci_given(b, nb, nc, nc, bounds)
+    assert (m.ci_low, m.ci_high) != pass_rate_ci(b, nb, nc, nc)[1:]
+    # a range that cuts nothing is today's interval, bit for bit
+    full = np.array([[0, 20]] * 3)
+    assert pass_rate_ci_given(b, nb, nc, nc, full) == pass_rate_ci(b, nb, nc, nc)
