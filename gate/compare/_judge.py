@@ -50,11 +50,15 @@ from gate.results import Results, summarize
 
 def plain_runs(results: Results) -> Results:
     """The file with only the runs that ran under no named condition (the file itself when
-    it has no conditions): what the baseline gate compares."""
-    if all(r.condition is None for r in results.runs):
+    it has no conditions): what the baseline gate compares. Its plan keeps the plain runs'
+    plan and drops the conditions' (``plan.conditions``): it holds none of their runs."""
+    if all(r.condition is None for r in results.runs) and (
+            results.plan is None or results.plan.conditions is None):
         return results
     runs = [r for r in results.runs if r.condition is None]
-    return results.model_copy(update={"runs": runs, "summary": summarize(runs)})
+    plan = (results.plan.model_copy(update={"conditions": None})
+            if results.plan is not None else None)
+    return results.model_copy(update={"runs": runs, "summary": summarize(runs), "plan": plan})
 
 
 def judge(base: Results, pr: Results, settings: GateSettings,

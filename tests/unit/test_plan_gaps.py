@@ -17,6 +17,7 @@ from gate.compare import (
     _stats,
     compare,
     judge,
+    plain_runs,
     plan_conditions,
     plan_runs,
     resolution_with_runs,
@@ -267,3 +268,15 @@ def test_compare_shows_the_interval_given_the_plan() -> None:
     # a range that cuts nothing is today's interval, bit for bit
     full = np.array([[0, 20]] * 3)
     assert pass_rate_ci_given(b, nb, nc, nc, full) == pass_rate_ci(b, nb, nc, nc)
+
+
+def test_the_plain_runs_of_a_planned_file_with_conditions_keep_the_plain_plan_only() -> None:
+    """What the sequential looks judge (``plain_runs``): no condition run, so no plan of
+    them either — else the check would find every condition run missing."""
+    base = _baseline()
+    pr = _with_conditions(base)
+    plain = plain_runs(pr)
+    assert plain.plan is not None and plain.plan.conditions is None
+    assert pr.plan is not None and plain.plan.tasks == pr.plan.tasks
+    assert all(r.condition is None for r in plain.runs)
+    judge(base, plain, GateSettings(power_simulations=0), names=NAMES)
