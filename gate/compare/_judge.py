@@ -106,7 +106,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     judged = with_upstream_check(with_yardstick_check(judged, base, pr), base, pr)
     judged = with_sim_unjudged(judged, base, pr, sim_unjudged)
     if plan is not None and pr.plan is not None:
-        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed))
+        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed),
+                             conditions=pr.plan.conditions)
         judged = judged.model_copy(update={"plan": spread})
     return with_why(with_unpriced(judged, pr))
 

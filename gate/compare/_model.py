@@ -316,6 +316,8 @@ class PlanSpread(_Frozen):
     # the pass-rate tests counted only the relabellings under which the baseline gives the
     # same plan
     conditioned: bool = False
+    # the skill conditions' plan, in words (None: the file planned none)
+    conditions: str | None = None
 
 
 class Comparison(_Frozen):

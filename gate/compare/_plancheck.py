@@ -54,7 +54,7 @@ from gate.compare._plan import (
 )
 from gate.compare._plan_conditions import condition_runs
 from gate.errors import BadInput
-from gate.results import Results, RunKey
+from gate.results import PlanConditions, Results, RunKey
 
 
 def checked_plan(base: Results, pr: Results, *,
@@ -297,8 +297,10 @@ def _look_of(plan: RunPlan, tid: str, rep: int) -> int:
     return len(plan.tasks[tid].looks)
 
 
-def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool) -> PlanSpread:
-    """What the reports say of ``plan``: its tasks grouped by their looks and why."""
+def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool,
+                conditions: PlanConditions | None = None) -> PlanSpread:
+    """What the reports say of ``plan``: its tasks grouped by their looks and why, and the
+    skill conditions' plan (``conditions``, the record's) in words."""
     groups: dict[tuple[tuple[int, ...], str], int] = {}
     for p in plan.tasks.values():
         why = _band_words(p.basis.split(": ", 1)[-1])
@@ -310,7 +312,15 @@ def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool) -> PlanSpre
         groups=[PlanGroup(looks=list(k[0]), tasks=n, why=k[1]) for k, n in ordered],
         tasks=[PlanRow(task=t, looks=list(p.looks), basis=p.basis)
                for t, p in plan.tasks.items()],
-        reads_outcomes=bool(plan.allowed()), conditioned=conditioned)
+        reads_outcomes=bool(plan.allowed()), conditioned=conditioned,
+        conditions=_conditions_words(conditions) if conditions is not None else None)
+
+
+def _conditions_words(c: PlanConditions) -> str:
+    n = len(c.tasks)
+    return (f"Skill conditions {', '.join(c.names)}: {c.runs} run{'s' if c.runs != 1 else ''} "
+            f"each on {n} task{'s' if n != 1 else ''}, in the first look (every condition the "
+            "suite's replications: the plan reads no outcome for them)")
 
 
 def _band_words(words: str) -> str:

@@ -26,6 +26,7 @@ from gate.compare._rate_ci import given_plan_limits, pass_rate_ci, pass_rate_ci_
 from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
 from gate.errors import BadInput
+from gate.report import plan_lines
 from gate.results import Interruption, MissingRun, Results, Schedule
 from tests.helpers.report import _results, _run
 
@@ -280,3 +281,16 @@ def test_the_plain_runs_of_a_planned_file_with_conditions_keep_the_plain_plan_on
     assert pr.plan is not None and plain.plan.tasks == pr.plan.tasks
     assert all(r.condition is None for r in plain.runs)
     judge(base, plain, GateSettings(power_simulations=0), names=NAMES)
+
+
+def test_the_reports_say_the_conditions_plan_and_the_interval_given_the_plan() -> None:
+    base = _baseline()
+    lines = plan_lines(judge(base, _with_conditions(base), GateSettings(power_simulations=0),
+                             names=NAMES))
+    assert lines[1].endswith("and the pass-rate interval is the one given the plan."), lines
+    assert lines[2] == ("Skill conditions control, target: 5 runs each on 1 task, in the first "
+                        "look (every condition the suite's replications: the plan reads no "
+                        "outcome for them).")
+    plain = plan_lines(judge(base, _pr(base, FIXED), GateSettings(power_simulations=0),
+                             names=NAMES))
+    assert len(plain) == 2
