@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +28,8 @@ from gate.compare._synthetic import synthetic_results
 from gate.config import GateSettings
 from gate.errors import BadInput
 from gate.report import plan_lines
-from gate.results import Interruption, MissingRun, Results, Schedule
+from gate.results import Interruption, MissingRun, Results, Schedule, write_results
+from tests.helpers.process import gate
 from tests.helpers.report import _results, _run
 
 SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=5)
@@ -294,3 +296,24 @@ def test_the_reports_say_the_conditions_plan_and_the_interval_given_the_plan() -
     plain = plan_lines(judge(base, _pr(base, FIXED), GateSettings(power_simulations=0),
                              names=NAMES))
     assert len(plain) == 2
+
+
+@pytest.mark.slow
+def test_gate_compare_refuses_a_condition_run_beyond_the_plan_in_one_line(
+        tmp_path: Path) -> None:
+    base = _baseline()
+    pr = _with_conditions(base)
+    beyond = pr.model_copy(update={"runs": [*pr.runs, _run("mid", 5, "failed").model_copy(
+        update={"condition": "control"})]})
+    write_results(tmp_path / "base.json", base)
+    write_results(tmp_path / "ok.json", pr)
+    write_results(tmp_path / "pr.json", beyond)
+    (tmp_path / "gate.toml").write_text("[gate]\npower_simulations = 0\n")
+    args = ["compare", tmp_path / "base.json", "--config", tmp_path / "gate.toml"]
+    ok = gate(*args, tmp_path / "ok.json", cwd=tmp_path)
+    assert ok.returncode in (0, 3), ok.stderr
+    p = gate(*args, tmp_path / "pr.json", cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    (line,) = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert "pr.json: runs." in line and "beyond the plan: plan.conditions.runs gives 5" in line
+    assert "Traceback" not in p.stderr
