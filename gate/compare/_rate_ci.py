@@ -55,18 +55,18 @@ def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     return d, max(-1.0, low), min(1.0, high)
 
 
-def _log_pmf(n: int, ks: IntArray, p: float) -> NDArray[np.float64]:
-    from math import lgamma, log, log1p
+def _log_comb(n: int, ks: IntArray) -> NDArray[np.float64]:
+    from math import lgamma
 
     head = lgamma(n + 1)
-    return np.array([head - lgamma(k + 1) - lgamma(n - k + 1) + k * log(p) + (n - k) * log1p(-p)
-                     for k in ks.tolist()])
+    return np.array([head - lgamma(k + 1) - lgamma(n - k + 1) for k in ks.tolist()])
 
 
-def _tail(x: int, n: int, lo: int, hi: int, p: float, *, upper: bool) -> float:
-    """P(b ≥ x) (``upper``) or P(b ≤ x) for b ~ Binomial(n, p) given lo ≤ b ≤ hi."""
-    ks = np.arange(lo, hi + 1, dtype=np.int64)
-    w = _log_pmf(n, ks, p)
+def _tail(x: int, n: int, ks: IntArray, log_comb: NDArray[np.float64], p: float, *,
+          upper: bool) -> float:
+    """P(b ≥ x) (``upper``) or P(b ≤ x) for b ~ Binomial(n, p) given b in ``ks`` (the
+    plan's range; ``log_comb``: log C(n, k) for each)."""
+    w = log_comb + ks * np.log(p) + (n - ks) * np.log1p(-p)
     w = np.exp(w - w.max())
     keep = ks >= x if upper else ks <= x
     return float(w[keep].sum() / w.sum())
@@ -90,8 +90,10 @@ def given_plan_limits(x: int, n: int, lo: int, hi: int, level: float) -> tuple[f
     of the truncated binomial at x is below (1 − level)/2. The truncated family is monotone
     likelihood ratio in p, so each tail is monotone and one bisection finds each limit."""
     a = (1 - level) / 2
-    low = 0.0 if x <= lo else _solve(lambda p: _tail(x, n, lo, hi, p, upper=True), a, True)
-    high = 1.0 if x >= hi else _solve(lambda p: _tail(x, n, lo, hi, p, upper=False), a, False)
+    ks = np.arange(lo, hi + 1, dtype=np.int64)
+    lc = _log_comb(n, ks)
+    low = 0.0 if x <= lo else _solve(lambda p: _tail(x, n, ks, lc, p, upper=True), a, True)
+    high = 1.0 if x >= hi else _solve(lambda p: _tail(x, n, ks, lc, p, upper=False), a, False)
     return low, high
 
 
