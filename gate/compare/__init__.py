@@ -30,7 +30,7 @@ from gate.compare._intervals import (
     change_interval,
     intervals,
 )
-from gate.compare._judge import decisive_p, judge, plain_runs
+from gate.compare._judge import decisive_p, judge, plain_runs, planned_runs_text
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -129,6 +129,7 @@ __all__ = [
     "plain_runs",
     "plan_conditions",
     "plan_runs",
+    "planned_runs_text",
     "resolution_with_runs",
     "suite_health",
     "task_looks",
