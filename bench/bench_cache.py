@@ -18,8 +18,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from gate.config import load_config
-from gate.run import RunRequest, run_suite
+from gate.core.config import load_config
+from gate.execution.run import RunRequest, run_suite
 from gate.sim._cache import flatten
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 Synthetic results with a known truth go through the code `gate ci` runs on a PR:
 ``gate.compare.plan_runs`` (the plan, from the baseline alone), ``gate.compare.judge`` (the
 whole verdict: pass rate, turns, cost, cache-hit rate, resolution, unclear) and
-``gate.sequential.first_look`` (stop, block, or look again). Each draw makes one pooled
+``gate.execution.sequential.first_look`` (stop, block, or look again). Each draw makes one pooled
 baseline (20 runs a task) and one PR's runs, and puts the SAME runs through both procedures:
 
 * **today**: every task 2 runs, then 3 more when the first look is not clear (``plan =
@@ -24,11 +24,11 @@ gate's price table for the default model, from the runs' token counts.
     python bench/bench_plan.py --sim [--trials N]   # smoke: the bundled suite on the simulator
 
 Each finished chunk's counts go to stderr as a JSON line, so a run cut short keeps its
-figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.run.run_suite` with the
-simulator) on the bundled suite against the committed baseline.json: the plan it gives, then
-N harmless PRs of the bundled agent, each through the plan's looks (one run_suite per group of
-tasks with the same runs in a look), judged as `gate ci` judges them; it prints the plan, the
-verdicts and the runs per task. docs/statistics.md §5a has the tables.
+figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.execution.run.run_suite` with
+the simulator) on the bundled suite against the committed baseline.json: the plan it gives, then N
+harmless PRs of the bundled agent, each through the plan's looks (one run_suite per group of tasks
+with the same runs in a look), judged as `gate ci` judges them; it prints the plan, the verdicts and
+the runs per task. docs/statistics.md §5a has the tables.
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ import numpy as np
 
 from gate.compare import Comparison, PlanSettings, RunPlan, judge, plan_runs
 from gate.compare._synthetic import synthetic_results
-from gate.config import AgentConfig, GateConfig, GateSettings, load_config
-from gate.cost import price_table
-from gate.results import Results, RunResult, Schedule, load_results, new_results, summarize
-from gate.run import RunRequest, run_suite, suite_info
-from gate.sequential import first_look, second_look_runs
-from gate.tasks import load_suite
+from gate.core.config import AgentConfig, GateConfig, GateSettings, load_config
+from gate.core.cost import price_table
+from gate.core.results import Results, RunResult, Schedule, load_results, new_results, summarize
+from gate.core.tasks import load_suite
+from gate.execution.run import RunRequest, run_suite, suite_info
+from gate.execution.sequential import first_look, second_look_runs
 
 REPO = Path(__file__).resolve().parents[1]
 

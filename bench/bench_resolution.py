@@ -2,8 +2,8 @@
 
 Synthetic results with a known truth go through the code `gate ci` runs: ``gate.compare.judge``
 (the whole verdict: pass rate, turns, cost, cache-hit rate, the resolution rule) and, for the
-sequential design, ``gate.sequential.first_look`` and ``second_look_runs`` (a first look at 2
-runs per task, a second only when unsure or blind). Default settings (``GateSettings()``:
+sequential design, ``gate.execution.sequential.first_look`` and ``second_look_runs`` (a first
+look at 2 runs per task, a second only when unsure or blind). Default settings (``GateSettings()``:
 9,999 permutations, sequential on) except no power statement (it never changes a verdict).
 
 Two designs:
@@ -32,9 +32,9 @@ import numpy as np
 
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.results import Results, Schedule
-from gate.sequential import MAX_MORE, first_look, second_look_runs
+from gate.core.config import GateSettings
+from gate.core.results import Results, Schedule
+from gate.execution.sequential import MAX_MORE, first_look, second_look_runs
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 if TYPE_CHECKING:
-    from gate.results import Results
+    from gate.core.results import Results
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS: list[tuple[str, str, str, str]] = []
@@ -77,8 +77,8 @@ def _run(tasks: Path, *, kind: str = "oracle", jobs: int = 1, sim: bool = False,
          sandbox: str = "local", image: str | None = None, latency_ms: float = 0.0,
          replications: int = 1, shard: tuple[int, int] | None = None, seed: int = 1,
          agent: str = "", out: Path) -> Results:
-    from gate.config import load_config
-    from gate.run import RunRequest, run_suite
+    from gate.core.config import load_config
+    from gate.execution.run import RunRequest, run_suite
     from gate.sim import Latency
 
     cfg_path = out.with_suffix(".toml")
@@ -249,7 +249,7 @@ def parallel(tmp: Path) -> None:
 
 def meter(n: int = 500) -> None:
     print("meter overhead (simulator, zero latency)", flush=True)
-    from gate.cost import price_table
+    from gate.core.cost import price_table
     from gate.meter import MeterProxy
     from gate.sim import Latency, Simulator
 
@@ -399,7 +399,7 @@ def growth(tmp: Path) -> None:
     import numpy as np
 
     from gate.compare._synthetic import reference_rates, synthetic_results
-    from gate.results import write_results
+    from gate.core.results import write_results
 
     rng = np.random.default_rng(7)
     rates = reference_rates(1000)

@@ -9,7 +9,7 @@ the bundled suite) on the simulator, through the library calls `gate run`, `gate
 starts, how many runs share it — reaches the verdict as it would in CI.
 
 * Baseline: ``--baseline-refreshes`` (3) runs of ``gate run --sim -k 3`` with different seeds,
-  each promoted with ``gate.baseline.promote`` as `gate baseline` does (9 runs per task, the
+  each promoted with ``gate.pool.baseline.promote`` as `gate baseline` does (9 runs per task, the
   shape of the committed baseline.json). The unchanged configuration, [suite].jobs at once.
 * Schedules: k ∈ ``--ks`` × jobs ∈ ``--jobs`` × sequential off/on. "Sequential on" is the
   `gate ci` sequential design with a first look at k runs per task (``sequential_first = k``)
@@ -52,12 +52,12 @@ from typing import Any
 from unittest import mock
 
 from gate.agents._builtin import BuiltinAgent
-from gate.baseline import promote
 from gate.compare import Comparison, compare
-from gate.config import GateConfig, GateSettings, load_config
-from gate.results import Results, load_results, write_results
-from gate.run import RunRequest, run_suite
-from gate.sequential import run_sequential
+from gate.core.config import GateConfig, GateSettings, load_config
+from gate.core.results import Results, load_results, write_results
+from gate.execution.run import RunRequest, run_suite
+from gate.execution.sequential import run_sequential
+from gate.pool.baseline import promote
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = ("pass_rate", "turns", "cost", "cache_hit_rate")

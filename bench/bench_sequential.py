@@ -1,8 +1,8 @@
 """Sequential PR runs vs a fixed k = 5: false blocks, power, and runs spent.
 
 Synthetic suites with a known truth go through the code path `gate ci` uses
-(``gate.sequential.first_look`` and ``gate.compare.compare`` at α/2): a first look at 2 runs
-per task, and 3 more only when that look is unsure. Printed as a Markdown table.
+(``gate.execution.sequential.first_look`` and ``gate.compare.compare`` at α/2): a first look at
+2 runs per task, and 3 more only when that look is unsure. Printed as a Markdown table.
 
     python bench/bench_sequential.py [--trials N] [--depth 20]
 """
@@ -17,9 +17,9 @@ import numpy as np
 
 from gate.compare import compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.results import Results
-from gate.sequential import first_look
+from gate.core.config import GateSettings
+from gate.core.results import Results
+from gate.execution.sequential import first_look
 
 
 def _first(results: Results, k: int) -> Results:

@@ -27,8 +27,8 @@ import numpy as np
 from gate.compare import judge
 from gate.compare._did import did_test
 from gate.compare._synthetic import reference_rates, synthetic_condition_runs, synthetic_results
-from gate.config import GateSettings
-from gate.results import summarize
+from gate.core.config import GateSettings
+from gate.core.results import summarize
 
 CONTROL, TARGET = 0.5, 0.875
 

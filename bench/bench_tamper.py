@@ -64,8 +64,8 @@ def _claude_code(tmp: Path) -> str:
 
 
 def _seed(suite: Path, k: int) -> int:
+    from gate.core.tasks import load_suite
     from gate.sim import decide_outcome
-    from gate.tasks import load_suite
 
     tasks = load_suite(suite).tasks
     return next(s for s in range(5000) if all(

@@ -3,8 +3,8 @@ size (the rule's power), through the code `gate ci` runs.
 
 Synthetic results with a known truth (gate/compare/_synthetic.py) go through
 ``gate.compare.judge`` (the whole verdict, the unclear rule of gate/compare/_unclear.py
-included) and, sequentially, ``gate.sequential.first_look`` / ``second_look_runs``: default
-settings (``GateSettings()``: 9,999 permutations) except no power statement. Each PR counts
+included) and, sequentially, ``gate.execution.sequential.first_look`` / ``second_look_runs``:
+default settings (``GateSettings()``: 9,999 permutations) except no power statement. Each PR counts
 once as blocked (exit 1), unclear (a gating metric read "unclear"), inconclusive for another
 reason, or a pass.
 
@@ -22,9 +22,9 @@ import numpy as np
 
 from gate.compare import Comparison, judge
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.results import Results, Schedule
-from gate.sequential import MAX_MORE, first_look, second_look_runs
+from gate.core.config import GateSettings
+from gate.core.results import Results, Schedule
+from gate.execution.sequential import MAX_MORE, first_look, second_look_runs
 
 
 @dataclass(frozen=True)

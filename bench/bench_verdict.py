@@ -26,7 +26,7 @@ import numpy as np
 
 from gate.compare import _stats, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
 
 REPO = Path(__file__).resolve().parents[1]
 

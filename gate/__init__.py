@@ -1,7 +1,8 @@
 """agent-gate: a CI regression gate for LLM agents.
 
-The pipeline reads left to right in the module names:
-tasks → sandbox → agents → meter → results → compare → report → github.
+The pipeline reads left to right in the package names, each a layer
+(docs/architecture.md): formats/core → sandbox → agents → meter → execution → compare
+→ report → pool → ci → github.
 """
 
 from __future__ import annotations

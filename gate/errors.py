@@ -49,8 +49,8 @@ class ContainerStepError(SandboxError):
     removed), or the container stopped (its pid 1 ended). The sandbox tells it from a
     failure of the engine (unreachable, an API error), which stays a plain
     :class:`SandboxError`. Before the agent phase it is infra like any; once the agent phase
-    began, the runner fails the run with it (``gate/runner.py``, ``_fault``): whatever broke
-    the container then was in the agent's reach. ``step``: which of the gate's steps
+    began, the runner fails the run with it (``gate/execution/runner.py``, ``_fault``): whatever
+    broke the container then was in the agent's reach. ``step``: which of the gate's steps
     (``phase-boundary``, ``upload``, ...); ``detail``: what went wrong."""
 
     def __init__(self, step: str, detail: str) -> None:

@@ -5,12 +5,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gate.core.tasks import Task
 from gate.sandbox import AgentInstall, Sandbox
-from gate.tasks import Task
 from gate.upstream import ANTHROPIC, Upstream
 
 if TYPE_CHECKING:
-    from gate.skills import Skill
+    from gate.core.skills import Skill
 
 
 @dataclass

@@ -33,7 +33,7 @@ from gate.agents._tools import TOOLS, run_tool
 from gate.sandbox import Sandbox
 
 if TYPE_CHECKING:
-    from gate.skills import Skill
+    from gate.core.skills import Skill
 
 NOT_RETRYABLE = {400, 401, 403, 404, 413}
 SKILLS_INTRO = (
@@ -47,7 +47,7 @@ SKILLS_INTRO = (
 
 def skills_block(skills: Sequence[Skill], how: str = "with `read_file`") -> str:
     """The system prompt's list of skills: names, descriptions, where each SKILL.md is. Names
-    are safe by their pattern; a description holds no tags (gate.skills), its ``&<>`` are
+    are safe by their pattern; a description holds no tags (gate.core.skills), its ``&<>`` are
     escaped."""
     items = "".join(
         f"<skill>\n<name>{s.name}</name>\n<description>{escape(s.description, quote=False)}"

@@ -17,9 +17,9 @@ from gate.agents._base import Agent
 from gate.errors import BadInput
 
 if TYPE_CHECKING:
-    from gate.config import GateConfig
-    from gate.skills import Skill
-    from gate.tasks import Task
+    from gate.core.config import GateConfig
+    from gate.core.skills import Skill
+    from gate.core.tasks import Task
 
 #: the working directory a prefix is counted with (a container's; a local run's is a path of
 #: about the same length)
@@ -105,7 +105,7 @@ class OracleKind(AgentKind):
         return OracleAgent()
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
-        from gate.fingerprint import digest_of
+        from gate.core.fingerprint import digest_of
 
         return {"command": digest_of("solution/solve.sh")}
 
@@ -170,7 +170,7 @@ class BuiltinKind(AgentKind):
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         from gate.agents._parts import BUILTIN_CODE, code_digest, effective_prompt
         from gate.agents._tools import TOOLS
-        from gate.fingerprint import digest_of
+        from gate.core.fingerprint import digest_of
 
         a = cfg.agent
         return {
@@ -220,7 +220,7 @@ class CommandKind(AgentKind):
 
     def fingerprint_parts(self, cfg: GateConfig) -> dict[str, str]:
         from gate.agents._parts import install_text
-        from gate.fingerprint import digest_of
+        from gate.core.fingerprint import digest_of
 
         a = cfg.agent
         parts = {"model": a.model, "command": digest_of(a.command or ""),

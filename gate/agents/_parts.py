@@ -2,7 +2,7 @@
 of the gate's own code a kind runs.
 
 They live with the agents (each kind names its own parts, through its registry entry) and
-:mod:`gate.fingerprint` is handed them, so the import goes one way: agents → fingerprint.
+:mod:`gate.core.fingerprint` is handed them, so the import goes one way: agents → fingerprint.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gate._files import PROMPT_LIMIT, read_text
 from gate.errors import BadInput
 
 if TYPE_CHECKING:
-    from gate.config import GateConfig
+    from gate.core.config import GateConfig
 
 #: the builtin agent's own code: its tool loop, its tools, its prompt (default and rendering).
 #: Not the whole gate: a release that changes only reporting keeps every baseline.

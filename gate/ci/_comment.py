@@ -14,7 +14,7 @@ from pathlib import Path
 from gate.ci._context import Context
 from gate.ci._publish import Publisher
 from gate.ci._uploaded import read_uploaded_report
-from gate.config import CISettings, comment_mode, parse_config
+from gate.core.config import CISettings, comment_mode, parse_config
 from gate.errors import ForgeError
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from gate.ci._forge import CIFacts, Forge, Sink
 from gate.ci._options import CIOptions
+from gate.core.metrics import METRICS
+from gate.core.results import Results, RunResult
+from gate.core.traces import Trace, landed_trace, results_traces
 from gate.errors import Unmeasurable
-from gate.metrics import METRICS
-from gate.results import Results, RunResult
-from gate.run import RunRequest
+from gate.execution.run import RunRequest
 from gate.secrets import Redactor
-from gate.traces import Trace, landed_trace, results_traces
 from gate.upstream import Upstream, get_upstream
 
 
@@ -38,7 +38,7 @@ class Context:
     io: Sink
     redact: Redactor
     forge: Forge
-    # each run's trace, read from its transcript as it lands (gate/traces.py)
+    # each run's trace, read from its transcript as it lands (gate/core/traces.py)
     landed: dict[tuple[object, ...], Trace] = field(default_factory=dict)
 
     @classmethod
@@ -107,7 +107,7 @@ class Context:
         from gate.compare import plain_runs
 
         s = plain_runs(results).summary if results else None
-        # a metric's output is the results summary's field of its name (gate/metrics.py); a
+        # a metric's output is the results summary's field of its name (gate/core/metrics.py); a
         # file that does not record it gives ""
         values = {m.output: num(getattr(s, m.output, None) if s else None)
                   for m in METRICS if m.output}

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from gate.config import CommentMode
-    from gate.refresh import Outcome, Place, Pooled, State
-    from gate.results import Results
+    from gate.core.config import CommentMode
+    from gate.core.results import Results
+    from gate.pool.refresh import Outcome, Place, Pooled, State
 
 
 class ChangeRequest(Protocol):
@@ -151,7 +151,7 @@ class DeferredComment:
 @dataclass(frozen=True)
 class DataPush:
     """Main's refreshed baseline, pushed to ``place`` with the token: the run, the judge's
-    pure re-pooling (``gate.baseline.repool`` bound to the run) for a branch that moved,
+    pure re-pooling (``gate.pool.baseline.repool`` bound to the run) for a branch that moved,
     and the knobs of the push."""
 
     root: Path

@@ -22,7 +22,7 @@ from gate.ci._forge import (
     Push,
     Sink,
 )
-from gate.config import CommentMode
+from gate.core.config import CommentMode
 from gate.errors import GateError
 from gate.github import (
     ActionsIO,

@@ -18,11 +18,11 @@ from gate.ci._plan import Basis, agent_change, make_plan, open_basis, refresh_pl
 from gate.ci._publish import Publisher
 from gate.ci._refresh import refresh
 from gate.ci._yardstick import base_baseline
-from gate.config import CISettings
+from gate.core.config import CISettings
+from gate.core.results import Results
+from gate.core.traces import transcripts_dir
 from gate.errors import GateError
-from gate.results import Results
-from gate.run import PlanFrom
-from gate.traces import transcripts_dir
+from gate.execution.run import PlanFrom
 
 
 def run_job(ctx: Context, event: Event, seen: Callable[[CISettings], None]) -> int:

@@ -18,10 +18,10 @@ from gate.ci._plan import Plan, code
 from gate.ci._policy import acceptance, outcome
 from gate.ci._verdict import verdict
 from gate.compare import Comparison
+from gate.core.history import parse_history, trend_entries
+from gate.core.results import Results
+from gate.core.traces import Trace, parse_sidecar
 from gate.errors import GateError
-from gate.history import parse_history, trend_entries
-from gate.results import Results
-from gate.traces import Trace, parse_sidecar
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,10 @@ def reproduce(plan: Plan, got: Obtained) -> str:
 
 def _evidence(ctx: Context, plan: Plan, got: Obtained, comparison: Comparison
               ) -> Markup | None:
-    """What the runs did (gate/evidence.py): this run's transcripts beside the traces kept
+    """What the runs did (gate/pool/evidence.py): this run's transcripts beside the traces kept
     next to the baseline (or, in a same-job A/B, the base arm's own transcripts). It
     explains the verdict and never changes it: a problem here leaves it out."""
-    from gate import evidence
+    from gate.pool import evidence
 
     try:
         mine = ctx.traces(got.results, plan.basis.request.output)

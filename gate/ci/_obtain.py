@@ -21,10 +21,10 @@ from gate.ci._plan import Plan, code
 from gate.ci._policy import budget_note, check_budget
 from gate.ci._skills import ConditionPlan
 from gate.ci._yardstick import base_baseline
+from gate.core.results import Results
 from gate.errors import BadInput, Unmeasurable
+from gate.execution.run import PlanFrom, RunRequest, run_suite
 from gate.report import render_note
-from gate.results import Results
-from gate.run import PlanFrom, RunRequest, run_suite
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def obtain(ctx: Context, event: Event, plan: Plan, merged: Results | None) -> Ob
     else:
         req = with_conditions(ctx, req, plan.conditions)
         if plan.basis.config.gate.sequential:
-            from gate.sequential import run_sequential
+            from gate.execution.sequential import run_sequential
 
             # the looks are recorded in the results file: the judge applies α/2 from there;
             # both looks are the plan's, made from the baseline before the first; the
@@ -101,10 +101,17 @@ def budgeted(req: RunRequest) -> str:
 
 
 def _ab(ctx: Context, plan: Plan) -> Obtained:
-    """The two arms of a same-job A/B (gate/ab.py): the base commit's agent and this
+    """The two arms of a same-job A/B (gate/execution/ab.py): the base commit's agent and this
     checkout's, run here interleaved (or, on a re-judge, the stored pair); and the
     comment's line saying so, with what it cost."""
-    from gate.ab import ABRun, base_arm_config, base_output, describe, resolve_commit, run_ab
+    from gate.execution.ab import (
+        ABRun,
+        base_arm_config,
+        base_output,
+        describe,
+        resolve_commit,
+        run_ab,
+    )
 
     basis = plan.basis
     ys, req = basis.ys, basis.request
@@ -139,7 +146,7 @@ def _ab(ctx: Context, plan: Plan) -> Obtained:
 
 def stored_results(ctx: Context, path: Path) -> Results:
     """A finished run's results, judged again without a new suite run."""
-    from gate.results import load_results
+    from gate.core.results import load_results
 
     if not path.is_file():
         raise BadInput(f"{path}: no results to re-judge (download the artifact of the run "
@@ -156,8 +163,8 @@ def load_shards(ctx: Context, where: Path, output: Path) -> Results:
     """The judge job: every shard's results under ``where`` (the downloaded artifacts),
     merged into ``output``; judged (pr/check) or pooled (main) like a run of the whole
     suite. A missing or foreign shard is refused."""
-    from gate.results import load_results, write_results
-    from gate.shards import carry_transcripts, merge
+    from gate.core.results import load_results, write_results
+    from gate.execution.shards import carry_transcripts, merge
 
     if not where.is_dir():
         raise BadInput(f"{where}: no directory of shard results (download the shards' "

@@ -19,10 +19,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gate._files import describe_validation_error
-from gate.config import DEFAULT_COMMENT_ID, CISettings
+from gate.core.config import DEFAULT_COMMENT_ID, CISettings
+from gate.core.results import Results, RunResult
 from gate.errors import BadInput
-from gate.results import Results, RunResult
-from gate.run import RunRequest
+from gate.execution.run import RunRequest
 
 
 @dataclass(frozen=True)

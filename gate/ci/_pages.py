@@ -14,7 +14,7 @@ Only trusted jobs publish (a PR's own job has ``contents: read``: its code is un
 Anything else (a private or internal repository, Pages off or serving another branch, a
 refused push) keeps the artifact link: publishing never costs the comment or the verdict.
 The forge answers (visibility, the Pages site, the push: ``_forge``); the data branch's layout
-is ``gate.refresh``'s.
+is ``gate.pool.refresh``'s.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 from gate._files import read_bytes
 from gate.ci._context import Context
 from gate.errors import GateError
-from gate.refresh import NOJEKYLL, badge_rel, report_rel
+from gate.pool.refresh import NOJEKYLL, badge_rel, report_rel
 from gate.report import link_url, render_body
 
 if TYPE_CHECKING:
     from gate.ci._forge import PagesSite
-    from gate.refresh import Place
-    from gate.results import Results
+    from gate.core.results import Results
+    from gate.pool.refresh import Place
 
 PAGE_LIMIT = 32_000_000  # bytes of a report published (a GitHub file is at most 100 MB)
 

@@ -1,8 +1,8 @@
 """Stage 2, *plan*: everything the verdict depends on, decided before any agent runs.
 
 For a judged run (pr, check) the plan opens the **yardstick** — the base branch's tasks,
-``[suite]``, ``[gate]``, ``[ci]``, baseline and history (gate/yardstick.py); only ``[agent]``
-is the checkout's — and then says how the run is judged (against that baseline, or by a
+``[suite]``, ``[gate]``, ``[ci]``, baseline and history (gate/execution/yardstick.py); only
+``[agent]`` is the checkout's — and then says how the run is judged (against that baseline, or by a
 same-job A/B when there is none or ``[ci] judge = "ab"``), which notes the comment carries
 from the start (the PR edits the baseline file, a stale or fallback baseline), and which skill
 conditions the PR adds. For main's refresh it says where the pooled baseline goes (``Place``)
@@ -29,16 +29,16 @@ from gate.ci._event import Event
 from gate.ci._forge import ChangeRequest
 from gate.ci._skills import ConditionPlan
 from gate.ci._yardstick import base_baseline, open_base
-from gate.config import CISettings, GateConfig
+from gate.core.config import CISettings, GateConfig
+from gate.core.results import Results, parse_results
+from gate.core.traces import SIDECAR_LIMIT
 from gate.errors import BadInput, GateError, Unmeasurable
-from gate.refresh import Place, State, data_paths, read_state, traces_path
+from gate.execution.run import RunRequest
+from gate.pool.refresh import Place, State, data_paths, read_state, traces_path
 from gate.report import code_span, render_note
-from gate.results import Results, parse_results
-from gate.run import RunRequest
-from gate.traces import SIDECAR_LIMIT
 
 if TYPE_CHECKING:
-    from gate.yardstick import BaselineSource, Sources, Yardstick
+    from gate.execution.yardstick import BaselineSource, Sources, Yardstick
 
 
 @dataclass(frozen=True)
@@ -101,13 +101,13 @@ def open_basis(ctx: Context, base_branch: str, settings_seen: Callable[[CISettin
     preload_templates()
     import numpy.random  # noqa: F401  (numpy loads it on first use: the judge's draws)
 
-    import gate.evidence  # noqa: F401  (nor imported: the comment's evidence)
+    import gate.pool.evidence  # noqa: F401  (nor imported: the comment's evidence)
 
     preload_html()  # the HTML report is written after the suite too
     req = ctx.opts.run
     root = _git.toplevel(req.config.root)
     base_ref = ctx.forge.ensure_base_ref(root, base_branch)
-    from gate.ab import GATE_IS_NEW, config_rel, gate_is_new
+    from gate.execution.ab import GATE_IS_NEW, config_rel, gate_is_new
 
     if gate_is_new(req.config, root=root, ref=base_ref):
         raise Unmeasurable(GATE_IS_NEW.format(config=config_rel(req.config, root),
@@ -141,7 +141,7 @@ def _baseline_sources(ctx: Context, root: Path, base_branch: str, base_ref: str
     """Where the base branch's baseline is looked for, in order: the data branch (when the
     base's [ci] keeps it there), the base branch's own copy, then the same two for the
     default branch (a PR into a branch that has no baseline of its own). Fetched lazily."""
-    from gate.yardstick import BaselineSource
+    from gate.execution.yardstick import BaselineSource
 
     default = ctx.env.default_branch
 
@@ -191,7 +191,7 @@ def agent_change(basis: Basis) -> AgentChange | None:
     whose fingerprint covers all the agent does (``self_contained``); ``None`` for another
     kind, or with no baseline of this kind on the base branch."""
     from gate.agents import agent_kind
-    from gate.fingerprint import fingerprint, fingerprint_parts
+    from gate.core.fingerprint import fingerprint, fingerprint_parts
 
     req = basis.request
     kind = req.agent_kind or req.config.agent.kind

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from gate._files import printable
 from gate.ci._forge import Forge
 from gate.compare import Comparison, infra_count
+from gate.core.results import Results
 from gate.errors import GateError, Unmeasurable
+from gate.execution.run import spend
 from gate.report import code_span, md, render_note
-from gate.results import Results
-from gate.run import spend
 
 #: exit codes (README): the job's outcome, whoever computed it
 PASS, REGRESSION, BAD_INPUT, UNMEASURABLE = 0, 1, 2, 3

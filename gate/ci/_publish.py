@@ -19,10 +19,10 @@ from pydantic import ValidationError
 from gate._files import atomic_write_text
 from gate.ci._context import Context, num
 from gate.ci._forge import ChangeRequest, CommentState, DeferredComment, PostedComment
-from gate.config import DEFAULT_COMMENT_ID, CISettings, CommentMode, GateConfig, comment_mode
+from gate.core.config import DEFAULT_COMMENT_ID, CISettings, CommentMode, GateConfig, comment_mode
+from gate.core.results import Results
 from gate.errors import ForgeError, GateError
 from gate.report import code_span, link_url, md, render_body
-from gate.results import Results
 
 if TYPE_CHECKING:  # the comment job's path imports no statistics (numpy): types only
     from gate.ci._judge import Judgement
@@ -91,8 +91,8 @@ class Publisher:
         if path is None:
             return {}
         try:
+            from gate.core.traces import parse_sidecar
             from gate.report import render_html
-            from gate.traces import parse_sidecar
 
             page = render_html(results, results_path=results_path, baseline=baseline,
                                baseline_path=base_arm, comparison=comparison,
@@ -105,7 +105,7 @@ class Publisher:
             ctx.io.warning(f"the HTML report was not written (the verdict stands): "
                            f"{type(exc).__name__}: {exc}", title="agent-gate")
             return {}
-        from gate.results import transcripts_dir
+        from gate.core.results import transcripts_dir
 
         files = [path, ctx.opts.report_path]
         for results_file in (results_path, base_arm):

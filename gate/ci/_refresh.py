@@ -3,8 +3,8 @@
 
 Publish for a refresh: main's self-check against the baseline it replaces (the A/A check
 behind drift guards; never blocking), the HTML report, the pooled files, and the summary. How
-a run is pooled is ``gate.baseline.repool`` (pure, over the files' texts); where the files live
-and what is left in the workspace is ``gate.refresh``; the push with the token, re-pooling on a
+a run is pooled is ``gate.pool.baseline.repool`` (pure, over the files' texts); where the files live
+and what is left in the workspace is ``gate.pool.refresh``; the push with the token, re-pooling on a
 branch that moved, is the forge's (``push_data``). This module decides what is pooled and what
 the job says about it.
 """
@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from markupsafe import Markup
 
 from gate import _git
-from gate.baseline import dump_baseline, repool, same_agent
 from gate.ci._context import Context
 from gate.ci._forge import DataPush
 from gate.ci._obtain import budgeted, run_fresh, with_conditions
@@ -24,13 +23,14 @@ from gate.ci._plan import RefreshPlan, code, seed
 from gate.ci._policy import check_budget, check_infra
 from gate.ci._publish import Publisher
 from gate.compare import Comparison
+from gate.core.history import HistoryEntry, entry_for
+from gate.core.results import Results, parse_results
+from gate.core.traces import Trace
 from gate.errors import GateError, Unmeasurable
-from gate.history import HistoryEntry, entry_for
-from gate.refresh import Outcome, Pooled, State, traces_path, write_files
+from gate.pool.baseline import dump_baseline, repool, same_agent
+from gate.pool.refresh import Outcome, Pooled, State, traces_path, write_files
 from gate.report import md, render_body, trend_markdown
-from gate.results import Results, parse_results
 from gate.sandbox import assert_no_task_alive
-from gate.traces import Trace
 
 
 def refresh(ctx: Context, plan: RefreshPlan, merged: Results | None) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from gate.ci._context import Context
 from gate.ci._pages import publish_pr_report
 from gate.ci._publish import Publisher
-from gate.config import comment_mode
+from gate.core.config import comment_mode
 from gate.report import link_url, render_body, with_report_link
 
 _URL = "https://link.invalid/"

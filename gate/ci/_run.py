@@ -23,7 +23,7 @@ from gate.ci._event import Event, find_event, resolve_mode
 from gate.ci._forge import CIFacts, Sink
 from gate.ci._options import CIOptions
 from gate.ci._publish import Publisher, failure_markdown
-from gate.config import CISettings
+from gate.core.config import CISettings
 from gate.errors import GateError
 
 

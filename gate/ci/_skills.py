@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate import _git
-from gate.config import GateConfig
-from gate.errors import BadInput
-from gate.results import Results
-from gate.run import ConditionArms, RunRequest
-from gate.skills import (
+from gate.core.config import GateConfig
+from gate.core.results import Results
+from gate.core.skills import (
     CONTROL,
     STANDARD_CONDITIONS,
     TARGET,
@@ -36,7 +34,9 @@ from gate.skills import (
     skills_for,
     task_skills,
 )
-from gate.tasks import Task, load_suite
+from gate.core.tasks import Task, load_suite
+from gate.errors import BadInput
+from gate.execution.run import ConditionArms, RunRequest
 
 #: what the main refresh keeps once the agent has skills: the two the skill-effect test needs
 REFRESH_CONDITIONS = (CONTROL, TARGET)

@@ -4,9 +4,9 @@ runner, no forge): ``gate compare`` and ``gate report`` load only this of ``gate
 from __future__ import annotations
 
 from gate.compare import SIM_UNJUDGED_DEFAULT, Comparison
-from gate.config import GateSettings, SimUnjudged
-from gate.history import parse_history
-from gate.results import Results
+from gate.core.config import GateSettings, SimUnjudged
+from gate.core.history import parse_history
+from gate.core.results import Results
 
 
 def verdict(baseline: Results, results: Results, settings: GateSettings,

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate import _git
-from gate.config import GateConfig
-from gate.results import Results, parse_results
+from gate.core.config import GateConfig
+from gate.core.results import Results, parse_results
 
 if TYPE_CHECKING:
-    from gate.yardstick import Sources, Yardstick
+    from gate.execution.yardstick import Sources, Yardstick
 
 
 @contextlib.contextmanager
@@ -28,7 +28,7 @@ def open_base(config: GateConfig, ref: str, *, root: Path | None = None,
               sources: Sources | None = None) -> Iterator[Yardstick]:
     """``ref``'s yardstick for the checkout's ``config``: ``ref``'s tasks, ``[suite]``,
     ``[gate]``, ``[ci]``, baseline and history; only ``[agent]`` is the checkout's."""
-    from gate.yardstick import open_yardstick
+    from gate.execution.yardstick import open_yardstick
 
     root = root if root is not None else _git.toplevel(config.root)
     with open_yardstick(config, root=root, ref=ref, label=label,

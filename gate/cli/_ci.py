@@ -15,7 +15,7 @@ from gate.secrets import warn_exposed_ancestors
 
 if TYPE_CHECKING:
     from gate.ci import CIOptions
-    from gate.results import Results
+    from gate.core.results import Results
 
 
 @click.command()
@@ -122,8 +122,8 @@ def ci(
     if is_comment_mode(mode, event_name()):
         # posting another run's report: no gate.toml of the workspace, no suite (see
         # is_comment_mode); its [ci] is the default branch's, read by gate.ci
-        from gate.config import GateConfig
-        from gate.run import RunRequest
+        from gate.core.config import GateConfig
+        from gate.execution.run import RunRequest
 
         req = RunRequest(config=GateConfig(), output=Path(run_kw["output"]))
     else:
@@ -131,7 +131,7 @@ def ci(
         if max_cost is not None:
             req = dataclasses.replace(req, max_cost=max_cost)
         if shard and shard.strip():
-            from gate.shards import parse_shard
+            from gate.execution.shards import parse_shard
 
             req = dataclasses.replace(req, shard=parse_shard(shard))
         config_path = req.config.source or config_path

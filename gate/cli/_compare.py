@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from gate.compare import Comparison
-    from gate.results import Results
-    from gate.yardstick import Yardstick
+    from gate.core.results import Results
+    from gate.execution.yardstick import Yardstick
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
@@ -161,7 +161,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
     with contextlib.ExitStack() as stack:
         if base_ref:
             ys = stack.enter_context(_yardstick(config_path, base_ref))
-            from gate.results import load_results
+            from gate.core.results import load_results
 
             settings, sim_unjudged = ys.config.gate, ys.config.ci.sim_unjudged
             results = load_results(paths[0])
@@ -181,7 +181,7 @@ def compare_cmd(paths: tuple[str, ...], fmt: str, config_path: str | None,
         else:
             cfg = command_config(config_path)
             settings, sim_unjudged = cfg.gate, cfg.ci.sim_unjudged
-            from gate.results import load_results
+            from gate.core.results import load_results
 
             results = load_results(paths[1])
             if not Path(paths[0]).exists():  # nothing to measure against: not bad input
@@ -234,7 +234,7 @@ def _effects(paths: tuple[str, ...], conditions: str, fmt: str, config_path: str
                                "several conditions), and no --base-ref")
     settings = command_config(config_path).gate
     from gate.compare import effects
-    from gate.results import load_results
+    from gate.core.results import load_results
 
     names = [c.strip() for c in conditions.split(",") if c.strip()]
     report = effects(load_results(paths[0]), names, settings, where=paths[0])
@@ -292,7 +292,7 @@ def baseline_cmd(results_path: str, baseline_path: str | None, config_path: str 
     --other-suite.
     """
     cfg = command_config(config_path)
-    from gate.baseline import promote_file
+    from gate.pool.baseline import promote_file
 
     target = baseline_path or str(cfg.path(cfg.gate.baseline))
     message = promote_file(results_path, target, pool_size or cfg.gate.pool_size,

@@ -1,4 +1,4 @@
-"""``gate init``: a thin shell over :func:`gate.init.init_repository`."""
+"""``gate init``: a thin shell over :func:`gate.setup.init.init_repository`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gate.init import DEFAULT_ACTION, init_repository
+from gate.setup.init import DEFAULT_ACTION, init_repository
 
 
 @click.command("init")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import click
 
-from gate.results import load_results, write_results
-from gate.shards import carry_transcripts, merge
+from gate.core.results import load_results, write_results
+from gate.execution.shards import carry_transcripts, merge
 
 
 @click.command("merge")

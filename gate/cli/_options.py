@@ -15,8 +15,8 @@ import click
 
 if TYPE_CHECKING:
     from gate.cli._progress import Progress
-    from gate.config import GateConfig
-    from gate.run import RunRequest
+    from gate.core.config import GateConfig
+    from gate.execution.run import RunRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,7 +94,7 @@ def command_config(path: str | None) -> GateConfig:
         from gate.errors import BadInput
 
         raise BadInput(f"{path}: config file not found")
-    from gate.config import load_config
+    from gate.core.config import load_config
 
     return load_config(path)
 
@@ -103,8 +103,8 @@ def run_request(kw: dict[str, Any]) -> RunRequest:
     """Build the run from the run options, popping them out of ``kw``."""
     o = {name: kw.pop(name) for name in RUN_OPTION_NAMES}
     config = command_config(o["config_path"])  # a config error stops here, before the runner
+    from gate.execution.run import RunRequest
     from gate.github import actions_sha, in_actions
-    from gate.run import RunRequest
 
     return RunRequest(
         config=config, output=Path(o["output"]),

@@ -25,7 +25,7 @@ from gate.github import in_actions
 from gate.report import count, dollars, rate
 
 if TYPE_CHECKING:
-    from gate.results import Results, RunResult
+    from gate.core.results import Results, RunResult
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR "}
 #: tasks listed one per row in the summary table; above it, only those with a failure
@@ -244,7 +244,7 @@ class Progress:
         from rich.table import Table
         from rich.text import Text  # a task id is text, never markup
 
-        from gate.results import runs_by_task
+        from gate.core.results import runs_by_task
 
         per = runs_by_task(runs)
         shown = sorted(per)

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from gate._files import atomic_write_text, read_text
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.results import load_results
+from gate.core.traces import SIDECAR_LIMIT, Trace, parse_sidecar, sidecar_rel
 from gate.errors import GateError
-from gate.results import load_results
-from gate.traces import SIDECAR_LIMIT, Trace, parse_sidecar, sidecar_rel
 
 
 @click.command("report")

@@ -12,8 +12,8 @@ import click
 from gate.cli._options import progress, run_options, run_request
 
 if TYPE_CHECKING:
-    from gate.results import Results
-    from gate.run import RunRequest
+    from gate.core.results import Results
+    from gate.execution.run import RunRequest
 
 
 @click.command()
@@ -62,8 +62,8 @@ def run(base_ref: str | None, ab_ref: str | None, baseline_path: str | None, res
     --max-cost stopped the run early.
     """
     req = run_request(kw)
-    from gate.run import run_suite
-    from gate.shards import parse_shard
+    from gate.execution.run import run_suite
+    from gate.execution.shards import parse_shard
 
     req = dataclasses.replace(req, resume=resume, max_cost=max_cost,
                               max_run_cost=max_run_cost,
@@ -78,7 +78,7 @@ def run(base_ref: str | None, ab_ref: str | None, baseline_path: str | None, res
 
             raise BadInput("--condition: not with --ab (an A/B compares two agent "
                            "configurations; run the conditions on each side instead)")
-        from gate.ab import run_ab_command
+        from gate.execution.ab import run_ab_command
 
         shown_ab = progress()
         try:
@@ -101,7 +101,7 @@ def run(base_ref: str | None, ab_ref: str | None, baseline_path: str | None, res
             for line in ys.lines(markdown=False):
                 click.echo(f"yardstick: {line}", err=True)
             from gate.ci import base_baseline
-            from gate.run import PlanFrom
+            from gate.execution.run import PlanFrom
 
             # planned from the baseline `gate compare --base-ref` judges it against (one look);
             # a run of skill conditions is not planned (each condition runs every replication)
@@ -155,8 +155,8 @@ def _planned_by(req: RunRequest, path: str, *, base_ref: str | None, ab_ref: str
             ("--condition", conditions, "skill conditions run every replication, unplanned")):
         if given:
             raise BadInput(f"--baseline: not with {flag} ({why})")
-    from gate.results import load_results
-    from gate.run import PlanFrom
+    from gate.core.results import load_results
+    from gate.execution.run import PlanFrom
 
     baseline = load_results(path, "baseline")
     return dataclasses.replace(req, plan_from=PlanFrom(baseline, "baseline"))
@@ -176,7 +176,7 @@ def announce(results: Results, todo: int) -> None:
     if results.runs:
         click.echo(f"resuming: {len(results.runs)} runs kept from the journal, {todo} to run",
                    err=True)
-    from gate.results import cache_prefix
+    from gate.core.results import cache_prefix
 
     if (prefix := cache_prefix(results)) is not None and not prefix.cached:
         click.echo(f"gate: note: {prefix.statement()}; the conversation is cached once it is "

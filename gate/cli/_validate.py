@@ -14,14 +14,14 @@ from rich.markup import escape
 
 from gate.cli._output import console, table
 from gate.compare import TaskHealth, suite_health
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.results import load_results
+from gate.core.tasks import load_suite
 from gate.errors import BadInput
+from gate.execution.runner import RunOptions
+from gate.execution.validate import TaskCheck, validate_suite
 from gate.report import HEALTH_LEAD, count
-from gate.results import load_results
-from gate.runner import RunOptions
 from gate.sandbox import suite_sandboxes
-from gate.tasks import load_suite
-from gate.validate import TaskCheck, validate_suite
 
 
 def _result(check: TaskCheck) -> str:

@@ -4,7 +4,7 @@ behind them (``max_turns 30 → 1``), by length for the prompt, else by their di
 from __future__ import annotations
 
 from gate.compare._model import AgentChange
-from gate.results import Results
+from gate.core.results import Results
 
 
 def _short(value: str | None) -> str | None:

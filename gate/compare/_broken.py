@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gate.compare._model import TaskChange
-from gate.results import Results
+from gate.core.results import Results
 
 #: broken tasks named in the headline before "and N more"
 MAX_NAMED = 5

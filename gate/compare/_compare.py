@@ -39,10 +39,10 @@ from gate.compare._model import (
 from gate.compare._prefix import with_prefix_caveat
 from gate.compare._rate_ci import pass_rate_ci_given
 from gate.compare._upstreams import with_prices_check
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.metrics import BY_NAME, PERMUTED, Metric
+from gate.core.results import Results, RunResult, net_raw_note, runs_by_task, valid_runs
 from gate.errors import BadInput, Unmeasurable
-from gate.metrics import BY_NAME, PERMUTED, Metric
-from gate.results import Results, RunResult, net_raw_note, runs_by_task, valid_runs
 
 _EXIT = {"pass": 0, "regression": 1, "inconclusive": 3}
 _MAX_REASONS = 3
@@ -666,7 +666,7 @@ def _verdict_line(verdict: Verdict, metrics: Sequence[MetricResult], reasons: Se
 def _info(b_runs: Mapping[str, list[RunResult]], c_runs: Mapping[str, list[RunResult]],
           compared: Sequence[str]) -> list[InfoMetric]:
     """Tokens per task-run (task-equal weight, like the metrics; the duration is one of
-    them, gate/metrics.py)."""
+    them, gate/core/metrics.py)."""
     fields: dict[str, Callable[[RunResult], float]] = {
         "input tokens": lambda r: r.usage.input_tokens,
         "output tokens": lambda r: r.usage.output_tokens,

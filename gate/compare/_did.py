@@ -25,7 +25,7 @@ Pairing gains power whenever the two conditions of a replication are positively 
 are not.
 
 Pairs are matched by (refresh, replication): a pooled baseline's runs keep the replication they
-had in their refresh (``source_replication``, :mod:`gate.baseline`), so a target run is only
+had in their refresh (``source_replication``, :mod:`gate.pool.baseline`), so a target run is only
 ever paired with the control run of its own refresh. Runs without a partner (an infra error, a
 condition missing in a refresh) are left out of the test but counted in the rates.
 
@@ -45,8 +45,8 @@ import numpy as np
 
 from gate.compare import _stats
 from gate.compare._model import SkillConditionRow, SkillEffect, SkillEffectTask
-from gate.config import STANDARD_CONDITION_NAMES
-from gate.results import Results, RunResult, valid_runs
+from gate.core.config import STANDARD_CONDITION_NAMES
+from gate.core.results import Results, RunResult, valid_runs
 
 TARGET, CONTROL = "target", "control"
 

@@ -16,7 +16,7 @@ from gate.compare._model import Comparison
 
 
 class HistoryPoint(Protocol):
-    """What the guard reads of one main-branch run (``gate.history.HistoryEntry`` is one)."""
+    """What the guard reads of one main-branch run (``gate.core.history.HistoryEntry`` is one)."""
 
     @property
     def fingerprint(self) -> str: ...

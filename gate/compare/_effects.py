@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict
 
 from gate._files import printable
 from gate.compare import _stats
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, RunResult, runs_by_task, valid_runs
 from gate.errors import BadInput
-from gate.results import Results, RunResult, runs_by_task, valid_runs
 
 EffectVerdict = Literal["helps", "hurts", "no significant effect", "not measured"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from math import comb
 
 from gate.compare._model import TaskHealth
-from gate.results import Results, RunResult, runs_by_task, valid_runs
+from gate.core.results import Results, RunResult, runs_by_task, valid_runs
 
 #: the fewest valid baseline runs, all failed, for a task to be named as always failing
 ALWAYS_FAILS_MIN_RUNS = 10

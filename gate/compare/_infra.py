@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.results import Results
+from gate.core.results import Results
 
 
 @dataclass(frozen=True)

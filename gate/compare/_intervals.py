@@ -1,4 +1,4 @@
-"""The intervals the views show beside the verdict: each arm's metrics (gate/metrics.py) and
+"""The intervals the views show beside the verdict: each arm's metrics (gate/core/metrics.py) and
 each task's pass rate, computed here so a page never shows an interval of its own making.
 
 The verdict's own numbers (the pass-rate difference's interval, every p-value) are in the
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.compare._stats import wilson
-from gate.metrics import BY_NAME, METRICS, PERMUTED, Metric
-from gate.results import Results, RunResult, runs_by_task, valid_runs
+from gate.core.metrics import BY_NAME, METRICS, PERMUTED, Metric
+from gate.core.results import Results, RunResult, runs_by_task, valid_runs
 
 BOOTSTRAP = 1000  # resamples for the intervals of the metrics other than the pass rate
 Interval = tuple[float, float]
@@ -121,7 +121,7 @@ def arm_stats(runs_by_task: Mapping[str, Sequence[RunResult]], tasks: Sequence[s
 
 
 def change_interval(name: str, b: ArmStats, c: ArmStats, level: float) -> Interval | None:
-    """A bootstrap interval of the change of a metric (gate/metrics.py) from the two arms'
+    """A bootstrap interval of the change of a metric (gate/core/metrics.py) from the two arms'
     independent draws: relative for a mean, in points for a ratio."""
     if name not in b.draws or name not in c.draws:
         return None

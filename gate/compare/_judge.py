@@ -43,9 +43,9 @@ from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._upstreams import with_upstream_check
 from gate.compare._why import with_why
-from gate.config import GateSettings
-from gate.metrics import PERMUTED_GATING, said
-from gate.results import Results, summarize
+from gate.core.config import GateSettings
+from gate.core.metrics import PERMUTED_GATING, said
+from gate.core.results import Results, summarize
 
 
 def plain_runs(results: Results) -> Results:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 Verdict = Literal["pass", "regression", "inconclusive"]
-MetricName = str  # a row of the table of metrics (gate/metrics.py)
+MetricName = str  # a row of the table of metrics (gate/core/metrics.py)
 # "unjudged": measured, but the simulator cannot judge the change (gate/compare/_simjudge.py)
 # "unclear": past its margin, and its test too weak to block a change of the margin's size
 # (gate/compare/_unclear.py); never "ok"
@@ -26,7 +26,7 @@ class MetricResult(_Frozen):
 
     Rates (pass rate, cache-hit rate) are fractions and ``delta`` is their difference (×100 for
     points); turns, cost and duration are per task-run means over the compared tasks and
-    ``delta`` is the relative change (0.5 = +50 %). Which is which: gate/metrics.py.
+    ``delta`` is the relative change (0.5 = +50 %). Which is which: gate/core/metrics.py.
     """
 
     name: MetricName

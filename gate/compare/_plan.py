@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from gate.config import GateSettings
-from gate.results import PlanRecord, PlanTask, Results, runs_by_task
+from gate.core.config import GateSettings
+from gate.core.results import PlanRecord, PlanTask, Results, runs_by_task
 
 #: the rule's name and version, recorded with every plan: a new rule is a new version
 RULE = "by-pass-rate"

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gate.compare._plan import PlanSettings
-from gate.results import PlanConditions
+from gate.core.results import PlanConditions
 
 #: what every condition plan says of its runs
 BASIS = "every condition the suite's replications on every task: reads no outcome"

@@ -53,8 +53,8 @@ from gate.compare._plan import (
     task_looks,
 )
 from gate.compare._plan_conditions import condition_runs
+from gate.core.results import PlanConditions, Results, RunKey
 from gate.errors import BadInput
-from gate.results import PlanConditions, Results, RunKey
 
 
 def checked_plan(base: Results, pr: Results, *,

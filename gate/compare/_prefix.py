@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gate.compare._model import MetricResult
-from gate.results import Results, cache_prefix
+from gate.core.results import Results, cache_prefix
 
 
 def prefix_caveat(baseline: Results, candidate: Results) -> str | None:

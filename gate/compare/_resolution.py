@@ -22,7 +22,7 @@ import numpy as np
 
 from gate.compare import _stats
 from gate.compare._model import Comparison, MetricName, MetricResult, Resolution, TestReach
-from gate.metrics import BY_NAME, PERMUTED
+from gate.core.metrics import BY_NAME, PERMUTED
 
 #: the most runs per task a suggested fix goes up to (beyond, add tasks)
 MAX_SUGGESTED_RUNS = 50

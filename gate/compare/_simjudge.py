@@ -19,8 +19,8 @@ and from ``gate.toml`` locally; :func:`gate.compare.judge` applies it, so both s
 from __future__ import annotations
 
 from gate.compare._model import Comparison
-from gate.config import CISettings, SimUnjudged
-from gate.results import Results
+from gate.core.config import CISettings, SimUnjudged
+from gate.core.results import Results
 
 #: ``[ci] sim_unjudged``'s default, as the config has it
 SIM_UNJUDGED_DEFAULT: SimUnjudged = CISettings.model_fields["sim_unjudged"].default

@@ -13,7 +13,7 @@ task's unknown pass probability. Two exact tests use that:
 Every function here takes a *batch* of R outcomes at once (arrays shaped ``(R, N)``), so the
 single verdict, the power calculation and the benchmark all go through the same code.
 
-The table's other metrics (gate/metrics.py: turns, cost, cache-hit rate, duration): a
+The table's other metrics (gate/core/metrics.py: turns, cost, cache-hit rate, duration): a
 within-task permutation test (arm labels shuffled inside each task), for a suite-level
 aggregate and a task-equal-weight statistic.
 
@@ -48,7 +48,7 @@ from gate.compare._restricted import (
     moments,
     tables,
 )
-from gate.metrics import Metric
+from gate.core.metrics import Metric
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -289,7 +289,7 @@ class PermResult:
 @dataclass(frozen=True)
 class Layout:
     """Which columns of :class:`TaskSamples` each permutation-tested metric reads
-    (gate/metrics.py): a mean one column, a ratio two (numerator, denominator)."""
+    (gate/core/metrics.py): a mean one column, a ratio two (numerator, denominator)."""
 
     means: tuple[tuple[str, int, bool], ...]  # (name, column, a rise is the harm)
     ratios: tuple[tuple[str, int, int, bool], ...]  # (name, numerator, denominator, harm up)
@@ -515,7 +515,7 @@ def _chunked(tasks: Sequence[TaskSamples], seed: int, permutations: int,
 
 def permutation_tests(tasks: Sequence[TaskSamples], *, permutations: int, seed: int,
                       lay: Layout) -> dict[str, PermResult | None]:
-    """The tests of ``lay``'s metrics (gate/metrics.py) on the same relabellings (one seeded
+    """The tests of ``lay``'s metrics (gate/core/metrics.py) on the same relabellings (one seeded
     Generator).
 
     Aggregate statistics compare one pass through the suite: Σ_i mean_i^C / Σ_i mean_i^B for

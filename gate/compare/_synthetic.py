@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gate.results import (
+from gate.core.results import (
     AgentInfo,
     Results,
     RunResult,

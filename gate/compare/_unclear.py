@@ -39,8 +39,8 @@ import numpy as np
 
 from gate.compare import _resolution, _stats
 from gate.compare._model import MetricName, MetricResult, Resolution
-from gate.metrics import BY_NAME, Metric
-from gate.results import RunResult, valid_runs
+from gate.core.metrics import BY_NAME, Metric
+from gate.core.results import RunResult, valid_runs
 
 #: power at the margin below which a past-margin metric is "unclear"
 RELIABLE = 0.8

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.compare._model import Comparison, ScheduleCheck
-from gate.results import Results, UpstreamInfo
+from gate.core.results import Results, UpstreamInfo
 
 #: the metrics whose value is a price (cost per run): reported, not gated, across price rules
 PRICED = ("cost",)

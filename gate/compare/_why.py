@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from gate.compare._model import AgentChange, Comparison, MetricResult, TaskChange
-from gate.metrics import BY_NAME
+from gate.core.metrics import BY_NAME
 
 #: how long one reason may be (the first screen fits 80 columns, the verdict's words first)
 MAX_REASON = 60

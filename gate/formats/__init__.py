@@ -8,13 +8,13 @@ verifier lives with its format, not in a sandbox), and what container it needs
 (:attr:`~TaskFormat.lifecycle`: a fresh container per command, or one long-lived container per
 run, :class:`Container`, which a container backend offers as ``gate.sandbox.RunContainer``).
 
-The import direction is one way: ``gate.sandbox`` → ``gate.tasks`` (suites) → here. This unit
+The import direction is one way: ``gate.sandbox`` → ``gate.core.tasks`` (suites) → here. This unit
 holds the contract and its data (``_contract``: :class:`TaskFormat`, :class:`ExecResult`,
 :class:`Verification`, :class:`ContainerSpec`), the :class:`Task` every format builds
 (``_task``), and the formats; it imports neither the sandbox nor the suite loader. A format
 drives a sandbox only through the ports the contract states (:class:`Workspace`,
 :class:`Container`), which the sandbox's classes satisfy; the sandbox re-exports the data
-types and :mod:`gate.tasks` re-exports the task.
+types and :mod:`gate.core.tasks` re-exports the task.
 
 A new format is one module here (``gate/formats/_<name>.py``) with a ``FORMAT`` object and one
 line in :data:`FORMATS`; the module is imported only when a directory is checked against it or

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from gate.errors import BadInput
-from gate.harbor import AGENT_LOGS, ARTIFACTS_DIR, VERIFIER_LOGS
+from gate.formats._harbor_schema import AGENT_LOGS, ARTIFACTS_DIR, VERIFIER_LOGS
 from gate.secrets import withheld
 
 COMPOSE_FILE = "docker-compose.yaml"

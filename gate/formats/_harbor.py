@@ -4,7 +4,8 @@ Each rule below was checked against Harbor's own code and docs (harbor-framework
 through a public mirror at commit 7d91dbfa; file names are Harbor's):
 
 - **Layout** (``docs/content/docs/tasks/index.mdx``, ``models/task/paths.py``):
-  ``instruction.md``, ``task.toml`` (schema: :mod:`gate.harbor`), ``environment/Dockerfile``
+  ``instruction.md``, ``task.toml`` (schema: :mod:`gate.formats._harbor_schema`),
+  ``environment/Dockerfile``
   (or ``[environment] docker_image``), ``tests/test.sh``, ``solution/solve.sh``.
 - **Multi-step** (``docs/.../tasks/multi-step.mdx``, ``trial/multi_step.py``): ``[[steps]]`` in
   ``task.toml``, ``steps/<name>/instruction.md`` each; a step's ``workdir/`` is copied into the
@@ -111,7 +112,7 @@ from gate.formats import (
     reading,
 )
 from gate.formats._compose import ComposeMain, Refused, compose_main
-from gate.harbor import (
+from gate.formats._harbor_schema import (
     AGENT_LOGS,
     ARTIFACTS_DIR,
     DEFAULT_VERIFIER_TIMEOUT,

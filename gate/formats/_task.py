@@ -3,7 +3,8 @@
 of a multi-step task).
 
 This data lives in the formats' unit because every format builds it and the sandbox, the runner
-and the skills only read it; :mod:`gate.tasks` re-exports it (``from gate.tasks import Task``).
+and the skills only read it; :mod:`gate.core.tasks` re-exports it
+(``from gate.core.tasks import Task``).
 A :class:`Task` is data: what differs between formats (which script verifies, whether the task
 needs a container, how its reference solution runs ...) is answered by its format when it loads
 the task, in the fields below, and never looked up again by asking which format it was. What a
@@ -106,8 +107,8 @@ class Task:
     digest: str
     meta: TaskMeta
     metadata: dict[str, Any] = field(default_factory=dict)
-    #: the format's own reading of the task (Harbor's: :class:`gate.harbor.HarborTask`); only
-    #: that format reads it
+    #: the format's own reading of the task (Harbor's:
+    #: :class:`gate.formats._harbor_schema.HarborTask`); only that format reads it
     native: Any = field(default=None, compare=False, repr=False)
     format_name: str = "gate"
     steps: tuple[TaskStep, ...] = ()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from gate.config import DEFAULT_COMMENT_ID
+from gate.core.config import DEFAULT_COMMENT_ID
 from gate.github._rest import GitHubClient, GitHubError
 
 #: the marker of the gate's comments before comment ids (one comment per PR); a comment that

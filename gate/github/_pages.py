@@ -5,7 +5,7 @@ page is published is ``gate.ci``'s call).
 - A report is published at ``reports/<name>/index.html`` on the data branch: ``<name>`` is
   the refreshed branch (``reports/main/``) or ``pr-<number>``; the badge at ``badge.svg``;
   ``.nojekyll`` keeps Pages from running Jekyll over the branch (files are served as they are).
-  The layout is forge-neutral: ``gate.refresh``.
+  The layout is forge-neutral: ``gate.pool.refresh``.
 - Only a **public** repository publishes: a Pages site is public on most plans whatever the
   repository's visibility. The visibility comes from the event's ``repository`` (every
   event carries it), else from ``GET /repos/{owner}/{repo}``; unknown counts as not public.

@@ -1,10 +1,10 @@
 """Main's refresh, pushed: the push loop that puts the pooled baseline and history on their
 branch with the token (where they live, what a refresh starts from and the files it leaves
-are forge-neutral: :mod:`gate.refresh`).
+are forge-neutral: :mod:`gate.pool.refresh`).
 
 A push races every merge that lands while the suite runs. On a non-fast-forward the refresh
 fetches the new tip, pools this run onto *its* baseline and history with the judge's pure
-function handed in (``Pooling``: ``gate.baseline.repool`` with this run bound, from ``gate
+function handed in (``Pooling``: ``gate.pool.baseline.repool`` with this run bound, from ``gate
 ci``; the same run pooled onto the same files gives the same files), commits on top of it and
 tries again, ``RETRIES`` times; then it warns and leaves the files for an artifact. A refresh
 never replaces the baseline of another agent configuration that landed meanwhile unless this
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate import _git as plain_git
+from gate.core.results import Results, parse_results
 from gate.errors import BadInput, GateError
 from gate.github import _git
-from gate.refresh import Outcome, Place, Pooled, State, read_state
-from gate.results import Results, parse_results
+from gate.pool.refresh import Outcome, Place, Pooled, State, read_state
 
 #: Re-pools after the first push was refused because the branch moved on.
 RETRIES = 3
@@ -29,7 +29,7 @@ RETRIES = 3
 
 @dataclass(frozen=True)
 class Pooling:
-    """How this run is pooled onto a branch's files: the judge's rules (``gate.baseline``),
+    """How this run is pooled onto a branch's files: the judge's rules (``gate.pool.baseline``),
     handed in by ``gate ci``, so the push loop that re-pools on a moved branch decides
     nothing itself."""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.config import DEFAULT_COMMENT_ID, CommentMode, comment_mode
+from gate.core.config import DEFAULT_COMMENT_ID, CommentMode, comment_mode
 from gate.github._comment import (
     MARKER_PREFIX,
     CommentRef,
@@ -32,7 +32,7 @@ from gate.github._comment import (
 )
 from gate.github._rest import GitHubClient, GitHubError
 
-__all__ = ["CommentMode", "PRComment", "comment_mode"]  # the mode's rules: gate.config
+__all__ = ["CommentMode", "PRComment", "comment_mode"]  # the mode's rules: gate.core.config
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import urllib3
 from urllib3.util.wait import wait_for_read
 
-from gate.cost import PriceTable
+from gate.core.cost import PriceTable
 from gate.errors import BadInput
 from gate.meter._flights import FIRST_FLIGHT_WAIT_S, _FirstFlights, _Lead
 from gate.meter._http import _Handler

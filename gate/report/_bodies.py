@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gate.history import HistoryEntry
+    from gate.core.history import HistoryEntry
 
 
 def render_body(template: str, **values: object) -> str:
@@ -59,7 +59,7 @@ def with_report_link(body: str, url: str, footer: str | None = None) -> str:
 def trend_markdown(entries: list[HistoryEntry], last: int = 20) -> str | None:
     """A Mermaid chart (GitHub renders it) of main's pass rate, for main's step summary.
     None when there is too little to draw."""
-    from gate.history import trend_entries
+    from gate.core.history import trend_entries
 
     same = trend_entries(entries, last)
     if len(same) < 2:

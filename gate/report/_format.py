@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from gate.metrics import BY_NAME
+from gate.core.metrics import BY_NAME
 
 MINUS = "−"  # U+2212: a minus sign, not a hyphen
 
@@ -83,7 +83,7 @@ def seconds(x: float | None) -> str:
 
 
 def metric_value(name: str, x: float | None) -> str:
-    """A value of one of compare's metrics (gate/metrics.py) in its unit."""
+    """A value of one of compare's metrics (gate/core/metrics.py) in its unit."""
     unit = BY_NAME[name].unit
     if unit == "rate":
         return pct(x)

@@ -14,7 +14,7 @@ nothing.
 Transcripts are read only from the ``<stem>.transcripts/`` directory beside the results file
 that ``gate run`` writes (by the recorded file's name): a results file cannot make the report
 embed any other file of the machine it is rendered on. A baseline run with no transcript here
-(a pooled ``baseline.json`` keeps none) is shown as its trace (gate/traces.py), from the traces
+(a pooled ``baseline.json`` keeps none) is shown as its trace (gate/core/traces.py), from the traces
 main's refresh keeps next to the baseline, when one was kept for it.
 """
 
@@ -38,11 +38,8 @@ from markupsafe import Markup, escape
 
 from gate._files import MiB, read_head
 from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
-from gate.metrics import METRICS, said
-from gate.report._format import FILTERS, interval, metric_value, pct, usd
-from gate.report._plan import plan_lines, plan_summary
-from gate.report._render import HEALTH_LEAD, metric_change, metric_verdict, verdict_words
-from gate.results import (
+from gate.core.metrics import METRICS, said
+from gate.core.results import (
     Results,
     RunResult,
     net_raw_note,
@@ -50,7 +47,10 @@ from gate.results import (
     transcripts_dir,
     valid_runs,
 )
-from gate.traces import Trace
+from gate.core.traces import Trace
+from gate.report._format import FILTERS, interval, metric_value, pct, usd
+from gate.report._plan import plan_lines, plan_summary
+from gate.report._render import HEALTH_LEAD, metric_change, metric_verdict, verdict_words
 
 TRANSCRIPT_LIMIT = 8 * MiB  # bytes of one transcript file read
 FIELD_LIMIT = 20_000  # characters of one transcript field shown (the runner clips at 8,000)
@@ -81,7 +81,7 @@ class RunView:
     events: list[Event] | None  # None: no transcript to show
     missing: str | None = None  # why there is no transcript
     condition: str | None = None  # the skill condition it ran under (gate run --condition)
-    trace: TraceView | None = None  # no transcript: the run's kept trace (gate/traces.py)
+    trace: TraceView | None = None  # no transcript: the run's kept trace (gate/core/traces.py)
     estimated: str | None = None  # part of its usage is an estimate (a stream the agent cut)
     install_s: float | None = None  # waited for the agent's install ([agent] install)
 

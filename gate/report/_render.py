@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gate.compare import AgentChange, Comparison, MetricResult, Resolution, TaskChange
-from gate.metrics import BY_NAME, PERMUTED, PERMUTED_GATING, said
+from gate.core.metrics import BY_NAME, PERMUTED, PERMUTED_GATING, said
 from gate.report._escape import (
     code_span,
     link_url,
@@ -497,7 +497,7 @@ def render_markdown(comparison: Comparison, *, run_url: str | None = None,
     line saying what judged it, when not the stored baseline (a same-job A/B). ``command``:
     what reproduces the verdict locally, as a user types it (on the first screen's link
     line, with the CI run; the report's link joins it later, ``with_report_link``). ``evidence``:
-    what the runs did (gate/evidence.py, already escaped and bounded). ``accepted``: a
+    what the runs did (gate/pool/evidence.py, already escaped and bounded). ``accepted``: a
     regression a maintainer accepted, titled as such (the verdict and its numbers stay).
 
     Always under :data:`BUDGET` characters: when the per-task table would not fit, it shows

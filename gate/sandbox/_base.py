@@ -3,7 +3,7 @@
 container backend offers to formats whose tasks live in their image), the backend registry.
 
 The sandbox sits above the task formats: it hands a run's scripts and verifier to the task's
-format (:func:`gate.tasks.task_format`), which drives it back only through the ports the
+format (:func:`gate.core.tasks.task_format`), which drives it back only through the ports the
 format contract states (:class:`gate.formats.Workspace`, which :class:`Sandbox` satisfies, and
 :class:`gate.formats.Container`, which :class:`RunContainer` does). The data crossing that line
 (:class:`ExecResult`, :class:`Verification`, :class:`ContainerSpec`) is the contract's, and
@@ -22,15 +22,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar
 
+from gate.core.tasks import Task, task_format
 from gate.errors import BadInput, SandboxError
 from gate.formats import ContainerSpec, ExecResult, Verification
 from gate.sandbox._quota import HOST_POLL_S, DiskLimit, DiskWatch, RunStop
 from gate.secrets import scrubbed_env, withheld_notes
-from gate.tasks import Task, task_format
 
 if TYPE_CHECKING:
+    from gate.core.skills import Skill
     from gate.formats import Container, Workspace
-    from gate.skills import Skill
 
 READ_LIMIT = 10_000_000  # bytes: the largest file the gate reads out of a workspace
 
@@ -199,7 +199,7 @@ class Sandbox(abc.ABC):
         setup and the agent: a run's workspace holds exactly its condition's skills (``only``:
         the run has a condition; a fresh workspace holds no other skill). The skills as
         installed (where each ``SKILL.md`` is, for the agent)."""
-        from gate.skills import SKILLS_DIR
+        from gate.core.skills import SKILLS_DIR
 
         self.check_open()
         for skill in skills:

@@ -45,6 +45,7 @@ import requests.exceptions
 from docker.types import LogConfig, Mount
 
 from gate._files import clip, printable, strip_ansi
+from gate.core.tasks import Task, digest_dir, task_format
 from gate.sandbox._base import (
     READ_LIMIT,
     AgentInstall,
@@ -76,7 +77,6 @@ from gate.sandbox._local import (
 )
 from gate.sandbox._netguard import NetGuard
 from gate.sandbox._quota import tree_bytes
-from gate.tasks import Task, digest_dir, task_format
 
 WORKDIR = "/workspace"
 HOME = "/home/gate"

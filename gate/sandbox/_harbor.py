@@ -58,6 +58,7 @@ import requests.exceptions
 from docker.types import LogConfig, Mount
 
 from gate._files import clip
+from gate.core.tasks import Task
 from gate.errors import ContainerStepError
 from gate.sandbox._base import (
     READ_LIMIT,
@@ -88,10 +89,9 @@ from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
 from gate.sandbox._quota import CONTAINER_POLL_S
 from gate.sandbox._watch import Watch
-from gate.tasks import Task
 
 if TYPE_CHECKING:
-    from gate.skills import Skill
+    from gate.core.skills import Skill
 
 _T = TypeVar("_T")
 #: the container's command: ``sh`` reading its stdin (``stdin_open``: a pipe the engine holds
@@ -372,7 +372,7 @@ class DockerRunContainer(RunContainer):
         there too. Each ``SKILL.md`` elsewhere in the task's image (never one the agent's own
         ``[agent] install`` put there), and each skill of the task the gate could not honour,
         is named in the run's notes (:attr:`skill_notes`)."""
-        from gate.skills import shipped_skills
+        from gate.core.skills import shipped_skills
 
         self.check_open()
         if not self.spec.skill_users:

@@ -30,12 +30,12 @@ import docker.errors
 import requests.exceptions
 
 from gate._files import clip, strip_ansi
+from gate.core.tasks import Task, task_format
 from gate.sandbox._base import AgentInstall, ContainerSpec, ExecResult, SandboxError
 from gate.sandbox._engine import LABEL, OWNER_LABEL, Engine, owner_gone
 from gate.sandbox._harbor import DockerRunContainer
 from gate.sandbox._watch import look, world_of
 from gate.secrets import mask_credentials
-from gate.tasks import Task, task_format
 
 REPOSITORY = "agent-gate-install"
 INSTALL_LABEL = "agent-gate.install"  # on a committed image: the digest of (image, script)

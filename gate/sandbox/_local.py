@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from gate.core.tasks import Task
 from gate.sandbox._base import (
     READ_LIMIT,
     ExecResult,
@@ -27,7 +28,6 @@ from gate.sandbox._base import (
 )
 from gate.sandbox._contain import SCOPE, SCOPE_VAR, Scope
 from gate.sandbox._quota import tree_bytes
-from gate.tasks import Task
 
 REAPER = Path(__file__).with_name("_reaper.py")
 OUTPUT_LIMIT = 1_000_000  # bytes of stdout and of stderr kept per command (head + tail)

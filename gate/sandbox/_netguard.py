@@ -15,7 +15,7 @@ the bridge's gateway, for the link-local range ``169.254.0.0/16`` (where cloud m
 services answer), and for every broadcast and multicast destination (``255.255.255.255``, the
 bridge subnet's broadcast by address type, ``224.0.0.0/4``, IPv6's ``ff00::/8`` and
 ``fe80::/10`` but for ICMPv6: a host's UDP service on 0.0.0.0 receives and answers those),
-and then for the private ranges (:data:`gate.config.PRIVATE_RANGES`: RFC 1918's, CGNAT's
+and then for the private ranges (:data:`gate.core.config.PRIVATE_RANGES`: RFC 1918's, CGNAT's
 ``100.64.0.0/10``, IPv6's ``fc00::/7``: a self-hosted runner's LAN, a cloud's internal
 services), but for what the container needs there: the host's resolvers (DNS, port 53: the
 nameservers of the host's resolv.conf files and the engine's ``dns`` setting, which Docker's
@@ -63,7 +63,7 @@ from urllib.parse import urlsplit
 
 import docker.errors
 
-from gate.config import PRIVATE_RANGES
+from gate.core.config import PRIVATE_RANGES
 from gate.sandbox._base import SandboxError
 
 LINK_LOCAL = "169.254.0.0/16"
@@ -139,7 +139,7 @@ def host_addresses() -> list[str]:
 
 @dataclass(frozen=True)
 class Reach:
-    """What a guarded container may still reach inside :data:`~gate.config.PRIVATE_RANGES`:
+    """What a guarded container may still reach inside :data:`~gate.core.config.PRIVATE_RANGES`:
     the host's resolvers (DNS: port 53, UDP and TCP), the runner's proxies (address, TCP port)
     and the networks ``[suite].allow_private`` names (the base branch's on a PR)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from gate.core.tasks import Suite, Task, TaskProblem
 from gate.errors import BadInput
 from gate.sandbox._base import (
     AgentInstall,
@@ -18,10 +19,9 @@ from gate.sandbox._base import (
     SandboxProvider,
     make_provider,
 )
-from gate.tasks import Suite, Task, TaskProblem
 
 if TYPE_CHECKING:
-    from gate.config import SuiteConfig
+    from gate.core.config import SuiteConfig
 
 CONTAINER_BACKEND = "docker"
 

@@ -40,7 +40,7 @@ sends the script's *content* as a heredoc in the tool call (and any other file o
 writable) and runs it there with ``TASK_DIR`` and the task's ``[solution].env``, as the oracle
 does. Nothing of ``solution/`` reaches a real agent: only the simulated model's own commands
 carry it. A multi-step task is known by each step's instruction, and each step is solved with
-that step's ``solve.sh`` (:meth:`gate.tasks.Task.for_step`).
+that step's ``solve.sh`` (:meth:`gate.core.tasks.Task.for_step`).
 
 Skills. A task's ``metadata.json`` may name its ``target_skill``. When the request's system
 prompt lists that skill (the path of its ``SKILL.md``, ``…/skills/<name>/SKILL.md``; or its
@@ -70,14 +70,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.core.skills import NO_EFFECT_MARKER
+from gate.core.tasks import Task
 from gate.secrets import scrubbed_env
 from gate.sim._families import normalise, pass_rate
 from gate.sim._parts import answer_tokens, delimiter, parts_of
 from gate.sim._shell import RETRY_MARK, retries, through_bash
 from gate.sim._submit import submit_command
 from gate.sim._tokens import block_tokens
-from gate.skills import NO_EFFECT_MARKER
-from gate.tasks import Task
 
 TURNS: dict[str, int] = {"easy": 4, "medium": 6, "hard": 9}
 MAX_ACT_TURNS: dict[str, int] = {"easy": 1, "medium": 2, "hard": 4}
@@ -643,6 +643,6 @@ def load_tasks(tasks_dir: Path | None) -> list[Task]:
     """The suite the model knows; none when no directory is given."""
     if tasks_dir is None:
         return []
-    from gate.tasks import load_suite
+    from gate.core.tasks import load_suite
 
     return list(load_suite(tasks_dir).tasks)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the usage model is pydantic's: the CLI's start-up (gate.sec
 
 
 class Prices(Protocol):
-    """The price table, as an upstream's price rule reads it (``gate.cost.PriceTable``: the
+    """The price table, as an upstream's price rule reads it (``gate.core.cost.PriceTable``: the
     port stands below it, which reads the configuration)."""
 
     def cost(self, model: str, usage: Usage) -> float: ...

@@ -1,4 +1,4 @@
-"""Same-job A/B (gate/ab.py): a PR with no baseline anywhere is judged against its base
+"""Same-job A/B (gate/execution/ab.py): a PR with no baseline anywhere is judged against its base
 commit's agent, run in the same job, interleaved run by run, on the simulator.
 
 Through the real CLI: ``gate ci`` against the fake GitHub and real git repositories (a bare
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.ab import BASE, PR, ab_plan
-from gate.results import load_results
-from gate.runner import Arm, RunOptions
-from gate.tasks import load_suite
+from gate.core.results import load_results
+from gate.core.tasks import load_suite
+from gate.execution.ab import BASE, PR, ab_plan
+from gate.execution.runner import Arm, RunOptions
 from tests.helpers.ci import PR as PR_NUMBER
 from tests.helpers.ci import (
     REPO,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gate.compare import RunPlan, compare, judge, plain_runs, plan_runs
-from gate.config import load_config
-from gate.results import load_results
-from gate.run import RunRequest, run_suite
+from gate.core.config import load_config
+from gate.core.results import load_results
+from gate.execution.run import RunRequest, run_suite
 from tests.helpers.ci import REPO, TOKEN, Project, _origin, sh, touch_agent, write_sim_suite
 from tests.helpers.fake_github import FakeGitHub
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.results import load_results
 from gate.github import MARKER, MARKER_PREFIX
-from gate.results import load_results
 from tests.helpers import ROOT
 from tests.helpers.ci import (
     OURS,
@@ -287,8 +287,8 @@ def test_a_bump_that_changes_the_builtin_agents_code_is_measured_not_skipped(
     # it says which change it is: the gate's own agent, to re-run with a key
     assert "The gate's agent changed" in run.stderr and "re-run it with a key" in run.stderr
     from gate.agents import agent_kind
-    from gate.config import load_config
-    from gate.fingerprint import fingerprint_parts
+    from gate.core.config import load_config
+    from gate.core.fingerprint import fingerprint_parts
 
     now = fingerprint_parts(load_config(ci / "gate.toml"), agent_kind("builtin"))
     assert now["code"] != base["parts"]["code"]  # the one part that differs: the gate's code

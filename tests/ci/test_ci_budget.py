@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from tests.helpers.ci import Project, _marker_comments, refresh, sh, touch_agent
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 import gate.cli._ci as cli
 from gate.ci import CIOptions, CIOverrides
-from gate.config import CISettings
+from gate.core.config import CISettings
 from gate.errors import BadInput
 from gate.github._git import _auth_env
 from tests.helpers.process import user_env
@@ -128,9 +128,9 @@ def test_a_secret_in_an_error_is_redacted_everywhere(monkeypatch: pytest.MonkeyP
 
     import gate.ci._jobs
     from gate.ci import run_ci
-    from gate.config import GateConfig
+    from gate.core.config import GateConfig
+    from gate.execution.run import RunRequest
     from gate.github import ActionsIO, CIEnvironment
-    from gate.run import RunRequest
 
     token = "ghs_leaky_token_1234567890"
 

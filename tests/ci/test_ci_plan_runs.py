@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gate.compare import PlanSettings, RunPlan, plan_runs
-from gate.config import load_config
-from gate.results import Results, load_results
+from gate.core.config import load_config
+from gate.core.results import Results, load_results
 from tests.helpers import ROOT
 from tests.helpers.ci import REPO, TOKEN, Project, sh
 from tests.helpers.fake_github import FakeGitHub

@@ -11,9 +11,9 @@ import pytest
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from gate.ci._policy import check_budget
+from gate.core.results import Interruption
 from gate.errors import Unmeasurable
 from gate.report import FILTERS
-from gate.results import Interruption
 
 
 def render(name: str, **context: Any) -> str:
@@ -40,7 +40,7 @@ def test_hidden_and_noted_tasks_are_counted_in_words(n: int, word: str) -> None:
 
 @pytest.mark.parametrize(("n", "words"), [(1, "1 planned run not"), (3, "3 planned runs not")])
 def test_a_budget_stop_counts_its_runs_in_words(n: int, words: str) -> None:
-    from gate.results import Results
+    from gate.core.results import Results
 
     stopped = Results.model_construct(interrupted=Interruption.model_construct(
         reason="budget: $1 spent", missing=[object()] * n))
@@ -76,8 +76,8 @@ def test_turns_are_counted_in_words_wherever_a_run_is_told(n: int, words: str) -
 def test_a_new_baseline_counts_its_runs_and_tasks_in_words() -> None:
     import numpy as np
 
-    from gate.baseline import promote
     from gate.compare._synthetic import synthetic_results
+    from gate.pool.baseline import promote
 
     results = synthetic_results([1.0], 6, np.random.default_rng(0))
     _, said = promote(results, None)

@@ -12,11 +12,11 @@ import pytest
 
 from gate.ci import CIOptions, check_infra, outcome, run_ci
 from gate.compare import Comparison
-from gate.config import GateConfig
+from gate.core.config import GateConfig
+from gate.core.results import Results, Summary
 from gate.errors import BadInput, Unmeasurable
+from gate.execution.run import RunRequest
 from gate.github import ActionsIO, CIEnvironment
-from gate.results import Results, Summary
-from gate.run import RunRequest
 
 
 def comparison(verdict: str) -> Comparison:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import journal_path, load_results, read_journal
+from gate.core.results import journal_path, load_results, read_journal
 from tests.helpers.ci import (
     PR,
     REPO,

@@ -16,8 +16,8 @@ from gate.ci._skills import (
     refresh_plan,
 )
 from gate.compare._synthetic import synthetic_condition_runs, synthetic_results
-from gate.config import load_config
-from gate.run import ConditionArms, RunRequest
+from gate.core.config import load_config
+from gate.execution.run import ConditionArms, RunRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"

@@ -12,7 +12,7 @@ from gate.ci import CIOverrides
 from gate.ci._publish import creates
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import CISettings, GateSettings
+from gate.core.config import CISettings, GateSettings
 from gate.errors import BadInput
 from gate.github import MARKER, comment_body, comment_mode, find_comment, marker
 from gate.github._comment import default_comment_id

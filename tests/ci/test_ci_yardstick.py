@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from tests.helpers.ci import (
     PR,
     Project,

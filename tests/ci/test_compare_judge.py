@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from gate.cli import main as gate_main
 from gate.compare import judge
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.results import Results, Schedule, write_results
+from gate.core.config import GateSettings
+from gate.core.results import Results, Schedule, write_results
 from tests.helpers.ci import CIRun, Project, _break_agent, _project, sh
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
-from gate.run import RunRequest, run_suite
-from gate.traces import parse_sidecar
+from gate.core.config import load_config
+from gate.core.traces import parse_sidecar
+from gate.execution.run import RunRequest, run_suite
 from tests.helpers.ci import (
     REPO,
     TOKEN,

@@ -26,10 +26,10 @@ from gate.ci._judge import judge
 from gate.ci._obtain import Obtained
 from gate.ci._plan import Basis, make_plan, measured_by
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateConfig, load_config
+from gate.core.config import GateConfig, load_config
+from gate.core.results import load_results, write_results
 from gate.errors import ForgeError, GateError
-from gate.results import load_results, write_results
-from gate.run import RunRequest
+from gate.execution.run import RunRequest
 from gate.secrets import Redactor
 from tests.helpers.suites import judged_repo
 

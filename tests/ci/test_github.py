@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.history import HistoryEntry, append_history, parse_history
 from gate.errors import BadInput
 from gate.github import (
     MARKER,
@@ -30,7 +31,6 @@ from gate.github._comment import (
     token_login,
     user_permission,
 )
-from gate.history import HistoryEntry, append_history, parse_history
 from gate.report import trend_markdown
 from tests.helpers.ci import _parse_output_file
 from tests.helpers.fake_github import FakeGitHub, client

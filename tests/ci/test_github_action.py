@@ -65,7 +65,7 @@ def test_action_is_a_composite_with_described_inputs_and_outputs(action: dict[st
 def test_the_sim_input_says_what_a_prompt_change_exits(action: dict[str, Any]) -> None:
     """A repository trying the gate with no key is told, where it turns the simulator on, why
     a prompt PR gets a failing check and which base-branch setting says so."""
-    from gate.config import CISettings
+    from gate.core.config import CISettings
 
     text = " ".join(action["inputs"]["sim"]["description"].split())
     default = CISettings().sim_unjudged
@@ -619,7 +619,7 @@ def test_documented_workflows_run_on_the_right_events() -> None:
 def test_documented_ci_table_is_valid_config() -> None:
     import tomllib
 
-    from gate.config import GateConfig
+    from gate.core.config import GateConfig
 
     (block,) = [b for b in _doc_blocks("toml") if "[ci]" in b]
     cfg = GateConfig.model_validate(tomllib.loads(block))
@@ -730,7 +730,7 @@ def test_every_pr_check_also_runs_in_the_merge_queue_and_groups_by_workflow(
     forever; every concurrency group names `github.workflow`, so two suites in one repository
     never cancel each other, and a PR check's group falls back to the ref for a merge-queue
     run (no PR number), so queued merges do not cancel each other either."""
-    from gate.init import init_repository
+    from gate.setup.init import init_repository
 
     init_repository(tmp_path, branch="main")
     workflows = _every_workflow() + [

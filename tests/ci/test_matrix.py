@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.traces import parse_sidecar, pooled_sidecar, results_traces
+from gate.execution.run import RunRequest, run_suite
 from gate.github import MARKER_PREFIX
-from gate.run import RunRequest, run_suite
-from gate.traces import parse_sidecar, pooled_sidecar, results_traces
 from tests.helpers.action import (
     Installed,
     _expand,

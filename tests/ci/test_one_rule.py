@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from gate.ci import check_budget, check_infra
 from gate.cli import main
 from gate.compare import infra_count, over_infra_limit
+from gate.core.results import Interruption, MissingRun, Results, RunResult, new_results
 from gate.errors import Unmeasurable
-from gate.results import Interruption, MissingRun, Results, RunResult, new_results
 from tests.helpers.suites import tiny_suite
 
 GATE = Path(__file__).resolve().parents[2] / "gate"
@@ -102,9 +102,9 @@ def _gate_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, results: Results,
               *args: str) -> tuple[int, str]:
     """``gate run`` in-process, its suite run replaced by ``results`` (what the session
     wrote): the exit and the error line are the CLI's own."""
-    import gate.run
+    import gate.execution.run
 
-    monkeypatch.setattr(gate.run, "run_suite", lambda req, **_: results)
+    monkeypatch.setattr(gate.execution.run, "run_suite", lambda req, **_: results)
     tasks = tiny_suite(tmp_path / "suite")
     out = tmp_path / "r.json"
     res = CliRunner().invoke(main, ["run", "--tasks", str(tasks), "--agent", "oracle", "-k",
@@ -157,7 +157,7 @@ def test_gate_run_says_the_policys_budget_message(tmp_path: Path,
 
 def test_gate_run_ab_applies_the_infra_rule_to_both_arms(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gate.ab
+    import gate.execution.ab
 
     broken = _results([_run("alpha", 0, "error", "no sandbox")])
     fine = _results([_run("alpha", 0, "passed")])
@@ -165,6 +165,6 @@ def test_gate_run_ab_applies_the_infra_rule_to_both_arms(
     class Pair:
         base, pr = fine, broken
 
-    monkeypatch.setattr(gate.ab, "run_ab_command", lambda *a, **k: Pair())
+    monkeypatch.setattr(gate.execution.ab, "run_ab_command", lambda *a, **k: Pair())
     code, out = _gate_run(tmp_path, monkeypatch, fine, "--ab", "HEAD")
     assert code == 3 and _message(check_infra, broken, 0.2) in out, out

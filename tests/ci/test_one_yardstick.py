@@ -22,10 +22,10 @@ from gate.ci._options import CIOptions
 from gate.ci._plan import Basis, make_plan, measured_by
 from gate.cli import main
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.results import load_results, write_results
+from gate.execution.run import RunRequest
 from gate.github import CIEnvironment
-from gate.results import load_results, write_results
-from gate.run import RunRequest
 from tests.helpers.suites import judged_repo
 
 

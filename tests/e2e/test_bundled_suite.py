@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.tasks import Suite, Task, load_suite
-from gate.validate import validate_suite
+from gate.core.tasks import Suite, Task, load_suite
+from gate.execution.validate import validate_suite
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tasks"

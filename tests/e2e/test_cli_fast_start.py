@@ -15,9 +15,9 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-HEAVY = ("scipy", "numpy", "anthropic", "docker", "jinja2", "rich", "requests", "gate.run",
-         "gate.compare", "gate.results", "gate.agents", "gate.ci._run",
-         "pydantic", "gate.config")  # a missing config file is said before the models load
+HEAVY = ("scipy", "numpy", "anthropic", "docker", "jinja2", "rich", "requests",
+         "gate.execution.run", "gate.compare", "gate.core.results", "gate.agents", "gate.ci._run",
+         "pydantic", "gate.core.config")  # a missing config file is said before the models load
 
 PROBE = """\
 import sys
@@ -65,12 +65,12 @@ def test_without_a_credential_the_config_models_load_only_when_needed(tmp_path: 
     # a config file that is not there is said before the configuration's models (pydantic)
     p, mods = _imported(["run", "--config", "missing.toml"], tmp_path)
     assert p.returncode == 2 and "missing.toml: config file not found" in p.stderr
-    assert "gate.cli._options" in mods and not mods & {"gate.config", "pydantic"}
+    assert "gate.cli._options" in mods and not mods & {"gate.core.config", "pydantic"}
     # one that is there but wrong needs them to say what is wrong
     (tmp_path / "bad.toml").write_text('[suite]\nreplications = "many"\n')
     p, mods = _imported(["run", "--config", "bad.toml"], tmp_path)
     assert p.returncode == 2 and "bad.toml" in p.stderr and "replications" in p.stderr
-    assert {"gate.config", "pydantic"} <= mods
+    assert {"gate.core.config", "pydantic"} <= mods
 
 
 KEY, TOKEN = "sk-ant-fast-start-secret-123", "ghs_faststartSECRET4567"
@@ -80,7 +80,7 @@ KEY, TOKEN = "sk-ant-fast-start-secret-123", "ghs_faststartSECRET4567"
 # (click) or a command module first loaded. Lines after the gate returns print only if the
 # process did not re-execute itself.
 WATCHED = """import os, runpy, sys
-WATCH = {"click", "gate.cli", "gate.cli._options", "gate.config", "pydantic"}
+WATCH = {"click", "gate.cli", "gate.cli._options", "gate.core.config", "pydantic"}
 seen = []
 class Watch:
     def find_spec(self, name, path=None, target=None):

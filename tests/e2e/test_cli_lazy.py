@@ -31,7 +31,7 @@ def test_help_and_a_bad_flag_import_no_heavy_module() -> None:
              "    try:\n        main(argv, prog_name='gate')\n"
              "    except SystemExit:\n        pass\n"
              "heavy = sorted(m for m in ('scipy', 'numpy', 'anthropic', 'docker', 'jinja2',"
-             " 'gate.run', 'gate.compare') if m in sys.modules)\n"
+             " 'gate.execution.run', 'gate.compare') if m in sys.modules)\n"
              "print('HEAVY', heavy)\n")
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                        timeout=60)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gate.cli import main
-from gate.results import load_results
+from gate.core.results import load_results
 from tests.helpers.process import gate
 
 
@@ -128,7 +128,7 @@ def test_validate_prints_a_long_reasons_further_lines_under_the_table(
     """A builder's own error lines (a reason of several lines): the first in the table, the
     rest below it, indented, as text."""
     from gate.cli._validate import print_checks
-    from gate.validate import TaskCheck
+    from gate.execution.validate import TaskCheck
 
     print_checks([TaskCheck("t", "error", "error", "cannot build: step 3/5\n"
                             "E: Unable to locate package [nosuch]\nexit code: 100")])
@@ -159,8 +159,9 @@ def test_a_task_without_an_oracle_is_checked_untouched_only_not_broken(
 def test_unhonoured_notes_leave_out_empty_keys_and_harbors_own_defaults(tmp_path: Path) -> None:
     """A key left empty or at Harbor's default asks for nothing (nearly every real task sets
     `storage_mb = 10240`, TB2 `storage = "10G"`); noting it on every task hid the keys that
-    matter. One rule (gate/harbor.py) for `gate validate`'s notes and `gate run`'s."""
-    from gate.tasks import load_task
+    matter. One rule (gate/formats/_harbor_schema.py) for `gate validate`'s notes and
+    `gate run`'s."""
+    from gate.core.tasks import load_task
 
     def task(toml: str) -> Any:
         d = tmp_path / f"t{len(list(tmp_path.iterdir()))}"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from gate.cli import main
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.results import TaskInfo, write_results
+from gate.core.results import TaskInfo, write_results
 
 RATES = reference_rates()
 
@@ -138,8 +138,8 @@ def test_terminal_view_never_parses_untrusted_text_as_markup(
 
     from gate.cli import _compare
     from gate.compare import compare
-    from gate.config import GateSettings
-    from gate.results import load_results, summarize
+    from gate.core.config import GateSettings
+    from gate.core.results import load_results, summarize
 
     buf = io.StringIO()
     monkeypatch.setattr(_compare, "console",

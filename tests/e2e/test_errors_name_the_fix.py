@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.cost import default_prices
+from gate.core.cost import default_prices
 from tests.helpers.process import gate, user_env
 
 pytestmark = pytest.mark.slow  # each starts the gate as a subprocess (about a second)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.init import EXAMPLE_TASK
+from gate.setup.init import EXAMPLE_TASK
 from tests.helpers.plant import HOOKS
 from tests.helpers.process import gate, user_env
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gate.init import EXAMPLE_TASK
+from gate.setup.init import EXAMPLE_TASK
 from tests.helpers.process import gate as run_gate
 from tests.helpers.process import user_env
 
@@ -149,8 +149,8 @@ def test_init_refuses_a_path_that_is_a_file(tmp_path: Path) -> None:
 # ----- what a careful maintainer would merge (in-process) -----------------------------------
 
 def test_the_scaffold_is_mergeable(tmp_path: Path) -> None:
-    from gate.config import load_config
-    from gate.init import init_repository
+    from gate.core.config import load_config
+    from gate.setup.init import init_repository
 
     result = init_repository(tmp_path, branch="main")
     assert {p.relative_to(tmp_path).as_posix() for p in result.written} == {*WRITTEN, *SHARED}
@@ -193,7 +193,7 @@ def test_the_scaffold_is_mergeable(tmp_path: Path) -> None:
 
 def test_init_names_the_action_and_refuses_a_bad_reference(tmp_path: Path) -> None:
     from gate.errors import BadInput
-    from gate.init import init_repository
+    from gate.setup.init import init_repository
 
     sha = "0123456789abcdef0123456789abcdef01234567"
     (tmp_path / "a").mkdir()
@@ -207,7 +207,7 @@ def test_init_names_the_action_and_refuses_a_bad_reference(tmp_path: Path) -> No
 
 
 def test_shared_files_are_appended_to_or_kept(tmp_path: Path) -> None:
-    from gate.init import init_repository
+    from gate.setup.init import init_repository
 
     (tmp_path / ".gitignore").write_text("node_modules/")
     (tmp_path / ".github").mkdir()

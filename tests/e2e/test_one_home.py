@@ -1,4 +1,4 @@
-"""Small rules of a results file, each written once, in ``gate/results.py``: which runs are
+"""Small rules of a results file, each written once, in ``gate/core/results.py``: which runs are
 valid (:attr:`RunResult.valid`: all but infra errors), runs grouped by task
 (:func:`runs_by_task`), and where a results file's transcripts are
 (:func:`transcripts_dir`: ``X.json`` → ``X.transcripts/``).
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import transcripts_dir
+from gate.core.results import transcripts_dir
 from tests.helpers.process import gate
 from tests.helpers.suites import tiny_suite
 
 GATE = Path(__file__).resolve().parents[2] / "gate"
-HOME = GATE / "results.py"
+HOME = GATE / "core" / "results.py"
 
 
 def _is_task_of_a_run(node: ast.AST) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import Interruption, MissingRun, Results, load_results, write_results
+from gate.core.results import Interruption, MissingRun, Results, load_results, write_results
 from tests.helpers import ROOT
 from tests.helpers.planned import write_planned
 from tests.helpers.process import gate

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from tests.helpers.process import gate
 
 pytestmark = pytest.mark.slow

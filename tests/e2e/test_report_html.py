@@ -26,14 +26,14 @@ import pytest
 
 from gate.compare import arm_stats, compare, intervals
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.report import render_html
-from gate.results import (
+from gate.core.config import GateSettings
+from gate.core.results import (
     RunResult,
     load_results,
     write_results,
 )
-from gate.traces import pooled_sidecar, results_traces
+from gate.core.traces import pooled_sidecar, results_traces
+from gate.report import render_html
 from tests.helpers.browser import find_browser
 from tests.helpers.report import HOSTILE, _report, _transcript
 

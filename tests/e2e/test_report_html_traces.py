@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
+from gate.core.results import load_results
+from gate.core.traces import SIDECAR_LIMIT, Call, Trace, Turn
 from gate.report._html import render_html
-from gate.results import load_results
-from gate.traces import SIDECAR_LIMIT, Call, Trace, Turn
 from tests.helpers.report import HOSTILE, _report, _results, _run
 
 BREAKOUT = "</pre></details></li></ol><script>alert('trace')</script>"

@@ -15,9 +15,9 @@ from markupsafe import escape
 from gate.cli import main
 from gate.compare import compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import load_results, write_results
 from gate.report import render_html
-from gate.results import load_results, write_results
 from tests.helpers.report import HOSTILE, _report
 
 

@@ -24,10 +24,10 @@ import pytest
 
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, load_results
+from gate.core.traces import pooled_sidecar, results_traces
 from gate.report import render_html
-from gate.results import Results, load_results
-from gate.traces import pooled_sidecar, results_traces
 from tests.helpers.simruns import TASKS, gate_popen, one_turn_config, sim_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from gate.core.tasks import Task, load_suite
 from gate.sim import Simulator, decide_outcome, read_ledger
-from gate.tasks import Task, load_suite
 from tests.helpers.suites import prepare_workspace, run_episode, tiny_suite
 
 pytestmark = pytest.mark.slow

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.baseline import promote
 from gate.compare._synthetic import synthetic_results
-from gate.results import Results, TaskInfo, write_results
+from gate.core.results import Results, TaskInfo, write_results
+from gate.pool.baseline import promote
 from tests.helpers.process import gate
 
 TASKS = ("t00", "t01", "t02")  # steady, always failing, middling
@@ -39,7 +39,7 @@ def _baseline(tmp: Path, digests: dict[str, str]) -> Path:
 
 
 def _candidate(tmp: Path, baseline: Path) -> Path:
-    from gate.results import load_results
+    from gate.core.results import load_results
 
     base = load_results(baseline)
     res = synthetic_results([0.0, 0.0, 0.5], 5, np.random.default_rng(42),

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import RunResult, load_results, new_results
-from gate.run import Budget
+from gate.core.results import RunResult, load_results, new_results
+from gate.core.tasks import load_suite
+from gate.execution.run import Budget
 from gate.sim import read_ledger
-from gate.tasks import load_suite
 from tests.helpers.process import gate
 from tests.helpers.suites import tiny_suite
 

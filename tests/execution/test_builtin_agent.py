@@ -11,11 +11,11 @@ import pytest
 
 from gate.agents._builtin import BuiltinAgent
 from gate.agents._tools import OUTPUT_LIMIT, TOOLS, bound, run_tool
-from gate.cost import price_table
+from gate.core.cost import price_table
+from gate.core.tasks import load_suite
+from gate.execution.runner import RunOptions, run_one
 from gate.meter import MeterProxy
-from gate.runner import RunOptions, run_one
 from gate.sandbox import READ_LIMIT, LocalSandboxProvider, SandboxError
-from gate.tasks import load_suite
 
 
 def _sandbox(make_task, suite_dir: Path, tmp_path: Path):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
-from gate.cost import ModelPrice, Rates, request_cost
-from gate.run import RunRequest, run_suite
+from gate.core.config import load_config
+from gate.core.cost import ModelPrice, Rates, request_cost
+from gate.execution.run import RunRequest, run_suite
 from gate.usage import Usage
 
 REPO = Path(__file__).resolve().parents[2]

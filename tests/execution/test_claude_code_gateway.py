@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gate.config import load_config
-from gate.run import RunRequest, run_suite
+from gate.core.config import load_config
+from gate.execution.run import RunRequest, run_suite
 from gate.sim import Simulator
 from tests.helpers.usage import claude_code_reported
 

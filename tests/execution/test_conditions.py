@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import journal_path, load_results
-from gate.runner import Arm, RunOptions, condition_plan
+from gate.core.results import journal_path, load_results
+from gate.execution.runner import Arm, RunOptions, condition_plan
 from tests.helpers import ROOT as REPO
 from tests.helpers.process import gate
 from tests.helpers.suites import RATE, bundled_config, write_task
@@ -105,7 +105,7 @@ def test_a_named_condition_overlays_other_agent_settings(tmp_path: Path) -> None
 
 
 def _tasks(n: int, tmp_path: Path) -> list:
-    from gate.tasks import load_task
+    from gate.core.tasks import load_task
 
     return [load_task(write_task(tmp_path, f"t{i}", verify="true\n")) for i in range(n)]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gate.compare._effects import effects
-from gate.config import GateSettings
-from gate.results import (
+from gate.core.config import GateSettings
+from gate.core.results import (
     AgentInfo,
     Results,
     RunResult,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
-from gate.results import load_results
-from gate.skills import load_skills, skills_digest
-from gate.yardstick import MEASURING_SECTIONS, open_yardstick
+from gate.core.config import load_config
+from gate.core.results import load_results
+from gate.core.skills import load_skills, skills_digest
+from gate.execution.yardstick import MEASURING_SECTIONS, open_yardstick
 from tests.helpers import ROOT as REPO
 from tests.helpers.process import gate
 from tests.helpers.suites import RATE

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.results import load_results, write_results
+from gate.core.results import load_results, write_results
 from tests.helpers.process import gate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,9 +120,9 @@ def test_the_library_refuses_too() -> None:
     """``promote`` itself (what ``gate ci`` calls on main), not only the CLI's file check."""
     import pytest
 
-    from gate.baseline import promote
+    from gate.core.results import Interruption
     from gate.errors import BadInput
-    from gate.results import Interruption
+    from gate.pool.baseline import promote
 
     res = synthetic_results(reference_rates(3), 2, np.random.default_rng(0))
     res.interrupted = Interruption(reason="interrupted: Ctrl-C or SIGTERM", missing=[])

@@ -22,7 +22,7 @@ import requests
 import trustme
 
 from gate.agents._builtin import TRANSPORT_ERRORS
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeterProxy
 
 REAL_KEY = "sk-ant-real-key-only-the-gate-holds"
@@ -465,9 +465,9 @@ def test_a_refused_request_lands_in_the_transcript(make_task, suite_dir: Path, t
                                                    proxy: MeterProxy,
                                                    upstream: Upstream) -> None:
     from gate.agents._command import CommandAgent
-    from gate.runner import RunOptions, run_one
+    from gate.core.tasks import load_suite
+    from gate.execution.runner import RunOptions, run_one
     from gate.sandbox import LocalSandboxProvider
-    from gate.tasks import load_suite
 
     make_task("t")
     client = (

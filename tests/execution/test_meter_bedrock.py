@@ -13,7 +13,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeterProxy, RunMeter
 from gate.sim import FaultConfig, Simulator, read_ledger
 from gate.upstream import BEDROCK, get_upstream

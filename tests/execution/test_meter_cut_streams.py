@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from gate.cost import price_table
+from gate.core.cost import price_table
+from gate.core.results import load_results
 from gate.meter import MeterProxy, RunMeter
-from gate.results import load_results
 from gate.sim import Latency, Simulator, read_ledger
 from tests.helpers.process import gate
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from gate.cost import PriceTable, price_table
+from gate.core.cost import PriceTable, price_table
+from gate.core.results import load_results
 from gate.meter import MeterProxy, RunMeter
-from gate.results import load_results
 from gate.sim import FaultConfig, Simulator, read_ledger
 from gate.upstream import CREDIT_MESSAGE
 from gate.usage import Usage

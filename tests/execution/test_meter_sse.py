@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeterProxy, _SSELines, _SSEUsage
 from gate.sim import Simulator
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeterProxy, RunMeter
 
 USAGE = {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,

@@ -14,7 +14,7 @@ import anthropic
 import httpx2
 import pytest
 
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeterProxy
 from gate.sim import FaultConfig, Simulator, key_id, read_ledger
 from gate.upstream import VERTEX

@@ -19,7 +19,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from gate.cost import price_table
+from gate.core.cost import price_table
 from gate.meter import MeteredRequest, MeterProxy, RunMeter, prefix_family, warm
 from gate.sim import Latency, Simulator
 from gate.usage import Usage

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from gate.sim import FaultConfig, Latency, Simulator, read_ledger
 from tests.helpers.process import gate
 

@@ -1,4 +1,4 @@
-"""Run duration is a metric of the comparison, added as one row of gate/metrics.py: real runs
+"""Run duration is a metric of the comparison, added as one row of gate/core/metrics.py: real runs
 (``gate run``), then ``gate compare --format json``, the comment (markdown) and the HTML
 report. It is reported with its change, interval and test, never gates, stays off the
 comment's first screen, and a results file that does not record it still compares."""

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from gate.compare import PlanSettings, judge, plan_conditions
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.results import load_results
 from gate.errors import BadInput
-from gate.results import load_results
-from gate.run import ConditionArms, PlanFrom, RunRequest, run_suite
+from gate.execution.run import ConditionArms, PlanFrom, RunRequest, run_suite
 from tests.helpers import ROOT
 
 BASELINE = ROOT / "baseline.json"

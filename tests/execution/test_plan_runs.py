@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gate.ab import run_ab
 from gate.compare import PlanSettings, RunPlan, plan_runs
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.core.results import Results, load_results, runs_by_task
+from gate.core.tasks import load_suite
 from gate.errors import BadInput
-from gate.results import Results, load_results, runs_by_task
-from gate.run import PlanFrom, RunRequest, run_suite
-from gate.session import spend
-from gate.shards import merge
-from gate.tasks import load_suite
+from gate.execution.ab import run_ab
+from gate.execution.run import PlanFrom, RunRequest, run_suite
+from gate.execution.session import spend
+from gate.execution.shards import merge
 from tests.helpers import ROOT
 from tests.helpers.process import gate
 

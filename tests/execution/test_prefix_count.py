@@ -6,16 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from gate.agents import agent_kind
-from gate.config import GateConfig
-from gate.cost import price_table
+from gate.core.config import GateConfig
+from gate.core.cost import price_table
+from gate.core.tasks import Task
+from gate.execution.session import SIM_CREDENTIAL, prefix_record
 from gate.meter import MeterProxy
-from gate.session import SIM_CREDENTIAL, prefix_record
 from gate.sim import Simulator, text_tokens, tool_tokens
-from gate.tasks import Task
 
 
 def _task(tmp_path: Any) -> Task:
-    from gate.tasks import load_suite
+    from gate.core.tasks import load_suite
 
     folder = tmp_path / "tasks" / "t"
     folder.mkdir(parents=True)

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from gate.cli._progress import Progress
-from gate.results import RunResult
+from gate.core.results import RunResult
 from tests.helpers.ci import write_sim_suite
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import journal_path, load_results, read_journal
+from gate.core.results import journal_path, load_results, read_journal
 from gate.sim._model import EPISODE_STRIDE, SimModel
 from tests.helpers.process import gate
 from tests.helpers.suites import BASH_TOOL, tiny_suite
@@ -141,7 +141,7 @@ def test_a_torn_last_journal_line_is_dropped(tmp_path: Path) -> None:
 def test_simulated_outcomes_do_not_depend_on_which_runs_came_before(tmp_path: Path) -> None:
     """The episode (and so the outcome) of a run named by the meter is its replication,
     whatever conversations the simulator served before."""
-    from gate.tasks import load_suite
+    from gate.core.tasks import load_suite
 
     suite = load_suite(tiny_suite(tmp_path / "suite"))
     task = next(t for t in suite.tasks if t.id == "build-report")
@@ -162,7 +162,7 @@ def test_simulated_outcomes_do_not_depend_on_which_runs_came_before(tmp_path: Pa
 
 
 def test_resuming_after_a_torn_line_appends_on_a_line_of_its_own(tmp_path: Path) -> None:
-    from gate.results import Journal, RunResult
+    from gate.core.results import Journal, RunResult
 
     j = tmp_path / "r.journal.jsonl"
     run = RunResult.model_validate({

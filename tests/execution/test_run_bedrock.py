@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import GateConfig, load_config
-from gate.results import load_results
-from gate.run import RunRequest, run_suite
+from gate.core.config import GateConfig, load_config
+from gate.core.results import load_results
+from gate.execution.run import RunRequest, run_suite
 from gate.sim import read_ledger
 from tests.helpers.usage import builtin_metered_exactly, claude_code_reported
 
@@ -79,7 +79,7 @@ def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: st
 
 def test_a_configured_bedrock_id_is_called_as_is_and_priced_as_its_model(
         tmp_path: Path) -> None:
-    from gate.cost import price_table
+    from gate.core.cost import price_table
 
     model = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
     res = run_suite(RunRequest(config=_config(model=model), output=tmp_path / "r.json",

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from gate.agents._builtin import BuiltinAgent
-from gate.config import GateConfig, load_config
-from gate.cost import price_table
-from gate.results import Results, load_results
-from gate.run import RunRequest, run_suite
+from gate.core.config import GateConfig, load_config
+from gate.core.cost import price_table
+from gate.core.results import Results, load_results
+from gate.execution.run import RunRequest, run_suite
 from gate.sim import FaultConfig, Simulator, key_id, ledger_totals, read_ledger
 from gate.usage import Usage
 from tests.helpers.process import gate

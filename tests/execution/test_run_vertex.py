@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import GateConfig, load_config
-from gate.cost import price_table
-from gate.results import load_results
-from gate.run import RunRequest, run_suite
+from gate.core.config import GateConfig, load_config
+from gate.core.cost import price_table
+from gate.core.results import load_results
+from gate.execution.run import RunRequest, run_suite
 from gate.sim import read_ledger
 from gate.usage import Usage
 from tests.helpers.usage import builtin_metered_exactly, claude_code_reported

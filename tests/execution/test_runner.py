@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gate.agents import OracleAgent
-from gate.results import load_results
-from gate.runner import RunOptions, run_one
+from gate.core.results import load_results
+from gate.core.tasks import load_suite
+from gate.execution.runner import RunOptions, run_one
 from gate.sandbox import LocalSandboxProvider, run_process_group
-from gate.tasks import load_suite
 from tests.helpers.process import _alive
 
 

@@ -12,14 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from gate.agents._builtin import BuiltinAgent
-from gate.baseline import promote
 from gate.cli import main
 from gate.compare import compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings, load_config
+from gate.core.config import GateSettings, load_config
+from gate.core.results import Results, Schedule, load_results, write_results
+from gate.execution.run import RunRequest, run_suite
 from gate.meter import METERING
-from gate.results import Results, Schedule, load_results, write_results
-from gate.run import RunRequest, run_suite
+from gate.pool.baseline import promote
 from gate.sim import ledger_totals
 from tests.helpers.suites import rooted_at
 
@@ -133,7 +133,7 @@ def test_baseline_restarts_when_the_metering_changes_and_records_each_schedule()
 
 
 def _ledger_cost(res: Results) -> float:
-    from gate.cost import price_table
+    from gate.core.cost import price_table
     from gate.sim import read_ledger
     from gate.usage import Usage
 

@@ -12,10 +12,10 @@ import pytest
 from gate.compare import PlanSettings, compare, plan_runs
 from gate.compare._model import PassRateTest
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings, load_config
-from gate.results import RunResult, load_results
-from gate.run import ConditionArms, RunRequest, run_suite
-from gate.sequential import decisive_p, first_look, run_sequential
+from gate.core.config import GateSettings, load_config
+from gate.core.results import RunResult, load_results
+from gate.execution.run import ConditionArms, RunRequest, run_suite
+from gate.execution.sequential import decisive_p, first_look, run_sequential
 
 REPO = Path(__file__).resolve().parents[2]
 EASY = ["fix-slugify-whitespace", "fix-low-stock-report", "fix-version-compare"]

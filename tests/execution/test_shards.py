@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.results import load_results
 from gate.errors import BadInput
-from gate.results import load_results
-from gate.shards import parse_shard, split
+from gate.execution.shards import parse_shard, split
 from tests.helpers.suites import tiny_suite
 
 
@@ -103,7 +103,7 @@ def test_three_shards_merged_equal_the_unsharded_run_and_mismatches_are_refused(
 
 
 def _shard(index: int, count: int, tasks: list[str], **over: object) -> tuple[Path, object]:
-    from gate.results import RunResult, new_results
+    from gate.core.results import RunResult, new_results
 
     runs = [RunResult.model_validate({
         "task": t, "replication": 0, "status": "passed", "reason": None, "turns": 1,
@@ -124,7 +124,7 @@ def _shard(index: int, count: int, tasks: list[str], **over: object) -> tuple[Pa
 
 
 def test_merge_refuses_shards_that_differ_in_anything_but_their_index() -> None:
-    from gate.shards import merge
+    from gate.execution.shards import merge
 
     parts = [_shard(1, 2, ["a", "c"]), _shard(2, 2, ["b", "d"])]
     merged = merge(parts)  # type: ignore[arg-type]
@@ -149,9 +149,9 @@ def test_merge_refuses_shards_that_differ_in_anything_but_their_index() -> None:
 
 def test_a_shard_is_balanced_by_the_baseline_durations_and_records_its_split(
         tmp_path: Path) -> None:
-    from gate.config import load_config
-    from gate.results import RunResult, new_results, write_results
-    from gate.run import RunRequest, run_suite
+    from gate.core.config import load_config
+    from gate.core.results import RunResult, new_results, write_results
+    from gate.execution.run import RunRequest, run_suite
 
     tasks = tiny_suite(tmp_path / "suite")
     (tmp_path / "gate.toml").write_text(f'[suite]\ntasks = "{tasks}"\n')
@@ -194,7 +194,7 @@ def _shard_file(tmp: Path, index: int, tasks: list[str], transcripts: dict[str, 
                 ) -> Path:
     """Shard ``index``/2's results file in ``tmp``, each run naming the transcript given for
     its task (None: none recorded)."""
-    from gate.results import Results, write_results
+    from gate.core.results import Results, write_results
 
     path, res = _shard(index, 2, tasks)
     assert isinstance(res, Results)
@@ -211,7 +211,7 @@ def test_merge_carries_the_shards_transcripts_and_never_follows_a_link(tmp_path:
     from click.testing import CliRunner
 
     from gate.cli import main
-    from gate.traces import run_trace
+    from gate.core.traces import run_trace
 
     outside = tmp_path / "outside"
     outside.mkdir()

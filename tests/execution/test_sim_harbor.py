@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
-from gate.run import RunRequest, run_suite
+from gate.core.config import load_config
+from gate.core.tasks import load_suite, load_task
+from gate.execution.run import RunRequest, run_suite
 from gate.sim import Simulator, decide_outcome, whole_solution
-from gate.tasks import load_suite, load_task
 from tests.helpers.docker import IMAGE
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from typing import Any
 import anthropic
 import pytest
 
+from gate.core.tasks import Suite, load_suite
 from gate.sim import PASS_RATES, TURNS, Simulator, decide_outcome, shell_tool, split_solution
-from gate.tasks import Suite, load_suite
 from tests.helpers.suites import BASH_TOOL, READ_TOOL, run_episode, tiny_suite
 
 STRONG, WEAK = "claude-opus-5-5", "claude-haiku-5-5"

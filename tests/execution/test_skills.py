@@ -15,15 +15,9 @@ import pytest
 
 from gate.agents import Agent, AgentOutcome, RunContext
 from gate.agents._builtin import BuiltinAgent
-from gate.config import load_config
-from gate.cost import price_table
-from gate.errors import BadInput
-from gate.meter import MeterProxy
-from gate.runner import RunOptions, run_one
-from gate.sandbox import LocalSandboxProvider, Sandbox, SandboxOptions, make_provider
-from gate.sim import Simulator
-from gate.sim._model import NO_EFFECT_MARKER, SimModel, decide_outcome
-from gate.skills import (
+from gate.core.config import load_config
+from gate.core.cost import price_table
+from gate.core.skills import (
     STANDARD_CONDITIONS,
     Skill,
     load_skill,
@@ -31,7 +25,13 @@ from gate.skills import (
     skills_for,
     standard_conditions,
 )
-from gate.tasks import Task, load_suite, load_task
+from gate.core.tasks import Task, load_suite, load_task
+from gate.errors import BadInput
+from gate.execution.runner import RunOptions, run_one
+from gate.meter import MeterProxy
+from gate.sandbox import LocalSandboxProvider, Sandbox, SandboxOptions, make_provider
+from gate.sim import Simulator
+from gate.sim._model import NO_EFFECT_MARKER, SimModel, decide_outcome
 from tests.helpers import ROOT as REPO
 from tests.helpers.docker import IMAGE
 from tests.helpers.suites import BASH_TOOL, READ_TOOL, write_task
@@ -432,8 +432,8 @@ def test_the_repositorys_gate_toml_has_the_skills_and_its_baseline_measured_them
     """`gate run --condition control --condition target` works on the bundled suite as it is
     (docs/skills.md), and the committed baseline is of this very agent, skills included."""
     from gate.agents import agent_kind
-    from gate.fingerprint import fingerprint, fingerprint_parts
-    from gate.results import load_results
+    from gate.core.fingerprint import fingerprint, fingerprint_parts
+    from gate.core.results import load_results
 
     cfg = load_config(REPO / "gate.toml")
     assert cfg.agent.skills is not None and cfg.path(cfg.agent.skills).resolve() == \

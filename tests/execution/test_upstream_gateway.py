@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
-from gate.run import SIM_CREDENTIAL
+from gate.core.results import load_results
+from gate.execution.run import SIM_CREDENTIAL
 from gate.sim import Simulator, key_id, ledger_totals, read_ledger
 from gate.usage import Usage
 from tests.helpers.process import gate, user_env

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.config import load_config
+from gate.core.config import load_config
+from gate.execution.run import RunRequest, run_suite
 from gate.github import MARKER_PREFIX, marker
-from gate.run import RunRequest, run_suite
 from tests.helpers.fake_github import FakeGitHub
 from tests.helpers.process import user_env
 

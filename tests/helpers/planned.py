@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.compare import PlanSettings, RunPlan, plan_runs
-from gate.config import GateSettings
-from gate.results import Results, load_results, write_results
+from gate.core.config import GateSettings
+from gate.core.results import Results, load_results, write_results
 
 #: a fixed schedule of 3 runs a task, planned by pass rate (the rule's defaults)
 FIXED = PlanSettings.of(GateSettings(), replications=3, sequential=False)

@@ -9,7 +9,15 @@ from typing import Any
 from click.testing import CliRunner
 
 from gate.cli import main
-from gate.results import AgentInfo, Results, RunResult, RunUsage, SuiteInfo, TaskInfo, new_results
+from gate.core.results import (
+    AgentInfo,
+    Results,
+    RunResult,
+    RunUsage,
+    SuiteInfo,
+    TaskInfo,
+    new_results,
+)
 
 HOSTILE = '<script>alert(1)</script></script><img src=x onerror="alert(2)"><!-- &amp;'
 

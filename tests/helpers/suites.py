@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gate.tasks import Task
+from gate.core.tasks import Task
 from tests.helpers import ROOT as REPO
 
 if TYPE_CHECKING:  # the SDK takes ~2 s of CPU to import: every worker's conftest imports this
     import anthropic
 
-    from gate.config import GateConfig
+    from gate.core.config import GateConfig
 
 BASH_TOOL: dict[str, Any] = {
     "name": "bash",
@@ -95,7 +95,7 @@ def judged_repo(parent: Path) -> Path:
     import numpy as np
 
     from gate.compare._synthetic import reference_rates, synthetic_results
-    from gate.results import write_results
+    from gate.core.results import write_results
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gate.results import RunResult
+from gate.core.results import RunResult
 from gate.sim import ledger_totals
 from gate.usage import Usage
 

@@ -340,8 +340,8 @@ def test_claude_code_installed_by_the_documented_script_solves_a_harbor_task(
     script = CLAUDE_INSTALL.read_text().replace("set -eu\n", "set -eu\n" + prefix, 1)
     import shutil
 
+    from gate.core.tasks import load_suite
     from gate.sim import decide_outcome
-    from gate.tasks import load_suite
 
     if why := standins_problem():  # REAL_BASE is a stand-in: built here when missing
         pytest.fail(why) if os.environ.get("GATE_REQUIRE_DOCKER") == "1" else pytest.skip(why)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gate.agents import agent_kind, agent_kind_names
 from gate.cli import main
+from gate.core.tasks import Task
 from gate.sandbox import (
     ExecResult,
     LocalSandbox,
@@ -22,7 +23,6 @@ from gate.sandbox import (
     register_backend,
 )
 from gate.sandbox._base import _BACKENDS
-from gate.tasks import Task
 
 
 class RecordingSandbox(LocalSandbox):
@@ -80,7 +80,7 @@ def test_a_registered_backend_is_chosen_by_gate_toml_and_gets_scrubbed_commands(
 
 def test_the_base_class_refuses_commands_once_cancelled_or_closed(
         recording_backend, make_task, suite_dir: Path, tmp_path: Path) -> None:
-    from gate.tasks import load_task
+    from gate.core.tasks import load_task
 
     cancel = threading.Event()
     provider = RecordingProvider(options=SandboxOptions(cancel=cancel, base_dir=tmp_path / "w"))
@@ -138,7 +138,7 @@ def test_the_docker_sandbox_without_an_engine_is_exit_2_saying_so(
 ])
 def test_suite_pull_defaults_to_where_a_registry_is_reachable(
         pull: bool | None, registry: bool, want: bool) -> None:
-    from gate.config import SuiteConfig
+    from gate.core.config import SuiteConfig
     from gate.sandbox import suite_options
 
     assert suite_options(SuiteConfig(pull=pull), registry=registry).pull is want

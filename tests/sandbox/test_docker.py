@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.tasks import load_task
 from gate.sandbox import SandboxOptions
-from gate.tasks import load_task
 from tests.helpers.docker import IMAGE, launch, ours
 from tests.helpers.process import gate as run_gate
 from tests.helpers.suites import write_task
@@ -99,7 +99,7 @@ def test_a_command_agent_in_docker_reaches_its_own_meter_and_nothing_else(
     import socketserver
     import threading
 
-    from gate.results import load_results
+    from gate.core.results import load_results
     from gate.sim import ledger_totals
     from gate.usage import Usage
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.tasks import load_suite, load_task
 from gate.errors import BadInput
 from gate.formats._harbor import harbor_of
 from gate.sandbox import LocalSandboxProvider
-from gate.tasks import load_suite, load_task
 from tests.helpers.docker import IMAGE, ours
 from tests.helpers.harbor import DOCKERFILE, harbor_task
 from tests.helpers.process import gate
@@ -73,7 +73,7 @@ def test_a_shared_verifier_is_harbors_default_and_a_steps_separate_one_is_refuse
                                    '"shared"\n'))
     assert harbor_of(shared).refusal() is None
     assert shared.unhonoured == []
-    from gate.harbor import parse_harbor_toml
+    from gate.formats._harbor_schema import parse_harbor_toml
 
     step = parse_harbor_toml({"steps": [{"name": "a", "verifier": {
         "environment_mode": "separate"}}]}, "t: task.toml")

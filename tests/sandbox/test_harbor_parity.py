@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from gate.agents import Agent, OracleAgent
+from gate.core.results import RunResult
+from gate.core.skills import run_skills, skills_for
+from gate.core.tasks import load_suite, load_task
+from gate.execution.runner import RunOptions, run_one
 from gate.formats import detect_format
 from gate.formats._harbor import harbor_of
-from gate.results import RunResult
-from gate.runner import RunOptions, run_one
-from gate.skills import run_skills, skills_for
-from gate.tasks import load_suite, load_task
 from tests.helpers.docker import IMAGE
 
 BASE = f"FROM {IMAGE}\nWORKDIR /app\nRUN chmod 777 /app\n"
@@ -180,9 +180,9 @@ def test_skills_a_task_ships_are_skills_for_conditions_and_the_agent(tmp_path: P
 
 
 def test_the_html_report_shows_the_verifiers_files_of_a_baseline_run() -> None:
+    from gate.core.results import AgentInfo, RunUsage, SuiteInfo, TaskInfo, new_results
+    from gate.core.traces import Trace
     from gate.report._html import render_html
-    from gate.results import AgentInfo, RunUsage, SuiteInfo, TaskInfo, new_results
-    from gate.traces import Trace
 
     def results(status: str) -> Any:
         run = RunResult(task="t", replication=0, status=status, turns=1,  # type: ignore[arg-type]
@@ -281,7 +281,7 @@ def test_named_rewards_decide_and_the_verifiers_files_are_kept(tmp_path: Path) -
     assert "a diagnostic on stderr" in verify["files"]["test-stdout.txt"]
     assert json.loads(verify["files"]["ctrf.json"]) == {"results": {"tests": 2, "passed": 1}}
     assert "checking the output" in verify["output"]  # test-stdout.txt is verify's output
-    from gate.traces import trace_from_events
+    from gate.core.traces import trace_from_events
 
     trace = trace_from_events(events, result)
     assert "ctrf.json" in trace.verifier_files

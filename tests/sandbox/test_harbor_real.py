@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from gate.core.tasks import load_suite
 from gate.sim import EPISODE_STRIDE, decide_outcome
-from gate.tasks import load_suite
 from tests.helpers.docker import standins_problem
 
 REPO = Path(__file__).resolve().parents[2]

@@ -104,13 +104,13 @@ def _events(transcripts: Path) -> list[dict[str, Any]]:
 @pytest.mark.usefixtures("standins")
 def test_the_builtin_agent_is_told_where_a_harbor_tasks_skills_are(tmp_path: Path) -> None:
     from gate.agents._builtin import BuiltinAgent
-    from gate.cost import price_table
+    from gate.core.cost import price_table
+    from gate.core.tasks import load_suite
+    from gate.execution.runner import RunOptions, run_one
     from gate.meter import MeterProxy
-    from gate.runner import RunOptions, run_one
     from gate.sandbox import SandboxOptions
     from gate.sandbox._docker import DockerSandboxProvider
     from gate.sim import Simulator
-    from gate.tasks import load_suite
 
     _suite(tmp_path, "cookbook-skills")
     task = load_suite(tmp_path / "tasks").get("cookbook-skills")

@@ -210,9 +210,9 @@ def test_the_keep_alive_starts_nothing_and_waits_without_cpu(
     the image's ``sleep infinity`` in the same process."""
     import time
 
+    from gate.core.tasks import load_task
     from gate.sandbox import SandboxOptions
     from gate.sandbox._docker import DockerSandboxProvider
-    from gate.tasks import load_task
 
     d = harbor_task(tmp_path / "suite", "idle", dockerfile=f"FROM {IMAGE}\n{entrypoint}")
     with DockerSandboxProvider(SandboxOptions()) as provider:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.results import load_results
+from gate.core.results import load_results
 from gate.sandbox import containment
 from tests.helpers.process import gate
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
 from gate.report import render_markdown, render_summary
 
 TITLE = "### ☑️ agent-gate: regression accepted"

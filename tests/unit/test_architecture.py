@@ -5,8 +5,9 @@ function level, and under ``TYPE_CHECKING``), so a lazy import cannot hide a dep
 
 - A package's private modules and names are its own: from outside ``gate.<pkg>`` nothing
   imports ``gate.<pkg>._x``, and no unit imports another unit's ``_private`` names (import
-  what the package's ``__init__`` exports in ``__all__``).
-- No import cycle between the gate's units (a unit is a top-level module, ``gate.run``, or
+  what the package's ``__init__`` exports in ``__all__``); a layer package's public module
+  (``gate.execution.run``) owns its ``_private`` names, even from its sibling modules.
+- No import cycle between the gate's units (a unit is a top-level module, ``gate.errors``, or
   a package, ``gate.report``): a reader can follow the pipeline one way; nor between the
   modules of one package (Docker's per-run container and its sandbox once imported each other).
 - A task's format answers for it: outside a format's own module nothing reads what the format
@@ -20,7 +21,11 @@ function level, and under ``TYPE_CHECKING``), so a lazy import cannot hide a dep
   names a provider (``PROVIDER_NAMES``: a client's ``ANTHROPIC_*`` variable, the Messages
   path, the API key's header, Bedrock, Vertex); the meter, the session, the agents, the scrub,
   the simulator and gate ci ask the port. Templates and docs are text for people, not read.
-- The layers: ``FORBIDDEN`` lists, as data, the import directions that must never exist
+- The layers are packages: ``LAYERS`` places every unit of ``gate/`` in one layer, bottom to
+  top, and a unit imports only from its own layer and those below; ``gate/`` holds no module
+  of its own beyond ``FLAT`` (the process-level helpers, the errors, the usage and the scrub,
+  which every layer may use), so a new module goes into the package of its layer.
+  ``FORBIDDEN`` lists, as data, the import directions that must never exist within that order
   (execution → the GitHub package, the report → GitHub, gate ci's stages → GitHub but through
   the forge's one adapter, ...), checked module by module.
 
@@ -68,17 +73,30 @@ UPSTREAM_PORTS = ("gate/upstream/",)
 # that upstream's paths and framing (the Messages API's own is read from the port)
 SIMULATOR_PROTOCOLS = ("gate/sim/_bedrock.py", "gate/sim/_vertex.py")
 
-# ---- the layers: import directions that must never exist (unit prefixes; a unit is a
-# top-level module or package, and a rule holds for every module inside it) ----
-EXECUTION = ("gate.run", "gate.ab", "gate.yardstick", "gate.session", "gate.runner",
-             "gate.sandbox", "gate.meter", "gate.agents", "gate.sim", "gate.shards",
-             "gate.sequential", "gate.validate")
-CORE_FORMATS = ("gate.config", "gate.tasks", "gate.formats", "gate.harbor", "gate.results",
-                "gate.usage", "gate.cost", "gate.skills", "gate.fingerprint", "gate.baseline",
-                "gate.traces", "gate.metrics", "gate.history", "gate.refresh")
+# ---- the layers, as packages, bottom to top: a unit (a top-level module or a package)
+# imports only from its own layer and the layers below it ----
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the foundation", ("gate._children", "gate._files", "gate._lazy", "gate.errors",
+                        "gate.usage")),
+    ("the upstream port", ("gate.upstream",)),
+    ("the credentials' scrub", ("gate.secrets", "gate._git")),
+    ("the core formats", ("gate.formats", "gate.core")),
+    ("the verdict", ("gate.compare",)),
+    ("the report", ("gate.report",)),
+    ("main's pool", ("gate.pool",)),
+    ("execution", ("gate.sandbox", "gate.agents", "gate.meter", "gate.sim", "gate.execution")),
+    ("the forge's adapters", ("gate.github",)),
+    ("gate ci", ("gate.ci",)),
+    ("the commands", ("gate.cli", "gate.setup", "gate.__main__")),
+)
+# the modules gate/ holds itself (every other module lives in its layer's package)
+FLAT = ("__init__", "__main__", "_children", "_files", "_git", "_lazy", "errors", "secrets",
+        "usage")
+EXECUTION = dict(LAYERS)["execution"]
+CORE_FORMATS = dict(LAYERS)["the core formats"]
+POOL = dict(LAYERS)["main's pool"]
 # the verdict (gate.compare) stands on the formats alone
-BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.config", "gate.results", "gate.usage",
-                     "gate.metrics")
+BELOW_THE_VERDICT = ("gate._files", "gate.errors", "gate.usage", "gate.core")
 # the upstream port stands below everything that asks it
 BELOW_THE_PORT = ("gate.errors", "gate.usage", "gate.upstream")
 # gate ci's stages see the forge through its port (gate/ci/_forge.py); one module adapts
@@ -87,8 +105,9 @@ FORGE_ADAPTERS = ("gate.ci._github",)
 # (rule, importers, forbidden targets, importers the rule exempts)
 FORBIDDEN: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     ("execution → the GitHub package", EXECUTION, ("gate.github",), ()),
-    ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.baseline"), ()),
-    ("core formats → agents", CORE_FORMATS, ("gate.agents",), ()),
+    ("the GitHub adapters → the judge", ("gate.github",), ("gate.compare", "gate.pool.baseline"),
+     ()),
+    ("core formats → agents", CORE_FORMATS + POOL, ("gate.agents",), ()),
     ("the report → GitHub", ("gate.report",), ("gate.github",), ()),
     ("the report → gate ci", ("gate.report",), ("gate.ci",), ()),
     ("the sandbox → the meter", ("gate.sandbox",), ("gate.meter",), ()),
@@ -151,7 +170,7 @@ def _modules() -> set[str]:
 
 
 def _unit(module: str) -> str:
-    """``gate.report._html`` → ``gate.report``; ``gate.run`` → ``gate.run``."""
+    """``gate.report._html`` → ``gate.report``; ``gate.execution.run`` → ``gate.execution.run``."""
     parts = module.split(".")
     return ".".join(parts[:2])
 
@@ -171,6 +190,13 @@ def _private_owner(target: str) -> str | None:
     return None
 
 
+def _public_module(target: str) -> bool:
+    """``gate.execution.run``: a public module of a layer package, which owns its private
+    names (``gate.report`` and ``gate.report._render`` are owned by the package)."""
+    parts = target.split(".")
+    return len(parts) > 2 and not any(p.startswith("_") for p in parts[1:])
+
+
 def private_imports() -> list[str]:
     modules = _modules()
     found = []
@@ -179,13 +205,14 @@ def private_imports() -> list[str]:
         if owner is not None and not _inside(imp.importer, owner):
             found.append(f"{imp.path}:{imp.line}: imports {imp.target} (private to {owner})")
             continue
-        # a private name of another unit (``from gate.run import _upstream``), or a private
-        # submodule of another package (``from gate.report import _render``)
+        # a private name of another unit (``from gate.execution.run import _upstream``), or a
+        # private submodule of another package (``from gate.report import _render``)
         for n in imp.names:
             if not n.startswith("_") or n.startswith("__"):
                 continue
             sub = f"{imp.target}.{n}"
-            owner = imp.target if sub in modules else _unit(imp.target)
+            owner = imp.target if sub in modules or _public_module(imp.target) \
+                else _unit(imp.target)
             if not _inside(imp.importer, owner):
                 found.append(f"{imp.path}:{imp.line}: imports {n} from {imp.target}")
     return found
@@ -260,16 +287,15 @@ FORMAT_NAME = ("layout", "format_name")
 
 
 def format_reads() -> list[str]:
-    """Reads of a task's format-own data (``x.native``, ``x.harbor``; not the module
-    ``gate.harbor``) outside the formats' modules, and comparisons of a task's format name
-    anywhere outside ``gate/formats/``: what depends on the format is its format's answer."""
+    """Reads of a task's format-own data (``x.native``, ``x.harbor``) outside the formats'
+    modules, and comparisons of a task's format name anywhere outside ``gate/formats/``: what
+    depends on the format is its format's answer."""
     found = []
     for p in _files():
         rel = str(p.relative_to(GATE.parent))
         in_format = rel.startswith(FORMAT_MODULES) and p.name not in NOT_A_FORMAT
         for node in ast.walk(_parse(p)):
-            if isinstance(node, ast.Attribute) and node.attr in FORMAT_DATA and not in_format \
-                    and not (isinstance(node.value, ast.Name) and node.value.id == "gate"):
+            if isinstance(node, ast.Attribute) and node.attr in FORMAT_DATA and not in_format:
                 found.append(f"{rel}:{node.lineno}: reads .{node.attr}")
             if isinstance(node, ast.Compare) and not rel.startswith("gate/formats/") and any(
                     isinstance(side, ast.Attribute) and side.attr in FORMAT_NAME
@@ -357,6 +383,40 @@ def upstream_imports() -> list[str]:
             and not any(_inside(i.target, u) for u in BELOW_THE_PORT)]
 
 
+def units() -> set[str]:
+    """The gate's units as its folders say them: each top-level module, each package."""
+    return {_module_name(p) for p in GATE.glob("*.py") if p.name != "__init__.py"} \
+        | {f"gate.{d.name}" for d in GATE.iterdir() if (d / "__init__.py").is_file()}
+
+
+def _layer(unit: str) -> int | None:
+    return next((i for i, (_, members) in enumerate(LAYERS) if unit in members), None)
+
+
+def unplaced_units() -> list[str]:
+    """Each unit that no layer (``LAYERS``) holds, or that more than one does."""
+    placed = [u for _, members in LAYERS for u in members]
+    return sorted(u for u in units() if placed.count(u) != 1)
+
+
+def flat_modules() -> list[str]:
+    """The modules ``gate/`` holds itself beyond ``FLAT``: each belongs in its layer's package."""
+    return sorted(f"gate/{p.name}" for p in GATE.glob("*.py") if p.stem not in FLAT)
+
+
+def upward_imports() -> list[str]:
+    """Every import of a unit in a layer above the importer's (``LAYERS``' order)."""
+    found = []
+    for imp in _all_imports():
+        if imp.target == "gate":  # ``from gate import __version__``
+            continue
+        here, there = _layer(_unit(imp.importer)), _layer(_unit(imp.target))
+        if here is not None and there is not None and there > here:
+            found.append(f"{imp.path}:{imp.line}: {LAYERS[here][0]} → {LAYERS[there][0]} "
+                         f"({imp.target})")
+    return found
+
+
 def _known(kind: str, found: list[str]) -> list[str]:
     """What is found beyond the allow-list (entries match a finding's file, or the whole
     finding)."""
@@ -395,7 +455,18 @@ def test_nothing_in_the_gate_writes_its_own_environment() -> None:
 
 
 def test_no_forbidden_import_direction() -> None:
-    assert _known("layer", layer_breaks() + upstream_imports()) == []
+    assert _known("layer", layer_breaks() + upstream_imports() + upward_imports()) == []
+
+
+def test_every_unit_is_placed_in_one_layer() -> None:
+    """A new package (or module) says which layer it is in, in ``LAYERS``."""
+    assert unplaced_units() == []
+
+
+def test_gate_holds_no_flat_module_beyond_the_short_list() -> None:
+    """The folders say the layers: a module goes into its layer's package (``gate/execution``,
+    ``gate/core``, ``gate/pool``, ...), not beside them at the top of ``gate/``."""
+    assert flat_modules() == []
 
 
 def test_no_module_outside_the_upstream_ports_names_a_provider() -> None:
@@ -406,7 +477,8 @@ def test_the_allow_list_holds_only_what_is_still_true() -> None:
     """An entry whose offence is gone is dropped, so the list only ever shrinks."""
     found = {"long module": long_modules(), "long function": long_functions(),
              "private import": private_imports(), "environ": environ_writes(),
-             "layer": layer_breaks() + upstream_imports(), "format read": format_reads(),
+             "layer": layer_breaks() + upstream_imports() + upward_imports(),
+             "format read": format_reads(),
              "provider name": provider_names(),
              "cycle": [" ↔ ".join(c) for c in cycles(unit_graph())],
              "module cycle": [" ↔ ".join(c) for c in cycles(module_graph())]}
@@ -419,7 +491,7 @@ def test_the_allow_list_holds_only_what_is_still_true() -> None:
 @pytest.mark.parametrize("source, expected", [
     ("from gate.report._render import pct\n", ["imports gate.report._render"]),
     ("from gate.report import _render\n", ["imports _render from gate.report"]),
-    ("from gate.run import _upstream\n", ["imports _upstream from gate.run"]),
+    ("from gate.execution.run import _upstream\n", ["imports _upstream from gate.execution.run"]),
     ("def f():\n    from gate.compare._stats import task_pvalues\n", ["gate.compare._stats"]),
     ("from gate._files import printable\nfrom gate.report import render_text\n", []),
 ])
@@ -441,10 +513,10 @@ def test_the_private_import_rule_sees_what_it_should(
 
 
 @pytest.mark.parametrize("path, source, rule", [
-    ("run.py", "from gate.github import in_actions\n", "execution → the GitHub package"),
+    ("execution/run.py", "from gate.github import in_actions\n", "execution → the GitHub package"),
     ("sandbox/_x.py", "def f():\n    import gate.github\n", "execution → the GitHub package"),
-    ("github/_x.py", "from gate.baseline import promote\n", "the GitHub adapters → the judge"),
-    ("fingerprint.py", "from gate.agents import kind\n", "core formats → agents"),
+    ("github/_x.py", "from gate.pool.baseline import promote\n", "the GitHub adapters → the judge"),
+    ("core/fingerprint.py", "from gate.agents import kind\n", "core formats → agents"),
     ("report/_x.py", "from gate.github import x\n", "the report → GitHub"),
     ("report/_x.py", "from gate.ci import y\n", "the report → gate ci"),
     ("sandbox/_x.py", "from gate.meter import z\n", "the sandbox → the meter"),
@@ -453,10 +525,10 @@ def test_the_private_import_rule_sees_what_it_should(
     ("ci/_forge.py", "def f():\n    from gate.github import x\n",
      "gate ci's stages → GitHub (not through the forge's adapter)"),
     ("ci/_github.py", "from gate.github import fetch_branch\n", None),
-    ("history.py", "from gate.agents import kind\n", "core formats → agents"),
-    ("compare/_x.py", "from gate.run import RunRequest\n", "the verdict → above it"),
-    ("compare/_x.py", "from gate.results import Results\n", None),
-    ("run.py", "from gate.sandbox import x\n", None),
+    ("core/history.py", "from gate.agents import kind\n", "core formats → agents"),
+    ("compare/_x.py", "from gate.execution.run import RunRequest\n", "the verdict → above it"),
+    ("compare/_x.py", "from gate.core.results import Results\n", None),
+    ("execution/run.py", "from gate.sandbox import x\n", None),
 ])
 def test_the_layer_rule_sees_each_forbidden_direction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, source: str, rule: str | None
@@ -477,7 +549,8 @@ def test_the_layer_rule_sees_each_forbidden_direction(
 
 @pytest.mark.parametrize("path, source, found", [
     ("meter/_x.py", 'HEADER = "x-api-key"\n', ["gate/meter/_x.py:1: x-api-key"]),
-    ("session.py", "# reads ANTHROPIC_BASE_URL\n", ["gate/session.py:1: ANTHROPIC_"]),
+    ("execution/session.py", "# reads ANTHROPIC_BASE_URL\n",
+     ["gate/execution/session.py:1: ANTHROPIC_"]),
     ("ci/_x.py", 'P = "/v1/messages"\nQ = "Bedrock"\n',
      ["gate/ci/_x.py:1: /v1/messages", "gate/ci/_x.py:2: Bedrock"]),
     ("agents/_x.py", '"""Vertex AI"""\n', ["gate/agents/_x.py:1: Vertex"]),
@@ -521,10 +594,11 @@ def test_the_cycle_rule_finds_a_cycle() -> None:
     ("sandbox/_x.py", "def f(task):\n    return task.native.steps\n", ["reads .native"]),
     ("formats/_task.py", "def f(task):\n    return task.native\n", ["reads .native"]),
     ("formats/__init__.py", "def f(task):\n    return task.harbor\n", ["reads .harbor"]),
-    ("runner.py", "def f(t):\n    return t.layout == 'harbor'\n",
+    ("execution/runner.py", "def f(t):\n    return t.layout == 'harbor'\n",
      ["compares a task's format name"]),
     ("formats/_harbor.py", "def f(task):\n    return task.native.steps\n", []),
-    ("sim/_x.py", "import gate.harbor\nx = gate.harbor.AGENT_LOGS\n", []),
+    ("sim/_x.py", "import gate.formats._harbor_schema\n"
+     "x = gate.formats._harbor_schema.AGENT_LOGS\n", []),
     ("sim/_x.py", "def f(task):\n    return task.solution_env is None\n", []),
 ])
 def test_the_format_rule_sees_a_read_of_a_formats_own_data(
@@ -559,9 +633,9 @@ def test_config_names_no_registry_the_run_checks_the_names_where_it_looks_them_u
 ) -> None:
     """gate.toml with an unknown agent kind or sandbox loads (config imports no registry);
     the run refuses it before anything starts, naming the file and the field."""
-    from gate.config import load_config
+    from gate.core.config import load_config
     from gate.errors import BadInput
-    from gate.run import RunRequest, run_suite
+    from gate.execution.run import RunRequest, run_suite
 
     for body, field in (('[agent]\nkind = "robot"\n', "agent.kind: unknown agent kind"),
                         ('[suite]\nsandbox = "vm"\n', "suite.sandbox: unknown sandbox")):
@@ -572,3 +646,56 @@ def test_config_names_no_registry_the_run_checks_the_names_where_it_looks_them_u
             run_suite(RunRequest(config=cfg, output=tmp_path / "r.json"))
         assert str(err.value).startswith(f"{path}: {field}"), str(err.value)
         assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("path, source, found", [
+    ("core/_x.py", "def f():\n    from gate.execution import run\n",
+     ["the core formats → execution (gate.execution)"]),
+    ("compare/_x.py", "from gate.pool.baseline import promote\n",
+     ["the verdict → main's pool (gate.pool.baseline)"]),
+    ("errors.py", "from gate.upstream import ANTHROPIC\n",
+     ["the foundation → the upstream port (gate.upstream)"]),
+    ("execution/run.py", "from gate.sandbox import x\nfrom gate.pool.baseline import y\n", []),
+    ("execution/run.py", "from gate import __version__\nfrom gate.core.results import y\n", []),
+])
+def test_the_layer_order_sees_an_import_upward(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, source: str, found: list[str]
+) -> None:
+    """The checker itself: an import of a higher layer is found (a function-level one too);
+    one sideways, within a layer, or downward is not."""
+    target = tmp_path / "gate" / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source)
+    monkeypatch.setitem(globals(), "GATE", tmp_path / "gate")
+    assert [f.split(": ", 1)[1] for f in upward_imports()] == found
+
+
+def test_a_layer_packages_module_owns_its_private_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker itself: a sibling module importing ``_upstream`` from ``gate.execution.run``
+    is found (the layer's package is not one unit for private names); a package's own private
+    module's names stay the package's."""
+    fake = tmp_path / "gate"
+    (fake / "execution").mkdir(parents=True)
+    (fake / "report").mkdir(parents=True)
+    (fake / "execution" / "run.py").write_text("_upstream = 1\n")
+    (fake / "execution" / "session.py").write_text("from gate.execution.run import _upstream\n")
+    (fake / "report" / "_html.py").write_text("from gate.report._render import _lines\n")
+    monkeypatch.setitem(globals(), "GATE", fake)
+    assert private_imports() == [
+        "gate/execution/session.py:1: imports _upstream from gate.execution.run"]
+
+
+def test_the_layout_rule_sees_a_flat_module_and_an_unplaced_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker itself: a module put at the top of ``gate/`` is found, and so is a package
+    no layer holds; the short list's modules are not."""
+    fake = tmp_path / "gate"
+    (fake / "widgets").mkdir(parents=True)
+    for name in ("__init__.py", "errors.py", "run.py", "widgets/__init__.py"):
+        (fake / name).write_text("")
+    monkeypatch.setitem(globals(), "GATE", fake)
+    assert flat_modules() == ["gate/run.py"]
+    assert unplaced_units() == ["gate.run", "gate.widgets"]

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.baseline import promote, promote_file
 from gate.compare._synthetic import reference_rates, synthetic_results
+from gate.core.results import Results, TaskInfo, load_results, summarize, write_results
 from gate.errors import BadInput, Unmeasurable
-from gate.results import Results, TaskInfo, load_results, summarize, write_results
+from gate.pool.baseline import promote, promote_file
 
 RATES = reference_rates(6)
 
@@ -158,7 +158,7 @@ def _plain_run_file(created_at: str) -> Results:
 
 
 def test_a_baseline_that_was_never_pooled_is_one_refresh() -> None:
-    from gate.baseline import describe_depth
+    from gate.pool.baseline import describe_depth
 
     plain = _plain_run_file("2026-11-30T01:00:00Z")
     assert len({r.created_at for r in plain.runs}) == 12
@@ -238,7 +238,7 @@ def test_two_runs_of_one_commit_within_a_second_both_pool() -> None:
     the same second: their results files are told apart by when they were made, to the
     microsecond, so the second is pooled, never taken for the first ("already in the
     baseline"). Red while ``created_at`` had second resolution."""
-    from gate.results import new_results
+    from gate.core.results import new_results
 
     first = _run(1)
     made = [new_results(model=first.model, agent=first.agent, suite=first.suite,

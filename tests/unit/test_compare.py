@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.baseline import promote
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import AgentInfo, Results, TaskInfo, summarize
 from gate.errors import BadInput, Unmeasurable
-from gate.results import AgentInfo, Results, TaskInfo, summarize
+from gate.pool.baseline import promote
 
 RATES = reference_rates(15)
 FAST = GateSettings(permutations=999, power_simulations=0)

@@ -11,10 +11,10 @@ import pytest
 
 from gate.compare import compare
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, parse_results
 from gate.errors import BadInput
 from gate.report import render_markdown
-from gate.results import Results, parse_results
 
 FAST = GateSettings(permutations=999, power_simulations=0, block_on=["pass_rate"])
 RATES = [0.9] * 10

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from gate.config import PriceOverride
-from gate.cost import price_table
+from gate.core.config import PriceOverride
+from gate.core.cost import price_table
 from gate.errors import BadInput
 from gate.usage import Usage
 
@@ -87,7 +87,7 @@ def test_a_zero_cache_price_override_is_honoured() -> None:
      "long_context and long_context_threshold"),
 ])
 def test_a_price_table_is_validated_like_the_overrides(body: str, field: str) -> None:
-    from gate.cost import parse_price_table
+    from gate.core.cost import parse_price_table
 
     with pytest.raises(BadInput, match=re.escape(field)):
         parse_price_table(body, "prices.toml")
@@ -96,7 +96,7 @@ def test_a_price_table_is_validated_like_the_overrides(body: str, field: str) ->
 def test_the_bundled_price_table_is_valid() -> None:
     from importlib import resources
 
-    from gate.cost import parse_price_table
+    from gate.core.cost import parse_price_table
 
     text = resources.files("gate").joinpath("data/prices.toml").read_text("utf-8")
     assert parse_price_table(text, "prices.toml").models == price_table().models

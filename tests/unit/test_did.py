@@ -13,8 +13,8 @@ import pytest
 from gate.compare import judge
 from gate.compare._did import did_test, differences, pair_key, skill_effect
 from gate.compare._synthetic import reference_rates, synthetic_condition_runs, synthetic_results
-from gate.config import GateSettings
-from gate.results import Results, RunResult, summarize
+from gate.core.config import GateSettings
+from gate.core.results import Results, RunResult, summarize
 
 
 def _brute_force(cand: list[list[int]], base: list[list[int]]) -> float:
@@ -270,7 +270,7 @@ def test_conditions_in_both_files_but_no_pairs_is_inconclusive() -> None:
 
 
 def test_an_interrupted_pr_that_would_block_on_the_skill_effect_is_inconclusive() -> None:
-    from gate.results import Interruption
+    from gate.core.results import Interruption
 
     base, pr = _skill_files(0.0)
     cut = pr.model_copy(update={"interrupted": Interruption(reason="interrupted: Ctrl-C",
@@ -313,7 +313,7 @@ def test_pairs_survive_pooling_into_the_baseline() -> None:
     """The older refresh ran only ``target`` (the baseline kept no control then), the newer
     both: pooled and renumbered (pool_size cuts the older one), every control run still finds
     the target run of its own refresh and replication."""
-    from gate.baseline import promote
+    from gate.pool.baseline import promote
 
     rng = np.random.default_rng(5)
     older = [r for r in synthetic_condition_runs([0.5], [0.9], 6, rng, coupled=True)

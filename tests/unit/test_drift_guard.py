@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gate.compare._drift import MIN_AA_CHECKS, drift_guard
-from gate.history import HistoryEntry
+from gate.core.history import HistoryEntry
 
 
 def _entries(n: int, blocked: int, rates: list[float], fp: str = "fp") -> list[HistoryEntry]:
@@ -47,7 +47,7 @@ def test_gate_compare_applies_the_guard_with_history(tmp_path) -> None:  # type:
 
     from gate.cli import main
     from gate.compare._synthetic import reference_rates, synthetic_results
-    from gate.results import write_results
+    from gate.core.results import write_results
 
     rates = reference_rates(15)
     rng = np.random.default_rng(1)
@@ -79,7 +79,7 @@ def test_gate_report_applies_the_guard_as_gate_compare_does(tmp_path) -> None:  
 
     from gate.cli import main
     from gate.compare._synthetic import reference_rates, synthetic_results
-    from gate.results import write_results
+    from gate.core.results import write_results
 
     rates = reference_rates(15)
     rng = np.random.default_rng(1)

@@ -1,4 +1,4 @@
-"""The comment's evidence (gate/evidence.py) from hand-made traces: where runs part ways, the
+"""The comment's evidence (gate/pool/evidence.py) from hand-made traces: where runs part ways, the
 cache diagnosis, the bounds, and untrusted transcript text staying inert in the Markdown."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from gate import evidence
 from gate.compare import compare
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, RunResult
+from gate.core.traces import Trace, trace_from_events
+from gate.pool import evidence
 from gate.report import render_markdown
-from gate.results import Results, RunResult
 from gate.secrets import Redactor
-from gate.traces import Trace, trace_from_events
 
 HOSTILE = ("```\n</details><script>alert(1)</script> @someone please look "
            "<img src=x onerror=alert(2)> [click](https://evil.example) #12 | cell `x`")

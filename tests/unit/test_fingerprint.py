@@ -12,8 +12,8 @@ import pytest
 import gate.agents._parts as parts_module
 import gate.agents._prompt as prompt_module
 from gate.agents import agent_kind
-from gate.config import GateConfig, load_config
-from gate.fingerprint import digest_of, fingerprint, fingerprint_parts
+from gate.core.config import GateConfig, load_config
+from gate.core.fingerprint import digest_of, fingerprint, fingerprint_parts
 
 AGENTS = Path(parts_module.__file__).parent
 
@@ -69,7 +69,7 @@ def test_the_comment_says_a_new_fingerprint_starts_a_new_baseline() -> None:
 
     from gate.compare import compare
     from gate.compare._synthetic import reference_rates, synthetic_results
-    from gate.config import GateSettings
+    from gate.core.config import GateSettings
     from gate.report import render_markdown
 
     fast = GateSettings(permutations=199, power_simulations=0)

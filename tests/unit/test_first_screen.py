@@ -26,9 +26,9 @@ from gate.compare._synthetic import (
     synthetic_condition_runs,
     synthetic_results,
 )
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Interruption, MissingRun, Results, summarize
 from gate.report import code_span, render_markdown, render_note, with_report_link
-from gate.results import Interruption, MissingRun, Results, summarize
 
 SETTINGS = GateSettings(permutations=999, power_simulations=0)
 RUN_URL = "https://github.com/acme/agent/actions/runs/1234567890"
@@ -146,8 +146,8 @@ def test_the_first_screen_holds_the_verdict_its_why_the_report_and_the_command(
     c = _judged(shape)
     assert c.why, c.headline
     notes = [LONG, *(f"note {i}: something the CI layer said" for i in range(3)), ACTION]
-    from gate.config import GateConfig
-    from gate.yardstick import SettingChange, Yardstick
+    from gate.core.config import GateConfig
+    from gate.execution.yardstick import SettingChange, Yardstick
 
     ys = Yardstick(ref="r", label="main", config=GateConfig(), tasks_dir=GateConfig().root,
                    baseline_rel="baseline.json", baseline_text=None, history_text=None,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import parse_config
-from gate.cost import default_prices
+from gate.core.config import parse_config
+from gate.core.cost import default_prices
 from gate.errors import BadInput
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact
 
-from gate.baseline import promote
 from gate.compare import (
     ALWAYS_FAILS_MIN_RUNS,
     TaskHealth,
@@ -19,8 +18,9 @@ from gate.compare import (
     suite_health,
 )
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateSettings
-from gate.results import Results
+from gate.core.config import GateSettings
+from gate.core.results import Results
+from gate.pool.baseline import promote
 
 
 def _pool(refreshes: Sequence[Sequence[float]], k: int = 5, seed: int = 0) -> Results:

@@ -1,9 +1,9 @@
-"""The table of metrics (gate/metrics.py) is consistent with what reads it."""
+"""The table of metrics (gate/core/metrics.py) is consistent with what reads it."""
 
 from __future__ import annotations
 
-from gate.config import GateSettings
-from gate.metrics import GATING, METRICS, PERMUTED
+from gate.core.config import GateSettings
+from gate.core.metrics import GATING, METRICS, PERMUTED
 
 
 def test_every_margin_is_a_gate_setting_and_block_on_defaults_to_every_gating_metric() -> None:

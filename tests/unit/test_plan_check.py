@@ -10,16 +10,16 @@ import json
 import pytest
 
 from gate.compare import PlanSettings, RunPlan, compare, judge, plan_runs
-from gate.config import GateSettings
-from gate.errors import BadInput
-from gate.report import plan_lines
-from gate.results import (
+from gate.core.config import GateSettings
+from gate.core.results import (
     Interruption,
     MissingRun,
     Results,
     Schedule,
     parse_results,
 )
+from gate.errors import BadInput
+from gate.report import plan_lines
 from tests.helpers.report import _results, _run
 
 FIXED = PlanSettings(rule="by-pass-rate", sequential=False, first=2, more=3, replications=3)

@@ -8,9 +8,9 @@ import pytest
 
 from gate.compare import _stats, compare
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results
 from gate.errors import BadInput
-from gate.results import Results
 
 SETTINGS = GateSettings(power_simulations=0)
 

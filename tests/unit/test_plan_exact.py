@@ -20,7 +20,7 @@ import pytest
 from scipy.stats import binom, hypergeom, multinomial
 
 from gate.compare import _restricted, _stats
-from gate.metrics import metric
+from gate.core.metrics import metric
 
 NB = 6  # baseline runs per task in the brute-force designs
 RATES = (0.3, 0.5, 0.7, 0.9)

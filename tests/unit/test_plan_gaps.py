@@ -25,10 +25,10 @@ from gate.compare import (
 )
 from gate.compare._rate_ci import given_plan_limits, pass_rate_ci, pass_rate_ci_given
 from gate.compare._synthetic import synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Interruption, MissingRun, Results, Schedule, write_results
 from gate.errors import BadInput
 from gate.report import plan_lines
-from gate.results import Interruption, MissingRun, Results, Schedule, write_results
 from tests.helpers.process import gate
 from tests.helpers.report import _results, _run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from gate.compare import BANDS, PlanSettings, RunPlan, plan_runs, task_looks
-from gate.results import Results
+from gate.core.results import Results
 from tests.helpers.report import _results, _run
 
 SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=3)
@@ -69,8 +69,8 @@ def test_judge_conditions_a_file_planned_from_its_baseline_on_the_plan() -> None
     given the plan its baseline part cannot have passed fewer than 10, so the only relabelling
     left is the one observed (p = 1); the plain test, blind to the plan, gives 2/7."""
     from gate.compare import compare, judge
-    from gate.config import GateSettings
-    from gate.results import Schedule
+    from gate.core.config import GateSettings
+    from gate.core.results import Schedule
 
     base = _results([_run("mid", i, "passed" if i < 10 else "failed") for i in range(20)]
                     + [_run("easy", i, "passed") for i in range(20)])
@@ -94,7 +94,7 @@ def test_judge_refuses_a_plan_whose_settings_are_not_the_rules() -> None:
     import pytest
 
     from gate.compare import judge
-    from gate.config import GateSettings
+    from gate.core.config import GateSettings
     from gate.errors import BadInput
 
     base = _baseline()

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gate.compare import compare
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import CachePrefix, Results, cache_prefix
 from gate.report import metric_change, render_text
-from gate.results import CachePrefix, Results, cache_prefix
 from tests.helpers.report import _results, _run
 
 SETTINGS = GateSettings(permutations=999, power_simulations=0)

@@ -10,7 +10,8 @@ import pytest
 
 from gate.compare import Comparison, compare
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, TaskInfo, summarize
 from gate.report import (
     BUDGET,
     GITHUB_LIMIT,
@@ -20,7 +21,6 @@ from gate.report import (
     render_summary,
     render_text,
 )
-from gate.results import Results, TaskInfo, summarize
 
 FAST = GateSettings(permutations=999, power_simulations=50)
 HOSTILE = ("</details><img src=x onerror=alert(1)> @everyone | col | `code` "
@@ -298,10 +298,10 @@ def test_a_name_is_inline_code_only_when_nothing_can_hide_or_break_out_in_it(
         tmp_path: Path) -> None:
     """Branch names and labels go into code spans (no mention, no link there); a name with a
     backtick, a newline or a bidi override is escaped text instead, in every place that does so."""
-    from gate.config import GateConfig
+    from gate.core.config import GateConfig
+    from gate.execution.yardstick import SettingChange, Yardstick
     from gate.report import code_span as _code
     from gate.report._escape import code_span
-    from gate.yardstick import SettingChange, Yardstick
 
     def note(label: str) -> str:
         ys = Yardstick(ref="r", label=label, config=GateConfig(root=tmp_path),
@@ -322,8 +322,8 @@ def test_a_pr_cannot_push_the_report_out_of_the_comment_with_yardstick_lines(
         tmp_path: Path) -> None:
     """However many measuring things a PR changes, and however much escaping their names
     need, the yardstick paragraph stays bounded and the report under GitHub's limit."""
-    from gate.config import GateConfig
-    from gate.yardstick import NOTE_BUDGET, SettingChange, TaskChange, Yardstick
+    from gate.core.config import GateConfig
+    from gate.execution.yardstick import NOTE_BUDGET, SettingChange, TaskChange, Yardstick
 
     bad = "|<@" * 100
     ys = Yardstick(ref="r", label="main", config=GateConfig(root=tmp_path), tasks_dir=tmp_path,
@@ -379,8 +379,8 @@ def test_the_yardstick_note_is_a_list_one_item_a_line(tmp_path: Path) -> None:
     """The changes a PR makes to what measures it are a Markdown list inside the quote, each
     item on its own ``> - `` line: never joined onto the paragraph's line, where GitHub shows
     a literal ``> -``."""
-    from gate.config import GateConfig
-    from gate.yardstick import SettingChange, Yardstick
+    from gate.core.config import GateConfig
+    from gate.execution.yardstick import SettingChange, Yardstick
 
     ys = Yardstick(ref="r", label="main", config=GateConfig(root=tmp_path), tasks_dir=tmp_path,
                    baseline_rel="baseline.json", baseline_text=None, history_text=None,

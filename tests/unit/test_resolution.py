@@ -16,14 +16,14 @@ import pytest
 
 from gate.compare import _stats, compare, judge, resolution_with_runs
 from gate.compare._synthetic import reference_rates, synthetic_results
-from gate.config import GateSettings
-from gate.metrics import metric
-from gate.results import Results, Schedule
-from gate.sequential import first_look, second_look_runs
+from gate.core.config import GateSettings
+from gate.core.metrics import metric
+from gate.core.results import Results, Schedule
+from gate.execution.sequential import first_look, second_look_runs
 
 SETTINGS = GateSettings(power_simulations=0)
 
-#: the three usage metrics' columns (gate/metrics.py): turns, cost, cache read / prompt
+#: the three usage metrics' columns (gate/core/metrics.py): turns, cost, cache read / prompt
 LAY = _stats.layout([metric("turns"), metric("cost"), metric("cache_hit_rate")])
 
 

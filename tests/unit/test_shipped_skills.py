@@ -1,4 +1,4 @@
-"""A task's own skills, read as a skill-loading agent reads them (gate.skills.shipped_skills):
+"""A task's own skills, read as a skill-loading agent reads them (gate.core.skills.shipped_skills):
 SkillsBench ships skills whose front matter names them otherwise than their folder, names
 them outside the Agent Skills rules, or has no front matter at all. None is dropped silently."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gate.tasks import load_task
+from gate.core.tasks import load_task
 
 SHIPPED = {
     # SkillsBench dialogue-parser: a folder outside the rules, a valid name
@@ -22,7 +22,7 @@ SHIPPED = {
 
 
 def test_shipped_skills_are_read_as_the_agent_reads_them(tmp_path: Path) -> None:
-    from gate.skills import shipped_skills
+    from gate.core.skills import shipped_skills
 
     task_dir = tmp_path / "t"
     files = {"instruction.md": "x\n", "tests/test.sh": "true\n",

@@ -11,10 +11,10 @@ import pytest
 
 from gate.agents import agent_kind
 from gate.compare import judge, unjudged_changes
-from gate.config import GateSettings, load_config
-from gate.fingerprint import fingerprint_parts, fingerprint_values
-from gate.results import Results, load_results, summarize
-from gate.skills import NO_EFFECT_MARKER
+from gate.core.config import GateSettings, load_config
+from gate.core.fingerprint import fingerprint_parts, fingerprint_values
+from gate.core.results import Results, load_results, summarize
+from gate.core.skills import NO_EFFECT_MARKER
 from tests.helpers import ROOT
 
 SETTINGS = GateSettings(power_simulations=0)

@@ -9,9 +9,9 @@ import pytest
 from scipy.stats import binomtest, fisher_exact, hypergeom
 
 from gate.compare import _stats
-from gate.metrics import metric
+from gate.core.metrics import metric
 
-#: the three usage metrics' columns (gate/metrics.py): turns, cost, cache read / prompt
+#: the three usage metrics' columns (gate/core/metrics.py): turns, cost, cache read / prompt
 LAY = _stats.layout([metric("turns"), metric("cost"), metric("cache_hit_rate")])
 
 

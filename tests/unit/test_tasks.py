@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.core.tasks import load_suite
 from gate.errors import BadInput
 from gate.sandbox import LocalSandboxProvider
-from gate.tasks import load_suite
 
 
 def test_swe_lite_layout_loads(make_task, suite_dir: Path) -> None:
@@ -80,7 +80,7 @@ PLAIN_FORMAT = '''
 from pathlib import Path
 
 from gate.formats import TaskFormat
-from gate.tasks import Task, TaskMeta, digest_dir
+from gate.core.tasks import Task, TaskMeta, digest_dir
 
 
 class PlainFormat(TaskFormat):
@@ -112,7 +112,7 @@ FORMAT = PlainFormat()
 def test_a_new_task_format_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gate import formats
     from gate.agents import AgentOutcome
-    from gate.runner import run_one
+    from gate.execution.runner import run_one
 
     (tmp_path / "plain_format.py").write_text(PLAIN_FORMAT)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -1,4 +1,4 @@
-"""Compact traces (gate/traces.py): derived from a transcript, redacted, bounded; the sidecar
+"""Compact traces (gate/core/traces.py): derived from a transcript, redacted, bounded; the sidecar
 pooled with the baseline; the baseline's common path and where a run leaves it."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gate.results import RunResult, RunUsage
-from gate.secrets import Redactor
-from gate.traces import (
+from gate.core.results import RunResult, RunUsage
+from gate.core.traces import (
     ANSWER,
     ARG_CHARS,
     CALLS_PER_TURN,
@@ -29,6 +28,7 @@ from gate.traces import (
     sidecar_rel,
     trace_from_events,
 )
+from gate.secrets import Redactor
 
 SECRET = "sk-ant-unit-SECRET-0123456789"
 
@@ -168,7 +168,7 @@ def test_per_turn_medians_while_half_the_runs_reach_the_turn() -> None:
 
 
 def test_the_sidecar_keeps_the_pooled_runs_traces_newest_first_and_bounded() -> None:
-    from gate.results import AgentInfo, SuiteInfo, TaskInfo, new_results
+    from gate.core.results import AgentInfo, SuiteInfo, TaskInfo, new_results
 
     def trace(task: str, refresh: str, rep: int, result: str = "out") -> Trace:
         t = trace_from_events([_turn(1, "ls"), _tool(result)], _run(task, rep),

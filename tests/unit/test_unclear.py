@@ -25,11 +25,11 @@ from gate.compare._unclear import (
     runs_to_settle,
     unclear_metrics,
 )
-from gate.config import GateSettings
-from gate.metrics import metric
+from gate.core.config import GateSettings
+from gate.core.metrics import metric
+from gate.core.results import Results
+from gate.execution.sequential import first_look
 from gate.report import metric_verdict
-from gate.results import Results
-from gate.sequential import first_look
 
 SETTINGS = GateSettings(power_simulations=0)
 
@@ -113,7 +113,7 @@ def _m(name: str, delta: float, p: float, *, verdict: str = "ok", gating: bool =
     (_m("cost", 0.47, 0.19, gating=False), 0.5, False),  # not in block_on: reported only
 ])
 def test_the_rule(m: MetricResult, noise: float, unclear: bool) -> None:
-    from gate.results import RunResult, RunUsage
+    from gate.core.results import RunResult, RunUsage
     rng = np.random.default_rng(1)
 
     def runs(level: float) -> list[RunResult]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gate.compare import judge
-from gate.config import GateSettings
+from gate.core.config import GateSettings
+from gate.core.results import Results, UpstreamInfo, load_results, parse_results, summarize
 from gate.errors import BadInput
-from gate.results import Results, UpstreamInfo, load_results, parse_results, summarize
 from tests.helpers import ROOT
 
 SETTINGS = GateSettings(power_simulations=0)
@@ -103,7 +103,7 @@ def test_a_record_that_is_not_one_is_refused_naming_the_field(tmp_path: Path) ->
 
 
 def test_a_baseline_never_pools_runs_of_another_upstream(run: Results) -> None:
-    from gate.baseline import promote
+    from gate.pool.baseline import promote
 
     later = run.model_copy(update={"created_at": "2099-01-01T00:00:00Z", "commit": "f" * 40})
     pooled, said = promote(_on(later, DIRECT), _on(run, DIRECT))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gate.cost import default_prices
+from gate.core.cost import default_prices
 from gate.errors import BadInput
 from gate.upstream import VERTEX, bare_model, get_upstream, price_factor
 from gate.usage import Usage

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
+from gate.core.config import load_config
 from gate.errors import BadInput
 from gate.secrets import scrubbed_env, withheld_notes
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gate.config import GateConfig
-from gate.yardstick import open_yardstick
+from gate.core.config import GateConfig
+from gate.execution.yardstick import open_yardstick
 from tests.helpers.process import user_env
 
 

@@ -38,9 +38,9 @@ from gate.compare import (
     planned_runs_text,
     resolution_with_runs,
 )
-from gate.config import GateSettings
-from gate.results import Results, RunResult
-from gate.run import PlanFrom, RunRequest, run_suite
+from gate.core.config import GateSettings
+from gate.core.results import Results, RunResult
+from gate.execution.run import PlanFrom, RunRequest, run_suite
 
 Step = Literal["block", "pass", "continue"]
 

@@ -11,10 +11,10 @@ configures it (gate/upstream), and its credential is required — the gate never
 the simulator on its own.
 
 This module only *plans*: it resolves the request (suite, agent, shard, skill conditions,
-``--resume``, budget) into a :class:`gate.session.SessionPlan`; the session runs it, as it
-runs a same-job A/B's (:mod:`gate.ab`). An arm — the agent a run plans, each skill condition,
-each side of an A/B — is planned by one function, :func:`plan_arm` (the agent kind in force,
-``--model``, its price, its label, its fingerprint, its options), and its results file starts
+``--resume``, budget) into a :class:`gate.execution.session.SessionPlan`; the session runs it, as it
+runs a same-job A/B's (:mod:`gate.execution.ab`). An arm — the agent a run plans, each skill
+condition, each side of an A/B — is planned by one function, :func:`plan_arm` (the agent kind in
+force, ``--model``, its price, its label, its fingerprint, its options), and its results file starts
 from one header, :func:`results_header`.
 """
 
@@ -32,12 +32,10 @@ from typing import TYPE_CHECKING, Any
 from gate._files import printable
 from gate._git import current_commit
 from gate.agents import Agent, AgentKind
-from gate.config import GateConfig, GateSettings
-from gate.cost import PriceTable, price_table
-from gate.errors import BadInput
-from gate.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
-from gate.meter import METERING
-from gate.results import (
+from gate.core.config import GateConfig, GateSettings
+from gate.core.cost import PriceTable, price_table
+from gate.core.fingerprint import fingerprint, fingerprint_parts, fingerprint_values
+from gate.core.results import (
     UPSTREAM_RECORD,
     AgentInfo,
     PlanRecord,
@@ -51,9 +49,10 @@ from gate.results import (
     read_journal,
     transcripts_dir,
 )
-from gate.runner import Arm, RunOptions, condition_plan
-from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
-from gate.session import (
+from gate.core.tasks import Suite, Task, TaskProblem, load_suite
+from gate.errors import BadInput
+from gate.execution.runner import Arm, RunOptions, condition_plan
+from gate.execution.session import (
     SIM_CREDENTIAL,
     ArmFile,
     Budget,
@@ -69,8 +68,9 @@ from gate.session import (
     spend,
     suite_info,
 )
-from gate.shards import mean_durations, split
-from gate.tasks import Suite, Task, TaskProblem, load_suite
+from gate.execution.shards import mean_durations, split
+from gate.meter import METERING
+from gate.sandbox import SandboxProvider, admit, ensure_free, suite_sandboxes
 from gate.upstream import ANTHROPIC, Endpoint, Upstream
 
 if TYPE_CHECKING:
@@ -426,7 +426,7 @@ class ConditionSetup:
 
 
 def _check_names(names: list[str], cfg: GateConfig) -> None:
-    from gate.skills import STANDARD_CONDITIONS
+    from gate.core.skills import STANDARD_CONDITIONS
 
     for name in names:
         if name not in STANDARD_CONDITIONS and name not in cfg.conditions:
@@ -457,7 +457,7 @@ def setup_conditions(names: list[str], req: RunRequest, base: ArmPlan, prices: P
     """Resolve ``--condition`` names against the standard set and ``[conditions]`` for
     ``tasks`` (a shard's): an unknown name, a condition none of the ``selected`` tasks (the
     whole run's, every shard's) gets, or a broken overlay is ``BadInput``."""
-    from gate.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
+    from gate.core.skills import STANDARD_CONDITIONS, config_skills, skills_digest, skills_for
 
     cfg = base.cfg
     names = list(dict.fromkeys(names))  # a condition named twice runs once
@@ -525,7 +525,7 @@ def _work(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task],
     and each (task, condition, replication) of the conditions asked (beside a planned run,
     planned by their own rule, gate/compare/_plan_conditions.py: ``replications`` on each of
     their tasks, beside a sequential run's first look)."""
-    from gate.skills import config_skills
+    from gate.core.skills import config_skills
 
     work: list[Item] = []
     if not req.conditions:

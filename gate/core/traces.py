@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gate._files import KiB, MiB, read_head
-from gate.results import Results, RunResult, transcripts_dir
+from gate.core.results import Results, RunResult, transcripts_dir
 from gate.secrets import Redactor
 
 ARG_CHARS = 80

@@ -5,7 +5,8 @@ Per regressed task (its pass rate fell): the PR's failing runs in brief — thei
 and results, final message, verify's tail, behaviour notes — beside the baseline's passing
 runs' common path of moves, with the first step where a failing run leaves it called out.
 
-*Where they part* is defined against the baseline's **common path** (:func:`gate.traces.consensus`):
+*Where they part* is defined against the baseline's **common path**
+(:func:`gate.core.traces.consensus`):
 the sequence of moves (a tool call's name, and for a shell command the program it runs; then
 how the run ended) that at least half of the baseline's passing runs share, step by step. A
 failing run parts ways at the first step where its move differs; the task's line names the
@@ -32,9 +33,9 @@ from typing import Any
 from markupsafe import Markup
 
 from gate.compare import Comparison, TaskChange
+from gate.core.results import Results, RunResult, valid_runs
+from gate.core.traces import ANSWER, STOPPED, Consensus, Trace, consensus, divergence, per_turn
 from gate.report import code_span, count, dollars, md, rate
-from gate.results import Results, RunResult, valid_runs
-from gate.traces import ANSWER, STOPPED, Consensus, Trace, consensus, divergence, per_turn
 from gate.usage import Usage
 
 MAX_TASKS = 5

@@ -23,8 +23,8 @@ from gate._files import (
     printable,
     read_text,
 )
+from gate.core.metrics import BY_NAME, GATING
 from gate.errors import BadInput
-from gate.metrics import BY_NAME, GATING
 from gate.secrets import is_own
 
 DEFAULT_CONFIG = "gate.toml"
@@ -37,7 +37,7 @@ class _Strict(BaseModel):
 
 #: The dearest price a model may have, USD per million tokens: a hundred times today's dearest
 #: (output, $75), far below what would take one run's cost past what a results file holds
-#: (``gate.results.MAX_RUN_USD``) or a sum of costs past a finite number: a price of 1e308
+#: (``gate.core.results.MAX_RUN_USD``) or a sum of costs past a finite number: a price of 1e308
 #: passed as finite and ended the run in an internal error after the runs had spent.
 MAX_PRICE = 10_000.0
 
@@ -197,7 +197,7 @@ class GateSettings(_Strict):
     turns_margin: float = Field(default=0.10, ge=0)
     cost_margin: float = Field(default=0.10, ge=0)
     cache_hit_margin: float = Field(default=0.05, ge=0, le=1)
-    # the metrics that may block (gate/metrics.py: those with a margin, and the pass rate)
+    # the metrics that may block (gate/core/metrics.py: those with a margin, and the pass rate)
     block_on: list[str] = Field(default_factory=lambda: list(GATING))
     min_comparable: float = Field(default=0.8, gt=0, le=1)
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
@@ -303,9 +303,9 @@ def comment_mode(settings: CISettings) -> CommentMode:
 CONDITION_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _CONDITION_NAME = re.compile(CONDITION_NAME_PATTERN)
 #: a skill's name, as the Agent Skills rules have it: lowercase letters, digits and single
-#: hyphens, at most 64 characters (gate.skills loads skills by it; config checks [agent] lists)
+#: hyphens, at most 64 characters (gate.core.skills loads skills by it; config checks [agent] lists)
 SKILL_NAME_PATTERN = r"^(?=.{1,64}$)[a-z0-9]+(-[a-z0-9]+)*$"
-#: the conditions every task gets from its metadata.json (gate.skills); not redefinable
+#: the conditions every task gets from its metadata.json (gate.core.skills); not redefinable
 STANDARD_CONDITION_NAMES = ("control", "target", "negative", "full", "target_plus_one",
                             "target_plus_unrelated")
 

@@ -13,8 +13,8 @@ session; the session owns what they share, once:
 - the interruption rule: on Ctrl-C, SIGTERM or a crash every file says so and lists the runs
   that are missing, and the exception goes on.
 
-A plan (:class:`SessionPlan`) is frozen data built by :mod:`gate.run` or :mod:`gate.ab`; the
-session never decides what runs, only how.
+A plan (:class:`SessionPlan`) is frozen data built by :mod:`gate.execution.run` or
+:mod:`gate.execution.ab`; the session never decides what runs, only how.
 """
 
 from __future__ import annotations
@@ -30,11 +30,9 @@ from typing import Any, Protocol
 
 from gate._files import printable
 from gate.agents import Agent, AgentKind, agent_kind, agent_kind_names
-from gate.config import GateConfig
-from gate.cost import PriceTable
-from gate.errors import BadInput
-from gate.meter import MeterProxy
-from gate.results import (
+from gate.core.config import GateConfig
+from gate.core.cost import PriceTable
+from gate.core.results import (
     Interruption,
     Journal,
     MissingRun,
@@ -47,9 +45,11 @@ from gate.results import (
     runs_by_task,
     write_results,
 )
-from gate.runner import Arm, RunOptions, run_many
+from gate.core.tasks import Suite, Task, task_format
+from gate.errors import BadInput
+from gate.execution.runner import Arm, RunOptions, run_many
+from gate.meter import MeterProxy
 from gate.sandbox import SandboxProvider
-from gate.tasks import Suite, Task, task_format
 from gate.upstream import Endpoint, Upstream, get_upstream
 
 SIM_CREDENTIAL = "gate-simulator-key"

@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gate._files import PROMPT_LIMIT, MiB, printable, read_text
-from gate.config import SKILL_NAME_PATTERN  # the Agent Skills rules for a name
+from gate.core.config import SKILL_NAME_PATTERN  # the Agent Skills rules for a name
+from gate.core.tasks import Task, digest_dir
 from gate.errors import BadInput
-from gate.tasks import Task, digest_dir
 
 if TYPE_CHECKING:
-    from gate.config import ConditionConfig, GateConfig
+    from gate.core.config import ConditionConfig, GateConfig
 
 #: where skills go in a workspace (relative to its root), as Claude Code looks for them
 SKILLS_DIR = ".claude/skills"
@@ -242,7 +242,7 @@ def _first_paragraph(text: str, has_front: bool) -> str:
 
 def shipped_skills(task: Task) -> tuple[list[Skill], list[str]]:
     """The skills ``task`` ships itself (a Harbor / SkillsBench task's ``environment/skills/``,
-    :attr:`~gate.tasks.Task.skills_root`): each folder there with a ``SKILL.md``, read as the
+    :attr:`~gate.core.tasks.Task.skills_root`): each folder there with a ``SKILL.md``, read as the
     agent reads it (:func:`load_shipped_skill`); and, for each one that cannot be honoured
     (or whose name is not its folder's), a line saying so for the run's notes: none is
     dropped silently."""

@@ -14,7 +14,7 @@ Merging brings each shard's transcripts along (:func:`carry_transcripts`): the o
 name, read from the ``<shard>.transcripts/`` directory beside the shard's results file (a
 downloaded artifact: untrusted) and copied into ``<merged>.transcripts/``, so the merged runs'
 traces (the comment's evidence, the HTML report) are there as after a whole run. Only regular
-files are read, never through a symlink, each at most :data:`~gate.traces.TRANSCRIPT_LIMIT`
+files are read, never through a symlink, each at most :data:`~gate.core.traces.TRANSCRIPT_LIMIT`
 and :data:`TRANSCRIPTS_LIMIT` in all; one that is not is skipped with a warning and its run has
 no trace (the traces explain a verdict, they never change it). A shard without transcripts (an
 older artifact, ``--no-transcripts``) merges all the same.
@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gate._files import MiB, printable, read_bytes
-from gate.errors import BadInput
-from gate.results import (
+from gate.core.results import (
     Interruption,
     Results,
     RunKey,
@@ -38,7 +37,8 @@ from gate.results import (
     runs_by_task,
     transcripts_dir,
 )
-from gate.traces import TRANSCRIPT_LIMIT
+from gate.core.traces import TRANSCRIPT_LIMIT
+from gate.errors import BadInput
 
 #: all the transcripts one merge copies: 128 shards' worth of a big suite's (1,000 tasks × 3
 #: runs at ~300 KiB each is ~900 MiB); past it, the rest are skipped with a warning.

@@ -13,9 +13,9 @@ import hashlib
 import json
 from typing import Any, Protocol
 
-from gate.config import GateConfig
+from gate.core.config import GateConfig
+from gate.core.tasks import digest_dir
 from gate.errors import BadInput
-from gate.tasks import digest_dir
 
 __all__ = ["PartsSource", "digest_of", "fingerprint", "fingerprint_parts", "fingerprint_values"]
 
@@ -43,7 +43,7 @@ def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
         skills = cfg.agent_path("skills")
         if not skills.is_dir():
             raise BadInput(f"[agent].skills: {skills} is not a directory")
-        from gate.skills import config_skills
+        from gate.core.skills import config_skills
 
         config_skills(cfg)  # a broken skill is bad configuration, before anything runs
         parts["skills"] = digest_dir(skills)
@@ -54,11 +54,11 @@ def fingerprint_values(cfg: GateConfig, source: PartsSource) -> dict[str, dict[s
     """What the readable parts hash (the kind's ``fingerprint_values``): recorded in results
     beside the digests, so a comparison names the setting that changed and its values. The
     skills (a model's agent with ``[agent].skills``): each skill's wording by name
-    (:func:`gate.skills.skill_wording`), so a comparison tells a skill offered or withdrawn,
+    (:func:`gate.core.skills.skill_wording`), so a comparison tells a skill offered or withdrawn,
     or only marked for the simulator, from one whose text changed."""
     values = source.fingerprint_values(cfg)
     if source.uses_model and cfg.agent.skills:
-        from gate.skills import config_skills, skill_wording
+        from gate.core.skills import config_skills, skill_wording
 
         values["skills"] = {s.name: skill_wording(s) for s in config_skills(cfg)}
     return values

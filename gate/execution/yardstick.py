@@ -26,16 +26,16 @@ from markupsafe import Markup
 
 from gate import _git
 from gate._files import CONFIG_LIMIT, HISTORY_LIMIT, RESULTS_LIMIT
-from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.core.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.core.results import Results
+from gate.core.tasks import Suite, load_suite
 from gate.errors import BadInput
-from gate.results import Results
-from gate.runner import RunOptions
-from gate.sandbox import suite_sandboxes
-from gate.tasks import Suite, load_suite
+from gate.execution.runner import RunOptions
 
 # imported now, not when the PR's tasks are validated: by then the suite has run, and the agent
 # under test could have rewritten the gate's own files (tests/ci/test_ci_yardstick.py)
-from gate.validate import validate_suite
+from gate.execution.validate import validate_suite
+from gate.sandbox import suite_sandboxes
 
 #: The parts of gate.toml that measure (the base branch's on a PR). ``[agent]`` is under test,
 #: but for its ``prices``: the price table measures cost, so it is the base's too. The skill
@@ -107,7 +107,7 @@ class Yardstick:
     base_digest: str = ""  # the base suite's digest: results measured with it compare in full
     baseline_from: str = ""  # where the baseline and history were read (a branch, a data branch)
     baseline_note: str | None = None  # why not the base branch's own copy, if it was not
-    # the baseline's traces sidecar (gate/traces.py) from the same place, when one is kept
+    # the baseline's traces sidecar (gate/core/traces.py) from the same place, when one is kept
     traces_text: str | None = None
 
     @property
@@ -144,7 +144,7 @@ class Yardstick:
                        now: datetime | None = None) -> list[str]:
         """The comment's lines about the baseline: where it came from when it is not the base
         branch's own, its depth and age, and a warning when it is stale."""
-        from gate.baseline import depth, describe_depth
+        from gate.pool.baseline import depth, describe_depth
         from gate.report import code_span
 
         now = now or datetime.now(UTC)
@@ -312,7 +312,7 @@ def _read_baseline(root: Path, sources: Iterator[BaselineSource], baseline_rel: 
 def _read_traces(root: Path, src: BaselineSource, baseline_rel: str) -> str | None:
     """The baseline's traces sidecar next to it (evidence for the comment, never part of the
     yardstick): absent, too large or unreadable, there is none."""
-    from gate.traces import SIDECAR_LIMIT, sidecar_rel
+    from gate.core.traces import SIDECAR_LIMIT, sidecar_rel
 
     try:
         return _git.show_bounded(root, src.ref, src.prefix + sidecar_rel(baseline_rel),

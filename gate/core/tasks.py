@@ -2,7 +2,7 @@
 
 The loaded task (:class:`Task`, :class:`TaskMeta` ...) is what a format builds, so it is
 defined with the formats (:mod:`gate.formats`) and re-exported here, as :func:`digest_dir` is
-from :mod:`gate._files`: ``from gate.tasks import Task, load_suite`` is how the rest of the
+from :mod:`gate._files`: ``from gate.core.tasks import Task, load_suite`` is how the rest of the
 gate names them. This module sits above the formats and imports nothing that imports it.
 
 Which directories are tasks, and how each is loaded, run and verified, is its *format*'s
@@ -13,7 +13,7 @@ Which directories are tasks, and how each is loaded, run and verified, is its *f
 - Harbor (Terminal-Bench, SkillsBench): ``instruction.md`` (or ``[[steps]]`` with
   ``steps/<name>/instruction.md``) + ``task.toml`` + ``environment/Dockerfile`` +
   ``tests/test.sh`` (+ ``solution/solve.sh``)  (``gate.formats._harbor``, schema
-  :mod:`gate.harbor`); it always runs in a container.
+  :mod:`gate.formats._harbor_schema`); it always runs in a container.
 The first two may add ``task.toml`` and ``solution/solve.sh``; there ``task.toml`` is ours
 (:class:`TaskMeta`): a key the gate does not know is an error naming it, not ignored (a
 misspelt ``verify_timout`` would silently change nothing). A Harbor ``task.toml`` keeps

@@ -8,7 +8,7 @@ Everything that measures is the base branch's, for both arms (as for every PR ju
 the tasks, ``[suite]``, ``[gate]``, ``[ci]`` and the price table.
 
 The two arms share one plan, one pool of ``jobs``, one set of sandboxes and one meter (one
-simulator under ``--sim``) — one :mod:`gate.session`, as a plain run has — interleaved run
+simulator under ``--sim``) — one :mod:`gate.execution.session`, as a plain run has — interleaved run
 by run: each (task, replication) runs both arms, in the order base-PR for even pairs and
 PR-base for odd ones (ABBA), so neither arm always goes first. Both arms run the same plan
 (gate/compare/_plan.py), one look of it, made before either runs from the base's committed
@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING
 
 from gate._files import CONFIG_LIMIT
 from gate._git import current_commit, git, repo_relative, toplevel
-from gate.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.core.config import DEFAULT_CONFIG, GateConfig, parse_config
+from gate.core.results import Results, RunResult
+from gate.core.tasks import Task
 from gate.errors import BadInput, Unmeasurable
-from gate.report import dollars, rate
-from gate.results import Results, RunResult
-from gate.run import (
+from gate.execution.run import (
     ArmPlan,
     PlanFrom,
     RunRequest,
@@ -57,15 +57,15 @@ from gate.run import (
     results_header,
     run_plan,
 )
-from gate.runner import Arm
-from gate.session import ArmFile, SessionPlan, execute
-from gate.tasks import Task
+from gate.execution.runner import Arm
+from gate.execution.session import ArmFile, SessionPlan, execute
+from gate.execution.yardstick import archive
+from gate.report import dollars, rate
 from gate.upstream import Endpoint
-from gate.yardstick import archive
 
 if TYPE_CHECKING:
     from gate.compare import RunPlan
-    from gate.yardstick import Yardstick
+    from gate.execution.yardstick import Yardstick
 
 BASE, PR = "base", "pr"
 
@@ -241,7 +241,7 @@ def run_local_ab(req: RunRequest, ref: str,
     """``gate run --ab REF``: REF's yardstick (tasks, [suite], [gate]) for both arms, REF's
     agent against this checkout's, in one run; both arms planned from the yardstick's
     baseline (``baseline_of``: how it is read, gate.ci's ``base_baseline``) when it has one."""
-    from gate.yardstick import open_yardstick
+    from gate.execution.yardstick import open_yardstick
 
     root = toplevel(req.config.root)
     with open_yardstick(req.config, root=root, ref=ref, tasks_override=req.tasks_dir) as ys:

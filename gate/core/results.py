@@ -27,8 +27,8 @@ from gate._files import (
     printable,
     read_bytes,
 )
+from gate.core.tasks import TASK_ID_PATTERN
 from gate.errors import BadInput
-from gate.tasks import TASK_ID_PATTERN
 from gate.usage import Usage
 
 Status = Literal["passed", "failed", "error"]
@@ -102,7 +102,7 @@ class RunResult(_Open):
     turns: Count
     usage: RunUsage
     cost_usd: float = Field(ge=0, le=MAX_RUN_USD)
-    # wall time of the run (the duration metric, gate/metrics.py); None: a file that did not
+    # wall time of the run (the duration metric, gate/core/metrics.py); None: a file that did not
     # record it (the metric is then not available in a comparison with it)
     duration_s: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
     notes: str | None
@@ -113,7 +113,7 @@ class RunResult(_Open):
     task_digest: str | None = None
     score: dict[str, object] | None = None
     condition: str | None = None
-    # the arm of a same-job A/B that ran it ("base" or "pr"; gate/ab.py): each arm has its
+    # the arm of a same-job A/B that ran it ("base" or "pr"; gate/execution/ab.py): each arm has its
     # own results file, so the key needs no arm
     arm: str | None = None
     commit: str | None = None

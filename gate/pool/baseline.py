@@ -31,10 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gate.errors import BadInput, Unmeasurable
-from gate.history import HistoryEntry, dump_history, parse_history
-from gate.refresh import Pooled
-from gate.results import (
+from gate.core.history import HistoryEntry, dump_history, parse_history
+from gate.core.results import (
     Results,
     RunResult,
     load_results,
@@ -44,7 +42,9 @@ from gate.results import (
     valid_runs,
     write_results,
 )
-from gate.traces import Trace, parse_sidecar, pooled_sidecar
+from gate.core.traces import Trace, parse_sidecar, pooled_sidecar
+from gate.errors import BadInput, Unmeasurable
+from gate.pool.refresh import Pooled
 
 
 def _with_provenance(results: Results) -> list[RunResult]:

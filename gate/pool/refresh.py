@@ -13,8 +13,9 @@ Where they live (``[ci] baseline_refresh``):
 A data branch also carries what a Pages site serves from it: the badge (``badge.svg``) and
 published reports (``reports/<name>/index.html``); which are published is ``gate ci``'s.
 
-Next to the baseline goes its **traces sidecar** (``baseline.traces.jsonl``, :mod:`gate.traces`).
-How a run is pooled is the judge's (``gate.baseline.repool``, a pure function over the texts
+Next to the baseline goes its **traces sidecar** (``baseline.traces.jsonl``,
+:mod:`gate.core.traces`).
+How a run is pooled is the judge's (``gate.pool.baseline.repool``, a pure function over the texts
 here); pushing the pooled files with the token is the forge adapter's push loop, which calls
 that function again on a branch that moved.
 """
@@ -28,10 +29,10 @@ from typing import Literal
 
 from gate import _git as plain_git
 from gate._files import HISTORY_LIMIT, RESULTS_LIMIT, atomic_write_text
+from gate.core.history import HistoryEntry, dump_history
+from gate.core.results import Results
+from gate.core.traces import SIDECAR_LIMIT, sidecar_rel
 from gate.errors import GateError
-from gate.history import HistoryEntry, dump_history
-from gate.results import Results
-from gate.traces import SIDECAR_LIMIT, sidecar_rel
 
 Status = Literal["committed", "unchanged", "superseded", "artifact"]
 
@@ -88,7 +89,7 @@ class State:
 
 @dataclass(frozen=True)
 class Pooled:
-    """One pooling of a run onto a baseline and history (``gate.baseline.repool``): what is
+    """One pooling of a run onto a baseline and history (``gate.pool.baseline.repool``): what is
     written, and whether anything changed."""
 
     message: str  # promote's account of what it did

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gate._files import json_problem
 from gate.agents import Agent, AgentOutcome, RunContext
+from gate.core.results import RunResult, RunUsage, now_iso, now_iso_ms
+from gate.core.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.meter import RunTotals
-from gate.results import RunResult, RunUsage, now_iso, now_iso_ms
 from gate.sandbox import (
     ContainerStepError,
     Sandbox,
@@ -36,12 +37,11 @@ from gate.sandbox import (
     make_provider,
 )
 from gate.secrets import Redactor, mask_credentials
-from gate.tasks import DEFAULT_TASK_TIMEOUT, DEFAULT_VERIFY_TIMEOUT, Task
 from gate.upstream import ANTHROPIC, Upstream
 from gate.usage import Usage
 
 if TYPE_CHECKING:
-    from gate.skills import Skill
+    from gate.core.skills import Skill
 
 NOTES_LIMIT = 4000
 SCORE_LIMIT = 100_000  # bytes of .runner/score.json
@@ -97,7 +97,7 @@ class RunOptions:
     transcripts_dir: Path | None = None
     redactor: Redactor = field(default_factory=Redactor.from_environ)
     # the skills a run's workspace gets (its condition's): the same for every task, or per
-    # task (gate.skills.skills_for: a standard condition's skills depend on the task)
+    # task (gate.core.skills.skills_for: a standard condition's skills depend on the task)
     skills: Sequence[Skill] | Callable[[Task], Sequence[Skill]] = ()
 
     def skills_of(self, task: Task) -> list[Skill]:
@@ -207,7 +207,7 @@ def _prepare(task: Task, replication: int, opts: RunOptions, meter: Meter | None
 
 def _set_up(run: _Run, sandbox: Sandbox) -> list[Skill]:
     """The run's skills installed, then ``setup.sh``; a setup that fails is infra."""
-    from gate.skills import run_skills
+    from gate.core.skills import run_skills
 
     task, record = run.task, run.record
     skills = run_skills(task, run.opts.skills_of(task), run.opts.condition)
@@ -437,7 +437,7 @@ def condition_plan(tasks: Iterable[Task], replications: int,
                    arms: Callable[[Task], Sequence[Arm]],
                    first: int = 0) -> list[tuple[Task, int, Arm]]:
     """Every (task, replication, condition) of a run with skill conditions: replication-major
-    like a plain run's (``gate.run.planned_items``), the conditions of each (task,
+    like a plain run's (``gate.execution.run.planned_items``), the conditions of each (task,
     replication) next to each other, so they share the schedule (the same minutes of the
     model API, the same load on the machine).
     ``arms(task)``: the conditions that apply to the task, one :class:`Arm` each.

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.agents import Agent, AgentOutcome, OracleAgent, RunContext
-from gate.runner import RunOptions, run_one
+from gate.core.tasks import Suite, Task
+from gate.execution.runner import RunOptions, run_one
 from gate.sandbox import Sandbox, SandboxOptions, SandboxProvider, open_provider
-from gate.tasks import Suite, Task
 
 FALSE_POSITIVE = "verify passes without any work — false positive"
 NOT_SOLVABLE = "task not solvable as written"
@@ -63,7 +63,7 @@ def _steps_named(task: Task, missing: list[str]) -> str:
 
 
 def _skill_notes(notes: str | None) -> tuple[str, ...]:
-    """The gate's lines about skills in a run's notes (:mod:`gate.skills`, the sandbox's)."""
+    """The gate's lines about skills in a run's notes (:mod:`gate.core.skills`, the sandbox's)."""
     return tuple(ln.removeprefix("gate: ") for ln in (notes or "").splitlines()
                  if ln.startswith(("gate: skill ", "gate: SKILL.md ", "gate: the image's "
                                    "search for SKILL.md")))

@@ -1,5 +1,5 @@
 """The history of ``main``: one JSON line per refresh, a core format beside the baseline
-(``gate.baseline``); the trend the PR comment and main's step summary show is drawn by the
+(``gate.pool.baseline``); the trend the PR comment and main's step summary show is drawn by the
 report (``gate.report.trend_markdown``) from :func:`trend_entries`.
 
 Drift (docs/statistics.md) is why the record of main's runs is kept: it shows reviewers where
@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gate._files import HISTORY_LIMIT, atomic_write_text, read_text
-from gate.results import Results
+from gate.core.results import Results
 
 
 class HistoryEntry(BaseModel):

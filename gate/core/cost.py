@@ -17,7 +17,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gate._files import describe_validation_error
-from gate.config import PriceOverride
+from gate.core.config import PriceOverride
 from gate.errors import BadInput
 from gate.usage import Usage
 
