@@ -30,7 +30,7 @@ from gate.compare._intervals import (
     change_interval,
     intervals,
 )
-from gate.compare._judge import decisive_p, judge, plain_runs
+from gate.compare._judge import decisive_p, judge, plain_runs, planned_runs_text
 from gate.compare._model import (
     AgentChange,
     ArmInfo,
@@ -64,6 +64,7 @@ from gate.compare._plan import (
     plan_runs,
     task_looks,
 )
+from gate.compare._plan_conditions import ConditionsPlan, plan_conditions
 from gate.compare._plancheck import checked_plan
 from gate.compare._resolution import resolution_with_runs
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, unjudged_changes
@@ -81,6 +82,7 @@ __all__ = [
     "Band",
     "Comparison",
     "ConditionRow",
+    "ConditionsPlan",
     "Effect",
     "EffectReport",
     "HistoryPoint",
@@ -125,7 +127,9 @@ __all__ = [
     "judge",
     "over_infra_limit",
     "plain_runs",
+    "plan_conditions",
     "plan_runs",
+    "planned_runs_text",
     "resolution_with_runs",
     "suite_health",
     "task_looks",

@@ -37,6 +37,7 @@ from gate.compare._model import (
     Verdict,
 )
 from gate.compare._prefix import with_prefix_caveat
+from gate.compare._rate_ci import pass_rate_ci_given
 from gate.compare._upstreams import with_prices_check
 from gate.core.config import GateSettings
 from gate.core.metrics import BY_NAME, PERMUTED, Metric
@@ -240,7 +241,7 @@ def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
                                   allowed=bounds)
     if settings.power_simulations <= 0:
         return None
-    k, depth = float(np.median(nc_arr)), float(np.median(nb_arr))
+    k, depth = float(np.mean(nc_arr)), float(np.mean(nb_arr))
     runs = _resolution.runs_text(list(zip(nb_arr.tolist(), nc_arr.tolist(), strict=True)))
     statement = (
         f"With {runs}, this suite can detect pass-rate drops of ≥ {drop * 100:.0f} points "
@@ -248,7 +249,9 @@ def _power(b_arr: np.ndarray, nb_arr: np.ndarray, nc_arr: np.ndarray,
         f"With {runs}, this suite cannot reliably (80 % power) detect even a drop to 0: "
         f"add tasks, replications or baseline depth.")
     return Power(detectable_drop=drop, power=0.8, alpha=alpha, candidate_runs=k,
-                 baseline_runs=depth, statement=statement)
+                 baseline_runs=depth, statement=statement,
+                 candidate_runs_range=(int(nc_arr.min()), int(nc_arr.max())),
+                 baseline_runs_range=(int(nb_arr.min()), int(nb_arr.max())))
 
 
 def _bounds(tasks: Sequence[TaskChange], compared: Sequence[str],
@@ -300,7 +303,10 @@ def _pass_rate(tasks: list[TaskChange], compared: list[str], settings: GateSetti
     rule = (f"deep baseline: p_sum ≤ {alpha / 2:g} or p_max ≤ {alpha / 2:g}" if deep
             else f"p_sum ≤ {alpha:g}")
     pass_test = PassRateTest(p_sum=p_sum, p_max=p_max, deep_baseline=deep, rule=rule)
-    delta, lo, hi = _stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+    # given the plan when one read the baseline's outcomes, as the tests are (§2a)
+    delta, lo, hi = (_stats.pass_rate_ci(b_arr, nb_arr, c_arr, nc_arr, settings.ci_level)
+                     if bounds is None else
+                     pass_rate_ci_given(b_arr, nb_arr, c_arr, nc_arr, bounds, settings.ci_level))
     p_values = {"sum": p_sum, "max": p_max} if deep else {"sum": p_sum}
     metric = MetricResult(
         name="pass_rate", label=_label("pass_rate"),

@@ -31,13 +31,14 @@ a step that decides something of its own puts its short reason there first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gate.compare import _stats
 from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
+from gate.compare._plan import RunPlan
 from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._upstreams import with_upstream_check
@@ -49,11 +50,15 @@ from gate.core.results import Results, summarize
 
 def plain_runs(results: Results) -> Results:
     """The file with only the runs that ran under no named condition (the file itself when
-    it has no conditions): what the baseline gate compares."""
-    if all(r.condition is None for r in results.runs):
+    it has no conditions): what the baseline gate compares. Its plan keeps the plain runs'
+    plan and drops the conditions' (``plan.conditions``): it holds none of their runs."""
+    if all(r.condition is None for r in results.runs) and (
+            results.plan is None or results.plan.conditions is None):
         return results
     runs = [r for r in results.runs if r.condition is None]
-    return results.model_copy(update={"runs": runs, "summary": summarize(runs)})
+    plan = (results.plan.model_copy(update={"conditions": None})
+            if results.plan is not None else None)
+    return results.model_copy(update={"runs": runs, "summary": summarize(runs), "plan": plan})
 
 
 def judge(base: Results, pr: Results, settings: GateSettings,
@@ -78,7 +83,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
         half = family.model_copy(update={"alpha": family.alpha / 2,
                                          "metric_alpha": family.metric_alpha / 2})
         comparison = compare(b_plain, p_plain, half, allowed=allowed)
-        notes.append(sequential_note(comparison, looks, family))
+        notes.append(sequential_note(comparison, looks, family, plan=plan,
+                                     looks_run=pr.plan.looks_run if pr.plan else None))
     else:
         comparison = compare(b_plain, p_plain, family, allowed=allowed)
     comparison, drift = apply_drift_guard(comparison, history,
@@ -100,7 +106,8 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     judged = with_upstream_check(with_yardstick_check(judged, base, pr), base, pr)
     judged = with_sim_unjudged(judged, base, pr, sim_unjudged)
     if plan is not None and pr.plan is not None:
-        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed))
+        spread = plan_spread(plan, pr.plan.looks_run, conditioned=bool(allowed),
+                             conditions=pr.plan.conditions)
         judged = judged.model_copy(update={"plan": spread})
     return with_why(with_unpriced(judged, pr))
 
@@ -193,16 +200,38 @@ def decisive_p(c: Comparison) -> float | None:
     return _stats.decisive_p(t.p_sum, t.p_max, t.deep_baseline)
 
 
-def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings) -> str:
-    """What the sequential design decided, from the looks the results file records."""
+def planned_runs_text(per_task: Mapping[str, int], unit: str = " runs per task") -> str:
+    """"2 runs per task" (``unit`` after a count every task shares), or when a plan spreads
+    the runs "1–3 runs per task (mean 1.7, 25 in all)"."""
+    counts = sorted(per_task.values()) or [0]
+    if counts[0] == counts[-1]:
+        return f"{counts[0]}{unit}"
+    mean = sum(counts) / len(counts)
+    return f"{counts[0]}–{counts[-1]}{unit or ' per task'} (mean {mean:.1f}, {sum(counts)} in all)"
+
+
+def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings, *,
+                    plan: RunPlan | None = None, looks_run: int | None = None) -> str:
+    """What the sequential design decided: from the plan when the file ran one (each task's
+    own runs per look, the spread said), else from the looks the results file records (the
+    runs per task of each look, every task alike)."""
     half = settings.alpha / 2
     metric = settings.metric_alpha / 2
-    if len(looks) == 1:
+    if plan is not None:
+        n = looks_run or len(looks)
+        first, rest = plan.look(0), plan.through(n)
+        more = {t: rest[t] - first[t] for t in first}
+    else:
+        n = len(looks)
+        first = {"": looks[0]}
+        more, rest = {"": sum(looks[1:])}, {"": sum(looks)}
+    if n == 1:
         p = decisive_p(c)
         p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
-        return (f"Sequential run: {looks[0]} runs per task were enough ({p_text}; block at "
+        return (f"Sequential run: {planned_runs_text(first)} were enough ({p_text}; block at "
                 f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; "
                 f"{said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g} per look).")
-    return (f"Sequential run: the first {looks[0]} runs per task were not conclusive, so "
-            f"{sum(looks[1:])} more ran; decided on all {sum(looks)} at α/2 = {half:g} "
+    return (f"Sequential run: the first {planned_runs_text(first)} were not conclusive, so "
+            f"{planned_runs_text(more, '')} more ran; decided on all "
+            f"{planned_runs_text(rest, '')} at α/2 = {half:g} "
             f"({said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g}).")

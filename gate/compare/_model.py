@@ -171,9 +171,13 @@ class Power(_Frozen):
     detectable_drop: float | None  # fraction; None = not even a drop to 0 is seen reliably
     power: float
     alpha: float
+    # the valid runs per compared task: the mean over tasks (the figure is simulated with
+    # each task's own runs, never one count for all), and the fewest and most of any task
     candidate_runs: float
     baseline_runs: float
     statement: str
+    candidate_runs_range: tuple[int, int] | None = None
+    baseline_runs_range: tuple[int, int] | None = None
 
 
 class TestReach(_Frozen):
@@ -312,6 +316,8 @@ class PlanSpread(_Frozen):
     # the pass-rate tests counted only the relabellings under which the baseline gives the
     # same plan
     conditioned: bool = False
+    # the skill conditions' plan, in words (None: the file planned none)
+    conditions: str | None = None
 
 
 class Comparison(_Frozen):

@@ -27,7 +27,12 @@ Anything else is exit 2, one line naming the file and the field:
   of a task in ``problems`` (broken), or, in one shard's file, of a task its ``shard.tasks``
   leaves to the other parts.
 
-Runs under a skill condition are outside the plan (it plans the plain runs) and not checked.
+- **Skill conditions' runs are the plan's too** (``plan.conditions``,
+  gate/compare/_plan_conditions.py): its runs are the rule's (the settings' ``replications``,
+  reading no outcome); every condition run is of a planned condition and task, its
+  replication below those runs; a planned condition run missing is accounted for as a plain
+  one is (or its condition skipped the task: ``skipped_conditions``). A planned file holding
+  condition runs without ``plan.conditions`` is refused.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ from gate.compare._plan import (
     plan_runs,
     task_looks,
 )
-from gate.core.results import Results, RunKey
+from gate.compare._plan_conditions import condition_runs
+from gate.core.results import PlanConditions, Results, RunKey
 from gate.errors import BadInput
 
 
@@ -91,6 +97,7 @@ def check_plan(results: Results, baseline: Results, *, where: str,
                 and all(expected.tasks[t].looks == p.looks for t, p in recorded.tasks.items())):
             plan = expected
     _runs_match(results, plan, rec.looks_run, where)
+    _conditions_match(results, settings, where)
     return plan
 
 
@@ -226,6 +233,51 @@ def _runs_match(results: Results, plan: RunPlan, looks_run: int, where: str) -> 
                 "problems lists it")
 
 
+def _conditions_match(results: Results, settings: PlanSettings, where: str) -> None:
+    """The skill conditions' runs are ``plan.conditions``' (module docstring)."""
+    rec = results.plan.conditions if results.plan is not None else None
+    ran = [(i, run) for i, run in enumerate(results.runs) if run.condition is not None]
+    if rec is None:
+        if ran:
+            i, run = ran[0]
+            raise BadInput(f"{where}: runs.{i}.condition: {run.key} ran under a skill "
+                           "condition, but the plan plans none (plan.conditions)")
+        return
+    if rec.runs != (want := condition_runs(settings)):
+        raise BadInput(f"{where}: plan.conditions.runs: {rec.runs} recorded, the rule gives "
+                       f"{want} (every condition the settings' replications on every task, "
+                       "gate.compare.plan_conditions): edited")
+    names, tasks = set(rec.names), set(rec.tasks)
+    landed: set[RunKey] = set()
+    for i, run in ran:
+        if run.condition not in names or run.task not in tasks:
+            field, what = (("condition", f"condition {run.condition!r}")
+                           if run.condition not in names else ("task", f"task {run.task!r}"))
+            raise BadInput(f"{where}: runs.{i}.{field}: {run.key} ran, but the plan has no "
+                           f"runs of {what} under a condition (plan.conditions)")
+        if run.replication >= rec.runs:
+            raise BadInput(f"{where}: runs.{i}.replication: {run.key} is beyond the plan: "
+                           f"plan.conditions.runs gives {rec.runs} run"
+                           f"{'s' if rec.runs != 1 else ''} a condition (replications "
+                           f"0–{rec.runs - 1})")
+        landed.add(run.key)
+    excused = {RunKey(m.task, m.condition, m.replication)
+               for m in (results.interrupted.missing if results.interrupted else [])}
+    elsewhere = {*results.broken_tasks(), *_other_parts(results, tasks)}
+    skipped = (results.model_extra or {}).get("skipped_conditions") or {}
+    for tid in rec.tasks:
+        for name in rec.names:
+            if tid in elsewhere or name in (skipped.get(tid) or []):
+                continue
+            for rep in range(rec.runs):
+                key = RunKey(tid, name, rep)
+                if key not in landed and key not in excused:
+                    raise BadInput(
+                        f"{where}: plan.conditions: planned run {key} is missing, and the "
+                        "file does not say why: neither interrupted.missing nor problems "
+                        "lists it")
+
+
 def _other_parts(results: Results, planned: set[str]) -> set[str]:
     """The planned tasks a shard's file leaves to the other parts (its ``shard.tasks`` are
     the ones it ran); none for a whole run."""
@@ -245,8 +297,10 @@ def _look_of(plan: RunPlan, tid: str, rep: int) -> int:
     return len(plan.tasks[tid].looks)
 
 
-def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool) -> PlanSpread:
-    """What the reports say of ``plan``: its tasks grouped by their looks and why."""
+def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool,
+                conditions: PlanConditions | None = None) -> PlanSpread:
+    """What the reports say of ``plan``: its tasks grouped by their looks and why, and the
+    skill conditions' plan (``conditions``, the record's) in words."""
     groups: dict[tuple[tuple[int, ...], str], int] = {}
     for p in plan.tasks.values():
         why = _band_words(p.basis.split(": ", 1)[-1])
@@ -258,7 +312,15 @@ def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool) -> PlanSpre
         groups=[PlanGroup(looks=list(k[0]), tasks=n, why=k[1]) for k, n in ordered],
         tasks=[PlanRow(task=t, looks=list(p.looks), basis=p.basis)
                for t, p in plan.tasks.items()],
-        reads_outcomes=bool(plan.allowed()), conditioned=conditioned)
+        reads_outcomes=bool(plan.allowed()), conditioned=conditioned,
+        conditions=_conditions_words(conditions) if conditions is not None else None)
+
+
+def _conditions_words(c: PlanConditions) -> str:
+    n = len(c.tasks)
+    return (f"Skill conditions {', '.join(c.names)}: {c.runs} run{'s' if c.runs != 1 else ''} "
+            f"each on {n} task{'s' if n != 1 else ''}, in the first look (every condition the "
+            "suite's replications: the plan reads no outcome for them)")
 
 
 def _band_words(words: str) -> str:

@@ -3,6 +3,7 @@ view shows (moved out of gate/compare/_stats.py verbatim; that module re-exports
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from statistics import NormalDist
 
 import numpy as np
@@ -48,6 +49,83 @@ def pass_rate_ci(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     pc = float(np.mean(c / n_c))
     lb, ub = _wilson(pb, 1.0 / float(np.sum(w2 / n_b)), z)
     lc, uc = _wilson(pc, 1.0 / float(np.sum(w2 / n_c)), z)
+    d = pc - pb
+    low = d - float(np.sqrt((pc - lc) ** 2 + (ub - pb) ** 2))
+    high = d + float(np.sqrt((uc - pc) ** 2 + (pb - lb) ** 2))
+    return d, max(-1.0, low), min(1.0, high)
+
+
+def _log_comb(n: int, ks: IntArray) -> NDArray[np.float64]:
+    from math import lgamma
+
+    head = lgamma(n + 1)
+    return np.array([head - lgamma(k + 1) - lgamma(n - k + 1) for k in ks.tolist()])
+
+
+def _tail(x: int, n: int, ks: IntArray, log_comb: NDArray[np.float64], p: float, *,
+          upper: bool) -> float:
+    """P(b ≥ x) (``upper``) or P(b ≤ x) for b ~ Binomial(n, p) given b in ``ks`` (the
+    plan's range; ``log_comb``: log C(n, k) for each)."""
+    w = log_comb + ks * np.log(p) + (n - ks) * np.log1p(-p)
+    w = np.exp(w - w.max())
+    keep = ks >= x if upper else ks <= x
+    return float(w[keep].sum() / w.sum())
+
+
+def _solve(f: Callable[[float], float], target: float, increasing: bool) -> float:
+    """The p in (0, 1) where the monotone ``f`` crosses ``target`` (bisection)."""
+    a, b = 1e-12, 1 - 1e-12
+    for _ in range(60):
+        mid = (a + b) / 2
+        if (f(mid) < target) == increasing:
+            a = mid
+        else:
+            b = mid
+    return (a + b) / 2
+
+
+def given_plan_limits(x: int, n: int, lo: int, hi: int, level: float) -> tuple[float, float]:
+    """An exact (Clopper–Pearson) interval for a task's baseline pass rate given that its
+    pass count lies in [lo, hi] (the plan's range): the rates p under which neither tail
+    of the truncated binomial at x is below (1 − level)/2. The truncated family is monotone
+    likelihood ratio in p, so each tail is monotone and one bisection finds each limit."""
+    a = (1 - level) / 2
+    ks = np.arange(lo, hi + 1, dtype=np.int64)
+    lc = _log_comb(n, ks)
+    low = 0.0 if x <= lo else _solve(lambda p: _tail(x, n, ks, lc, p, upper=True), a, True)
+    high = 1.0 if x >= hi else _solve(lambda p: _tail(x, n, ks, lc, p, upper=False), a, False)
+    return low, high
+
+
+def pass_rate_ci_given(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
+                       allowed: IntArray, level: float = 0.95) -> tuple[float, float, float]:
+    """:func:`pass_rate_ci` given the plan (docs/statistics.md §2a): when the PR's runs were
+    planned from the baseline's outcomes, a task's baseline pass count is only known to lie in
+    its plan's range [lo, hi], so given the plan it is a truncated binomial and the plain
+    baseline arm's Wilson interval is not a 95 % interval any more. The candidate's runs are
+    fresh draws whatever their number, so that arm keeps its stratified Wilson interval; the
+    baseline arm's is the MOVER sum (Zou) of per-task intervals — :func:`given_plan_limits`
+    for a task its range cuts, Wilson at the task's runs for one it does not — and the two
+    are combined by Newcombe's method as in :func:`pass_rate_ci`. A range that cuts no task
+    gives :func:`pass_rate_ci` exactly."""
+    lo_r, hi_r = allowed[:, 0], allowed[:, 1]
+    cut = (lo_r > 0) | (hi_r < n_b)
+    if not cut.any():
+        return pass_rate_ci(b, n_b, c, n_c, level)
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
+    n = len(b)
+    w = 1.0 / n
+    rates = b / n_b
+    pb, pc = float(np.mean(rates)), float(np.mean(c / n_c))
+    below = above = 0.0
+    for i in range(n):
+        x, m, r = int(b[i]), int(n_b[i]), float(rates[i])
+        lo, hi = (given_plan_limits(x, m, int(lo_r[i]), int(hi_r[i]), level) if cut[i]
+                  else _wilson(r, m, z))
+        below += (w * max(0.0, r - lo)) ** 2
+        above += (w * max(0.0, hi - r)) ** 2
+    lb, ub = pb - float(np.sqrt(below)), pb + float(np.sqrt(above))
+    lc, uc = _wilson(pc, 1.0 / float(np.sum((w * w) / n_c)), z)
     d = pc - pb
     low = d - float(np.sqrt((pc - lc) ** 2 + (ub - pb) ** 2))
     high = d + float(np.sqrt((uc - pc) ** 2 + (pb - lb) ** 2))

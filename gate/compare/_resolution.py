@@ -16,7 +16,7 @@ says which test, its floor, and how many runs per task (or tasks) would lift it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -210,18 +210,34 @@ def _statement(tests: Sequence[TestReach], blind: Sequence[MetricName],
             f"broken) gives {'; '.join(parts)}. It needs {_fix_text(runs, tasks, shapes)}")
 
 
-def resolution_with_runs(c: Comparison, candidate_runs: int) -> Resolution | None:
+def resolution_with_runs(c: Comparison, candidate_runs: int | Mapping[str, int], *,
+                         allowed: Mapping[str, tuple[int, int]] | None = None
+                         ) -> Resolution | None:
     """What ``c``'s compared tasks could detect if the candidate had ``candidate_runs`` valid
-    runs of each, at the thresholds ``c`` was judged with (its settings) and against the same
-    baseline: a design question (the sequential looks size their second look with it), never
-    one of the candidate's outcomes."""
+    runs of each (one count for every task, or each task's own: a plan's
+    ``RunPlan.through(looks)``), at the thresholds ``c`` was judged with (its settings) and
+    against the same baseline: a design question (the sequential looks size their second look
+    with it), never one of the candidate's outcomes. ``allowed``: when those runs are a plan
+    made from this baseline's outcomes, its ranges (``RunPlan.allowed()``): the floors are
+    then the tests' given the plan, as the verdict's are (docs/statistics.md §2a)."""
     tasks = [t for t in c.tasks if t.status == "compared"]
     if not tasks:
         return None
+    if not isinstance(candidate_runs, int):
+        if missing := [t.task for t in tasks if t.task not in candidate_runs]:
+            raise ValueError(f"no runs given for the compared task {missing[0]}")
+        per_task = [int(candidate_runs[t.task]) for t in tasks]
+    else:
+        per_task = [candidate_runs] * len(tasks)
     b = np.array([t.baseline_passed for t in tasks], dtype=np.int64)
     nb = np.array([t.baseline_runs for t in tasks], dtype=np.int64)
-    nc = np.full(len(tasks), candidate_runs, dtype=np.int64)
+    nc = np.array(per_task, dtype=np.int64)
+    bounds = None
+    if allowed is not None:
+        bounds = np.array([allowed.get(t.task, (0, t.baseline_runs)) for t in tasks],
+                          dtype=np.int64).reshape(-1, 2)
     s = c.settings
     return resolution(b, nb, nc, c.metrics, alpha=float(s["alpha"]),  # type: ignore[arg-type]
                       metric_threshold=float(s["metric_alpha"]) / 2,  # type: ignore[arg-type]
-                      permutations=int(s["permutations"]))  # type: ignore[call-overload]
+                      permutations=int(s["permutations"]),  # type: ignore[call-overload]
+                      allowed=bounds)

@@ -197,9 +197,21 @@ class PlanTask(_Open):
     allowed: list[Count] | None = Field(default=None, min_length=2, max_length=2)
 
 
+class PlanConditions(_Open):
+    """The skill conditions a planned run ran beside its plain runs (``gate ci`` on a PR that
+    touches a skill): each of ``names`` on each of ``tasks`` it applies to, replications
+    0 .. ``runs`` − 1, all in the first look (gate/compare/_plan_conditions.py)."""
+
+    names: list[str] = Field(max_length=100)
+    tasks: list[TaskId]
+    runs: Count
+    basis: str = Field(default="", max_length=200)
+
+
 class PlanRecord(_Open):
     """How the file's runs were planned per task and look, by which rule, from what
-    (``gate.compare.plan_runs`` recomputes it); ``looks_run``: the looks the file holds."""
+    (``gate.compare.plan_runs`` recomputes it); ``looks_run``: the looks the file holds;
+    ``conditions``: the skill conditions' runs beside them (None: none ran)."""
 
     rule: str = Field(max_length=40)
     version: Count
@@ -207,6 +219,7 @@ class PlanRecord(_Open):
     settings: dict[str, Any]
     tasks: dict[TaskId, PlanTask]
     looks_run: Count
+    conditions: PlanConditions | None = None
 
     def problem(self, suite: SuiteInfo) -> str | None:
         """``plan.<field>: problem`` for the first thing in the record no plan can hold: every
@@ -228,6 +241,12 @@ class PlanRecord(_Open):
         if self.looks_run > max(lengths, default=0):
             return (f"plan.looks_run: {self.looks_run} looks run, more than the "
                     f"{max(lengths, default=0)} the plan has")
+        if self.conditions is not None:
+            for i, tid in enumerate(self.conditions.tasks):
+                if tid not in suite.tasks:
+                    return f"plan.conditions.tasks.{i}: {tid!r} is not a task of suite.tasks"
+            if self.conditions.runs < 1:
+                return "plan.conditions.runs: a condition runs at least 1 run on a task"
         return None
 
 

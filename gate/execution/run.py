@@ -333,6 +333,25 @@ def replication_ranges(req: RunRequest, stage: Stage, plan: RunPlan | None,
             for t in tasks}
 
 
+def plan_record(plan: RunPlan | None, req: RunRequest, stage: Stage) -> PlanRecord | None:
+    """What the results file records of ``plan`` through the request's look, with the skill
+    conditions beside the plain runs (``gate ci``) planned by their rule
+    (gate/compare/_plan_conditions.py: the whole suite's, as every shard records)."""
+    if plan is None:
+        return None
+    rec = plan.record(req.look + 1)
+    if req.beside is None:
+        return rec
+    from gate.compare import plan_conditions
+
+    tasks = [t.id for t in stage.suite.tasks if t.id in req.beside.tasks]
+    cond = plan_conditions(plan.settings, req.beside.names, tasks)
+    if cond.runs != req.beside.replications:  # one count, or the check would refuse the file
+        raise ValueError(f"skill conditions run {req.beside.replications} replications, the "
+                         f"plan gives them {cond.runs}")
+    return rec.model_copy(update={"conditions": cond.record()})
+
+
 def planned_items(tasks: Sequence[Task], ranges: dict[str, tuple[int, int]]
                   ) -> list[tuple[Task, int]]:
     """Every (task, replication) of ``ranges``, replication-major so early results cover
@@ -503,8 +522,9 @@ def _work(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task],
           ranges: dict[str, tuple[int, int]]) -> tuple[list[Item], ConditionSetup | None]:
     """The work: each (task, replication) of the agent as configured in ``ranges`` (the
     plan's look, or every task the same replications), unless ``--condition`` replaces them;
-    and each (task, condition, replication) of the conditions asked (never planned: they
-    run ``replications`` on each of their tasks, beside a sequential run's first look)."""
+    and each (task, condition, replication) of the conditions asked (beside a planned run,
+    planned by their own rule, gate/compare/_plan_conditions.py: ``replications`` on each of
+    their tasks, beside a sequential run's first look)."""
     from gate.core.skills import config_skills
 
     work: list[Item] = []
@@ -652,7 +672,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             schedule={"sequential": req.sequential, "shard": identity["shard"],
                       "conditions": conditions.names if conditions is not None else None,
                       **plan_schedule(plan, req.look)},
-            extra=extra, plan=plan.record(req.look + 1) if plan is not None else None)
+            extra=extra, plan=plan_record(plan, req, stage))
 
     session = SessionPlan(
         work=work, planned=planned, provider=stage.provider, cancel=stage.cancel,

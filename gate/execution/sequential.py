@@ -29,7 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.compare import Comparison, RunPlan, decisive_p, judge, plain_runs, resolution_with_runs
+from gate.compare import (
+    Comparison,
+    RunPlan,
+    decisive_p,
+    judge,
+    plain_runs,
+    planned_runs_text,
+    resolution_with_runs,
+)
 from gate.core.config import GateSettings
 from gate.core.results import Results, RunResult
 from gate.execution.run import PlanFrom, RunRequest, run_suite
@@ -95,11 +103,8 @@ class SequentialOutcome:
 
 def runs_text(per_task: dict[str, int], unit: str = " runs per task") -> str:
     """"2 runs per task" (``unit`` after a count every task shares), or when the plan spreads
-    the runs "1–3 per task (25 in all)"."""
-    counts = sorted(set(per_task.values())) or [0]
-    if len(counts) == 1:
-        return f"{counts[0]}{unit}"
-    return f"{counts[0]}–{counts[-1]} per task ({sum(per_task.values())} in all)"
+    the runs "1–3 runs per task (mean 1.7, 25 in all)": the judge's words for the looks."""
+    return planned_runs_text(per_task, unit)
 
 
 def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,

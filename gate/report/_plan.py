@@ -43,11 +43,12 @@ def plan_lines(c: Comparison) -> list[str]:
               f"): {', '.join(groups)}; {looks}{ran}.")
     if s.conditioned:
         tests = ("The pass-rate tests condition on the plan: each p-value counts only the "
-                 "relabellings of the runs under which the baseline gives the same plan.")
+                 "relabellings of the runs under which the baseline gives the same plan, and "
+                 "the pass-rate interval is the one given the plan.")
     elif s.reads_outcomes:
         tests = ("The plan read this baseline's pass rates; the pass-rate tests here do not "
                  "condition on it.")
     else:
         tests = ("The plan read no outcome of the runs the tests compare: the tests need not "
                  "condition on it.")
-    return [spread, tests]
+    return [spread, tests, *([f"{s.conditions}."] if s.conditions else [])]

@@ -116,7 +116,9 @@ def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_th
     first look runs them whole, the second keeps them and runs none again, and the looks
     decide on the plain runs as they would without them."""
     settings = GateSettings(sequential_pass_p=0.999)  # look twice
-    beside = ConditionArms(("control", "full"), (EASY[0],), 2)
+    # the suite's replications, as gate ci asks (the plan gives every condition those)
+    reps = load_config(REPO / "gate.toml").suite.replications
+    beside = ConditionArms(("control", "full"), (EASY[0],), reps)
     landed: list[RunResult] = []
     out = run_sequential(dataclasses.replace(_request(tmp_path), beside=beside), baseline,
                          settings, on_result=landed.append)
@@ -124,7 +126,7 @@ def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_th
     keys = [r.key for r in landed]
     assert len(keys) == len(set(keys)), Counter(keys).most_common(3)  # none ran twice
     assert sorted(k for k in keys if k.condition is not None) == sorted(
-        (EASY[0], c, i) for c in ("control", "full") for i in range(2))
+        (EASY[0], c, i) for c in ("control", "full") for i in range(reps))
     assert sorted((r.task, r.replication) for r in out.results.runs
                   if r.condition is None) == sorted((t, i) for t in EASY for i in range(5))
     on_disk = load_results(tmp_path / "r.json")  # one file, every run of both looks
@@ -133,3 +135,5 @@ def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_th
     assert on_disk.schedule is not None and on_disk.schedule.conditions == ["control", "full"]
     assert on_disk.schedule.sequential == [2, 3]
     assert set((on_disk.model_extra or {})["conditions"]) == {"control", "full"}
+    assert on_disk.plan is not None and on_disk.plan.conditions is not None
+    assert on_disk.plan.conditions.runs == reps and on_disk.plan.looks_run == 2
