@@ -36,6 +36,10 @@ class Gateway(MessagesUpstream):
     credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
                         f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
 
+    def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The gateway's URL and its token, each when unset."""
+        return tuple(n for n in (URL_ENV, GATEWAY_TOKEN_ENV) if not environ.get(n, "").strip())
+
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         url = environ.get(URL_ENV, "").strip()
         if not url:
@@ -64,7 +68,7 @@ class Gateway(MessagesUpstream):
             return "invalid bearer token (the gateway's)"
         return None
 
-    def pricing(self, region: str | None) -> str:
+    def pricing(self, region: str | None, model_id: str | None = None) -> str:
         return "anthropic"  # the price table's list prices, as the direct API's
 
     def agent_env(self, base_url: str, token: str) -> dict[str, str]:
