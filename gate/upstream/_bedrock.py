@@ -46,8 +46,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import MODEL_ENV, check_base_url
 from gate.upstream._contract import (
+    OIDC_STEP_IF,
     SIMULATOR,
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Outgoing,
@@ -220,6 +222,25 @@ class Bedrock(Upstream):
                         "env; or, with no long-lived secret, assume a role before the step "
                         "(aws-actions/configure-aws-credentials, `permissions: id-token: "
                         "write`)")
+    ci = CISetup(
+        needs=("# Needs an IAM role this repository may assume through GitHub's OIDC token (no "
+               "key is", "# stored): the repository variables AGENT_GATE_AWS_ROLE (its ARN) "
+               "and", "# AGENT_GATE_AWS_REGION (docs/github.md, \"Claude on Amazon Bedrock\"). "
+               "A fork's pull", "# request gets no OIDC token: the role step is skipped and "
+               "the gate says it was given", "# nothing (docs/github.md, section 4)."),
+        adopt="Create the IAM role (bedrock:InvokeModel and InvokeModelWithResponseStream, "
+              "trusting this\n     repository's OIDC token: docs/github.md, \"Claude on Amazon "
+              "Bedrock\") and add the\n     repository variables AGENT_GATE_AWS_ROLE (its ARN) "
+              "and AGENT_GATE_AWS_REGION (Settings →\n     Secrets and variables → Actions → "
+              "Variables)",
+        permissions=("id-token: write        # the OIDC token the role step exchanges for AWS "
+                     "credentials",),
+        steps=("- uses: aws-actions/configure-aws-credentials@"
+               "e6de054238d6b7531b4efff3b6587d9aade6a06c  # v6.2.3",
+               "  " + OIDC_STEP_IF,
+               "  with:",
+               "    role-to-assume: ${{ vars.AGENT_GATE_AWS_ROLE }}",
+               "    aws-region: ${{ vars.AGENT_GATE_AWS_REGION }}"))
     env_prefixes = ("AWS_",)
     routes = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (

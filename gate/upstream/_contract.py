@@ -146,6 +146,28 @@ class Record:
         return out if self.project is None else {**out, "project": self.project}
 
 
+@dataclass(frozen=True)
+class CISetup:
+    """How a GitHub Actions job hands the gate this upstream's credential and settings: what
+    ``gate init --upstream`` writes into the measuring jobs of its workflows (the PR check,
+    main's refresh), and what its next steps tell a person to set up. Each field is YAML
+    lines, written at the indentation of where they go.
+
+    ``needs``: the workflows' header comment (``#`` lines); ``permissions``: the measuring
+    job's permissions beyond ``contents`` and ``pull-requests`` (``id-token: write`` where an
+    OIDC token is exchanged, and only there); ``env``: the job's environment; ``steps``: the
+    steps before the gate's (an OIDC exchange); ``step_env`` and ``inputs``: the gate step's
+    ``env:`` and ``with:``; ``adopt``: the next steps' line on what to add to the repository."""
+
+    needs: tuple[str, ...]
+    adopt: str
+    permissions: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+    step_env: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+
+
 class StreamDecoder(abc.ABC):
     """Turns an upstream stream's bytes, as they arrive, into the Messages API's SSE bytes
     the meter reads usage from (the bytes the agent gets are never changed)."""
@@ -203,6 +225,8 @@ class Upstream(abc.ABC):
     #: how a CI job passes its credential to the gate (the end of "add it as a repository
     #: secret and …"), for the one line that says it is missing
     credential_setup: ClassVar[str] = "set it in the step's environment"
+    #: what ``gate init --upstream <name>`` writes into a measuring job for it
+    ci: ClassVar[CISetup]
     #: prefixes of its clients' variables: never a task's, credential or not (withheld
     #: without a note unless they hold a credential)
     env_prefixes: ClassVar[tuple[str, ...]] = ()
@@ -378,6 +402,12 @@ REGIONAL_PREMIUM = 1.10
 _ONE_PRICE = re.compile(
     r"claude-(?:3-[0-9a-z-]+|(?:haiku|sonnet|opus)-3(?:-\d)?|(?:opus|sonnet)-4|opus-4-1)")
 _DATE = re.compile(r"(?:@|-)[0-9]{8}$")
+
+
+#: the ``if:`` of a step that exchanges the job's OIDC token: GitHub gives a fork's pull request
+#: (and Dependabot's) none, so there the step is skipped and the gate says it was given nothing
+OIDC_STEP_IF = ("if: github.event.pull_request.head.repo.fork != true && github.actor != "
+                "'dependabot[bot]'")
 
 
 def regional_factor(model: str, regional: bool) -> float:

@@ -23,7 +23,7 @@ from gate.upstream._anthropic import (
     check_base_url,
     key_signer,
 )
-from gate.upstream._contract import SIMULATOR, Endpoint, register_upstream
+from gate.upstream._contract import SIMULATOR, CISetup, Endpoint, register_upstream
 
 URL_ENV = "GATE_GATEWAY_URL"
 GATEWAY_TOKEN_ENV = "GATE_GATEWAY_TOKEN"
@@ -35,6 +35,15 @@ class Gateway(MessagesUpstream):
     credential_env = (GATEWAY_TOKEN_ENV,)
     credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
                         f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
+    ci = CISetup(
+        needs=(f"# Needs the repository variable {URL_ENV} (the gateway's base URL) and the "
+               f"repository", f"# secret {GATEWAY_TOKEN_ENV} (its bearer token), which the "
+               "gate step's env passes on.",),
+        adopt=f"Add the repository variable {URL_ENV} (the gateway's base URL) and the "
+              f"repository\n     secret {GATEWAY_TOKEN_ENV} (Settings → Secrets and variables "
+              "→ Actions)",
+        step_env=(f"{URL_ENV}: ${{{{ vars.{URL_ENV} }}}}",
+                  f"{GATEWAY_TOKEN_ENV}: ${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}"))
 
     def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
         """The gateway's URL and its token, each when unset."""

@@ -50,9 +50,11 @@ from gate.upstream._anthropic import (
     messages_fault,
 )
 from gate.upstream._contract import (
+    OIDC_STEP_IF,
     REGIONAL_PREMIUM,
     SIMULATOR,
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Matched,
@@ -340,6 +342,27 @@ class Vertex(Upstream):
                         "(google-github-actions/auth sets it; with workload identity "
                         "federation no secret is needed), with ANTHROPIC_VERTEX_PROJECT_ID "
                         "and CLOUD_ML_REGION in the step's env")
+    ci = CISetup(
+        needs=("# Needs workload identity federation for this repository (no key is stored): "
+               "the", "# repository variables AGENT_GATE_GCP_PROVIDER, "
+               "AGENT_GATE_GCP_SERVICE_ACCOUNT,", f"# {PROJECT_ENV} and {REGION_ENV} "
+               "(docs/github.md, \"Claude on Google Vertex AI\").", "# A fork's pull request "
+               "gets no OIDC token: the auth step is skipped and the gate says", "# it was "
+               "given nothing (docs/github.md, section 4)."),
+        adopt="Set up workload identity federation (docs/github.md, \"Claude on Google Vertex "
+              "AI\") and add\n     the repository variables AGENT_GATE_GCP_PROVIDER, "
+              f"AGENT_GATE_GCP_SERVICE_ACCOUNT,\n     {PROJECT_ENV} and {REGION_ENV} (`global`, "
+              "or a region) (Settings → Secrets and\n     variables → Actions → Variables)",
+        permissions=("id-token: write        # the OIDC token the auth step exchanges for "
+                     "Google credentials",),
+        env=(f"{PROJECT_ENV}: ${{{{ vars.{PROJECT_ENV} }}}}",
+             f"{REGION_ENV}: ${{{{ vars.{REGION_ENV} }}}}"),
+        steps=("- uses: google-github-actions/auth@7c6bc770dae815cd3e89ee6cdf493a5fab2cc093"
+               "  # v3.0.0",
+               "  " + OIDC_STEP_IF,
+               "  with:",
+               "    workload_identity_provider: ${{ vars.AGENT_GATE_GCP_PROVIDER }}",
+               "    service_account: ${{ vars.AGENT_GATE_GCP_SERVICE_ACCOUNT }}"))
     env_prefixes = ("CLOUDSDK_",)  # gcloud's settings: never a task's
     routes: ClassVar[tuple[Route, ...]] = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (BEARER_HEADER, KEY_HEADER)

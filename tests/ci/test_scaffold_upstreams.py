@@ -1,0 +1,98 @@
+"""`gate init --upstream gateway`'s refresh workflow, played as the runner plays it: its gate
+step's `env:` (the repository variable and secret `gate init` names, expanded) under action.yml's
+own step env, into `gate ci` against the GitHub stand-in, with the simulator standing in for
+the team's gateway and accepting its bearer token only. No `sim: true`: the run is metered
+through the gateway and the results say so. The same workflow without the secret (a fork's
+run, or a repository that has not added it) is unmeasurable, naming the gateway's variables."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gate.results import load_results
+from gate.sim import Simulator, key_id, read_ledger
+from tests.helpers.action import _gate_step_env
+from tests.helpers.ci import REPO, TOKEN, Project, push_event, sh
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.process import gate, user_env
+
+pytestmark = pytest.mark.slow
+GATEWAY_TOKEN = "gw-scaffold-token-0123456789abcdef"
+EXPR = re.compile(r"\$\{\{\s*(secrets|vars)\.([A-Z0-9_]+)\s*\}\}")
+
+
+@pytest.fixture
+def scaffold(tmp_path: Path) -> Iterator[Project]:
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    sh(seed, "git", "init", "-q", "-b", "main")
+    p = gate("init", "--branch", "main", "--upstream", "gateway", cwd=seed, base=user_env())
+    assert p.returncode == 0, p.stderr
+    sh(seed, "git", "add", "-A")
+    sh(seed, "git", "commit", "-q", "-m", "gate init --upstream gateway")
+    origin = tmp_path / "origin.git"
+    sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
+    sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
+    sh(seed, "git", "push", "-q", "origin", "main")
+    with FakeGitHub(REPO, token=TOKEN) as gh:
+        gh.origin = origin
+        yield Project(tmp_path, origin, gh)
+
+
+def _gate_step(checkout: Path, name: str) -> dict[str, Any]:
+    wf = yaml.safe_load((checkout / ".github" / "workflows" / name).read_text())
+    (job,) = wf["jobs"].values()
+    (step,) = [s for s in job["steps"] if s.get("id") == "gate"]
+    assert isinstance(step, dict)
+    return step
+
+
+def _expanded(values: dict[str, Any], repo: dict[str, str]) -> dict[str, str]:
+    """A step's `env:`, its `secrets.*` / `vars.*` as the repository holds them ("" unset)."""
+    return {k: EXPR.sub(lambda m: repo.get(m[2], ""), str(v)) for k, v in values.items()}
+
+
+def _refresh(scaffold: Project, action: dict[str, Any], repo: dict[str, str]) -> Any:
+    main = scaffold.clone(f"main-ci-{len(scaffold.gh.requests)}")
+    step = _gate_step(main, "agent-gate-main.yml")
+    assert "with" not in step  # no anthropic-api-key: the gateway's are in its env
+    workflow_env = _expanded(step["env"], repo)
+    assert set(workflow_env) == {"GATE_GATEWAY_URL", "GATE_GATEWAY_TOKEN"}
+    _, action_env, _ = _gate_step_env(action, {}, TOKEN)
+    # a composite action's steps inherit the calling step's env; their own comes on top
+    env = {**workflow_env, **action_env}
+    return main, scaffold.gate_ci(main, event="push", event_path=push_event(main),
+                                  ref="refs/heads/main", env=env)
+
+
+def test_the_gateway_scaffold_refreshes_through_the_gateway(
+        scaffold: Project, action: dict[str, Any], tmp_path: Path) -> None:
+    ledger = tmp_path / "gateway-ledger.jsonl"
+    tasks = scaffold.clone("tasks-src") / "tasks"
+    with Simulator(tasks_dir=tasks, ledger_path=ledger, auth="gateway",
+                   credential=GATEWAY_TOKEN) as gw:
+        main, run = _refresh(scaffold, action, {"GATE_GATEWAY_URL": gw.base_url,
+                                                "GATE_GATEWAY_TOKEN": GATEWAY_TOKEN})
+    assert run.code == 0, run.stderr
+    assert run.outputs["refresh"] == "committed", run.outputs
+    res = load_results(main / "results.json")
+    assert res.upstream_api is not None
+    assert (res.upstream_api.upstream, res.upstream_api.host) == ("gateway", "127.0.0.1")
+    assert res.summary.total > 0 and res.summary.errors == 0
+    served = read_ledger(ledger)
+    assert served and {e["key_id"] for e in served} == {key_id(GATEWAY_TOKEN)}
+    run.no_secrets(scaffold.gh)
+
+
+def test_without_the_gateways_secret_the_refresh_names_what_is_missing(
+        scaffold: Project, action: dict[str, Any]) -> None:
+    _, run = _refresh(scaffold, action, {"GATE_GATEWAY_URL": "https://gw.example"})
+    assert run.code == 3, run.stderr
+    assert "GATE_GATEWAY_TOKEN is empty" in run.stderr and "sim: true" in run.stderr
+    assert "Traceback" not in run.stderr
