@@ -1,9 +1,12 @@
-"""`gate init --upstream gateway`'s refresh workflow, played as the runner plays it: its gate
-step's `env:` (the repository variable and secret `gate init` names, expanded) under action.yml's
-own step env, into `gate ci` against the GitHub stand-in, with the simulator standing in for
-the team's gateway and accepting its bearer token only. No `sim: true`: the run is metered
-through the gateway and the results say so. The same workflow without the secret (a fork's
-run, or a repository that has not added it) is unmeasurable, naming the gateway's variables."""
+"""`gate init --upstream gateway|bedrock`'s refresh workflow, played as the runner plays it:
+its gate step's `env:` (the repository variable and secret `gate init` names, expanded) under
+action.yml's own step env, into `gate ci` against the GitHub stand-in, with the simulator
+standing in for the team's gateway (accepting its bearer token only) or for Bedrock (checking
+SigV4 for its own key). No `sim: true`: the run is metered through that upstream and the
+results say so. The same gateway workflow without the secret (a fork's run, or a repository
+that has not added it) is unmeasurable, naming what is missing. For Bedrock the role step
+(aws-actions/configure-aws-credentials) is played by its contract: it exports the role
+session's keys and the region of the repository variable to the steps after it."""
 
 from __future__ import annotations
 
@@ -27,15 +30,14 @@ GATEWAY_TOKEN = "gw-scaffold-token-0123456789abcdef"
 EXPR = re.compile(r"\$\{\{\s*(secrets|vars)\.([A-Z0-9_]+)\s*\}\}")
 
 
-@pytest.fixture
-def scaffold(tmp_path: Path) -> Iterator[Project]:
+def _scaffold(tmp_path: Path, upstream: str) -> Iterator[Project]:
     seed = tmp_path / "seed"
     seed.mkdir()
     sh(seed, "git", "init", "-q", "-b", "main")
-    p = gate("init", "--branch", "main", "--upstream", "gateway", cwd=seed, base=user_env())
+    p = gate("init", "--branch", "main", "--upstream", upstream, cwd=seed, base=user_env())
     assert p.returncode == 0, p.stderr
     sh(seed, "git", "add", "-A")
-    sh(seed, "git", "commit", "-q", "-m", "gate init --upstream gateway")
+    sh(seed, "git", "commit", "-q", "-m", f"gate init --upstream {upstream}")
     origin = tmp_path / "origin.git"
     sh(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
     sh(seed, "git", "remote", "add", "origin", f"file://{origin}")
@@ -43,6 +45,16 @@ def scaffold(tmp_path: Path) -> Iterator[Project]:
     with FakeGitHub(REPO, token=TOKEN) as gh:
         gh.origin = origin
         yield Project(tmp_path, origin, gh)
+
+
+@pytest.fixture
+def scaffold(tmp_path: Path) -> Iterator[Project]:
+    yield from _scaffold(tmp_path, "gateway")
+
+
+@pytest.fixture
+def bedrock_scaffold(tmp_path: Path) -> Iterator[Project]:
+    yield from _scaffold(tmp_path, "bedrock")
 
 
 def _gate_step(checkout: Path, name: str) -> dict[str, Any]:
@@ -96,3 +108,41 @@ def test_without_the_gateways_secret_the_refresh_names_what_is_missing(
     assert run.code == 3, run.stderr
     assert "GATE_GATEWAY_TOKEN is empty" in run.stderr and "sim: true" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_bedrock_scaffold_refreshes_through_bedrock_in_the_roles_region(
+        bedrock_scaffold: Project, action: dict[str, Any], tmp_path: Path) -> None:
+    from gate.upstream import SIM_ACCESS_KEY
+
+    main = bedrock_scaffold.clone("main-ci")
+    wf = yaml.safe_load((main / ".github/workflows/agent-gate-main.yml").read_text())
+    (job,) = wf["jobs"].values()
+    assert job["permissions"]["id-token"] == "write"
+    role, gate_step = job["steps"][1], job["steps"][2]
+    assert role["uses"].startswith("aws-actions/configure-aws-credentials@")
+    assert gate_step["id"] == "gate" and "with" not in gate_step and "env" not in gate_step
+    repo_vars = {"AGENT_GATE_AWS_ROLE": "arn:aws:iam::111122223333:role/agent-gate",
+                 "AGENT_GATE_AWS_REGION": "eu-west-1"}
+    given = _expanded(role["with"], repo_vars)
+    assert given == {"role-to-assume": repo_vars["AGENT_GATE_AWS_ROLE"],
+                     "aws-region": "eu-west-1"}
+    secret = "sim-role-session-secret-0123456789"
+    ledger = tmp_path / "bedrock-ledger.jsonl"
+    with Simulator(tasks_dir=main / "tasks", ledger_path=ledger, auth="bedrock",
+                   credential=secret) as bedrock:
+        # the role step's contract: the session's keys and the region, for the later steps
+        exported = {"AWS_ACCESS_KEY_ID": SIM_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": secret,
+                    "AWS_REGION": given["aws-region"], "AWS_DEFAULT_REGION": given["aws-region"],
+                    # the network: bedrock-runtime.eu-west-1 is the simulator's front here
+                    "GATE_BEDROCK_URL": bedrock.base_url, "AWS_EC2_METADATA_DISABLED": "true"}
+        _, action_env, _ = _gate_step_env(action, {}, TOKEN)
+        run = bedrock_scaffold.gate_ci(main, event="push", event_path=push_event(main),
+                                       ref="refs/heads/main", env={**exported, **action_env})
+    assert run.code == 0, run.stderr
+    assert run.outputs["refresh"] == "committed", run.outputs
+    record = load_results(main / "results.json").upstream_api
+    assert record is not None
+    assert (record.upstream, record.region) == ("bedrock", "eu-west-1")
+    assert record.model_id is not None and record.model_id.startswith("eu.anthropic.")
+    assert read_ledger(ledger)  # served by the simulator behind its SigV4 check
+    run.no_secrets(bedrock_scaffold.gh)
