@@ -146,3 +146,50 @@ def test_the_bedrock_scaffold_refreshes_through_bedrock_in_the_roles_region(
     assert record.model_id is not None and record.model_id.startswith("eu.anthropic.")
     assert read_ledger(ledger)  # served by the simulator behind its SigV4 check
     run.no_secrets(bedrock_scaffold.gh)
+
+
+@pytest.fixture
+def vertex_scaffold(tmp_path: Path) -> Iterator[Project]:
+    yield from _scaffold(tmp_path, "vertex")
+
+
+def test_the_vertex_scaffold_refreshes_through_vertex_in_its_project_and_region(
+        vertex_scaffold: Project, action: dict[str, Any], tmp_path: Path) -> None:
+    """The auth step (google-github-actions/auth) played by its contract: a credentials file
+    named by GOOGLE_APPLICATION_CREDENTIALS (here a service account's key whose token endpoint
+    is served on loopback); the job's project and region from the repository variables."""
+    from tests.helpers.google import service_account_key, token_endpoint
+
+    main = vertex_scaffold.clone("main-ci")
+    wf = yaml.safe_load((main / ".github/workflows/agent-gate-main.yml").read_text())
+    (job,) = wf["jobs"].values()
+    assert job["permissions"]["id-token"] == "write"
+    auth = job["steps"][1]
+    assert auth["uses"].startswith("google-github-actions/auth@")
+    repo_vars = {"ANTHROPIC_VERTEX_PROJECT_ID": "gate-test-project",
+                 "CLOUD_ML_REGION": "europe-west1",
+                 "AGENT_GATE_GCP_PROVIDER": "projects/1/locations/global/workloadIdentityPools/"
+                                            "github/providers/repo",
+                 "AGENT_GATE_GCP_SERVICE_ACCOUNT": "gate@gate-test-project.iam.gserviceaccount.com"}
+    assert all(_expanded(auth["with"], repo_vars).values())
+    job_env = _expanded(job["env"], repo_vars)
+    ledger = tmp_path / "vertex-ledger.jsonl"
+    with token_endpoint() as (ep, key), \
+            Simulator(tasks_dir=main / "tasks", ledger_path=ledger, auth="vertex") as vertex:
+        exported = {"GOOGLE_APPLICATION_CREDENTIALS":
+                    str(service_account_key(tmp_path / "gha-creds.json", key, ep.url)),
+                    # the network: {region}-aiplatform.googleapis.com is the simulator here
+                    "ANTHROPIC_VERTEX_BASE_URL": f"{vertex.base_url}/v1",
+                    "NO_GCE_CHECK": "True"}
+        _, action_env, _ = _gate_step_env(action, {}, TOKEN)
+        run = vertex_scaffold.gate_ci(main, event="push", event_path=push_event(main),
+                                      ref="refs/heads/main",
+                                      env={**job_env, **exported, **action_env})
+    assert run.code == 0, run.stderr
+    assert run.outputs["refresh"] == "committed", run.outputs
+    record = load_results(main / "results.json").upstream_api
+    assert record is not None
+    assert (record.upstream, record.region) == ("vertex", "europe-west1")
+    assert record.model_extra == {"project": "gate-test-project"}
+    assert ep.issued and read_ledger(ledger)  # signed with the gate's own Google token
+    run.no_secrets(vertex_scaffold.gh)
