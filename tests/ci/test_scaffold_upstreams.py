@@ -193,3 +193,30 @@ def test_the_vertex_scaffold_refreshes_through_vertex_in_its_project_and_region(
     assert record.model_extra == {"project": "gate-test-project"}
     assert ep.issued and read_ledger(ledger)  # signed with the gate's own Google token
     run.no_secrets(vertex_scaffold.gh)
+
+
+def test_a_forks_pr_on_the_bedrock_scaffold_is_given_nothing_and_says_so(
+        bedrock_scaffold: Project, action: dict[str, Any]) -> None:
+    """GitHub gives a fork's pull request no OIDC token: the role step's `if:` skips it there
+    (the fork is in the event), so the gate step runs with no AWS credentials, and the run
+    says GitHub gave it none (exit 3 by the default [ci] fork_without_key), never measuring
+    with anything else and never on the simulator."""
+    from gate.upstream._contract import OIDC_STEP_IF
+
+    def change_agent(work: Path) -> None:
+        (work / "agent" / "system.md").write_text("Be brief.\n" * 200)
+
+    pr = bedrock_scaffold.pr_branch("from-fork", change_agent)
+    wf = yaml.safe_load((pr / ".github/workflows/agent-gate.yml").read_text())
+    (job,) = wf["jobs"].values()
+    role = job["steps"][1]
+    assert "if: " + role["if"] == OIDC_STEP_IF  # head.repo.fork is true in a fork's event
+    event = bedrock_scaffold.event(pr, head_repo="stranger/agent")
+    _, action_env, _ = _gate_step_env(action, {}, TOKEN)
+    run = bedrock_scaffold.gate_ci(pr, event_path=event, env={
+        **action_env, "AWS_EC2_METADATA_DISABLED": "true"})
+    assert run.code == 3, run.stderr
+    said = run.stderr + run.stdout + run.summary
+    assert "AWS_ACCESS_KEY_ID" in said and "Traceback" not in said
+    assert "from the fork stranger/agent" in said and "no AWS_ACCESS_KEY_ID" in said  # withheld
+    assert not (pr / "results.json").exists()
