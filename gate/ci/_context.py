@@ -7,6 +7,7 @@ given, the CI environment's facts, the outputs/annotations sink, the redactor, t
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +22,16 @@ from gate.secrets import Redactor
 from gate.upstream import Upstream, get_upstream
 
 
-def no_key(api: Upstream) -> str:
-    """The one line of a CI run with no credential for the upstream ``api``."""
-    return (f"{api.credential_name} is empty: add it as a repository secret and "
-            f"{api.credential_setup}, or set `sim: true` to run against the built-in simulator")
+def no_key(api: Upstream, missing: tuple[str, ...] = ()) -> str:
+    """The one line of a CI run without what the upstream ``api`` needs (``missing``, as
+    :meth:`Upstream.missing` names it; by default its credential)."""
+    if missing in ((), (api.credential_name,)):
+        return (f"{api.credential_name} is empty: add it as a repository secret and "
+                f"{api.credential_setup}, or set `sim: true` to run against the built-in "
+                "simulator")
+    return (f'[agent] upstream = "{api.name}" needs {" and ".join(missing)}, and the gate '
+            f"step's environment has none: {api.credential_setup}; or set `sim: true` to run "
+            "against the built-in simulator")
 
 
 def trace_key(run: RunResult) -> tuple[object, ...]:
@@ -89,10 +96,20 @@ class Context:
     def needs_key(self, req: RunRequest) -> bool:
         return self.spends(req) and not getattr(req, "sim", False)
 
+    def missing(self, req: RunRequest) -> tuple[str, ...]:
+        """What the upstream ``req`` runs on (its ``[agent] upstream``) needs from the step's
+        environment and does not find there, each named (:meth:`Upstream.missing`): only that
+        upstream's credential and settings count, never another's; ``()`` for a run that
+        spends no model or runs on the simulator (which is never a fall-back)."""
+        if not self.needs_key(req):
+            return ()
+        return self.upstream(req).missing(os.environ)
+
     def run_request(self, req: RunRequest) -> RunRequest:
-        """``req`` checked for a key, seeded per CI run under the simulator."""
-        if self.needs_key(req) and self.env.model_credential is None:
-            raise Unmeasurable(no_key(self.upstream(req)))
+        """``req`` checked for what its upstream needs, seeded per CI run under the
+        simulator."""
+        if missing := self.missing(req):
+            raise Unmeasurable(no_key(self.upstream(req), missing))
         if req.sim and req.seed is None and self.env.run_id.isdigit():
             # Each CI run is a fresh sample, as with a real model: repeated refreshes of main
             # must not pool identical copies of one simulated run into the baseline.

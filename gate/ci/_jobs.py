@@ -47,8 +47,7 @@ def _pr(ctx: Context, event: Event, basis: Basis, merged: Results | None) -> int
     stored = event.source in ("rejudge", "merge")
     change = None if stored else agent_change(basis)
     unchanged = change.fingerprint if change is not None and not change.changed else None
-    if (ctx.needs_key(basis.request) and ctx.env.model_credential is None
-            and ctx.env.secrets_withheld and not stored):
+    if ctx.env.secrets_withheld and not stored and ctx.missing(basis.request):
         gate_changed = change is not None and change.changed == ("code",)
         return publisher.withheld(pr, unchanged, gate_changed=gate_changed,
                                   key=ctx.upstream(basis.request).credential_name)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from gate.setup.init import DEFAULT_ACTION, init_repository
+from gate.upstream import upstream_names
 
 
 @click.command("init")
@@ -20,7 +21,13 @@ from gate.setup.init import DEFAULT_ACTION, init_repository
                    "was installed from "
                    f"(pip install \"git+https://github.com/OWNER/REPO@REF\"), else the "
                    f"placeholder {DEFAULT_ACTION} to replace.")
-def init_cmd(directory: Path, branch: str | None, action: str | None) -> None:
+@click.option("--upstream", type=click.Choice(upstream_names()), default="anthropic",
+              show_default=True,
+              help="The model API the suite runs on: gate.toml's [agent] upstream, and how the "
+                   "workflows give the gate its credential (a repository secret, or an OIDC "
+                   "exchange with id-token: write on the measuring jobs only; "
+                   "docs/upstreams.md, docs/github.md).")
+def init_cmd(directory: Path, branch: str | None, action: str | None, upstream: str) -> None:
     """Adopt the gate in an existing repository: a commented gate.toml, one example task and
     the PR + main workflows.
 
@@ -28,7 +35,7 @@ def init_cmd(directory: Path, branch: str | None, action: str | None) -> None:
     workflows' SHA-pinned actions current, and the results' .gitignore lines. Never overwrites
     a file: exit 2 naming the first that exists (an existing .gitignore gets the lines
     appended, an existing dependabot.yml is kept)."""
-    result = init_repository(directory, branch=branch, action=action)
+    result = init_repository(directory, branch=branch, action=action, upstream=upstream)
     for path in result.written:
         click.echo(f"wrote {path.relative_to(result.root)}")
     for path in result.appended:

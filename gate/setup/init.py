@@ -31,10 +31,7 @@ from pathlib import Path
 import jinja2
 
 from gate.errors import BadInput
-from gate.upstream import ANTHROPIC
-
-#: the secret a repository adds for the model API (the direct API's credential)
-_KEY = ANTHROPIC.credential_name
+from gate.upstream import Upstream, get_upstream
 
 EXAMPLE_TASK = "example-count-words"
 #: what the workflows' ``uses:`` names when neither ``--action`` nor the install says where this
@@ -120,6 +117,7 @@ class InitResult:
     action: str = DEFAULT_ACTION  # what the workflows' `uses:` names
     origin: tuple[str, str] | None = None  # (server, owner/repo) of origin, when on GitHub
     installed: bool = False  # the action is the commit this gate was installed from
+    upstream: str = "anthropic"  # the model API the workflows give the gate a credential for
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -177,7 +175,7 @@ Next steps:
      gate.toml at your agent (its model, agent/system.md, tools, or your own command).
 {self._uses_step()}
        git add gate.toml agent tasks .github .gitignore && git commit
-  6. Add the repository secret {_KEY} (Settings → Secrets and variables → Actions)
+  6. {get_upstream(self.upstream).ci.adopt},
      and push to {self.branch}: the refresh makes the first baseline (6 runs per task, on the
      data branch agent-gate-data) and each later push pools more. Until one exists, a pull
      request is judged by a same-job A/B against its base commit's agent, at twice the cost.
@@ -247,8 +245,17 @@ def _pin_note(action: str) -> tuple[str, str]:
             "  # a moving ref (a tag or branch): replace it with a commit SHA")
 
 
-def _render(template: str, branch: str, action: str = DEFAULT_ACTION) -> str:
+def _render(template: str, branch: str, action: str = DEFAULT_ACTION,
+            api: Upstream | None = None) -> str:
+    """A template as written: a workflow's with the branch, the action, and how its measuring
+    job gives the gate the upstream's credential (``api.ci``: the port's); ``gate.toml``
+    with the upstream named (``[agent] upstream``) when it is not the default."""
+    api = api or get_upstream("anthropic")
     text = resources.files("gate").joinpath(f"{_TEMPLATES}/{template}").read_text("utf-8")
+    if template == "gate.toml" and api.name != "anthropic":
+        return text.replace("[agent]\n", "[agent]\n# the model API the meter forwards to "
+                            "(docs/upstreams.md); its credential is the CI job's\n"
+                            f'upstream = "{api.name}"\n', 1)
     if not template.startswith("workflows/"):
         return text
     pin_note, uses_comment = _pin_note(action)
@@ -259,7 +266,7 @@ def _render(template: str, branch: str, action: str = DEFAULT_ACTION) -> str:
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                              autoescape=False)
     return env.from_string(text).render(branch=branch, action=action, pin_note=pin_note,
-                                        uses_comment=uses_comment)
+                                        uses_comment=uses_comment, ci=api.ci)
 
 
 #: ``uses:`` of a repository action: owner/name[/path]@ref, nothing YAML or a shell would read
@@ -275,11 +282,13 @@ def _check_action(action: str) -> str:
 
 
 def init_repository(root: Path, *, branch: str | None = None,
-                    action: str | None = None) -> InitResult:
+                    action: str | None = None, upstream: str = "anthropic") -> InitResult:
     """Write the gate's files into ``root``; refuse (BadInput, nothing written) if any exists.
     The shared files (``.gitignore``, ``.github/dependabot.yml``) are appended to / kept.
     ``action``: the workflows' ``uses:``; None: the commit this gate was installed from, when
-    known, else the placeholder."""
+    known, else the placeholder. ``upstream``: the model API the suite runs on (a registered
+    upstream: ``gate.toml``'s ``[agent] upstream`` and the workflows' credential steps)."""
+    api = get_upstream(upstream, where="--upstream")
     installed = installed_action() if action is None else None
     action = _check_action(action or installed or DEFAULT_ACTION)
     root = root.resolve()
@@ -291,7 +300,7 @@ def init_repository(root: Path, *, branch: str | None = None,
             raise BadInput(f"{dest}: already exists; gate init never overwrites a file "
                            "(move it away and run gate init again)")
     branch = branch or default_branch(root)
-    rendered = [(root / rel, _render(template, branch, action), executable)
+    rendered = [(root / rel, _render(template, branch, action, api), executable)
                 for template, rel, executable in _FILES]
     written: list[Path] = []
     for dest, text, executable in rendered:
@@ -308,7 +317,8 @@ def init_repository(root: Path, *, branch: str | None = None,
         written.append(dest)
     appended, kept = _shared_files(root, written)
     return InitResult(root, tuple(written), branch, tuple(appended), tuple(kept), action,
-                      origin_repository(root), installed=installed is not None)
+                      origin_repository(root), installed=installed is not None,
+                      upstream=api.name)
 
 
 def _shared_files(root: Path, written: list[Path]) -> tuple[list[Path], list[Path]]:

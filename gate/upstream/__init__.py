@@ -21,6 +21,7 @@ from gate.upstream._anthropic import (
 from gate.upstream._bedrock import BEDROCK, SIM_ACCESS_KEY, bedrock_fault, model_name
 from gate.upstream._contract import (
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Matched,
@@ -72,6 +73,7 @@ __all__ = [
     "VERTEX",
     "AwsKeys",
     "BedrockAuth",
+    "CISetup",
     "Cause",
     "Decoder",
     "Endpoint",

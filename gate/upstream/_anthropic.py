@@ -26,6 +26,7 @@ from gate.errors import BadInput, Unmeasurable
 from gate.upstream._contract import (
     SIMULATOR,
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Outgoing,
@@ -194,6 +195,11 @@ class Anthropic(MessagesUpstream):
     env_prefixes = ("ANTHROPIC_",)
     credential_setup = ("pass it to the action (`anthropic-api-key: ${{ secrets."
                         f"{KEY_ENV} }}}}`)")
+    ci = CISetup(
+        needs=(f"# Needs the repository secret {KEY_ENV}.",),
+        adopt=f"Add the repository secret {KEY_ENV} (Settings → Secrets and variables → "
+              "Actions)",
+        inputs=(f"anthropic-api-key: ${{{{ secrets.{KEY_ENV} }}}}",))
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         key, header = environ.get(KEY_ENV), KEY_HEADER

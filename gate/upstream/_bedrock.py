@@ -25,7 +25,15 @@ Model IDs: ``anthropic.<model>-<date>-v1:0``, with a geographic inference profil
 (``us.``, ``eu.``, ``apac.``, ``global.``) or as an ARN. A configured model is called by the
 ID Claude Code lists for it (``MODEL_IDS``, measured), else ``anthropic.<model>-v1`` (the form of
 the newest IDs in that list); a configured ID that already names Bedrock's form is called as is.
-Prices: the price table's list prices by the model family an ID names.
+Region: the runner's ``AWS_REGION`` (else ``AWS_DEFAULT_REGION``), read once when a session
+opens the upstream; the ``Bedrock`` it opens keeps it, signs for it, tells the agent it
+(``AWS_REGION``) and calls the configured model by that region's inference profile (``eu.`` in
+``eu-west-1``); the results record it. A simulated session without one is in ``us-east-1``.
+
+Prices: the price table's list prices by the model family an ID names, with the platforms'
+regional premium (``regional_factor``): an ID with the ``global.`` profile is priced at the
+list price; a geographic profile (``us.``, ``eu.``, …) or an in-region ID 10 % above it from
+Claude Sonnet 4.5 on.
 """
 
 from __future__ import annotations
@@ -33,23 +41,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import BadInput, Unmeasurable
 from gate.upstream._anthropic import MODEL_ENV, check_base_url
 from gate.upstream._contract import (
+    OIDC_STEP_IF,
     SIMULATOR,
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Outgoing,
     Route,
     StreamDecoder,
     Upstream,
+    regional_factor,
     register_upstream,
 )
 from gate.upstream._eventstream import CONTENT_TYPE, Decoder, EventStreamError, frames_as_sse
 from gate.upstream._sigv4 import API_KEY_ENV, AwsKeys, BedrockAuth, chain_keys
+
+if TYPE_CHECKING:  # the usage model is pydantic's: the CLI's start-up (gate.secrets) imports this
+    from gate.upstream._contract import Prices
+    from gate.usage import Usage
 
 REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
 URL_ENV = "GATE_BEDROCK_URL"  # a VPC endpoint or a proxy in front of bedrock-runtime
@@ -64,9 +79,9 @@ CREDENTIAL_ENV = (
 #: Claude Code's Bedrock settings (its "LLM gateway" page; measured with the pinned version)
 USE_BEDROCK, BEDROCK_URL, SKIP_AUTH = (
     "CLAUDE_CODE_USE_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL", "CLAUDE_CODE_SKIP_BEDROCK_AUTH")
-#: the region an agent is told when the port does not say the session's (the meter signs for
-#: the session's own region whatever the agent believes; a client only needs one set)
-AGENT_REGION = "us-east-1"
+#: the region of a simulated session when the environment names none
+SIM_REGION = "us-east-1"
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
 #: the simulator's own key (its secret is the session's simulator credential)
 SIM_ACCESS_KEY = "AKIDGATESIMULATOR"
 
@@ -166,6 +181,30 @@ def model_name(model_id: str) -> str:
     return _OLD_NAME.sub(lambda m: f"claude-{m[3]}-{m[1]}-{m[2]}", name)
 
 
+def region_of(environ: Mapping[str, str], *, simulated: bool = False) -> str:
+    """The region from ``AWS_REGION``, else ``AWS_DEFAULT_REGION`` (botocore's and the clients'
+    variables); a simulated session without either is in ``us-east-1``. Unset or malformed:
+    ``BadInput`` naming the variable."""
+    found = next(((n, environ[n].strip()) for n in REGION_ENVS if environ.get(n, "").strip()),
+                 None)
+    if found is None:
+        if simulated:
+            return SIM_REGION
+        raise BadInput('gate.toml [agent] upstream = "bedrock": AWS_REGION (or '
+                       "AWS_DEFAULT_REGION) is not set in the environment (e.g. us-east-1)")
+    variable, region = found
+    if not _REGION.fullmatch(region):
+        raise BadInput(f"environment {variable}: {region[:40]!r} is not an AWS region "
+                       "(e.g. us-east-1)")
+    return region
+
+
+def is_global(model_id: str) -> bool:
+    """Whether a called ID is a global inference profile (``global.anthropic.…``, or its
+    ARN): priced at the list price; any other ID is a regional endpoint's."""
+    return re.sub(r"%2[Ff]", "/", model_id).rsplit("/", 1)[-1].startswith("global.")
+
+
 def geo_prefix(region: str | None) -> str:
     """The cross-region inference profile's prefix of a region (``us-east-1`` → ``us.``)."""
     if not region:
@@ -183,6 +222,25 @@ class Bedrock(Upstream):
                         "env; or, with no long-lived secret, assume a role before the step "
                         "(aws-actions/configure-aws-credentials, `permissions: id-token: "
                         "write`)")
+    ci = CISetup(
+        needs=("# Needs an IAM role this repository may assume through GitHub's OIDC token (no "
+               "key is", "# stored): the repository variables AGENT_GATE_AWS_ROLE (its ARN) "
+               "and", "# AGENT_GATE_AWS_REGION (docs/github.md, \"Claude on Amazon Bedrock\"). "
+               "A fork's pull", "# request gets no OIDC token: the role step is skipped and "
+               "the gate says it was given", "# nothing (docs/github.md, section 4)."),
+        adopt="Create the IAM role (bedrock:InvokeModel and InvokeModelWithResponseStream, "
+              "trusting this\n     repository's OIDC token: docs/github.md, \"Claude on Amazon "
+              "Bedrock\") and add the\n     repository variables AGENT_GATE_AWS_ROLE (its ARN) "
+              "and AGENT_GATE_AWS_REGION (Settings →\n     Secrets and variables → Actions → "
+              "Variables)",
+        permissions=("id-token: write        # the OIDC token the role step exchanges for AWS "
+                     "credentials",),
+        steps=("- uses: aws-actions/configure-aws-credentials@"
+               "e6de054238d6b7531b4efff3b6587d9aade6a06c  # v6.2.3",
+               "  " + OIDC_STEP_IF,
+               "  with:",
+               "    role-to-assume: ${{ vars.AGENT_GATE_AWS_ROLE }}",
+               "    aws-region: ${{ vars.AGENT_GATE_AWS_REGION }}"))
     env_prefixes = ("AWS_",)
     routes = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (
@@ -191,13 +249,27 @@ class Bedrock(Upstream):
     request_id_header = "x-amzn-requestid"
     simulator_front = "gate.sim._bedrock"
 
+    def __init__(self, region: str | None = None) -> None:
+        #: the session's region (None: the registered upstream, opened for no session)
+        self.region = region
+
+    @property
+    def agent_region(self) -> str:
+        return self.region or SIM_REGION
+
+    def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The region and a credential (botocore's chain, or a Bedrock API key), each when
+        absent."""
+        out: tuple[str, ...] = ()
+        if not any(environ.get(n, "").strip() for n in REGION_ENVS):
+            out += ("AWS_REGION (or AWS_DEFAULT_REGION)",)
+        if not environ.get(API_KEY_ENV, "").strip() and chain_keys() is None:
+            out += ("AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, as "
+                    f"aws-actions/configure-aws-credentials sets them) or {API_KEY_ENV}",)
+        return out
+
     def open(self, environ: Mapping[str, str]) -> Endpoint:
-        region = next((environ[n].strip() for n in REGION_ENVS if environ.get(n, "").strip()),
-                      "")
-        if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", region):
-            raise BadInput('gate.toml [agent] upstream = "bedrock": AWS_REGION is '
-                           + ("not set" if not region else f"{region[:40]!r}, not a region")
-                           + " in the environment (e.g. us-east-1)")
+        region = region_of(environ)
         url = environ.get(URL_ENV, "").strip()
         base = check_base_url(url, URL_ENV) if url else \
             f"https://bedrock-runtime.{region}.amazonaws.com"
@@ -209,11 +281,14 @@ class Bedrock(Upstream):
                                "AWS_PROFILE's files, web identity, instance role) and no "
                                f"{API_KEY_ENV}: set them, or pass --sim (GATE_SIM=1) to run "
                                "against the built-in simulator")
-        return Endpoint(self, base, region, _signer(auth))
+        return Endpoint(Bedrock(region), base, region, _signer(auth))
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
-        auth = BedrockAuth(AGENT_REGION, keys=AwsKeys(SIM_ACCESS_KEY, credential))
-        return Endpoint(self, base_url.rstrip("/"), AGENT_REGION, _signer(auth), SIMULATOR)
+        import os
+
+        region = region_of(os.environ, simulated=True)
+        auth = BedrockAuth(region, keys=AwsKeys(SIM_ACCESS_KEY, credential))
+        return Endpoint(Bedrock(region), base_url.rstrip("/"), region, _signer(auth), SIMULATOR)
 
     def model_id(self, model: str, region: str | None) -> str:
         if model.startswith("arn:") or "anthropic." in model:
@@ -223,8 +298,17 @@ class Bedrock(Upstream):
     def price_model(self, model_id: str) -> str:
         return model_name(model_id)
 
-    def pricing(self, region: str | None) -> str:
-        return "aws-bedrock"
+    def pricing(self, region: str | None, model_id: str | None = None) -> str:
+        if model_id is None:
+            return "aws-bedrock"
+        return "aws-bedrock global" if is_global(model_id) else \
+            "aws-bedrock regional (+10 % from Sonnet 4.5)"
+
+    def cost(self, prices: Prices, model: str, usage: Usage, region: str | None) -> float:
+        """The list price of the family the ID names, with the regional premium unless the
+        ID is a global inference profile."""
+        name = self.price_model(model)
+        return prices.cost(name, usage) * regional_factor(name, not is_global(model))
 
     def fault(self, status: int, headers: Mapping[str, str], body: bytes) -> Fault:
         return bedrock_fault(status, headers, body)
@@ -239,21 +323,21 @@ class Bedrock(Upstream):
         sends the run's token as a bearer token), which ``AnthropicBedrock`` reads too
         (``ANTHROPIC_BEDROCK_BASE_URL``, ``AWS_BEARER_TOKEN_BEDROCK``, ``AWS_REGION``)."""
         return {USE_BEDROCK: "1", BEDROCK_URL: base_url, SKIP_AUTH: "1",
-                "AWS_REGION": AGENT_REGION, API_KEY_ENV: token}
+                "AWS_REGION": self.agent_region, API_KEY_ENV: token}
 
     def model_env(self, model: str) -> dict[str, str]:
         """The Bedrock model ID the agent asks for (``ANTHROPIC_MODEL``: Claude Code's)."""
         return {MODEL_ENV: self.agent_model(model)}
 
     def agent_model(self, model: str) -> str:
-        return self.model_id(model, AGENT_REGION)
+        return self.model_id(model, self.agent_region)
 
     def sdk_client(self, base_url: str, token: str, **options: Any) -> Any:
         """``AnthropicBedrock`` with the run's token as its Bedrock API key (a bearer token:
         it signs nothing; the meter signs)."""
         import anthropic
 
-        return anthropic.AnthropicBedrock(api_key=token, aws_region=AGENT_REGION,
+        return anthropic.AnthropicBedrock(api_key=token, aws_region=self.agent_region,
                                           base_url=base_url, **options)
 
 

@@ -129,7 +129,8 @@ class Record:
     """What a results file records of the upstream that answered its runs (never a key):
     the upstream's name, its provider, its region (None: none, or global), the model id as
     called, the base URL's host, and the price rules applied (``pricing``: two files priced
-    by different rules compare their cost, they do not gate on it)."""
+    by different rules compare their cost, they do not gate on it); ``project``: the cloud
+    project the calls were made in, where the upstream has one (Vertex), recorded only then."""
 
     upstream: str
     provider: str
@@ -137,10 +138,34 @@ class Record:
     model_id: str | None
     host: str | None
     pricing: str
+    project: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"upstream": self.upstream, "provider": self.provider, "region": self.region,
-                "model_id": self.model_id, "host": self.host, "pricing": self.pricing}
+        out = {"upstream": self.upstream, "provider": self.provider, "region": self.region,
+               "model_id": self.model_id, "host": self.host, "pricing": self.pricing}
+        return out if self.project is None else {**out, "project": self.project}
+
+
+@dataclass(frozen=True)
+class CISetup:
+    """How a GitHub Actions job hands the gate this upstream's credential and settings: what
+    ``gate init --upstream`` writes into the measuring jobs of its workflows (the PR check,
+    main's refresh), and what its next steps tell a person to set up. Each field is YAML
+    lines, written at the indentation of where they go.
+
+    ``needs``: the workflows' header comment (``#`` lines); ``permissions``: the measuring
+    job's permissions beyond ``contents`` and ``pull-requests`` (``id-token: write`` where an
+    OIDC token is exchanged, and only there); ``env``: the job's environment; ``steps``: the
+    steps before the gate's (an OIDC exchange); ``step_env`` and ``inputs``: the gate step's
+    ``env:`` and ``with:``; ``adopt``: the next steps' line on what to add to the repository."""
+
+    needs: tuple[str, ...]
+    adopt: str
+    permissions: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+    step_env: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
 
 
 class StreamDecoder(abc.ABC):
@@ -179,9 +204,9 @@ class Endpoint:
     def record(self, model: str | None) -> Record:
         """What the results record, for a run of configured ``model`` (None: no model)."""
         up = self.upstream
-        return Record(up.name, up.provider, self.region,
-                      up.model_id(model, self.region) if model else None, self.host,
-                      up.pricing(self.region))
+        called = up.model_id(model, self.region) if model else None
+        return Record(up.name, up.provider, self.region, called, self.host,
+                      up.pricing(self.region, called), up.project)
 
 
 #: the label of an endpoint that is the built-in simulator
@@ -200,6 +225,8 @@ class Upstream(abc.ABC):
     #: how a CI job passes its credential to the gate (the end of "add it as a repository
     #: secret and …"), for the one line that says it is missing
     credential_setup: ClassVar[str] = "set it in the step's environment"
+    #: what ``gate init --upstream <name>`` writes into a measuring job for it
+    ci: ClassVar[CISetup]
     #: prefixes of its clients' variables: never a task's, credential or not (withheld
     #: without a note unless they hold a credential)
     env_prefixes: ClassVar[tuple[str, ...]] = ()
@@ -219,12 +246,24 @@ class Upstream(abc.ABC):
     #: simulator (its ``start_front``); None: the simulator speaks the Messages API itself
     simulator_front: ClassVar[str | None] = None
 
+    #: the cloud project an upstream opened for a session calls in (Vertex's), else None
+    project: str | None = None
+
     @property
     def credential_name(self) -> str:
         """The credential variable a person sets (the first of :attr:`credential_env`)."""
         return self.credential_env[0] if self.credential_env else f"the {self.name} credential"
 
     # -- reaching it ------------------------------------------------------------------------
+    def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """What a real (not simulated) session needs from ``environ`` and does not find, each
+        as a person sets it (``gate ci`` says them all in one line and exits 3 before anything
+        runs); ``()``: nothing is missing. A malformed value is not missing: :meth:`open`
+        refuses it (exit 2). By default: none of :attr:`credential_env` is set."""
+        if any(environ.get(n, "").strip() for n in self.credential_env):
+            return ()
+        return (self.credential_name,)
+
     @abc.abstractmethod
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         """The endpoint for a session, from the gate's environment: a missing credential is
@@ -288,8 +327,9 @@ class Upstream(abc.ABC):
         """The model a called id is priced (and compared) as, in the price table's names."""
         return model_id
 
-    def pricing(self, region: str | None) -> str:
-        """The name of the price rules a request in ``region`` is priced by (recorded)."""
+    def pricing(self, region: str | None, model_id: str | None = None) -> str:
+        """The name of the price rules a request in ``region`` (of ``model_id`` as called,
+        when the rule depends on it) is priced by (recorded)."""
         return self.provider
 
     def cost(self, prices: Prices, model: str, usage: Usage, region: str | None) -> float:
@@ -350,6 +390,33 @@ class Upstream(abc.ABC):
 class _AsIs(StreamDecoder):
     def feed(self, chunk: bytes) -> bytes:
         return chunk
+
+
+#: what a regional (or multi-region) endpoint costs over the global one on the cloud platforms
+#: (Anthropic's pricing page, "third-party platforms", read 2026-12: from Claude Sonnet 4.5 and
+#: Haiku 4.5 on, Bedrock's regional endpoints and geographic inference profiles and Vertex's
+#: regional and multi-region endpoints cost 10 % more than global; older models keep one price)
+REGIONAL_PREMIUM = 1.10
+#: the models that keep one price wherever they run (released before Claude Sonnet 4.5), as
+#: the Messages API or the price table names them, their date dropped
+_ONE_PRICE = re.compile(
+    r"claude-(?:3-[0-9a-z-]+|(?:haiku|sonnet|opus)-3(?:-\d)?|(?:opus|sonnet)-4|opus-4-1)")
+_DATE = re.compile(r"(?:@|-)[0-9]{8}$")
+
+
+#: the ``if:`` of a step that exchanges the job's OIDC token: GitHub gives a fork's pull request
+#: (and Dependabot's) none, so there the step is skipped and the gate says it was given nothing
+OIDC_STEP_IF = ("if: github.event.pull_request.head.repo.fork != true && github.actor != "
+                "'dependabot[bot]'")
+
+
+def regional_factor(model: str, regional: bool) -> float:
+    """What a request of ``model`` (a Messages API id, dated or not, ``@date`` too) costs as a
+    multiple of the list price: 1 on a global endpoint; on a ``regional`` one
+    :data:`REGIONAL_PREMIUM` from Claude Sonnet 4.5 on, 1 for the older models."""
+    if not regional or _ONE_PRICE.fullmatch(_DATE.sub("", model)):
+        return 1.0
+    return REGIONAL_PREMIUM
 
 
 _UPSTREAMS: dict[str, Upstream] = {}

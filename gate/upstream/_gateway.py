@@ -23,7 +23,7 @@ from gate.upstream._anthropic import (
     check_base_url,
     key_signer,
 )
-from gate.upstream._contract import SIMULATOR, Endpoint, register_upstream
+from gate.upstream._contract import SIMULATOR, CISetup, Endpoint, register_upstream
 
 URL_ENV = "GATE_GATEWAY_URL"
 GATEWAY_TOKEN_ENV = "GATE_GATEWAY_TOKEN"
@@ -35,6 +35,19 @@ class Gateway(MessagesUpstream):
     credential_env = (GATEWAY_TOKEN_ENV,)
     credential_setup = (f"set it, with {URL_ENV}, in the gate step's env (`{GATEWAY_TOKEN_ENV}: "
                         f"${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}`)")
+    ci = CISetup(
+        needs=(f"# Needs the repository variable {URL_ENV} (the gateway's base URL) and the "
+               f"repository", f"# secret {GATEWAY_TOKEN_ENV} (its bearer token), which the "
+               "gate step's env passes on.",),
+        adopt=f"Add the repository variable {URL_ENV} (the gateway's base URL) and the "
+              f"repository\n     secret {GATEWAY_TOKEN_ENV} (Settings → Secrets and variables "
+              "→ Actions)",
+        step_env=(f"{URL_ENV}: ${{{{ vars.{URL_ENV} }}}}",
+                  f"{GATEWAY_TOKEN_ENV}: ${{{{ secrets.{GATEWAY_TOKEN_ENV} }}}}"))
+
+    def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The gateway's URL and its token, each when unset."""
+        return tuple(n for n in (URL_ENV, GATEWAY_TOKEN_ENV) if not environ.get(n, "").strip())
 
     def open(self, environ: Mapping[str, str]) -> Endpoint:
         url = environ.get(URL_ENV, "").strip()
@@ -64,7 +77,7 @@ class Gateway(MessagesUpstream):
             return "invalid bearer token (the gateway's)"
         return None
 
-    def pricing(self, region: str | None) -> str:
+    def pricing(self, region: str | None, model_id: str | None = None) -> str:
         return "anthropic"  # the price table's list prices, as the direct API's
 
     def agent_env(self, base_url: str, token: str) -> dict[str, str]:

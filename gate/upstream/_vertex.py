@@ -50,8 +50,11 @@ from gate.upstream._anthropic import (
     messages_fault,
 )
 from gate.upstream._contract import (
+    OIDC_STEP_IF,
+    REGIONAL_PREMIUM,
     SIMULATOR,
     Cause,
+    CISetup,
     Endpoint,
     Fault,
     Matched,
@@ -61,6 +64,7 @@ from gate.upstream._contract import (
     Route,
     ServerTool,
     Upstream,
+    regional_factor,
     register_upstream,
 )
 
@@ -152,19 +156,13 @@ def bare_model(model: str) -> str:
 
 #: when the rule below was read from the vendor's page
 PRICES_READ = "2026-12"
-#: the premium of a regional or multi-region endpoint over the global one
-REGIONAL_PREMIUM = 1.10
-#: the models that keep one price wherever they run (released before Claude Sonnet 4.5)
-_ONE_PRICE = re.compile(r"claude-(?:3-[0-9a-z-]+|(?:opus|sonnet)-4|opus-4-1)$")
 
 
 def price_factor(model: str, region: str) -> float:
     """What a request on ``region`` costs as a multiple of the list price: global 1; a
     regional or multi-region endpoint 1.10 for Claude Sonnet 4.5 and later models, 1 for the
-    older ones."""
-    if region == "global" or _ONE_PRICE.fullmatch(bare_model(model)):
-        return 1.0
-    return REGIONAL_PREMIUM
+    older ones (the platforms' one rule: ``regional_factor``)."""
+    return regional_factor(bare_model(model), region != "global")
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -294,8 +292,9 @@ ROUTES: tuple[Route, ...] = (  # count-tokens first: its segment is a model name
 
 def place(environ: Mapping[str, str], *, simulated: bool = False) -> tuple[str, str]:
     """(project, region) the gate calls Vertex in, from ``ANTHROPIC_VERTEX_PROJECT_ID`` and
-    ``CLOUD_ML_REGION`` (the variables the clients read); a simulated run without them is
-    in ``gate-simulated`` / ``global``. Missing or malformed: ``BadInput`` naming it."""
+    ``CLOUD_ML_REGION`` (the variables the clients read), read once when a session opens the
+    upstream and kept in the :class:`Vertex` it opens; a simulated run without them is in
+    ``gate-simulated`` / ``global``. Missing or malformed: ``BadInput`` naming it."""
     project = environ.get(PROJECT_ENV, "").strip() or (SIM_PROJECT if simulated else "")
     region = environ.get(REGION_ENV, "").strip() or (SIM_REGION if simulated else "")
     for variable, value, ok in ((PROJECT_ENV, project, valid_project(project)),
@@ -311,12 +310,30 @@ def place(environ: Mapping[str, str], *, simulated: bool = False) -> tuple[str, 
     return project, region
 
 
+def has_adc() -> bool:
+    """Whether google-auth finds application default credentials (a key file, gcloud's ADC,
+    workload identity federation's file, the metadata server), without asking for a token."""
+    import google.auth
+    import google.auth.exceptions
+
+    try:
+        google.auth.default(scopes=[SCOPE])
+    except google.auth.exceptions.DefaultCredentialsError:
+        return False
+    return True
+
+
 class Vertex(Upstream):
     """Claude on Google Vertex AI (``[agent] upstream = "vertex"``): the meter takes Vertex's
     paths from the agent (the configured project and region only: the gate's credential is
     spent nowhere else), signs each with a Google access token of its own (application
     default credentials) and prices the model of the path by the list prices, with the
-    regional endpoints' premium."""
+    regional endpoints' premium.
+
+    The registered ``VERTEX`` names no place; :meth:`open` and :meth:`simulated` return an
+    endpoint whose upstream is a ``Vertex`` of the session's ``project`` and ``region`` (read
+    once, validated, recorded in the results): its routes, its count probe and its agents'
+    settings say that place, never the environment as it is later."""
 
     name = "vertex"
     provider = PROVIDER
@@ -325,13 +342,52 @@ class Vertex(Upstream):
                         "(google-github-actions/auth sets it; with workload identity "
                         "federation no secret is needed), with ANTHROPIC_VERTEX_PROJECT_ID "
                         "and CLOUD_ML_REGION in the step's env")
+    ci = CISetup(
+        needs=("# Needs workload identity federation for this repository (no key is stored): "
+               "the", "# repository variables AGENT_GATE_GCP_PROVIDER, "
+               "AGENT_GATE_GCP_SERVICE_ACCOUNT,", f"# {PROJECT_ENV} and {REGION_ENV} "
+               "(docs/github.md, \"Claude on Google Vertex AI\").", "# A fork's pull request "
+               "gets no OIDC token: the auth step is skipped and the gate says", "# it was "
+               "given nothing (docs/github.md, section 4)."),
+        adopt="Set up workload identity federation (docs/github.md, \"Claude on Google Vertex "
+              "AI\") and add\n     the repository variables AGENT_GATE_GCP_PROVIDER, "
+              f"AGENT_GATE_GCP_SERVICE_ACCOUNT,\n     {PROJECT_ENV} and {REGION_ENV} (`global`, "
+              "or a region) (Settings → Secrets and\n     variables → Actions → Variables)",
+        permissions=("id-token: write        # the OIDC token the auth step exchanges for "
+                     "Google credentials",),
+        env=(f"{PROJECT_ENV}: ${{{{ vars.{PROJECT_ENV} }}}}",
+             f"{REGION_ENV}: ${{{{ vars.{REGION_ENV} }}}}"),
+        steps=("- uses: google-github-actions/auth@7c6bc770dae815cd3e89ee6cdf493a5fab2cc093"
+               "  # v3.0.0",
+               "  " + OIDC_STEP_IF,
+               "  with:",
+               "    workload_identity_provider: ${{ vars.AGENT_GATE_GCP_PROVIDER }}",
+               "    service_account: ${{ vars.AGENT_GATE_GCP_SERVICE_ACCOUNT }}"))
     env_prefixes = ("CLOUDSDK_",)  # gcloud's settings: never a task's
     routes: ClassVar[tuple[Route, ...]] = ROUTES
     credential_headers: ClassVar[tuple[str, ...]] = (BEARER_HEADER, KEY_HEADER)
     server_tools: ClassVar[tuple[ServerTool, ...]] = SERVER_TOOLS
 
+    def __init__(self, project: str | None = None, region: str | None = None) -> None:
+        self.project, self.region = project, region
+
+    def _place(self) -> tuple[str, str]:
+        """The session's project and region; the registered upstream (opened for no session:
+        ``gate sim``'s listing of an agent's variables) the simulator's, or the environment's."""
+        if self.project and self.region:
+            return self.project, self.region
+        return place(os.environ, simulated=True)
+
+    def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
+        """The project, the region and application default credentials, each when absent."""
+        out = tuple(n for n in (PROJECT_ENV, REGION_ENV) if not environ.get(n, "").strip())
+        if not has_adc():  # google-auth reads the process's environment
+            out += ("Google application default credentials (GOOGLE_APPLICATION_CREDENTIALS, "
+                    "as google-github-actions/auth sets it)",)
+        return out
+
     def open(self, environ: Mapping[str, str]) -> Endpoint:
-        _, region = place(environ)
+        project, region = place(environ)
         base = environ.get(BASE_URL_ENV, "").strip()
         base = check_base_url(base, BASE_URL_ENV).removesuffix("/v1") if base \
             else endpoint(region)
@@ -347,11 +403,11 @@ class Vertex(Upstream):
                 log.warning("vertex: %s", exc)
                 return {}
 
-        return Endpoint(self, base, region, sign, "vertex")
+        return Endpoint(Vertex(project, region), base, region, sign, "vertex")
 
     def simulated(self, base_url: str, credential: str) -> Endpoint:
-        _, region = place(os.environ, simulated=True)
-        return Endpoint(self, base_url.rstrip("/"), region,
+        project, region = place(os.environ, simulated=True)
+        return Endpoint(Vertex(project, region), base_url.rstrip("/"), region,
                         key_signer(credential, BEARER_HEADER), SIMULATOR)
 
     def simulator_refusal(self, header: Callable[[str], str], credential: str | None
@@ -372,7 +428,7 @@ class Vertex(Upstream):
         found = super().match(method, rest)
         if found is None or found.model == COUNT_TOKENS_MODEL:  # count-tokens counts only
             return None
-        project, region = place(os.environ, simulated=True)
+        project, region = self._place()
         prefix = f"v1/projects/{project}/locations/{region}/"
         return found if rest.startswith(prefix) else None
 
@@ -380,7 +436,7 @@ class Vertex(Upstream):
     def price_model(self, model_id: str) -> str:
         return bare_model(model_id)
 
-    def pricing(self, region: str | None) -> str:
+    def pricing(self, region: str | None, model_id: str | None = None) -> str:
         return "vertex global" if region in (None, "global") else \
             f"vertex regional (+{round((REGIONAL_PREMIUM - 1) * 100)} % from Sonnet 4.5)"
 
@@ -401,7 +457,7 @@ class Vertex(Upstream):
         return Fault(google_error_cause(status, word, message), f"{status} {word}")
 
     def count_probe(self, request: Mapping[str, Any]) -> Probe | None:
-        project, region = place(os.environ, simulated=True)
+        project, region = self._place()
         body = {**request, "anthropic_version": VERTEX_VERSION}
         return Probe("/" + call_path(project, region, COUNT_TOKENS_MODEL),
                      json.dumps(body).encode(), {"content-type": "application/json"})
@@ -412,7 +468,7 @@ class Vertex(Upstream):
         sends the run's token as a bearer token from ``ANTHROPIC_AUTH_TOKEN``), and the same
         token as an extra header for the SDK's ``AnthropicVertex``, which reads no token
         variable (measured: docs/upstreams.md)."""
-        project, region = place(os.environ, simulated=True)
+        project, region = self._place()
         return {USE_ENV: "1", SKIP_AUTH_ENV: "1", BASE_URL_ENV: f"{base_url}/v1",
                 PROJECT_ENV: project, REGION_ENV: region, TOKEN_ENV: token,
                 HEADERS_ENV: f"Authorization: Bearer {token}"}
@@ -425,7 +481,7 @@ class Vertex(Upstream):
         the run's token as its access token (it then asks google-auth for nothing)."""
         import anthropic
 
-        project, region = place(os.environ, simulated=True)
+        project, region = self._place()
         return anthropic.AnthropicVertex(region=region, project_id=project, access_token=token,
                                          base_url=f"{base_url}/v1", **options)
 

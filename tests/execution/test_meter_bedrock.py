@@ -168,7 +168,7 @@ def test_no_credentials_or_no_region_is_said_in_one_line(aws_env: pytest.MonkeyP
 
     with pytest.raises(Unmeasurable, match="no AWS credentials"):
         BEDROCK.open({"AWS_REGION": "us-east-1"})
-    with pytest.raises(BadInput, match="AWS_REGION is not set"):
+    with pytest.raises(BadInput, match=r"AWS_REGION \(or AWS_DEFAULT_REGION\) is not set"):
         BEDROCK.open({})
     endpoint = BEDROCK.open({"AWS_REGION": "us-west-2", "AWS_BEARER_TOKEN_BEDROCK": "k"})
     assert endpoint.base_url == "https://bedrock-runtime.us-west-2.amazonaws.com"

@@ -77,17 +77,40 @@ def test_claude_code_through_its_bedrock_settings(tmp_path: Path, claude_bin: st
     claude_code_reported(run)
 
 
+@pytest.mark.parametrize(("model", "factor", "pricing"), [
+    # a geographic inference profile is a regional endpoint: 10 % above the list price from
+    # Sonnet 4.5 on; the global profile is priced at the list price
+    ("eu.anthropic.claude-sonnet-4-5-20250929-v1:0", 1.10,
+     "aws-bedrock regional (+10 % from Sonnet 4.5)"),
+    ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", 1.0, "aws-bedrock global"),
+])
 def test_a_configured_bedrock_id_is_called_as_is_and_priced_as_its_model(
-        tmp_path: Path) -> None:
+        tmp_path: Path, model: str, factor: float, pricing: str) -> None:
     from gate.core.cost import price_table
 
-    model = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
     res = run_suite(RunRequest(config=_config(model=model), output=tmp_path / "r.json",
                                task_ids=EASY[:1], replications=1, jobs=1, sim=True, seed=3))
     (run,) = res.runs
     assert res.summary.errors == 0 and run.turns > 0
     assert res.upstream_api is not None and res.upstream_api.model_id == model
     billed = run.billed_usage or run.usage
-    want = price_table().cost("claude-sonnet-4-5", billed)
-    assert want > 0
+    want = price_table().cost("claude-sonnet-4-5", billed) * factor
+    assert want > 0 and res.upstream_api.pricing == pricing
     assert run.cost_usd + (run.overhead_usd or 0) == pytest.approx(want, rel=1e-6)
+
+
+def test_the_region_is_the_runners_and_the_results_record_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner in eu-west-1 (``AWS_DEFAULT_REGION``): the meter signs for it (the simulator
+    verifies the signature), the builtin agent's ``AnthropicBedrock`` is told it and
+    asks for the ``eu.`` inference profile, and the results record region and ID as called."""
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    out = tmp_path / "results.json"
+    res = run_suite(RunRequest(config=_config(), output=out, task_ids=EASY[:1], replications=1,
+                               jobs=1, sim=True, seed=3))
+    assert res.summary.errors == 0 and res.runs[0].turns > 0, res.runs
+    record = load_results(out).upstream_api
+    assert record is not None
+    assert (record.region, record.model_id) == ("eu-west-1", "eu.anthropic.claude-sonnet-5-5-v1")
+    assert record.pricing == "aws-bedrock regional (+10 % from Sonnet 4.5)"

@@ -54,6 +54,7 @@ def test_the_builtin_agent_through_anthropic_vertex(tmp_path: Path) -> None:
     model = _config().agent.model
     assert (record.upstream, record.provider, record.region, record.model_id) == (
         "vertex", "google-vertex", REGION, model)
+    assert record.model_extra == {"project": PROJECT}  # the project called in, recorded
     ledger_path = saved.model_extra["simulator"]["ledger"]  # type: ignore[index]
     ledger = read_ledger(ledger_path)
     assert {e["endpoint"].split("/models/")[0] for e in ledger} == {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gate.errors import BadInput
 from gate.secrets import scrubbed_env
 from gate.upstream import BEDROCK, credential_variables, get_upstream
 
@@ -96,3 +97,51 @@ def test_ci_says_how_to_give_the_job_aws_credentials() -> None:
     assert BEDROCK.credential_name == "AWS_ACCESS_KEY_ID"
     assert "configure-aws-credentials" in BEDROCK.credential_setup
     assert "id-token: write" in BEDROCK.credential_setup
+
+
+def test_the_sessions_region_comes_from_aws_region_else_aws_default_region(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    endpoint = BEDROCK.simulated("http://127.0.0.1:9", "sim-secret")
+    api = endpoint.upstream
+    assert endpoint.region == "eu-west-1" and api is not BEDROCK
+    env = {**api.agent_env("http://127.0.0.1:9/r/run1", "t"), **api.model_env("claude-sonnet-4-5")}
+    assert env["AWS_REGION"] == "eu-west-1"  # the agent is told the session's region
+    assert env["ANTHROPIC_MODEL"] == "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    record = endpoint.record("claude-sonnet-4-5")
+    assert (record.region, record.model_id) == ("eu-west-1", env["ANTHROPIC_MODEL"])
+    monkeypatch.setenv("AWS_REGION", "ap-southeast-2")  # AWS_REGION first, as botocore reads
+    assert BEDROCK.simulated("http://127.0.0.1:9", "s").upstream.agent_env("u", "t")[
+        "AWS_REGION"] == "ap-southeast-2"
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")  # a simulated session without one: us-east-1
+    assert BEDROCK.simulated("http://127.0.0.1:9", "s").region == "us-east-1"
+
+
+def test_a_malformed_region_is_refused_naming_the_variable_it_came_from(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    with pytest.raises(BadInput, match=r"^environment AWS_DEFAULT_REGION: 'Frankfurt'"):
+        BEDROCK.open({"AWS_DEFAULT_REGION": "Frankfurt"})
+    with pytest.raises(BadInput, match=r"AWS_REGION \(or AWS_DEFAULT_REGION\) is not set"):
+        BEDROCK.open({})
+
+
+def test_a_global_profile_is_priced_at_list_and_a_regional_one_above_it() -> None:
+    from gate.core.cost import price_table
+    from gate.usage import Usage
+
+    prices, usage = price_table(), Usage(input_tokens=1_000_000, output_tokens=0)
+    listed = prices.cost("claude-sonnet-4-5", usage)
+    cost = {m: BEDROCK.cost(prices, m, usage, "us-east-1") for m in (
+        "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-sonnet-4-5-20250929-v1:0")}
+    assert list(cost.values()) == pytest.approx([listed, listed * 1.10, listed * 1.10])
+    older = "us.anthropic.claude-sonnet-4-20250514-v1:0"  # before Sonnet 4.5: one price
+    assert BEDROCK.cost(prices, older, usage, "us-east-1") == pytest.approx(
+        prices.cost("claude-sonnet-4", usage))
+    arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile%2Fglobal.anthropic.x-v1"
+    assert BEDROCK.pricing("us-east-1", arn) == "aws-bedrock global"
+    assert BEDROCK.pricing("us-east-1", older).startswith("aws-bedrock regional")

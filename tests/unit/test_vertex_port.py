@@ -125,3 +125,36 @@ def test_the_credentials_are_withheld_and_the_settings_are_not() -> None:
     assert "GOOGLE_APPLICATION_CREDENTIALS" in VERTEX.credential_env
     assert "CLOUDSDK_AUTH_ACCESS_TOKEN" in VERTEX.credential_env
     assert "CLOUD_ML_REGION" not in VERTEX.credential_env
+
+
+def test_the_sessions_place_is_read_once_and_kept_by_the_upstream_it_opens(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project and region are the session's, read when it opens the upstream (validated
+    then, recorded in the results): what the environment says later changes nothing the
+    meter accepts, counts or tells an agent."""
+    monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "gate-test-project")
+    monkeypatch.setenv("CLOUD_ML_REGION", "europe-west1")
+    endpoint = VERTEX.simulated("http://127.0.0.1:9", "sim-token")
+    api = endpoint.upstream
+    assert api is not VERTEX and (api.project, endpoint.region) == ("gate-test-project",
+                                                                   "europe-west1")
+    assert endpoint.record("claude-sonnet-4-5").as_dict()["project"] == "gate-test-project"
+    monkeypatch.setenv("ANTHROPIC_VERTEX_PROJECT_ID", "someone-elses-project")
+    monkeypatch.setenv("CLOUD_ML_REGION", "us-east5")
+    ours = ("v1/projects/gate-test-project/locations/europe-west1/publishers/anthropic/"
+            "models/claude-sonnet-4-5@20250929:rawPredict")
+    theirs = ours.replace("gate-test-project", "someone-elses-project").replace(
+        "europe-west1", "us-east5")
+    assert api.match("POST", ours) is not None and api.match("POST", theirs) is None
+    env = api.agent_env("http://127.0.0.1:9/r/run1", "run-token")
+    assert (env["ANTHROPIC_VERTEX_PROJECT_ID"], env["CLOUD_ML_REGION"]) == (
+        "gate-test-project", "europe-west1")
+    probe = api.count_probe({"model": "claude-sonnet-4-5", "messages": []})
+    assert probe is not None and "/gate-test-project/locations/europe-west1/" in probe.target
+    client = api.sdk_client("http://127.0.0.1:9/r/run1", "run-token")
+    assert (client.project_id, client.region) == ("gate-test-project", "europe-west1")
+
+
+def test_an_anthropic_record_names_no_project() -> None:
+    endpoint = get_upstream("anthropic").simulated("http://127.0.0.1:9", "k")
+    assert "project" not in endpoint.record("claude-sonnet-4-5").as_dict()
