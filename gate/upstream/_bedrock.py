@@ -183,15 +183,18 @@ def model_name(model_id: str) -> str:
 
 def region_of(environ: Mapping[str, str], *, simulated: bool = False) -> str:
     """The region from ``AWS_REGION``, else ``AWS_DEFAULT_REGION`` (botocore's and the clients'
-    variables); a simulated session without either is in ``us-east-1``. Unset or malformed:
+    variables); a simulated session without either is in ``us-east-1``. Unset: unmeasurable
+    (exit 3, as a missing credential is, and as ``gate ci``'s check says); malformed:
     ``BadInput`` naming the variable."""
     found = next(((n, environ[n].strip()) for n in REGION_ENVS if environ.get(n, "").strip()),
                  None)
     if found is None:
         if simulated:
             return SIM_REGION
-        raise BadInput('gate.toml [agent] upstream = "bedrock": AWS_REGION (or '
-                       "AWS_DEFAULT_REGION) is not set in the environment (e.g. us-east-1)")
+        raise Unmeasurable('gate.toml [agent] upstream = "bedrock": AWS_REGION (or '
+                           "AWS_DEFAULT_REGION) is not set in the environment (e.g. "
+                           "us-east-1): set it, or pass --sim (GATE_SIM=1) to run against "
+                           "the built-in simulator")
     variable, region = found
     if not _REGION.fullmatch(region):
         raise BadInput(f"environment {variable}: {region[:40]!r} is not an AWS region "

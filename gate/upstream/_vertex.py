@@ -294,15 +294,17 @@ def place(environ: Mapping[str, str], *, simulated: bool = False) -> tuple[str, 
     """(project, region) the gate calls Vertex in, from ``ANTHROPIC_VERTEX_PROJECT_ID`` and
     ``CLOUD_ML_REGION`` (the variables the clients read), read once when a session opens the
     upstream and kept in the :class:`Vertex` it opens; a simulated run without them is in
-    ``gate-simulated`` / ``global``. Missing or malformed: ``BadInput`` naming it."""
+    ``gate-simulated`` / ``global``. Missing: unmeasurable (exit 3, as a missing credential is);
+    malformed: ``BadInput`` naming it."""
     project = environ.get(PROJECT_ENV, "").strip() or (SIM_PROJECT if simulated else "")
     region = environ.get(REGION_ENV, "").strip() or (SIM_REGION if simulated else "")
     for variable, value, ok in ((PROJECT_ENV, project, valid_project(project)),
                                 (REGION_ENV, region, valid_region(region))):
         if not value:
-            raise BadInput(f'gate.toml [agent] upstream = "vertex": {variable} is not set in '
-                           "the environment (the Google Cloud project and the region, or "
-                           "`global`, the gate calls Claude in)")
+            raise Unmeasurable(f'gate.toml [agent] upstream = "vertex": {variable} is not '
+                               "set in the environment (the Google Cloud project and the "
+                               "region, or `global`, the gate calls Claude in): set it, or "
+                               "pass --sim (GATE_SIM=1) to run against the built-in simulator")
         if not ok:
             raise BadInput(f"environment {variable}: {value[:80]!r} is not a "
                            "Google Cloud " + ("project ID" if variable == PROJECT_ENV

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.errors import BadInput
+from gate.errors import BadInput, Unmeasurable
 from gate.secrets import scrubbed_env
 from gate.upstream import BEDROCK, credential_variables, get_upstream
 
@@ -124,7 +124,7 @@ def test_a_malformed_region_is_refused_naming_the_variable_it_came_from(
     monkeypatch.delenv("AWS_REGION", raising=False)
     with pytest.raises(BadInput, match=r"^environment AWS_DEFAULT_REGION: 'Frankfurt'"):
         BEDROCK.open({"AWS_DEFAULT_REGION": "Frankfurt"})
-    with pytest.raises(BadInput, match=r"AWS_REGION \(or AWS_DEFAULT_REGION\) is not set"):
+    with pytest.raises(Unmeasurable, match=r"AWS_REGION \(or AWS_DEFAULT_REGION\) is not set"):
         BEDROCK.open({})
 
 

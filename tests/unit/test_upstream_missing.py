@@ -75,3 +75,27 @@ def test_vertex_needs_a_project_a_region_and_application_default_credentials(
         assert VERTEX.missing(dict(ANTHROPIC_VERTEX_PROJECT_ID="gate-test-project",
                                    CLOUD_ML_REGION="global")) == ()
         assert ep.issued == []  # found, not spent: no token is asked for
+
+
+
+@pytest.mark.parametrize(("upstream", "variable"), [("bedrock", "AWS_REGION"),
+                                                    ("vertex", "ANTHROPIC_VERTEX_PROJECT_ID")])
+def test_gate_run_without_the_upstreams_place_is_unmeasurable_as_gate_ci_says(
+        bare: pytest.MonkeyPatch, tmp_path: Path, upstream: str, variable: str) -> None:
+    """A real `gate run` on Bedrock without a region (Vertex without a project) cannot measure,
+    as without a credential: exit 3 naming the variable and --sim, the same answer gate ci's
+    check gives (never exit 2 as if gate.toml were wrong); the simulator needs neither."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from gate.cli import main
+
+    (tmp_path / "gate.toml").write_text(f'[agent]\nupstream = "{upstream}"\n')
+    shutil.copytree(Path(__file__).resolve().parents[2] / "tasks" / "fix-slugify-whitespace",
+                    tmp_path / "tasks" / "fix-slugify-whitespace")
+    bare.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["run", "-o", str(tmp_path / "r.json")])
+    assert res.exit_code == 3, (res.exit_code, res.output)
+    (line,) = res.output.strip().splitlines()
+    assert variable in line and "--sim" in line, line

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gate.core.cost import default_prices
-from gate.errors import BadInput
+from gate.errors import BadInput, Unmeasurable
 from gate.upstream import VERTEX, bare_model, get_upstream, price_factor
 from gate.usage import Usage
 
@@ -110,7 +110,7 @@ def test_a_command_agent_gets_claude_codes_vertex_settings_and_the_run_token() -
 def test_a_missing_or_malformed_project_or_region_names_the_variable(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_VERTEX_PROJECT_ID")
-    with pytest.raises(BadInput, match="ANTHROPIC_VERTEX_PROJECT_ID is not set"):
+    with pytest.raises(Unmeasurable, match="ANTHROPIC_VERTEX_PROJECT_ID is not set"):
         VERTEX.open({"CLOUD_ML_REGION": "us-east5"})
     with pytest.raises(BadInput, match="CLOUD_ML_REGION: 'US EAST' is not a Google Cloud region"):
         VERTEX.open({"ANTHROPIC_VERTEX_PROJECT_ID": "gate-test-project",
