@@ -179,7 +179,8 @@ Next steps:
      and push to {self.branch}: the refresh makes the first baseline (6 runs per task, on the
      data branch agent-gate-data) and each later push pools more. Until one exists, a pull
      request is judged by a same-job A/B against its base commit's agent, at twice the cost.
-     Or make one now and commit it: gate run && gate baseline results.json (needs the key).
+     Or make one now and commit it: gate run && gate baseline results.json (with the credential
+     of step 6 in your shell).
 {self._pages_step()}{dependabot}"""
 
     def _pages_step(self) -> str:

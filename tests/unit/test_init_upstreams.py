@@ -64,6 +64,8 @@ def test_each_upstream_gets_its_own_credential_steps(tmp_path: Path, upstream: s
     # every secret and variable the workflows read is one the next steps say to add
     read = set(re.findall(r"\$\{\{\s*(?:secrets|vars)\.([A-Z0-9_]+)\s*\}\}", texts))
     assert read and all(name in told for name in read), (read, told)
+    # and no step speaks of another upstream's credential (a Bedrock team has no "key")
+    assert ("ANTHROPIC_API_KEY" in told or "the key" in told) == (upstream == "anthropic"), told
 
 
 def test_the_default_is_the_anthropic_api_as_before(tmp_path: Path) -> None:
