@@ -19,6 +19,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,9 +29,8 @@ def _canon(name: str) -> str:
 
 
 def _requirement(spec: str) -> tuple[str, set[str]]:
-    m = re.match(r"\s*([A-Za-z0-9_.-]+)\s*(?:\[([^\]]*)\])?", spec)
-    assert m, spec
-    return _canon(m[1]), {e.strip() for e in (m[2] or "").split(",") if e.strip()}
+    req = Requirement(spec)
+    return _canon(req.name), set(req.extras)
 
 
 def declared() -> dict[str, set[str]]:
@@ -41,8 +42,8 @@ def declared() -> dict[str, set[str]]:
         name, extras = _requirement(spec)
         out.setdefault(name, set()).update(extras)
         for req in md.requires(name) or []:
-            extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
-            if extra and extra[1] in extras:
+            marker = Requirement(req).marker
+            if marker is not None and any(marker.evaluate({"extra": e}) for e in extras):
                 out.setdefault(_requirement(req)[0], set())
     return out
 
