@@ -37,13 +37,18 @@ def digest_of(obj: Any) -> str:
     return "sha256:" + hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
+def _moved_upstream(cfg: GateConfig, source: PartsSource) -> str | None:
+    """Where a model's agent runs, when not the API direct: the agent's choice too, so a PR
+    that only moves it is measured (never "nothing under test changed"). The default adds no
+    part, so the fingerprint of every agent on the API direct is what it was before upstreams."""
+    moved = source.uses_model and cfg.agent.upstream != UPSTREAM_DEFAULT
+    return cfg.agent.upstream if moved else None
+
+
 def fingerprint_parts(cfg: GateConfig, source: PartsSource) -> dict[str, str]:
     parts = source.fingerprint_parts(cfg)
-    if source.uses_model and cfg.agent.upstream != UPSTREAM_DEFAULT:
-        # where the model runs is the agent's choice too: a PR that only moves it is measured
-        # (never "nothing under test changed"). The default adds no part, so the fingerprint
-        # of every agent on the API direct is what it was before upstreams.
-        parts["upstream"] = cfg.agent.upstream
+    if upstream := _moved_upstream(cfg, source):
+        parts["upstream"] = upstream
     if source.uses_model and cfg.agent.skills:
         skills = cfg.agent_path("skills")
         if not skills.is_dir():
@@ -62,8 +67,8 @@ def fingerprint_values(cfg: GateConfig, source: PartsSource) -> dict[str, dict[s
     (:func:`gate.core.skills.skill_wording`), so a comparison tells a skill offered or withdrawn,
     or only marked for the simulator, from one whose text changed."""
     values = source.fingerprint_values(cfg)
-    if source.uses_model and cfg.agent.upstream != UPSTREAM_DEFAULT:
-        values["upstream"] = {"upstream": cfg.agent.upstream}
+    if upstream := _moved_upstream(cfg, source):
+        values["upstream"] = {"upstream": upstream}
     if source.uses_model and cfg.agent.skills:
         from gate.core.skills import config_skills, skill_wording
 
