@@ -27,12 +27,18 @@ written once:
   holds (exact enumeration, and the floors of docs/statistics.md's resolution).
 
 ``allowed`` is an int array shaped (N, 2): per task, the inclusive lo/hi of the baseline pass
-count; (0, n_b) restricts nothing.
+count; (0, n_b) restricts nothing. The pass-rate tables also take a range on only the first
+``of`` of a task's baseline runs (:func:`subset_weights`; shaped (N, 3) for the tests of
+gate/compare/_stats.py): the shape of a plan read from part of the baseline. The shipped rule
+reads every run; bench/bench_plan_subset.py measured one that reads the older half and found
+it costs more power than it frees (docs/statistics.md §5a), so the metric tests' draws and
+labelling counts take the whole-baseline range only.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -67,41 +73,84 @@ def task_tables(n_b: int, n_c: int) -> tuple[FloatArray, FloatArray]:
     return pmf, cdf
 
 
-def _kept(n_b: int, n_c: int, t: int, lo: int, hi: int) -> tuple[int, int]:
-    """The candidate pass counts c (inclusive range) possible given t and lo ≤ t − c ≤ hi;
-    empty (first > last) when none is."""
-    return max(0, t - n_b, t - hi), min(n_c, t, t - lo)
+def whole(n_b: int, of: int | None) -> bool:
+    """Whether a range on ``of`` runs is on the whole baseline part (None: it is)."""
+    return of is None or of >= n_b
 
 
-def binding(n_b: int, n_c: int, t: int, lo: int, hi: int) -> bool:
-    """Whether the plan's range rules out any relabelling of a task with t passes in all."""
-    first, last = _kept(n_b, n_c, t, lo, hi)
-    return (first, last) != (max(0, t - n_b), min(n_c, t))
+def _kept(n_b: int, n_c: int, t: int, lo: int, hi: int, of: int | None = None
+          ) -> tuple[int, int]:
+    """The candidate pass counts c (inclusive range) possible given t and the range: the
+    baseline part's passes t − c in [lo, hi], or with a range on its first ``of`` runs in
+    [lo, hi + n_b − of] (the other runs may pass or not); empty (first > last) when none is."""
+    top = hi if whole(n_b, of) else hi + n_b - int(of or 0)
+    return max(0, t - n_b, t - top), min(n_c, t, t - lo)
 
 
 @lru_cache(maxsize=4096)
-def restricted_tables(n_b: int, n_c: int, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
-    """:func:`task_tables` given also that the baseline part's passes t − c lie in [lo, hi].
+def subset_weights(n_b: int, of: int, lo: int, hi: int) -> tuple[int, ...]:
+    """W(b′) for b′ = 0..n_b: how many ways b′ passes among the baseline part's n_b runs put
+    between ``lo`` and ``hi`` of them in its first ``of`` runs, Σ_k C(of, k) C(n_b − of, b′ − k)
+    over k in [lo, hi]. On the whole part (of = n_b) it is C(n_b, b′) inside the range, 0
+    outside; a row's relabellings are weighted by W(b′) / C(n_b, b′), the chance that the
+    plan's runs of a random relabelling land in its range."""
+    rest = n_b - of
+    return tuple(sum(math.comb(of, k) * math.comb(rest, bp - k)
+                     for k in range(max(lo, bp - rest, 0), min(hi, bp, of) + 1))
+                 for bp in range(n_b + 1))
 
-    A row the range does not cut is :func:`task_tables`' own row (the same floats); a cut row
-    is renormalised from exact integer weights and rounded once; a total the range makes
-    impossible has an all-zero pmf row (and a cdf of 1)."""
+
+def _row_weights(n_b: int, n_c: int, t: int, lo: int, hi: int, of: int | None
+                 ) -> dict[int, int]:
+    """Exact relative weights of c (the kept ones, each > 0) given t and the range."""
+    first, last = _kept(n_b, n_c, t, lo, hi, of)
+    if whole(n_b, of):
+        m = n_b + n_c
+        return {c: math.comb(t, c) * math.comb(m - t, n_c - c) for c in range(first, last + 1)}
+    w = subset_weights(n_b, int(of or 0), lo, hi)
+    return {c: math.comb(n_c, c) * w[t - c] for c in range(first, last + 1) if w[t - c]}
+
+
+def binding(n_b: int, n_c: int, t: int, lo: int, hi: int, of: int | None = None) -> bool:
+    """Whether the plan's range changes the null distribution of a task with t passes in all:
+    it rules out a relabelling, or (a range on some of its runs) weighs them unevenly."""
+    first, last = _kept(n_b, n_c, t, lo, hi, of)
+    if (first, last) != (max(0, t - n_b), min(n_c, t)):
+        return True
+    if whole(n_b, of):
+        return False
+    w = subset_weights(n_b, int(of or 0), lo, hi)
+    ratios = {Fraction(w[t - c], math.comb(n_b, t - c)) for c in range(first, last + 1)}
+    return len(ratios) > 1
+
+
+@lru_cache(maxsize=4096)
+def restricted_tables(n_b: int, n_c: int, lo: int, hi: int, of: int | None = None
+                      ) -> tuple[FloatArray, FloatArray]:
+    """:func:`task_tables` given also the plan: the baseline part's passes t − c lie in
+    [lo, hi] — or, with ``of`` below n_b, the passes among its first ``of`` runs do (the
+    runs the plan read), each c weighted by C(n_c, c) · :func:`subset_weights`.
+
+    A row the range does not change is :func:`task_tables`' own row (the same floats); a
+    changed row is renormalised from exact integer weights and rounded once; a total the range
+    makes impossible has an all-zero pmf row (and a cdf of 1)."""
     pmf0, cdf0 = task_tables(n_b, n_c)
-    if lo <= 0 and hi >= n_b:
+    if lo <= 0 and hi >= (n_b if whole(n_b, of) else int(of or 0)):
         return pmf0, cdf0
     m = n_b + n_c
     pmf, cdf = pmf0.copy(), cdf0.copy()
     for t in range(m + 1):
-        if not binding(n_b, n_c, t, lo, hi):
+        if not binding(n_b, n_c, t, lo, hi, of):
             continue
-        first, last = _kept(n_b, n_c, t, lo, hi)
+        weights = _row_weights(n_b, n_c, t, lo, hi, of)
         pmf[t] = 0.0
         cdf[t] = 1.0
-        if first > last:
+        if not weights:
             continue
-        weights = [math.comb(t, c) * math.comb(m - t, n_c - c) for c in range(first, last + 1)]
-        whole = sum(weights)
-        pmf[t, first:last + 1] = [w / whole for w in weights]
+        total = sum(weights.values())
+        for c, w in weights.items():
+            pmf[t, c] = w / total
+        last = max(weights)
         cdf[t, :last] = np.minimum(np.cumsum(pmf[t]), 1.0)[:last]
     pmf.setflags(write=False)
     cdf.setflags(write=False)
@@ -109,35 +158,40 @@ def restricted_tables(n_b: int, n_c: int, lo: int, hi: int) -> tuple[FloatArray,
 
 
 def checked(b: IntArray, n_b: IntArray, allowed: IntArray | None) -> IntArray | None:
-    """``allowed`` as an (N, 2) int array clipped to [0, n_b], or None; raises ValueError
-    when it is not shaped so or a task's observed baseline passes lie outside it (the plan
-    could not have come out as it did: a mismatch the caller names)."""
+    """``allowed`` as an (N, 3) int array — lo, hi and the runs ``of`` the baseline part the
+    range is on, clipped to [0, of] — or None. It may come shaped (N, 2) (a range on every
+    baseline run: ``of`` = n_b) or (N, 3) (``of`` ≥ n_b: on every run). Raises ValueError when
+    it is shaped otherwise or a task's observed baseline passes could not have given it (the
+    plan could not have come out as it did: a mismatch the caller names)."""
     if allowed is None:
         return None
     a = np.asarray(allowed, dtype=np.int64)
-    if a.shape != (len(b), 2):
-        raise ValueError(f"allowed must be shaped ({len(b)}, 2), not {a.shape}")
-    a = np.stack([np.maximum(a[:, 0], 0), np.minimum(a[:, 1], n_b)], axis=1)
-    outside = np.flatnonzero((b < a[:, 0]) | (b > a[:, 1]))
+    if a.ndim != 2 or a.shape[0] != len(b) or a.shape[1] not in (2, 3):
+        raise ValueError(f"allowed must be shaped ({len(b)}, 2) or ({len(b)}, 3), not {a.shape}")
+    of = np.minimum(a[:, 2], n_b) if a.shape[1] == 3 else np.asarray(n_b, dtype=np.int64)
+    a = np.stack([np.maximum(a[:, 0], 0), np.minimum(a[:, 1], of), of], axis=1)
+    outside = np.flatnonzero((b < a[:, 0]) | (b > a[:, 1] + n_b - of))
     if len(outside):
         i = int(outside[0])
+        on = "" if of[i] >= n_b[i] else f" on {int(of[i])} of its {int(n_b[i])} runs"
         raise ValueError(f"task {i}: the baseline's {int(b[i])} passes lie outside the "
-                         f"plan's range {int(a[i, 0])}..{int(a[i, 1])}")
+                         f"plan's range {int(a[i, 0])}..{int(a[i, 1])}{on}")
     return a
 
 
-def tables(n_b: int, n_c: int, lo: int | None, hi: int | None) -> tuple[FloatArray,
-                                                                        FloatArray]:
+def tables(n_b: int, n_c: int, lo: int | None, hi: int | None, of: int | None = None
+           ) -> tuple[FloatArray, FloatArray]:
     """The task's tables: :func:`task_tables` without a range, else restricted."""
     if lo is None or hi is None:
         return task_tables(n_b, n_c)
-    return restricted_tables(n_b, n_c, lo, hi)
+    return restricted_tables(n_b, n_c, lo, hi, None if whole(n_b, of) else of)
 
 
 def groups(n_b: IntArray, n_c: IntArray, allowed: IntArray | None
            ) -> list[tuple[FloatArray, FloatArray, list[int]]]:
     """Task columns grouped by the tables they share: (pmf, cdf, columns). Without a range
-    the groups are by (n_b, n_c), in the order first seen."""
+    the groups are by (n_b, n_c), in the order first seen; ``allowed`` as :func:`checked`
+    gives it."""
     keys: dict[tuple[int, ...], list[int]] = {}
     bounds = allowed.tolist() if allowed is not None else None
     for i, (nb, nc) in enumerate(zip(n_b.tolist(), n_c.tolist(), strict=True)):

@@ -91,8 +91,9 @@ def sum_test(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     bounds = checked(b, n_b, allowed)
 
     def pmf_of(i: int) -> FloatArray:
-        lo, hi = (None, None) if bounds is None else (int(bounds[i, 0]), int(bounds[i, 1]))
-        return tables(int(n_b[i]), int(n_c[i]), lo, hi)[0]
+        if bounds is None:
+            return tables(int(n_b[i]), int(n_c[i]), None, None)[0]
+        return tables(int(n_b[i]), int(n_c[i]), *(int(x) for x in bounds[i]))[0]
 
     if float(r) * float(n_c.sum() + n) * width > exact_budget:
         if bounds is None:
@@ -182,9 +183,9 @@ def pass_rate_decide(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray, alp
 @lru_cache(maxsize=256)
 def _detectable_drop_cached(b: tuple[int, ...], n_b: tuple[int, ...], n_c: tuple[int, ...],
                             alpha: float, target: float, sims: int, seed: int,
-                            allowed: tuple[tuple[int, int], ...] | None = None) -> float | None:
+                            allowed: tuple[tuple[int, ...], ...] | None = None) -> float | None:
     bb, nb, nc = (np.asarray(x, dtype=np.int64) for x in (b, n_b, n_c))
-    bounds = None if allowed is None else np.asarray(allowed, dtype=np.int64).reshape(-1, 2)
+    bounds = None if allowed is None else np.asarray(allowed, dtype=np.int64).reshape(-1, 3)
     rates = bb / nb
     deep = is_deep(nb)
     rng = np.random.default_rng(seed)
@@ -226,7 +227,7 @@ def detectable_drop(b: IntArray, n_b: IntArray, n_c: IntArray, alpha: float, *,
     return _detectable_drop_cached(
         tuple(int(x) for x in b), tuple(int(x) for x in n_b), tuple(int(x) for x in n_c),
         alpha, target, sims, seed,
-        None if bounds is None else tuple((int(x), int(y)) for x, y in bounds.tolist()))
+        None if bounds is None else tuple(tuple(int(x) for x in row) for row in bounds.tolist()))
 
 
 # --------------------------------------------------------------------------------------------
