@@ -10,7 +10,7 @@ from mid-rate ones — and a larger second look for the mid-rate tasks. This ben
 through the same draws, on the pass-rate tests alone (the sum and max tests given the plan,
 α/2 a look, the first look stopping when both p > ``sequential_pass_p``):
 
-    python bench/bench_plan_subset.py [--trials 2000] [--seed 20261206]
+    python bench/bench_plan_subset.py [--trials 2000] [--seed 20261206] [--alpha-first 0.5]
 
 Rows are bench/bench_plan.py's scenarios and suite (15 tasks, a baseline of 20 runs a task);
 columns are rules, each cell "blocked · runs per task". Turns, cost and cache hits are left
@@ -91,17 +91,18 @@ def judged(b: np.ndarray, c: np.ndarray, n_c: np.ndarray, allowed: np.ndarray | 
 
 
 def two_looks(base: np.ndarray, pool: np.ndarray, plans: Sequence[tuple[Looks, object]],
-              settings: GateSettings) -> tuple[bool, int]:
-    """(blocked, runs) of one PR through a rule's looks."""
+              settings: GateSettings, first_share: float) -> tuple[bool, int]:
+    """(blocked, runs) of one PR through a rule's looks, the first judged at ``first_share``
+    of alpha and the second at the rest (the product: half each)."""
     b = base.sum(axis=1).astype(np.int64)
     given = [a for _, a in plans]
     allowed = None if any(a is None for a in given) else np.array(given, dtype=np.int64)
     first = np.array([lk[0] for lk, _ in plans], dtype=np.int64)
     both = first + np.array([lk[1] for lk, _ in plans], dtype=np.int64)
-    half = settings.alpha / 2
-    for n_c, last in ((first, False), (both, True)):
+    levels = (settings.alpha * first_share, settings.alpha * (1 - first_share))
+    for n_c, last, level in ((first, False, levels[0]), (both, True, levels[1])):
         c = np.array([pool[i, :n].sum() for i, n in enumerate(n_c.tolist())], dtype=np.int64)
-        block, p_sum, p_max = judged(b, c, n_c, allowed, half)
+        block, p_sum, p_max = judged(b, c, n_c, allowed, level)
         stop = p_sum > settings.sequential_pass_p and p_max > settings.sequential_pass_p
         if block or last or stop:
             return block, int(n_c.sum())
@@ -112,6 +113,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=20261206)
+    ap.add_argument("--alpha-first", type=float, default=0.5,
+                    help="the share of alpha the first look spends (the product: 0.5)")
     args = ap.parse_args()
     settings = bench_plan.PLANNED
     ps = PlanSettings.of(settings, replications=3, sequential=True)
@@ -129,14 +132,15 @@ def main() -> int:
             rules = [[shipped(row, ps) for row in base]]
             rules += [[r.task(row) for row in base] for r in RULES]
             for j, plans in enumerate(rules):
-                block, n = two_looks(base, pool, plans, settings)
+                block, n = two_looks(base, pool, plans, settings, args.alpha_first)
                 hits[j] += block
                 runs[j] += n / len(rates)
         table[scenario] = [(h / args.trials, r / args.trials) for h, r in zip(hits, runs,
                                                                              strict=True)]
     print(f"15 tasks (true pass rates {', '.join(f'{r:g}' for r in bench_plan.RATES)}), "
           f"baseline {bench_plan.DEPTH} runs a task; {args.trials} PRs per row, every rule on "
-          f"the same draws; pass-rate tests only (alpha {settings.alpha:g}, halved a look); "
+          f"the same draws; pass-rate tests only (alpha {settings.alpha:g}, "
+          f"{args.alpha_first:g} of it in the first look); "
           f"stop at p > {settings.sequential_pass_p:g}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
     print("| PR | " + " | ".join(names) + " |")
