@@ -325,11 +325,11 @@ def sim_summary(draws: list[tuple[Look, ...]], first_runs: float) -> list[str]:
     once = [d for d in draws if len(d) == 1]
     twice = [d for d in draws if len(d) > 1]
 
-    def mean_runs(ds: list[tuple[Look, ...]]) -> str:
-        return f"{sum(d[-1].runs_per_task for d in ds) / len(ds):.2f}" if ds else "-"
+    def mean_runs(ds: list[tuple[Look, ...]], unit: str = "") -> str:
+        return f" ({sum(d[-1].runs_per_task for d in ds) / len(ds):.2f}{unit})" if ds else ""
 
-    lines = [", ".join(counts) + f"; {len(once)} stopped after the first look "
-             f"({mean_runs(once)} runs a task), {len(twice)} looked again ({mean_runs(twice)}); "
+    lines = [", ".join(counts) + f"; {len(once)} stopped after the first look"
+             f"{mean_runs(once, ' runs a task')}, {len(twice)} looked again{mean_runs(twice)}; "
              f"{sum(e.runs_per_task for e in ends) / n:.2f} runs per task (first look "
              f"{first_runs:.2f})."]
     for i, d in enumerate(draws):
@@ -380,9 +380,9 @@ def simulated(args: argparse.Namespace) -> int:
                         first_look(c, settings.sequential_pass_p) != "continue":
                     break
             draws.append(tuple(looks))
-            print(f"draw {draw + 1}: " + "; ".join(_look_text(j, k).replace("\n", " ")
-                                                   for j, k in enumerate(looks)),
-                  file=sys.stderr, flush=True)
+            print(f"draw {draw + 1}: " + " ".join(
+                line.strip() for j, k in enumerate(looks) for line in
+                _look_text(j, k).splitlines()), file=sys.stderr, flush=True)
     print(f"\n{len(draws)} harmless PRs on the simulator (seed {args.seed}), "
           f"{time.perf_counter() - start:.0f} s: ", end="")
     print("\n".join(sim_summary(draws, sum(plan.look(0).values()) / len(plan.tasks))))

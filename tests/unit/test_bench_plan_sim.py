@@ -93,3 +93,11 @@ def test_the_summary_counts_by_what_the_check_shows_and_prints_the_reasons(
     assert "unclear: turns (1 % power at the margin)" in text
     assert text.count("- mean turns +16 % (p = ") == 3
     assert "- infra errors in" in text
+
+
+def test_the_summary_of_prs_that_all_looked_again(judged: dict[str, Comparison]) -> None:
+    draws = [(look_of(judged["two loops"], 1.94), look_of(judged["unchanged"], 6.75))]
+    assert sim_summary(draws, 1.94)[0] == (
+        "pass 1 (exit 0); 0 stopped after the first look, 1 looked again (6.75); 6.75 runs per "
+        "task (first look 1.94).")
+    assert sim_summary([], 1.94) == ["no PRs"]
