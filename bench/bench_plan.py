@@ -27,8 +27,11 @@ Each finished chunk's counts go to stderr as a JSON line, so a run cut short kee
 figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.execution.run.run_suite` with
 the simulator) on the bundled suite against the committed baseline.json: the plan it gives, then N
 harmless PRs of the bundled agent, each through the plan's looks (one run_suite per group of tasks
-with the same runs in a look), judged as `gate ci` judges them; it prints the plan, the verdicts and
-the runs per task. docs/statistics.md §5a has the tables.
+with the same runs in a look), judged as `gate ci` judges them; it prints the plan, what each PR's
+check shows (pass, unclear, inconclusive, blocked, with the exit code: an "unclear" comparison's
+verdict field says "inconclusive" but it exits 0), the reasons of every look that was not a plain
+pass (the metrics read unclear, with their power at the margin, or blind) and the runs per task.
+docs/statistics.md §5a has the tables.
 """
 
 from __future__ import annotations
@@ -262,9 +265,85 @@ def _look_runs(cfg: GateConfig, plan: RunPlan, look: int, kept: list[RunResult],
     return runs
 
 
+def shown(c: Comparison) -> str:
+    """What a PR's check shows for ``c``: "blocked" (exit 1), "unclear" (only a gating metric
+    past its margin that its test could not reliably judge, gate/compare/_unclear.py: the
+    verdict field says "inconclusive", the headline "Unclear", the exit is ``c.exit_code``),
+    "inconclusive" (any other reason) or "pass"."""
+    if c.verdict == "regression":
+        return "blocked"
+    if c.verdict == "pass":
+        return "pass"
+    only_unclear = c.resolution is not None and bool(c.resolution.unclear_reasons) \
+        and c.reasons == c.resolution.unclear_reasons
+    return "unclear" if only_unclear else "inconclusive"
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of a simulated PR, as judged."""
+
+    shown: str  # :func:`shown`
+    exit_code: int
+    runs_per_task: float
+    reasons: tuple[str, ...]
+    unclear: tuple[str, ...]  # the metrics read "unclear" (the power at the margin, %)
+    blind: tuple[str, ...]  # the metrics the design could not block on at all
+
+
+def look_of(c: Comparison, runs_per_task: float) -> Look:
+    r = c.resolution
+    return Look(shown(c), c.exit_code, runs_per_task, tuple(c.reasons),
+                tuple(f"{m} ({100 * r.power_at_margin.get(m, 0.0):.0f} % power at the margin)"
+                      for m in r.unclear) if r is not None else (),
+                tuple(r.blind) if r is not None else ())
+
+
+def _look_text(i: int, k: Look) -> str:
+    what = f"look {i + 1} ({k.runs_per_task:.2f} runs/task): {k.shown} (exit {k.exit_code})"
+    if k.unclear:
+        what += f"; unclear: {', '.join(k.unclear)}"
+    if k.blind:
+        what += f"; blind: {', '.join(k.blind)}"
+    return what + "".join(f"\n      - {r}" for r in k.reasons)
+
+
+def sim_summary(draws: list[tuple[Look, ...]], first_runs: float) -> list[str]:
+    """The smoke's summary: each PR's end by what its check shows (with the exit code), the
+    looks and runs, then every look that was not a plain pass, with its reasons."""
+    n = len(draws)
+    if not n:
+        return ["no PRs"]
+    ends = [d[-1] for d in draws]
+    kinds = ("pass", "unclear", "inconclusive", "blocked")
+    counts = []
+    for kind in kinds:
+        codes = sorted({e.exit_code for e in ends if e.shown == kind})
+        if codes:
+            exits = "/".join(map(str, codes))
+            counts.append(f"{kind} {sum(e.shown == kind for e in ends)} (exit {exits})")
+    once = [d for d in draws if len(d) == 1]
+    twice = [d for d in draws if len(d) > 1]
+
+    def mean_runs(ds: list[tuple[Look, ...]], unit: str = "") -> str:
+        return f" ({sum(d[-1].runs_per_task for d in ds) / len(ds):.2f}{unit})" if ds else ""
+
+    lines = [", ".join(counts) + f"; {len(once)} stopped after the first look"
+             f"{mean_runs(once, ' runs a task')}, {len(twice)} looked again{mean_runs(twice)}; "
+             f"{sum(e.runs_per_task for e in ends) / n:.2f} runs per task (first look "
+             f"{first_runs:.2f})."]
+    for i, d in enumerate(draws):
+        if all(k.shown == "pass" for k in d):
+            continue
+        lines.append(f"  PR {i + 1}: ends {d[-1].shown} (exit {d[-1].exit_code})")
+        lines += [f"    {_look_text(j, k)}" for j, k in enumerate(d)]
+    return lines
+
+
 def simulated(args: argparse.Namespace) -> int:
     """Harmless PRs of the bundled suite on the simulator against the committed baseline,
-    each through the plan's looks: the plan, the verdicts and the runs per task."""
+    each through the plan's looks: the plan, what each PR's check shows (with the reasons of
+    every look that was not a plain pass) and the runs per task."""
     cfg = load_config(REPO / "gate.toml")
     base = load_results(REPO / "baseline.json")
     suite = load_suite(cfg.path(cfg.suite.tasks))
@@ -279,12 +358,12 @@ def simulated(args: argparse.Namespace) -> int:
     for t, p in plan.tasks.items():
         print(f"| {t} | {p.basis} | {' + '.join(map(str, p.looks))} |")
     start = time.perf_counter()
-    verdicts: list[str] = []
-    spent = 0
+    draws: list[tuple[Look, ...]] = []
     uniform = list(plan.settings.uniform())
     with tempfile.TemporaryDirectory() as d:
         for draw in range(args.trials):
             runs: list[RunResult] = []
+            looks: list[Look] = []
             for look in range(plan.looks):
                 runs = _look_runs(cfg, plan, look, runs, args.seed + 1000 * draw + look,
                                   Path(d))
@@ -296,19 +375,17 @@ def simulated(args: argparse.Namespace) -> int:
                                  simulator={"seed": args.seed + draw})
                 pr.plan = plan.record(look + 1)
                 c = judge(base, pr, settings)
+                looks.append(look_of(c, len(runs) / len(plan.tasks)))
                 if look + 1 == plan.looks or \
                         first_look(c, settings.sequential_pass_p) != "continue":
                     break
-            verdicts.append(c.verdict)
-            spent += len(runs)
-            print(f"draw {draw + 1}: {c.verdict}, {len(runs) / len(plan.tasks):.2f} runs/task",
-                  file=sys.stderr, flush=True)
-    n = len(verdicts)
-    print(f"\n{n} harmless PRs on the simulator (seed {args.seed}), "
-          f"{time.perf_counter() - start:.0f} s: "
-          + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
-          + f"; {spent / n / len(plan.tasks):.2f} runs per task "
-          f"(first look {sum(plan.look(0).values()) / len(plan.tasks):.2f}).")
+            draws.append(tuple(looks))
+            print(f"draw {draw + 1}: " + " ".join(
+                line.strip() for j, k in enumerate(looks) for line in
+                _look_text(j, k).splitlines()), file=sys.stderr, flush=True)
+    print(f"\n{len(draws)} harmless PRs on the simulator (seed {args.seed}), "
+          f"{time.perf_counter() - start:.0f} s: ", end="")
+    print("\n".join(sim_summary(draws, sum(plan.look(0).values()) / len(plan.tasks))))
     return 0
 
 
