@@ -13,10 +13,11 @@ results; the bootstrap is seeded, so a page renders the same twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from gate.compare._rate_ci import arm_limits_given, given_plan_limits
 from gate.compare._stats import wilson
 from gate.core.metrics import BY_NAME, METRICS, PERMUTED, Metric
 from gate.core.results import Results, RunResult, runs_by_task, valid_runs
@@ -42,6 +43,7 @@ class TaskInterval:
     passed: int
     runs: int
     interval: Interval | None  # None: no valid run
+    given_plan: bool = False  # the interval is given the plan's range of the count
 
 
 @dataclass(frozen=True)
@@ -137,26 +139,69 @@ def change_interval(name: str, b: ArmStats, c: ArmStats, level: float) -> Interv
     return float(lo), float(hi)
 
 
-def task_interval(runs: Sequence[RunResult], level: float) -> TaskInterval:
+Given = Mapping[str, tuple[int, int]]
+
+
+def _cuts(passed: int, runs: int, given: tuple[int, int] | None) -> bool:
+    """Whether a plan's range of baseline passes cuts this task's count (and fits it)."""
+    return (given is not None and (given[0] > 0 or given[1] < runs)
+            and given[0] <= passed <= given[1] <= runs)
+
+
+def task_interval(runs: Sequence[RunResult], level: float,
+                  given: tuple[int, int] | None = None) -> TaskInterval:
+    """A task's pass rate and its interval: Wilson, or given the plan's range of its baseline
+    passes (``given``, when the PR's runs were planned from them and the range cuts the count)
+    the exact interval of a count known to lie in it (docs/statistics.md §2a)."""
     ok = valid_runs(runs)
     passed = sum(r.status == "passed" for r in ok)
-    return TaskInterval(passed, len(ok), wilson(passed, len(ok), level) if ok else None)
+    if not ok:
+        return TaskInterval(passed, 0, None)
+    if given is not None and _cuts(passed, len(ok), given):
+        return TaskInterval(passed, len(ok), given_plan_limits(passed, len(ok), *given, level),
+                            given_plan=True)
+    return TaskInterval(passed, len(ok), wilson(passed, len(ok), level))
+
+
+def _given_plan(arm: ArmStats, per_task: Sequence[TaskInterval],
+                given: Sequence[tuple[int, int] | None], level: float) -> ArmStats:
+    """The baseline arm with its pass rate's interval given the plan (the MOVER sum of the
+    tasks' intervals, :func:`gate.compare._rate_ci.arm_limits_given`), when the plan's ranges
+    cut some task's count; as it was otherwise."""
+    kept = [(t, g) for t, g in zip(per_task, given, strict=True) if t.runs]
+    if not kept or not any(_cuts(t.passed, t.runs, g) for t, g in kept):
+        return arm
+    b = np.array([t.passed for t, _ in kept], dtype=np.int64)
+    n = np.array([t.runs for t, _ in kept], dtype=np.int64)
+    ranges = np.array([g if g is not None and _cuts(t.passed, t.runs, g) else (0, t.runs)
+                       for t, g in kept], dtype=np.int64)
+    limits = arm_limits_given(b, n, ranges, level)
+    if limits is None:
+        return arm
+    return replace(arm, intervals={**arm.intervals, "pass_rate": limits})
 
 
 def intervals(results: Results, baseline: Results | None = None,
               tasks: Sequence[str] | None = None, *, level: float = 0.95,
-              seed: int = 0) -> Intervals:
+              seed: int = 0, given: Given | None = None) -> Intervals:
     """The intervals of ``results`` (and ``baseline``) over ``tasks`` (default: the tasks of
-    ``results``' suite); the page passes the tasks its comparison compared."""
+    ``results``' suite); the page passes the tasks its comparison compared. ``given``: when
+    the candidate's runs were planned from this baseline's outcomes (the comparison's plan
+    conditioned its tests), each task's range of baseline passes: the baseline's intervals
+    are then given the plan too."""
     stat_tasks = list(tasks) if tasks is not None else sorted(results.suite.tasks)
     c_by = runs_by_task(results.runs)
     b_by = runs_by_task(baseline.runs) if baseline is not None else {}
     c = arm_stats(c_by, stat_tasks, level, seed)
     b = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
     ids = set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set())
+    ranges = given or {}
     per_task = {t: {"candidate": task_interval(c_by.get(t, []), level),
-                    **({"baseline": task_interval(b_by.get(t, []), level)}
+                    **({"baseline": task_interval(b_by.get(t, []), level, ranges.get(t))}
                        if baseline is not None else {})} for t in sorted(ids)}
+    if b is not None and given:
+        b = _given_plan(b, [task_interval(b_by.get(t, []), level) for t in stat_tasks],
+                        [ranges.get(t) for t in stat_tasks], level)
     changes = {m.name: (change_interval(m.name, b, c, level)
                         if b is not None and m.kind != "pass" else None) for m in METRICS}
     return Intervals(level, stat_tasks, c, b, per_task, changes)

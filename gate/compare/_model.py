@@ -297,6 +297,9 @@ class PlanRow(_Frozen):
     task: str
     looks: list[int]
     basis: str
+    # the range of the task's baseline passes under which the plan comes out the same (None:
+    # the plan read no outcome of the task)
+    allowed: list[int] | None = None
 
 
 class PlanSpread(_Frozen):
@@ -318,6 +321,13 @@ class PlanSpread(_Frozen):
     conditioned: bool = False
     # the skill conditions' plan, in words (None: the file planned none)
     conditions: str | None = None
+
+    def given(self) -> dict[str, tuple[int, int]]:
+        """Each task's range of baseline passes the tests were given (empty when the tests
+        did not condition on the plan): what every interval of the baseline is given too."""
+        if not self.conditioned:
+            return {}
+        return {r.task: (r.allowed[0], r.allowed[1]) for r in self.tasks if r.allowed}
 
 
 class Comparison(_Frozen):

@@ -310,7 +310,8 @@ def plan_spread(plan: RunPlan, looks_run: int, *, conditioned: bool,
         rule=plan.rule, version=plan.version, source=plan.source, looks_run=looks_run,
         runs_in_look=[sum(plan.look(i).values()) for i in range(plan.looks)],
         groups=[PlanGroup(looks=list(k[0]), tasks=n, why=k[1]) for k, n in ordered],
-        tasks=[PlanRow(task=t, looks=list(p.looks), basis=p.basis)
+        tasks=[PlanRow(task=t, looks=list(p.looks), basis=p.basis,
+                       allowed=list(p.allowed) if p.allowed is not None else None)
                for t, p in plan.tasks.items()],
         reads_outcomes=bool(plan.allowed()), conditioned=conditioned,
         conditions=_conditions_words(conditions) if conditions is not None else None)

@@ -97,6 +97,30 @@ def given_plan_limits(x: int, n: int, lo: int, hi: int, level: float) -> tuple[f
     return low, high
 
 
+def arm_limits_given(b: IntArray, n_b: IntArray, allowed: IntArray, level: float = 0.95
+                     ) -> tuple[float, float] | None:
+    """The baseline arm's task-equal-weight pass rate interval given the plan (docs/statistics.md
+    §2a): the MOVER sum (Zou) of per-task intervals — :func:`given_plan_limits` for a task its
+    range [lo, hi] cuts, Wilson at the task's runs for one it does not. None when the range cuts
+    no task (the plain stratified Wilson interval stands)."""
+    lo_r, hi_r = allowed[:, 0], allowed[:, 1]
+    cut = (lo_r > 0) | (hi_r < n_b)
+    if not cut.any():
+        return None
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
+    w = 1.0 / len(b)
+    rates = b / n_b
+    pb = float(np.mean(rates))
+    below = above = 0.0
+    for i in range(len(b)):
+        x, m, r = int(b[i]), int(n_b[i]), float(rates[i])
+        lo, hi = (given_plan_limits(x, m, int(lo_r[i]), int(hi_r[i]), level) if cut[i]
+                  else _wilson(r, m, z))
+        below += (w * max(0.0, r - lo)) ** 2
+        above += (w * max(0.0, hi - r)) ** 2
+    return max(0.0, pb - float(np.sqrt(below))), min(1.0, pb + float(np.sqrt(above)))
+
+
 def pass_rate_ci_given(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
                        allowed: IntArray, level: float = 0.95) -> tuple[float, float, float]:
     """:func:`pass_rate_ci` given the plan (docs/statistics.md §2a): when the PR's runs were
@@ -104,27 +128,15 @@ def pass_rate_ci_given(b: IntArray, n_b: IntArray, c: IntArray, n_c: IntArray,
     its plan's range [lo, hi], so given the plan it is a truncated binomial and the plain
     baseline arm's Wilson interval is not a 95 % interval any more. The candidate's runs are
     fresh draws whatever their number, so that arm keeps its stratified Wilson interval; the
-    baseline arm's is the MOVER sum (Zou) of per-task intervals — :func:`given_plan_limits`
-    for a task its range cuts, Wilson at the task's runs for one it does not — and the two
-    are combined by Newcombe's method as in :func:`pass_rate_ci`. A range that cuts no task
-    gives :func:`pass_rate_ci` exactly."""
-    lo_r, hi_r = allowed[:, 0], allowed[:, 1]
-    cut = (lo_r > 0) | (hi_r < n_b)
-    if not cut.any():
+    baseline arm's is :func:`arm_limits_given`, and the two are combined by Newcombe's method
+    as in :func:`pass_rate_ci`. A range that cuts no task gives :func:`pass_rate_ci` exactly."""
+    arm = arm_limits_given(b, n_b, allowed, level)
+    if arm is None:
         return pass_rate_ci(b, n_b, c, n_c, level)
     z = _NORMAL.inv_cdf(0.5 + level / 2)
-    n = len(b)
-    w = 1.0 / n
-    rates = b / n_b
-    pb, pc = float(np.mean(rates)), float(np.mean(c / n_c))
-    below = above = 0.0
-    for i in range(n):
-        x, m, r = int(b[i]), int(n_b[i]), float(rates[i])
-        lo, hi = (given_plan_limits(x, m, int(lo_r[i]), int(hi_r[i]), level) if cut[i]
-                  else _wilson(r, m, z))
-        below += (w * max(0.0, r - lo)) ** 2
-        above += (w * max(0.0, hi - r)) ** 2
-    lb, ub = pb - float(np.sqrt(below)), pb + float(np.sqrt(above))
+    w = 1.0 / len(b)
+    pb, pc = float(np.mean(b / n_b)), float(np.mean(c / n_c))
+    lb, ub = arm
     lc, uc = _wilson(pc, 1.0 / float(np.sum((w * w) / n_c)), z)
     d = pc - pb
     low = d - float(np.sqrt((pc - lc) ** 2 + (ub - pb) ** 2))

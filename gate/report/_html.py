@@ -304,7 +304,8 @@ def _legend(x: float, y: float, with_baseline: bool) -> list[str]:
 
 
 def pass_rate_plot(rows: Sequence[dict[str, Any]], iv: Intervals) -> Markup:
-    """Per task: this run's pass rate (and the baseline's) with compare's Wilson intervals."""
+    """Per task: this run's pass rate (and the baseline's) with compare's intervals (Wilson;
+    the baseline's given the plan when the PR's runs were planned from it)."""
     level, with_baseline = iv.level, iv.baseline is not None
     rows = list(rows)[:MAX_PLOT_TASKS]
     left, right, top, step, width = 230, 20, 34, 22, 760
@@ -339,7 +340,8 @@ def pass_rate_plot(rows: Sequence[dict[str, Any]], iv: Intervals) -> Markup:
                          f'y2="{_t(yy)}" stroke="{colour}" stroke-width="2"/>')
             cx = x(passed / n)
             label = f"{arm}: {passed}/{n} passed, {level * 100:g} % interval " \
-                    f"{lo * 100:.0f}–{hi * 100:.0f} %"
+                    f"{lo * 100:.0f}–{hi * 100:.0f} %" + (" given the plan" if task.given_plan
+                                                          else "")
             shape = (f'<rect x="{_t(cx - 4)}" y="{_t(yy - 4)}" width="8" height="8" '
                      f'fill="{colour}">' if arm == "baseline" else
                      f'<circle cx="{_t(cx)}" cy="{_t(yy)}" r="4" fill="{colour}">')
@@ -581,7 +583,8 @@ def render_html(results: Results, *, results_path: Path | None = None,
     b_by = runs_by_task(baseline.runs) if baseline is not None else {}
     iv = intervals(results, baseline, [t.task for t in comparison.tasks
                                        if t.status == "compared"] if comparison else None,
-                   level=level, seed=seed)
+                   level=level, seed=seed,
+                   given=comparison.plan.given() if comparison and comparison.plan else None)
     rows = _task_rows(results, baseline, comparison)
     b_traces = _trace_index(baseline_traces) if baseline_traces is not None else None
     sections = []

@@ -1,5 +1,6 @@
-"""The plan's loose ends (issue 40): the sequential note, the power figure, the interval, the
-resolution and the skill conditions read the plan and each task's own runs."""
+"""The plan's loose ends (issue 40): the sequential note, the power figure, the intervals (the
+difference's, and each arm's and task's baseline interval on the report page), the resolution
+and the skill conditions read the plan and each task's own runs."""
 
 from __future__ import annotations
 
@@ -17,18 +18,25 @@ from gate.compare import (
     RunPlan,
     _stats,
     compare,
+    intervals,
     judge,
     plain_runs,
     plan_conditions,
     plan_runs,
     resolution_with_runs,
 )
-from gate.compare._rate_ci import given_plan_limits, pass_rate_ci, pass_rate_ci_given
+from gate.compare._rate_ci import (
+    arm_limits_given,
+    given_plan_limits,
+    pass_rate_ci,
+    pass_rate_ci_given,
+    wilson,
+)
 from gate.compare._synthetic import synthetic_results
 from gate.core.config import GateSettings
 from gate.core.results import Interruption, MissingRun, Results, Schedule, write_results
 from gate.errors import BadInput
-from gate.report import plan_lines
+from gate.report import plan_lines, render_html
 from tests.helpers.process import gate
 from tests.helpers.report import _results, _run
 
@@ -317,3 +325,92 @@ def test_gate_compare_refuses_a_condition_run_beyond_the_plan_in_one_line(
     (line,) = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert "pr.json: runs." in line and "beyond the plan: plan.conditions.runs gives 5" in line
     assert "Traceback" not in p.stderr
+
+
+# ----- each arm's intervals given the plan --------------------------------------------------
+
+
+def test_the_per_task_baseline_interval_covers_given_the_plan_where_wilson_does_not() -> None:
+    """A task at 0.3 whose PR got its runs because the baseline passed ≥ 10 of 20 (range
+    10..20): given that plan the baseline's rate reads high, and its Wilson interval covers
+    the true rate less than 95 % of the time (about 63 %); the interval given the plan
+    covers it."""
+    rng = np.random.default_rng(1)
+    plain = given = drawn = 0
+    while drawn < 2000:
+        b = int(rng.binomial(20, 0.3))
+        if b < 10:
+            continue  # another plan
+        drawn += 1
+        lo, hi = wilson(b, 20, 0.95)
+        plain += lo <= 0.3 <= hi
+        lo, hi = given_plan_limits(b, 20, 10, 20, 0.95)
+        given += lo <= 0.3 <= hi
+    assert plain / drawn < 0.8
+    assert given / drawn >= 0.95
+
+
+def test_the_baseline_arm_interval_covers_given_the_plan_where_the_plain_one_does_not() -> None:
+    rng = np.random.default_rng(2)
+    nb, bounds = np.full(3, 20), np.array([[10, 20]] * 3)
+    plain = given = drawn = 0
+    while drawn < 1000:
+        b = rng.binomial(20, 0.5, size=3)
+        if (b < 10).any():
+            continue
+        drawn += 1
+        rate, n_eff = float(np.mean(b / nb)), 20 * 3
+        lo, hi = wilson(rate * n_eff, n_eff, 0.95)
+        plain += lo <= 0.5 <= hi
+        limits = arm_limits_given(b, nb, bounds, 0.95)
+        assert limits is not None
+        given += limits[0] <= 0.5 <= limits[1]
+    assert plain / drawn < 0.94
+    assert given / drawn >= 0.95
+
+
+def test_intervals_take_the_comparisons_plan_and_only_a_conditioned_one() -> None:
+    """easy 20/20, mid 12/20, hard 4/20 (tests/unit/test_plan_gaps.py): the plan's bands cut
+    mid's and hard's counts; the baseline's intervals are given the plan, the candidate's not."""
+    base = _baseline()
+    pr = _pr(base, FIXED)
+    c = judge(base, pr, GateSettings(power_simulations=0), names=NAMES)
+    assert c.plan is not None and c.plan.conditioned
+    given = c.plan.given()
+    assert given == {"easy": (10, 20), "hard": (1, 9), "mid": (10, 20)}
+    tasks = ["easy", "hard", "mid"]
+    iv = intervals(pr, base, tasks, given=given)
+    plain = intervals(pr, base, tasks)
+    for t, b in (("mid", 12), ("hard", 4)):
+        want = given_plan_limits(b, 20, *given[t], 0.95)
+        assert iv.per_task[t]["baseline"].interval == want
+        assert plain.per_task[t]["baseline"].interval == wilson(b, 20, 0.95) != want
+        assert iv.per_task[t]["candidate"] == plain.per_task[t]["candidate"]
+    # easy at 20 of 20 is the range's top: the exact lower limit given b ≥ 10, not Wilson's
+    assert iv.per_task["easy"]["baseline"].interval == given_plan_limits(20, 20, 10, 20, 0.95)
+    assert iv.baseline is not None and plain.baseline is not None
+    arm = arm_limits_given(np.array([20, 4, 12]), np.full(3, 20),
+                           np.array([given[t] for t in tasks]), 0.95)
+    assert iv.baseline.intervals["pass_rate"] == arm
+    assert plain.baseline.intervals["pass_rate"] != arm
+    assert iv.candidate.intervals == plain.candidate.intervals
+    # a plan the tests did not condition on gives nothing to condition the intervals on
+    assert c.plan.model_copy(update={"conditioned": False}).given() == {}
+
+
+def test_the_report_page_shows_the_baseline_interval_given_the_plan(tmp_path: Path) -> None:
+    base = _baseline()
+    pr = _pr(base, FIXED)
+    c = judge(base, pr, GateSettings(power_simulations=0), names=NAMES)
+    b_path, r_path = tmp_path / "base.json", tmp_path / "pr.json"
+    write_results(b_path, base)
+    write_results(r_path, pr)
+    page = render_html(pr, results_path=r_path, baseline=base, baseline_path=b_path,
+                       comparison=c)
+    lo, hi = given_plan_limits(4, 20, 1, 9, 0.95)
+    plain_lo = wilson(4, 20, 0.95)[0]
+    assert (f"baseline: 4/20 passed, 95 % interval {lo * 100:.0f}–{hi * 100:.0f} % given the "
+            "plan") in page
+    assert f"baseline: 4/20 passed, 95 % interval {plain_lo * 100:.0f}–" not in page
+    # the candidate's fresh runs keep their Wilson interval
+    assert "candidate: 3/3 passed, 95 % interval 44–100 %<" in page
