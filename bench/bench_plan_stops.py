@@ -127,7 +127,23 @@ def main(argv: list[str] | None = None) -> int:
             runs = sum(r for _, r in outs) / len(outs) / tasks
             cells.append(f"{100 * blocked:.1f} % · {runs:.2f}")
         print(f"| {sum_p:g} · {max_p:g} | " + " | ".join(cells) + " |")
+    print("\n" + why_again(draws[bench_plan.SCENARIOS[0]], *GRID[0]))
     return 0
+
+
+def why_again(draws: list[Draw], sum_p: float, max_p: float) -> str:
+    """Why harmless PRs looked again under the stop rule (``sum_p``, ``max_p``): for the
+    pass-rate p alone, only because the first look was forced on (blind, or a gating metric
+    past its margin that it could not settle), or both."""
+    rate = [d.forced is not None and ((d.p_sum is not None and d.p_sum <= sum_p)
+                                      or (d.p_max is not None and d.p_max <= max_p))
+            for d in draws]
+    forced = [bool(d.forced) for d in draws]
+    both = sum(r and f for r, f in zip(rate, forced, strict=True))
+    again = sum(r or f for r, f in zip(rate, forced, strict=True))
+    return (f"{bench_plan.SCENARIOS[0]} at {sum_p:g} · {max_p:g}: {again} of {len(draws)} looked "
+            f"again: {sum(rate) - both} for the pass-rate p alone, {sum(forced) - both} only "
+            f"because the first look was forced on (blind or unclear), {both} for both.")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ RULES: tuple[SubsetRule, ...] = (
     SubsetRule("older half, mid-rate 2 + 7", 10, 0.9, (2, 5), (2, 7), (1, 1)),
     SubsetRule("older half, mid-rate 3 + 6", 10, 0.9, (2, 5), (3, 6), (1, 1)),
     SubsetRule("older half, easy 2 + 3, mid-rate 2 + 6", 10, 0.9, (2, 3), (2, 6), (1, 2)),
+    SubsetRule("older 5 all passed: 2 + 4, else mid-rate 2 + 6", 5, 1.0, (2, 4), (2, 6), (1, 1)),
+    SubsetRule("older 5 all passed: 2 + 5, else mid-rate 2 + 7", 5, 1.0, (2, 5), (2, 7), (1, 1)),
 )
 
 
