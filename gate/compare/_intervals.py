@@ -195,11 +195,14 @@ def intervals(results: Results, baseline: Results | None = None,
     c = arm_stats(c_by, stat_tasks, level, seed)
     b = arm_stats(b_by, stat_tasks, level, seed + 1) if baseline is not None else None
     ids = set(results.suite.tasks) | (set(baseline.suite.tasks) if baseline else set())
-    ranges = given or {}
+    # a range is on the task's plain baseline runs: a task whose runs here hold a skill
+    # condition's too keeps its Wilson interval
+    ranges = {t: g for t, g in (given or {}).items()
+              if all(r.condition is None for r in b_by.get(t, []))}
     per_task = {t: {"candidate": task_interval(c_by.get(t, []), level),
                     **({"baseline": task_interval(b_by.get(t, []), level, ranges.get(t))}
                        if baseline is not None else {})} for t in sorted(ids)}
-    if b is not None and given:
+    if b is not None and ranges:
         b = _given_plan(b, [task_interval(b_by.get(t, []), level) for t in stat_tasks],
                         [ranges.get(t) for t in stat_tasks], level)
     changes = {m.name: (change_interval(m.name, b, c, level)

@@ -396,6 +396,12 @@ def test_intervals_take_the_comparisons_plan_and_only_a_conditioned_one() -> Non
     assert iv.candidate.intervals == plain.candidate.intervals
     # a plan the tests did not condition on gives nothing to condition the intervals on
     assert c.plan.model_copy(update={"conditioned": False}).given() == {}
+    # the ranges are on the plain runs: a task whose baseline here holds a skill condition's
+    # runs too keeps Wilson over what it shows
+    extra = base.runs[0].model_copy(update={"task": "hard", "condition": "target"})
+    mixed = base.model_copy(update={"runs": [*base.runs, extra]})
+    hard = intervals(pr, mixed, tasks, given=given).per_task["hard"]["baseline"]
+    assert hard.interval == wilson(hard.passed, hard.runs, 0.95) and not hard.given_plan
 
 
 def test_the_report_page_shows_the_baseline_interval_given_the_plan(tmp_path: Path) -> None:
