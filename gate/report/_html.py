@@ -37,7 +37,15 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from gate._files import MiB, read_head
-from gate.compare import Comparison, EffectReport, Intervals, MetricResult, TaskChange, intervals
+from gate.compare import (
+    Comparison,
+    EffectReport,
+    Intervals,
+    MetricResult,
+    TaskChange,
+    intervals,
+    plain_runs,
+)
 from gate.core.metrics import METRICS, said
 from gate.core.results import (
     Results,
@@ -581,11 +589,13 @@ def render_html(results: Results, *, results_path: Path | None = None,
     script, style = _assets()
     c_by = runs_by_task(results.runs)
     b_by = runs_by_task(baseline.runs) if baseline is not None else {}
-    iv = intervals(results, baseline, [t.task for t in comparison.tasks
-                                       if t.status == "compared"] if comparison else None,
-                   level=level, seed=seed,
+    judged = comparison is not None  # beside a verdict: the runs it judged, the plain ones
+    shown = plain_runs(results) if judged else results
+    b_shown = plain_runs(baseline) if judged and baseline is not None else baseline
+    compared = [t.task for t in comparison.tasks if t.status == "compared"] if comparison else None
+    iv = intervals(shown, b_shown, compared, level=level, seed=seed,
                    given=comparison.plan.given() if comparison and comparison.plan else None)
-    rows = _task_rows(results, baseline, comparison)
+    rows = _task_rows(shown, b_shown, comparison)
     b_traces = _trace_index(baseline_traces) if baseline_traces is not None else None
     sections = []
     for i, row in enumerate(rows):

@@ -235,6 +235,44 @@ def test_the_page_shows_the_intervals_compare_computes() -> None:
     assert p is not None and iv.candidate.intervals["pass_rate"] is not None
 
 
+def test_beside_a_verdict_the_page_counts_the_runs_it_judged_the_plain_ones() -> None:
+    """A baseline pooled with a skill condition's runs, a PR run with one beside its plain
+    runs (``gate ci`` on a PR that touches a skill): the verdict compares the plain runs, so
+    the page's task table, plot and arm intervals count those — not a mix whose pass rate the
+    comparison never saw (they once did: the page's baseline read 20/40 where the comment
+    said 20/20)."""
+    from gate.compare import judge, plain_runs
+    from gate.report import interval
+
+    rng = np.random.default_rng(9)
+    base = synthetic_results(reference_rates(), 6, rng)
+    pr = synthetic_results(reference_rates(), 4, rng)
+    task = sorted(base.suite.tasks)[0]
+
+    def failing(results: Any, n: int) -> list[RunResult]:
+        one = next(r for r in results.runs if r.task == task)
+        return [one.model_copy(update={"condition": "target", "replication": i,
+                                       "status": "failed", "reason": "condition"})
+                for i in range(n)]
+
+    mixed_base = base.model_copy(update={"runs": [*base.runs, *failing(base, 12)]})
+    mixed_pr = pr.model_copy(update={"runs": [*pr.runs, *failing(pr, 8)]})
+    c = judge(mixed_base, mixed_pr, GateSettings(permutations=999, power_simulations=0))
+    page = render_html(mixed_pr, baseline=mixed_base, comparison=c)
+    tasks = [t.task for t in c.tasks if t.status == "compared"]
+    plain = intervals(plain_runs(mixed_pr), plain_runs(mixed_base), tasks)
+    mixed = intervals(mixed_pr, mixed_base, tasks)
+    assert plain.baseline is not None and mixed.baseline is not None
+    shown = html.escape(interval("pass_rate", plain.baseline.intervals["pass_rate"]))
+    assert shown in page
+    assert html.escape(interval("pass_rate", mixed.baseline.intervals["pass_rate"])) not in page
+    for arm in ("baseline", "candidate"):
+        t = plain.per_task[task][arm]
+        assert f"{arm}: {t.passed}/{t.runs} passed" in page
+        m = mixed.per_task[task][arm]
+        assert f"{arm}: {m.passed}/{m.runs} passed" not in page
+
+
 def test_importing_the_report_imports_no_scipy() -> None:
     probe = ("import sys\nimport gate.report as r\nr.render_html, r.render_markdown, r.pct\n"
              "print('SCIPY', sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n")
