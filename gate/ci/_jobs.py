@@ -49,8 +49,9 @@ def _pr(ctx: Context, event: Event, basis: Basis, merged: Results | None) -> int
     unchanged = change.fingerprint if change is not None and not change.changed else None
     if ctx.env.secrets_withheld and not stored and ctx.missing(basis.request):
         gate_changed = change is not None and change.changed == ("code",)
+        upstream = ctx.upstream(basis.request)
         return publisher.withheld(pr, unchanged, gate_changed=gate_changed,
-                                  key=ctx.upstream(basis.request).credential_name)
+                                  key=upstream.credential_name, lacks=upstream.withheld_name)
     if unchanged is not None and ctx.spends(basis.request):
         return publisher.unchanged(pr, unchanged)  # measuring it again would only spend
     if not stored:

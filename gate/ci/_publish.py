@@ -311,14 +311,16 @@ class Publisher:
         return 0
 
     def withheld(self, pr: ChangeRequest, unchanged: str | None, *,
-                 gate_changed: bool = False, key: str) -> int:
+                 gate_changed: bool = False, key: str, lacks: str | None = None) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
         fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``. ``gate_changed``:
         only the builtin agent's own code differs (a bump of agent-gate's pin). ``key``: the
-        upstream's credential variable, which GitHub withheld."""
+        upstream's credential variable, which GitHub withheld; ``lacks``: what the run lacks,
+        in words (``Upstream.withheld_name``; default ``key``)."""
         from gate.errors import Unmeasurable
 
+        lacks = lacks or key
         ctx = self.ctx
         env = ctx.env
         who = f"the fork {env.fork_repo}" if env.fork_repo else env.actor
@@ -326,25 +328,25 @@ class Publisher:
         if unchanged is not None:
             reason = (f"Nothing under test changed: the agent (fingerprint {unchanged[:16]}) "
                       "is the one the baseline measured, so this pull request cannot have "
-                      f"made it worse. GitHub gave this run no {key}, so nothing "
+                      f"made it worse. GitHub gave this run no {lacks}, so nothing "
                       "was run.")
         elif gate_changed:
             reason = ("The gate's agent changed: this pull request runs another version of "
                       "agent-gate's builtin agent (its tool loop, tools or default prompt), a "
                       "new agent that must be measured, and GitHub gave this run no "
-                      f"{key}: re-run it with a key (a Dependabot secret, or the "
+                      f"{lacks}: re-run it with a key (a Dependabot secret, or the "
                       "branch pushed to this repository). Once merged, main's refresh starts a "
                       "new baseline for it.")
         elif dependabot:  # its runs get Dependabot secrets: pushing the branch changes nothing
             reason = ("This pull request was opened by Dependabot: GitHub gives its runs only "
-                      f"the repository's Dependabot secrets, so there is no {key} "
+                      f"the repository's Dependabot secrets, so there is no {lacks} "
                       "and the suite cannot run against the model. To gate Dependabot's PRs, "
                       f"add {key} as a Dependabot secret too (Settings → Secrets "
                       "and variables → Dependabot); to let them through unmeasured, skip them "
                       "(`fork-without-key: skip`).")
         else:
             reason = (f"This pull request comes from {who}: GitHub gives such runs no secrets, "
-                      f"so there is no {key} and the suite cannot run against the "
+                      f"so there is no {lacks} and the suite cannot run against the "
                       "model. A maintainer can run it by pushing the branch to this "
                       "repository; docs/github.md shows the safe two-workflow pattern for "
                       "fork PRs.")
@@ -352,7 +354,7 @@ class Publisher:
             raise Unmeasurable(reason)
         markdown = render_body("skipped.md.j2", who=who, dependabot=dependabot,
                                unchanged=unchanged, keyed=False, gate_changed=gate_changed,
-                               key=key)
+                               key=key, lacks=lacks)
         return self._skipped(pr, markdown, reason)
 
 

@@ -221,6 +221,7 @@ class Bedrock(Upstream):
     name = "bedrock"
     provider = "aws-bedrock"
     credential_env = CREDENTIAL_ENV
+    withheld_name = "AWS credential (no AWS_ACCESS_KEY_ID, no OIDC token to assume a role)"
     credential_setup = ("pass it with AWS_SECRET_ACCESS_KEY and AWS_REGION in the gate step's "
                         "env; or, with no long-lived secret, assume a role before the step "
                         "(aws-actions/configure-aws-credentials, `permissions: id-token: "

@@ -254,6 +254,13 @@ class Upstream(abc.ABC):
         """The credential variable a person sets (the first of :attr:`credential_env`)."""
         return self.credential_env[0] if self.credential_env else f"the {self.name} credential"
 
+    @property
+    def withheld_name(self) -> str:
+        """What a run GitHub gives no secrets (a fork's, Dependabot's) lacks, in words: the
+        credential variable, or for an upstream reached through OIDC the credential and the
+        token GitHub withholds with it."""
+        return self.credential_name
+
     # -- reaching it ------------------------------------------------------------------------
     def missing(self, environ: Mapping[str, str]) -> tuple[str, ...]:
         """What a real (not simulated) session needs from ``environ`` and does not find, each

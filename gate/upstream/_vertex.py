@@ -340,6 +340,8 @@ class Vertex(Upstream):
     name = "vertex"
     provider = PROVIDER
     credential_env = CREDENTIAL_NAMES
+    withheld_name = ("Google credential (no GOOGLE_APPLICATION_CREDENTIALS, no OIDC token for "
+                     "workload identity)")
     credential_setup = ("authenticate the job to Google Cloud before the gate's step "
                         "(google-github-actions/auth sets it; with workload identity "
                         "federation no secret is needed), with ANTHROPIC_VERTEX_PROJECT_ID "

@@ -218,5 +218,6 @@ def test_a_forks_pr_on_the_bedrock_scaffold_is_given_nothing_and_says_so(
     assert run.code == 3, run.stderr
     said = run.stderr + run.stdout + run.summary
     assert "AWS_ACCESS_KEY_ID" in said and "Traceback" not in said
-    assert "from the fork stranger/agent" in said and "no AWS_ACCESS_KEY_ID" in said  # withheld
+    assert "from the fork stranger/agent" in said  # what GitHub withheld, both of them:
+    assert "no AWS credential (no AWS_ACCESS_KEY_ID, no OIDC token to assume a role)" in said
     assert not (pr / "results.json").exists()

@@ -99,3 +99,17 @@ def test_gate_run_without_the_upstreams_place_is_unmeasurable_as_gate_ci_says(
     assert res.exit_code == 3, (res.exit_code, res.output)
     (line,) = res.output.strip().splitlines()
     assert variable in line and "--sim" in line, line
+
+
+def test_what_a_run_github_gives_no_secrets_lacks_is_said_for_its_upstream() -> None:
+    """A fork's or Dependabot's run: GitHub withholds the secrets, and for an upstream reached
+    through OIDC the token too, so the words name both where both apply (it once said only
+    "no AWS_ACCESS_KEY_ID" on a Bedrock scaffold that stores no key at all)."""
+    assert ANTHROPIC.withheld_name == "ANTHROPIC_API_KEY"
+    assert GATEWAY.withheld_name == GATEWAY.credential_name == "GATE_GATEWAY_TOKEN"
+    assert BEDROCK.withheld_name == (
+        "AWS credential (no AWS_ACCESS_KEY_ID, no OIDC token to assume a role)")
+    assert VERTEX.withheld_name == ("Google credential (no GOOGLE_APPLICATION_CREDENTIALS, no "
+                                    "OIDC token for workload identity)")
+    # what a person adds as a secret stays the variable
+    assert BEDROCK.credential_name == "AWS_ACCESS_KEY_ID"
