@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from gate.core.config import GateSettings
 from gate.core.results import PlanRecord, PlanTask, Results, runs_by_task
@@ -130,6 +130,17 @@ class RunPlan:
     def through(self, looks: int) -> dict[str, int]:
         """Runs per task in the first ``looks`` looks."""
         return {t: p.through(looks) for t, p in self.tasks.items()}
+
+    def schedule(self, look: int) -> dict[str, Any]:
+        """What a planned file's ``schedule`` says through look ``look`` (0-based), for
+        readers that know no plan: the most runs any task has (``replications``) and, for a
+        sequential plan, the most runs any task got in each look so far (``sequential``: the
+        judge halves its levels when it is set)."""
+        most = [max((p.looks[i] for p in self.tasks.values()), default=0)
+                for i in range(look + 1)]
+        return {"replications": max((p.through(look + 1) for p in self.tasks.values()),
+                                    default=0),
+                "sequential": most if self.settings.sequential else None}
 
     def allowed(self) -> dict[str, tuple[int, int]]:
         """What the tests condition on (task → allowed baseline pass counts): only a plan made

@@ -51,7 +51,6 @@ from gate.execution.run import (
     ledger_path,
     open_stage,
     plan_arm,
-    plan_schedule,
     planned_items,
     replication_ranges,
     results_header,
@@ -180,7 +179,7 @@ def _header(req: RunRequest, name: str, arm: ArmPlan, stage: Stage, *,
     def make(upstream: Endpoint | None) -> Results:
         return results_header(
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commits[name],
-            schedule={"arm": name, **plan_schedule(plan, 0)},
+            schedule={"arm": name, **(plan.schedule(0) if plan is not None else {})},
             plan=plan.record(1) if plan is not None else None,
             extra={"ab": {"arm": name, "base_commit": commits[BASE], "pr_commit": commits[PR],
                           "order": "ABBA per task and replication",

@@ -361,19 +361,6 @@ def planned_items(tasks: Sequence[Task], ranges: dict[str, tuple[int, int]]
             for t in tasks if ranges[t.id][0] <= r < ranges[t.id][1]]
 
 
-def plan_schedule(plan: RunPlan | None, look: int) -> dict[str, Any]:
-    """What a planned file's ``schedule`` says, for readers that know no plan: the most runs
-    any task has (``replications``) and, for a sequential plan, the most runs any task got
-    in each look so far (``sequential``: the judge halves its levels when it is set)."""
-    if plan is None:
-        return {}
-    most = [max((p.looks[i] for p in plan.tasks.values()), default=0)
-            for i in range(look + 1)]
-    return {"replications": max((p.through(look + 1) for p in plan.tasks.values()),
-                                default=0),
-            "sequential": most if plan.settings.sequential else None}
-
-
 def results_header(req: RunRequest, arm: ArmPlan, stage: Stage, *, upstream: Endpoint | None,
                    ledger: Path, commit: str | None, runs: Sequence[RunResult] = (),
                    schedule: dict[str, Any] | None = None,
@@ -565,7 +552,7 @@ def _identity(req: RunRequest, stage: Stage, arm: ArmPlan, run_tasks: list[Task]
         "upstream": ("simulator" if sim else "api") + (
             f" ({stage.api.name})" if stage.api is not ANTHROPIC else ""),
         "seed": (req.seed or 0) if req.sim else None, "commit": commit,
-        "replications": (plan_schedule(plan, req.look)["replications"] if plan is not None
+        "replications": (plan.schedule(req.look)["replications"] if plan is not None
                          else req.first_replication + stage.replications),
         "first replication": req.first_replication if plan is None else None,
         "jobs": stage.jobs,
@@ -671,7 +658,7 @@ def run_suite(req: RunRequest, on_result: Callable[[RunResult], None] | None = N
             req, arm, stage, upstream=upstream, ledger=ledger, commit=commit, runs=kept,
             schedule={"sequential": req.sequential, "shard": identity["shard"],
                       "conditions": conditions.names if conditions is not None else None,
-                      **plan_schedule(plan, req.look)},
+                      **(plan.schedule(req.look) if plan is not None else {})},
             extra=extra, plan=plan_record(plan, req, stage))
 
     session = SessionPlan(
