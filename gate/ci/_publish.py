@@ -311,16 +311,15 @@ class Publisher:
         return 0
 
     def withheld(self, pr: ChangeRequest, unchanged: str | None, *,
-                 gate_changed: bool = False, key: str, lacks: str | None = None) -> int:
+                 gate_changed: bool = False, key: str, lacks: str) -> int:
         """A PR run GitHub gives no secrets (a fork, Dependabot): exit 3, or a skipped run
         that says why (exit 0) when nothing under test changed (``unchanged``: the agent's
         fingerprint, the baseline's) or ``[ci] fork_without_key = "skip"``. ``gate_changed``:
         only the builtin agent's own code differs (a bump of agent-gate's pin). ``key``: the
         upstream's credential variable, which GitHub withheld; ``lacks``: what the run lacks,
-        in words (``Upstream.withheld_name``; default ``key``)."""
+        in words (``Upstream.withheld_name``)."""
         from gate.errors import Unmeasurable
 
-        lacks = lacks or key
         ctx = self.ctx
         env = ctx.env
         who = f"the fork {env.fork_repo}" if env.fork_repo else env.actor

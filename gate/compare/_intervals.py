@@ -169,13 +169,13 @@ def _given_plan(arm: ArmStats, per_task: Sequence[TaskInterval],
     tasks' intervals, :func:`gate.compare._rate_ci.arm_limits_given`), when the plan's ranges
     cut some task's count; as it was otherwise."""
     kept = [(t, g) for t, g in zip(per_task, given, strict=True) if t.runs]
-    if not kept or not any(_cuts(t.passed, t.runs, g) for t, g in kept):
+    if not kept:
         return arm
     b = np.array([t.passed for t, _ in kept], dtype=np.int64)
     n = np.array([t.runs for t, _ in kept], dtype=np.int64)
     ranges = np.array([g if g is not None and _cuts(t.passed, t.runs, g) else (0, t.runs)
                        for t, g in kept], dtype=np.int64)
-    limits = arm_limits_given(b, n, ranges, level)
+    limits = arm_limits_given(b, n, ranges, level)  # None: no range cuts a task
     if limits is None:
         return arm
     return replace(arm, intervals={**arm.intervals, "pass_rate": limits})
@@ -203,7 +203,8 @@ def intervals(results: Results, baseline: Results | None = None,
                     **({"baseline": task_interval(b_by.get(t, []), level, ranges.get(t))}
                        if baseline is not None else {})} for t in sorted(ids)}
     if b is not None and ranges:
-        b = _given_plan(b, [task_interval(b_by.get(t, []), level) for t in stat_tasks],
+        b = _given_plan(b, [per_task[t]["baseline"] if t in per_task else task_interval([], level)
+                            for t in stat_tasks],
                         [ranges.get(t) for t in stat_tasks], level)
     changes = {m.name: (change_interval(m.name, b, c, level)
                         if b is not None and m.kind != "pass" else None) for m in METRICS}
