@@ -57,6 +57,7 @@ from gate.core.results import Results, RunResult, Schedule, load_results, new_re
 from gate.core.tasks import load_suite
 from gate.execution.run import RunRequest, run_suite, suite_info
 from gate.execution.sequential import first_look, second_look_runs
+from gate.report import title_state
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -266,17 +267,12 @@ def _look_runs(cfg: GateConfig, plan: RunPlan, look: int, kept: list[RunResult],
 
 
 def shown(c: Comparison) -> str:
-    """What a PR's check shows for ``c``: "blocked" (exit 1), "unclear" (only a gating metric
-    past its margin that its test could not reliably judge, gate/compare/_unclear.py: the
-    verdict field says "inconclusive", the headline "Unclear", the exit is ``c.exit_code``),
-    "inconclusive" (any other reason) or "pass"."""
-    if c.verdict == "regression":
-        return "blocked"
-    if c.verdict == "pass":
-        return "pass"
-    only_unclear = c.resolution is not None and bool(c.resolution.unclear_reasons) \
-        and c.reasons == c.resolution.unclear_reasons
-    return "unclear" if only_unclear else "inconclusive"
+    """What a PR's check shows for ``c``, as the report's title says it
+    (``gate.report.title_state``): "blocked" (exit 1), "unclear" (only a gating metric past
+    its margin that its test could not reliably judge: the verdict field says "inconclusive",
+    the exit is 0), "inconclusive" (any other reason), "unjudged" or "pass"."""
+    state = title_state(c)
+    return "blocked" if state == "regression" else state
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         task_rank,
         task_row,
         template_env,
+        title_state,
     )
     from gate.report._sandboxed import sandboxed_page
 
@@ -80,7 +81,7 @@ _WHERE = {
     **dict.fromkeys(("BUDGET", "GITHUB_LIMIT", "HEALTH_LEAD", "health_lines", "is_interesting",
                      "metric_change", "metric_verdict", "overhead_note", "preload_templates",
                      "render_markdown", "render_summary", "render_text", "schedule_note",
-                     "task_rank", "task_row", "template_env"), "_render"),
+                     "task_rank", "task_row", "template_env", "title_state"), "_render"),
 }
 
 __all__ = [
@@ -131,6 +132,7 @@ __all__ = [
     "task_rank",
     "task_row",
     "template_env",
+    "title_state",
     "trend_markdown",
     "usd",
     "with_report_link",
