@@ -14,7 +14,7 @@ format) and never the other way round.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -115,6 +115,8 @@ class Container(Workspace, Protocol):
 
     def run_as(self, argv: list[str], *, user: str | None, env: dict[str, str],
                timeout: float) -> ExecResult: ...
+
+    def probe(self, script: str, *, step: str, complete: Callable[[str], bool]) -> str: ...
 
 
 class TaskFormat(abc.ABC):

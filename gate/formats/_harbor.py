@@ -131,6 +131,7 @@ from gate.formats._harbor_schema import (
 REWARD_LIMIT = 100_000  # bytes of a reward file
 REREAD_S = 0.5  # how long after the verifier's exit the reward files are looked at again
 TAMPERED = "reward changed after the verifier wrote it: tampering"
+STAMP_END = "end-of-stamp"  # the reward stamp's last line: its answer came back whole
 FILE_CHARS = 16_000  # characters kept of each file the verifier leaves
 FILES_KEPT = 20  # files kept of /logs/verifier, and of the artifacts
 TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
@@ -576,13 +577,23 @@ class HarborFormat(TaskFormat):
 
 def _reward_stamp(box: Container) -> str:
     """The reward files as they are now: size, modification time (to the nanosecond where
-    the image's ``stat`` says it), inode and checksum of each; a special file is not read."""
-    script = ("for f in " + " ".join(shlex.quote(p) for p in (REWARD_JSON, REWARD_TXT)) +
+    the image's ``stat`` says it), inode and checksum of each; a special file is not read.
+    Read whole or not at all (:meth:`Container.probe`): an answer the engine lost or cut
+    short is asked again, never taken for a changed reward (that would blame the agent for
+    the engine's hiccup), and one it keeps losing is the engine's failure."""
+    paths = (REWARD_JSON, REWARD_TXT)
+    script = ("for f in " + " ".join(shlex.quote(p) for p in paths) +
               '; do if [ -f "$f" ]; then echo "$f $(stat -c \'%s %y %i\' "$f" 2>/dev/null) '
               '$(cksum < "$f")"; elif [ -e "$f" ] || [ -L "$f" ]; then echo "$f not a file"; '
-              'else echo "$f none"; fi; done')
-    res = box.run_as(["sh", "-c", script], user="0", env={}, timeout=30)
-    return res.stdout if not res.timed_out else f"(unreadable: {res.output[:200]})"
+              f'else echo "$f none"; fi; done; echo {STAMP_END}')
+    return box.probe(script, step="reward-check", complete=lambda out: _whole(out, paths))
+
+
+def _whole(out: str, paths: tuple[str, ...]) -> bool:
+    """Whether a stamp's output is all there: one line per file, in order, then the end."""
+    lines = out.splitlines()
+    return (len(lines) == len(paths) + 1 and lines[-1] == STAMP_END
+            and all(ln.startswith(f"{p} ") for ln, p in zip(lines, paths, strict=False)))
 
 
 def _tampering(found: list[str], shown: int = 5) -> str:

@@ -447,6 +447,14 @@ class RunContainer(Sandbox):
         """Run ``argv`` in the workdir as ``user`` (``None``: the agent's) with exactly
         ``env``; on timeout or cancel, it and everything it started are killed."""
 
+    @abc.abstractmethod
+    def probe(self, script: str, *, step: str, complete: Callable[[str], bool]) -> str:
+        """A read of the gate's own: ``script`` as root with ``sh``, its output once
+        ``complete`` says the whole answer came back. An answer the engine lost or cut is
+        asked again; still missing, it is the engine's failure (``SandboxError``). The
+        command failing (a non-zero exit, a timeout) or the container stopped is the
+        container's (``ContainerStepError``), as for every step of the gate's own."""
+
 
 if TYPE_CHECKING:
     def _ports(sandbox: Sandbox, box: RunContainer) -> tuple[Workspace, Container]:

@@ -113,6 +113,7 @@ SKILL_NAMED = 10  # named in the run's notes at most
 #: 20.10) now and then hands an exec's output back empty or cut short (seen: only ``id -u``'s
 #: line of ``id -u; id -g``, nothing of ``printf "$HOME"``), which is no answer
 ASKS = 3
+PROBE_S = 30  # a probe of the gate's own (a read): its timeout
 
 
 def _tail(text: str) -> str:
@@ -561,6 +562,18 @@ class DockerRunContainer(RunContainer):
             why = f"timed out after {timeout:g} s" if res.timed_out else f"exit {res.returncode}"
             raise ContainerStepError(step, f"{why}: {_tail(res.output)}")
         return res
+
+    def probe(self, script: str, *, step: str, complete: Callable[[str], bool]) -> str:
+        for _ in range(ASKS):
+            try:
+                res = self._root_sh(script, step=step, timeout=PROBE_S)
+            except ContainerStepError:
+                raise
+            except SandboxError:  # the engine gave no exit code: ask again
+                continue
+            if complete(res.stdout):
+                return res.stdout
+        raise SandboxError(f"the gate's {step} step: the engine lost its answer {ASKS} times")
 
     def _check_running(self, step: str) -> None:
         """Where a step failed, whose failure it is: the container's own

@@ -5,6 +5,12 @@ cut short although the command ran: seen as only ``id -u``'s line of ``id -u; id
 nothing of ``printf "$HOME"`` (a run failed as infra: "cannot find the home directory"). The
 container sandbox's short probes ask again (``ASKS`` times) before they call it no answer; a
 probe that really fails still fails, naming the user.
+
+The same holds for the reward files' stamp, read as the verifier exits and again a moment later
+(gate/formats/_harbor.py): a second read the engine lost or cut used to differ from the first
+and fail an honest run as "tampering" (seen once in CI on the mario skills task, reward 1.0).
+A stamp is taken only whole; one the engine keeps losing is the engine's failure (infra), and
+one whose command fails is the container's, as for every step of the gate's own.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gate.errors import SandboxError
+from gate.errors import ContainerStepError, SandboxError
 from gate.formats import ExecResult
+from gate.formats._harbor import REWARD_JSON, REWARD_TXT, STAMP_END, _reward_stamp
 from gate.sandbox._harbor import ASKS, DockerRunContainer
 
 pytestmark = pytest.mark.slow  # imports the Docker sandbox (the quick loop does not)
@@ -27,11 +34,13 @@ def _box(answers: list[ExecResult]) -> tuple[DockerRunContainer, list[list[str]]
     asked: list[list[str]] = []
     it: Iterator[ExecResult] = iter(answers)
 
-    def run(argv: list[str], *, user: str, env: dict[str, str], timeout: float) -> ExecResult:
+    def run(argv: list[str], *, user: str, env: dict[str, str], timeout: float,
+            step: str = "command") -> ExecResult:
         asked.append(argv)
         return next(it)
 
     box._run = run  # type: ignore[method-assign]
+    box._check_running = lambda step: None  # type: ignore[method-assign]  # still running
     return box, asked
 
 
@@ -52,3 +61,30 @@ def test_a_probe_that_keeps_failing_is_an_error_naming_the_user() -> None:
     with pytest.raises(SandboxError, match="home directory of the user 'agent'"):
         box._home("agent")
 
+
+
+#: a stamp's whole answer, as the image's ``sh`` prints it
+WHOLE = (f"{REWARD_JSON} none\n{REWARD_TXT} 4 2026-12-06 19:20:01.123456789 +0000 77 "
+         f"3255292453 4\n{STAMP_END}\n")
+
+
+@pytest.mark.parametrize("lost", [ExecResult(0, "", ""), ExecResult(0, WHOLE[:40], ""),
+                                  ExecResult(0, WHOLE.rsplit(STAMP_END, 1)[0], ""),
+                                  ExecResult(-1, "", "")],
+                         ids=["empty", "cut", "no-end", "no-exit-code"])
+def test_a_reward_stamp_the_engine_lost_is_read_again_not_called_tampering(
+        lost: ExecResult) -> None:
+    box, asked = _box([ExecResult(0, WHOLE, ""), lost, ExecResult(0, WHOLE, "")])
+    written = _reward_stamp(box)
+    assert _reward_stamp(box) == written == WHOLE and len(asked) == 3
+
+
+def test_a_stamp_the_engine_keeps_losing_is_infra_and_a_failing_one_the_container_s() -> None:
+    box, asked = _box([ExecResult(0, "", "")] * ASKS)
+    with pytest.raises(SandboxError, match="reward-check step: the engine lost") as lost:
+        _reward_stamp(box)
+    assert not isinstance(lost.value, ContainerStepError) and len(asked) == ASKS
+    box, asked = _box([ExecResult(127, "", "sh: not found")])  # the agent broke sh, say
+    with pytest.raises(ContainerStepError, match="reward-check.*exit 127"):
+        _reward_stamp(box)
+    assert len(asked) == 1
