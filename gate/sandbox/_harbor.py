@@ -87,6 +87,7 @@ from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
+from gate.sandbox._procs import whole as whole_listing
 from gate.sandbox._quota import CONTAINER_POLL_S
 from gate.sandbox._watch import Watch
 
@@ -265,7 +266,7 @@ class DockerRunContainer(RunContainer):
         return agents, gates, kept
 
     def _listing(self, step: str) -> Listing:
-        return parse_procs(self._root_sh(PROC_SCRIPT, step=step, timeout=30).stdout)
+        return parse_procs(self.probe(PROC_SCRIPT, step=step, complete=whole_listing))
 
     def mark_verifier_world(self) -> None:
         """What the verifier's world is now is the task's own (:mod:`._watch`)."""
@@ -555,25 +556,28 @@ class DockerRunContainer(RunContainer):
         non-zero exit, a timeout) is the container's failure (:class:`ContainerStepError`),
         never the engine's."""
         res = self._run(["sh", "-c", script], user="0", env={}, timeout=timeout, step=step)
-        if res.returncode != 0 or res.timed_out:
+        if res.returncode < 0 and not res.timed_out:  # no exit code: the engine lost it
             self._check_running(step)
-            if res.returncode < 0 and not res.timed_out:  # no exit code: the engine lost it
-                raise SandboxError(f"the gate's {step} step: the engine gave no exit code")
-            why = f"timed out after {timeout:g} s" if res.timed_out else f"exit {res.returncode}"
-            raise ContainerStepError(step, f"{why}: {_tail(res.output)}")
-        return res
+            raise SandboxError(f"the gate's {step} step: the engine gave no exit code")
+        return self._succeeded(res, step, timeout)
 
     def probe(self, script: str, *, step: str, complete: Callable[[str], bool]) -> str:
         for _ in range(ASKS):
-            try:
-                res = self._root_sh(script, step=step, timeout=PROBE_S)
-            except ContainerStepError:
-                raise
-            except SandboxError:  # the engine gave no exit code: ask again
+            res = self._run(["sh", "-c", script], user="0", env={}, timeout=PROBE_S, step=step)
+            if res.returncode < 0 and not res.timed_out:  # no exit code: ask again
                 continue
-            if complete(res.stdout):
+            if complete(self._succeeded(res, step, PROBE_S).stdout):
                 return res.stdout
+        self._check_running(step)
         raise SandboxError(f"the gate's {step} step: the engine lost its answer {ASKS} times")
+
+    def _succeeded(self, res: ExecResult, step: str, timeout: float) -> ExecResult:
+        """``res``, unless its command failed: the container's failure then."""
+        if res.returncode != 0 or res.timed_out:
+            self._check_running(step)
+            why = f"timed out after {timeout:g} s" if res.timed_out else f"exit {res.returncode}"
+            raise ContainerStepError(step, f"{why}: {_tail(res.output)}")
+        return res
 
     def _check_running(self, step: str) -> None:
         """Where a step failed, whose failure it is: the container's own

@@ -45,7 +45,9 @@ from dataclasses import dataclass
 
 #: ``S <the listing shell's pid>``, then one line per process (``P pid ppid state start
 #: sockets cmdline``: ``/proc/<pid>/stat`` fields 4, 3 and 22), then the listening TCP
-#: sockets' inodes (``L inode``: state 0A in /proc/net/tcp and tcp6)
+#: sockets' inodes (``L inode``: state 0A in /proc/net/tcp and tcp6), then ``E``: the end,
+#: which tells a whole listing from one the engine lost or cut (:func:`whole`); a listing that
+#: cannot run (no ``awk``) still exits non-zero
 SCRIPT = (
     'echo "S $$"; for p in /proc/[0-9]*; do n=${p#/proc/}; '
     "st=$(sed 's/.*) //' \"$p/stat\" 2>/dev/null); [ -n \"$st\" ] || continue; "
@@ -55,7 +57,8 @@ SCRIPT = (
     "c=$(tr '\\000\\n' '  ' < \"$p/cmdline\" 2>/dev/null); "
     "printf 'P %s %s %s %s %s %s\\n' \"$n\" \"$2\" \"$1\" \"${20}\" \"${s:-,}\" \"$c\"; "
     "done; "
-    "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print \"L\", $10}'"
+    "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print \"L\", $10}' "
+    "|| exit; echo E"
 )
 
 Ident = tuple[int, str]  # a process: its pid and its start time (clock ticks after boot)
@@ -79,6 +82,12 @@ class Listing:
     procs: dict[int, Proc]  # by pid, zombies left out
     listening: set[str]  # the inodes of the listening TCP sockets
     shell: int | None  # the listing's own shell
+
+
+def whole(text: str) -> bool:
+    """Whether a listing's output is all there: its shell's line first, its end last."""
+    lines = text.splitlines()
+    return len(lines) >= 2 and lines[0].startswith("S ") and lines[-1] == "E"
 
 
 def parse(text: str) -> Listing:

@@ -88,3 +88,13 @@ def test_a_stamp_the_engine_keeps_losing_is_infra_and_a_failing_one_the_containe
     with pytest.raises(ContainerStepError, match="reward-check.*exit 127"):
         _reward_stamp(box)
     assert len(asked) == 1
+
+
+def test_a_process_listing_the_engine_lost_is_read_again_never_taken_for_an_empty_table() -> None:
+    """A lost listing read as no process at all would let the agent phase's processes run on
+    into the verifier (at the boundary) or make the image's own look like the agent's (at the
+    start)."""
+    whole = "S 42\nP 1 0 S 100 , sleep infinity\nP 57 1 S 900 , python3 /tmp/a.py\nE\n"
+    box, asked = _box([ExecResult(0, "", ""), ExecResult(0, whole[:30], ""),
+                       ExecResult(0, whole, "")])
+    assert set(box._listing("phase-boundary").procs) == {1, 57} and len(asked) == 3
