@@ -43,10 +43,8 @@ import os
 import posixpath
 import shlex
 import shutil
-import signal
 import tarfile
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -57,7 +55,6 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from gate._files import clip
 from gate.core.tasks import Task
 from gate.errors import ContainerStepError
 from gate.sandbox._base import (
@@ -67,6 +64,7 @@ from gate.sandbox._base import (
     RunContainer,
     SandboxError,
 )
+from gate.sandbox._dexec import EXEC_TAG, Tagged, follow
 from gate.sandbox._engine import DIR as _DIR
 from gate.sandbox._engine import (
     LABEL,
@@ -83,7 +81,6 @@ from gate.sandbox._engine import (
 )
 from gate.sandbox._engine import SPECIAL as _SPECIAL
 from gate.sandbox._engine import SYMLINK as _SYMLINK
-from gate.sandbox._local import OUTPUT_LIMIT, _Capture
 from gate.sandbox._procs import SCRIPT as PROC_SCRIPT
 from gate.sandbox._procs import Ident, Listing, Proc, leftovers
 from gate.sandbox._procs import parse as parse_procs
@@ -102,9 +99,7 @@ _T = TypeVar("_T")
 #: at once, before the agent phase (the same pid and start time: still the container's own)
 KEEPALIVE = "trap 'exit 0' TERM; while read _; do :; done; exec sleep infinity"
 PIDS = 4096
-POLL_S = 0.25
 PHASE_ROUNDS = 5  # rounds of killing what the agent phase left running
-EXEC_TAG = "GATE_EXEC"
 PHASE_STEP = "phase-boundary"  # the gate's step that ends the agent phase (its name in a reason)
 _IGNORED = {"__pycache__", ".DS_Store", ".git"}
 SKILL_FINDS = 1000  # SKILL.md files listed at most
@@ -591,7 +586,7 @@ class DockerRunContainer(RunContainer):
         """One ``docker exec``: bounded output; on timeout or cancel, it and everything it
         started (every process carrying its tag) is killed. One the engine refuses is the
         engine's failure, or ``step``'s when the container stopped (:meth:`_check_running`)."""
-        tag = f"{os.getpid()}-{next(self._seq)}"
+        tag = f"{os.getpid()}-{next(self._seq)}"  # every process it starts carries it
         api = self.provider.client().api
         start = time.monotonic()
         try:
@@ -601,57 +596,8 @@ class DockerRunContainer(RunContainer):
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             self._check_running(step)  # it stopped: the container's failure, not the engine's
             raise SandboxError(f"cannot run in the container: {first_line(exc)}") from exc
-        out, err = _Capture(OUTPUT_LIMIT), _Capture(OUTPUT_LIMIT)
-        done = threading.Event()
-
-        def pump() -> None:
-            try:
-                for o, e in api.exec_start(exec_id, stream=True, demux=True):
-                    if o:
-                        out.feed(o)
-                    if e:
-                        err.feed(e)
-            except (docker.errors.DockerException, requests.exceptions.RequestException,
-                    OSError):
-                pass
-            finally:
-                done.set()
-
-        threading.Thread(target=pump, name="gate-exec", daemon=True).start()
-        deadline = start + timeout
-        timed_out = cancelled = False
-        while not done.wait(POLL_S):
-            if self.cancel is not None and self.cancel.is_set():
-                cancelled = True
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-        if timed_out or cancelled:
-            self._kill(tag, user)
-            done.wait(5)
-        if cancelled:
-            raise SandboxError("cancelled")
-        try:
-            code = api.exec_inspect(exec_id).get("ExitCode")
-        except docker.errors.DockerException:
-            code = None
-        return ExecResult(
-            returncode=-signal.SIGKILL if timed_out else (code if code is not None else -1),
-            stdout=clip(out.text(), OUTPUT_LIMIT), stderr=clip(err.text(), OUTPUT_LIMIT),
-            timed_out=timed_out, duration_s=time.monotonic() - start)
-
-    def _kill(self, tag: str, user: str) -> None:
-        """Kill every process carrying ``tag`` (as the command's own user: no ptrace
-        capability is needed to read the environment of one's own processes)."""
-        script = ("for _ in 1 2 3; do for p in /proc/[0-9]*; do "
-                  f"tr '\\000' '\\n' < \"$p/environ\" 2>/dev/null | grep -qx '{EXEC_TAG}={tag}'"
-                  ' && kill -9 "${p#/proc/}" 2>/dev/null; done; done; true')
-        with contextlib.suppress(docker.errors.DockerException,
-                                 requests.exceptions.RequestException):
-            self.provider.client().api.exec_start(
-                self.provider.client().api.exec_create(self._cid, ["sh", "-c", script],
-                                                       user=user)["Id"])
+        return follow(api, self._cid, exec_id, Tagged(tag, user), timeout=timeout,
+                      cancel=self.cancel, start=start)
 
 
 HarborSandbox = DockerRunContainer  # the name it had while only Harbor's format used it
