@@ -346,16 +346,21 @@ class DockerRunContainer(RunContainer):
     def _start_relay(self, user: str, env: dict[str, str], timeout: float) -> ExecResult | None:
         """Start the meter relay as the agent's user, in an exec of its own, and remember
         which process it is (its pid and start time, as it prints them): the phase boundary
-        kills it without naming it as the agent's. The exec's result when it failed."""
+        kills it without naming it as the agent's. The exec's result when it failed; an
+        answer the engine lost (no exit code, or no announcement from a relay that exited 0)
+        is not the relay's failure: the agent runs, and a relay that did not start leaves it
+        no model to reach, while one that did is stopped with the agent phase's processes."""
         res = self._run(["bash", "-c",
                          f'command -v python3 >/dev/null || {{ echo "{NO_PYTHON}" >&2; '
                          f"exit 127; }}; exec python3 -I {METER_DIR}/relay.py {RELAY_PORT} "
                          f"{METER_DIR}/meter.sock --announce"],
                         user=user, env=env, timeout=min(timeout, 60))
-        pid, _, start = res.stdout.strip().partition(" ")
-        if res.returncode != 0 or not pid.isdigit() or not start.isdigit():
+        lost = res.returncode < 0 and not res.timed_out
+        if res.returncode != 0 and not lost:
             return res
-        self._own.add((int(pid), start))
+        pid, _, start = res.stdout.strip().partition(" ")
+        if pid.isdigit() and start.isdigit():
+            self._own.add((int(pid), start))
         return None
 
     def install_skills(self, skills: Sequence[Skill], *, only: bool = False) -> list[Skill]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from gate.errors import ContainerStepError, SandboxError
-from gate.formats import ExecResult
+from gate.formats import ContainerSpec, ExecResult
 from gate.formats._harbor import REWARD_JSON, REWARD_TXT, STAMP_END, _reward_stamp
 from gate.sandbox._harbor import ASKS, DockerRunContainer
 
@@ -85,7 +85,7 @@ def test_a_stamp_the_engine_keeps_losing_is_infra_and_a_failing_one_the_containe
         _reward_stamp(box)
     assert not isinstance(lost.value, ContainerStepError) and len(asked) == ASKS
     box, asked = _box([ExecResult(127, "", "sh: not found")])  # the agent broke sh, say
-    with pytest.raises(ContainerStepError, match="reward-check.*exit 127"):
+    with pytest.raises(ContainerStepError, match=r"reward-check.*exit 127"):
         _reward_stamp(box)
     assert len(asked) == 1
 
@@ -98,3 +98,25 @@ def test_a_process_listing_the_engine_lost_is_read_again_never_taken_for_an_empt
     box, asked = _box([ExecResult(0, "", ""), ExecResult(0, whole[:30], ""),
                        ExecResult(0, whole, "")])
     assert set(box._listing("phase-boundary").procs) == {1, 57} and len(asked) == 3
+
+
+@pytest.mark.parametrize("lost", [ExecResult(0, "", ""), ExecResult(0, "4242", ""),
+                                  ExecResult(-1, "", "")], ids=["empty", "cut", "no-exit-code"])
+def test_a_relay_start_whose_answer_the_engine_lost_still_runs_the_agent(
+        lost: ExecResult) -> None:
+    """The meter relay starts in an exec of its own and announces itself; an announcement
+    the engine lost used to stand as the agent's whole command (an honest run that never
+    ran its agent). A relay that really failed still is the agent's result."""
+    agent = ExecResult(0, "the agent ran", "")
+    box, asked = _box([lost, agent])
+    box.spec, box._relay, box._own = ContainerSpec(), object(), set()
+    assert box._exec("agent", env={}, timeout=60, stdin=None, task_visible=False) == agent
+    assert len(asked) == 2 and box._own == set()
+    failed = ExecResult(127, "", "python3 not found")
+    box, asked = _box([failed, agent])
+    box.spec, box._relay, box._own = ContainerSpec(), object(), set()
+    assert box._exec("agent", env={}, timeout=60, stdin=None, task_visible=False) == failed
+    box, asked = _box([ExecResult(0, "4242 987654\n", ""), agent])
+    box.spec, box._relay, box._own = ContainerSpec(), object(), set()
+    assert box._exec("agent", env={}, timeout=60, stdin=None, task_visible=False) == agent
+    assert box._own == {(4242, "987654")}
