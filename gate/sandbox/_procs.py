@@ -35,7 +35,10 @@ the kernel lets a process trace another of its user) write into another process'
 What holds is that no process of the agent phase runs during the verifier.
 
 The process table is read with a POSIX shell over ``/proc`` (every image has one); the choice
-is made here, in Python, so it can be tested without a container.
+is made here, in Python, so it can be tested without a container. A listing counts only whole
+(:func:`whole`: its shell's line first, its end last): under load the engine now and then hands
+an exec's output back empty or cut, and a listing read as an empty table would let the agent
+phase's processes run on, so such an answer is asked again (``RunContainer.probe``).
 """
 
 from __future__ import annotations
