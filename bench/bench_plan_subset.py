@@ -11,6 +11,11 @@ through the same draws, on the pass-rate tests alone (the sum and max tests give
 α/2 a look, the first look stopping when both p > ``sequential_pass_p``):
 
     python bench/bench_plan_subset.py [--trials 2000] [--seed 20261206] [--alpha-first 0.5]
+                                      [--max-share 0.5]
+
+``--alpha-first`` moves α between the looks, ``--max-share`` between the sum and max tests
+within a look (the product: half each; a look's level ℓ blocks at p_sum ≤ (1 − share) ℓ or
+p_max ≤ share ℓ, exact for any share by the union bound, as the halves are).
 
 Rows are bench/bench_plan.py's scenarios and suite (15 tasks, a baseline of 20 runs a task);
 columns are rules, each cell "blocked · runs per task". Turns, cost and cache hits are left
@@ -84,16 +89,20 @@ def shipped(flags: np.ndarray, s: PlanSettings) -> tuple[Looks, tuple[int, int, 
 
 
 def judged(b: np.ndarray, c: np.ndarray, n_c: np.ndarray, allowed: np.ndarray | None,
-           level: float) -> tuple[bool, float, float]:
+           level: float, max_share: float = 0.5) -> tuple[bool, float, float]:
     n_b = np.full(len(b), bench_plan.DEPTH, dtype=np.int64)
     p_sum = float(_stats.sum_test(b, n_b, c[None], n_c, allowed=allowed)[0])
     p_max = float(_stats.max_test(b, n_b, c[None], n_c, allowed)[0][0])
-    block = bool(_stats.pass_rate_blocks(np.array(p_sum), np.array(p_max), level, True))
+    if max_share == 0.5:  # the product's rule, from its one place
+        block = bool(_stats.pass_rate_blocks(np.array(p_sum), np.array(p_max), level, True))
+    else:
+        block = p_sum <= (1 - max_share) * level or p_max <= max_share * level
     return block, p_sum, p_max
 
 
 def two_looks(base: np.ndarray, pool: np.ndarray, plans: Sequence[tuple[Looks, object]],
-              settings: GateSettings, first_share: float) -> tuple[bool, int]:
+              settings: GateSettings, first_share: float,
+              max_share: float = 0.5) -> tuple[bool, int]:
     """(blocked, runs) of one PR through a rule's looks, the first judged at ``first_share``
     of alpha and the second at the rest (the product: half each)."""
     b = base.sum(axis=1).astype(np.int64)
@@ -104,7 +113,7 @@ def two_looks(base: np.ndarray, pool: np.ndarray, plans: Sequence[tuple[Looks, o
     levels = (settings.alpha * first_share, settings.alpha * (1 - first_share))
     for n_c, last, level in ((first, False, levels[0]), (both, True, levels[1])):
         c = np.array([pool[i, :n].sum() for i, n in enumerate(n_c.tolist())], dtype=np.int64)
-        block, p_sum, p_max = judged(b, c, n_c, allowed, level)
+        block, p_sum, p_max = judged(b, c, n_c, allowed, level, max_share)
         stop = p_sum > settings.sequential_pass_p and p_max > settings.sequential_pass_p
         if block or last or stop:
             return block, int(n_c.sum())
@@ -117,6 +126,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261206)
     ap.add_argument("--alpha-first", type=float, default=0.5,
                     help="the share of alpha the first look spends (the product: 0.5)")
+    ap.add_argument("--max-share", type=float, default=0.5,
+                    help="the share of a look's level the max test gets (the product: 0.5)")
     args = ap.parse_args()
     settings = bench_plan.PLANNED
     ps = PlanSettings.of(settings, replications=3, sequential=True)
@@ -134,7 +145,8 @@ def main() -> int:
             rules = [[shipped(row, ps) for row in base]]
             rules += [[r.task(row) for row in base] for r in RULES]
             for j, plans in enumerate(rules):
-                block, n = two_looks(base, pool, plans, settings, args.alpha_first)
+                block, n = two_looks(base, pool, plans, settings, args.alpha_first,
+                                     args.max_share)
                 hits[j] += block
                 runs[j] += n / len(rates)
         table[scenario] = [(h / args.trials, r / args.trials) for h, r in zip(hits, runs,
@@ -142,7 +154,8 @@ def main() -> int:
     print(f"15 tasks (true pass rates {', '.join(f'{r:g}' for r in bench_plan.RATES)}), "
           f"baseline {bench_plan.DEPTH} runs a task; {args.trials} PRs per row, every rule on "
           f"the same draws; pass-rate tests only (alpha {settings.alpha:g}, "
-          f"{args.alpha_first:g} of it in the first look); "
+          f"{args.alpha_first:g} of it in the first look, {args.max_share:g} of a look's "
+          f"to the max test); "
           f"stop at p > {settings.sequential_pass_p:g}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
     print("| PR | " + " | ".join(names) + " |")
