@@ -1,0 +1,39 @@
+"""The three-look benchmark (``bench/bench_plan_looks.py``) judges the shipped two looks as the
+other plan benchmark does: on the same draws, the shipped design through its looks blocks the
+same PRs with the same runs as ``bench/bench_plan_subset.py``'s ``two_looks``, so its columns
+are comparable with that benchmark's; and a three-look design spends each look's share of α."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import bench_plan
+from bench.bench_plan_looks import DESIGNS, SHIPPED, looked
+from bench.bench_plan_subset import shipped, two_looks
+from gate.compare import PlanSettings
+
+
+@pytest.mark.parametrize("scenario", bench_plan.SCENARIOS)
+def test_the_shipped_design_through_the_looks_is_the_other_benchmarks(scenario: str) -> None:
+    settings = bench_plan.PLANNED
+    ps = PlanSettings.of(settings, replications=3, sequential=True)
+    rates = np.array(bench_plan.RATES)
+    rng = np.random.default_rng(7)
+    for _ in range(12):
+        base = rng.random((len(rates), bench_plan.DEPTH)) < rates[:, None]
+        pool = rng.random((len(rates), 12)) < np.array(bench_plan.truth(scenario, rng))[:, None]
+        plans = [shipped(row, ps) for row in base]
+        allowed = np.array([a for _, a in plans], dtype=np.int64)
+        b = base.sum(axis=1).astype(np.int64)
+        inc = SHIPPED.increments([lk for lk, _ in plans])
+        assert looked(b, pool, allowed, inc, SHIPPED.shares, [settings.sequential_pass_p],
+                      settings.alpha) == two_looks(base, pool, plans, settings, 0.5)
+
+
+def test_each_three_look_design_spends_alpha_once_and_runs_at_least_the_first_look() -> None:
+    for d in DESIGNS:
+        assert len(d.shares) == 3 and sum(d.shares) == pytest.approx(1.0)
+        for two, three in d.looks.items():
+            assert three[0] == two[0]  # the same first look as the shipped plan
+            assert sum(three) >= sum(two)  # the last look sees at least today's runs
