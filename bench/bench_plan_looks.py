@@ -18,7 +18,8 @@ bands and their plan-conditional tests); each cell "blocked · runs per task". T
 tests alone (as bench/bench_plan_subset.py): turns, cost and cache hits are left out, so the
 runs sit below bench/bench_plan.py's, whose harmless PRs also look again when a metric is
 unclear; the designs are compared on equal terms. The shipped column is two looks at the
-shipped stop whatever ``--stops`` says.
+shipped stop whatever ``--stops`` says, and "today" the procedure before the plan (2 then 3 on
+every task, unconditioned, stopping at p > 0.25), as bench/bench_plan.py's "today".
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ DESIGNS = [
 ]
 
 
+TODAY_STOP = 0.25  # the first look's stop before the plan
+
+
 def looked(b: np.ndarray, pool: np.ndarray, allowed: np.ndarray | None, increments: np.ndarray,
            shares: Sequence[float], stops: Sequence[float], alpha: float) -> tuple[bool, int]:
     """(blocked, runs) of one PR through the looks: each judged on all its runs so far at its
@@ -92,12 +96,13 @@ def main() -> int:
     settings = bench_plan.PLANNED
     ps = PlanSettings.of(settings, replications=3, sequential=True)
     designs = [SHIPPED, *DESIGNS]
+    names = ["today (2 + 3, unplanned)", *(d.name for d in designs)]
     rates = np.array(bench_plan.RATES)
     started = time.monotonic()
     table: dict[str, list[tuple[float, float]]] = {}
     for scenario in bench_plan.SCENARIOS:
         rng = np.random.default_rng(args.seed)
-        hits, runs = np.zeros(len(designs)), np.zeros(len(designs))
+        hits, runs = np.zeros(len(names)), np.zeros(len(names))
         for _ in range(args.trials):
             base = rng.random((len(rates), bench_plan.DEPTH)) < rates[:, None]
             truth = np.array(bench_plan.truth(scenario, rng))
@@ -106,7 +111,11 @@ def main() -> int:
             given = [a for _, a in plans]
             allowed = None if any(a is None for a in given) else np.array(given, dtype=np.int64)
             b = base.sum(axis=1).astype(np.int64)
-            for j, d in enumerate(designs):
+            uniform = np.array([[2] * len(rates), [3] * len(rates)], dtype=np.int64)
+            block, n = looked(b, pool, None, uniform, (0.5, 0.5), [TODAY_STOP], settings.alpha)
+            hits[0] += block
+            runs[0] += n / len(rates)
+            for j, d in enumerate(designs, start=1):
                 inc = d.increments([lk for lk, _ in plans])
                 stop = [settings.sequential_pass_p] if d is SHIPPED else stops
                 block, n = looked(b, pool, allowed, inc, d.shares, stop, settings.alpha)
@@ -119,8 +128,8 @@ def main() -> int:
           f"on the same draws; pass-rate tests only (alpha {settings.alpha:g}); three looks "
           f"stop at p > {', then '.join(f'{s:g}' for s in stops)}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
-    print("| PR | " + " | ".join(d.name for d in designs) + " |")
-    print("|---|" + "--:|" * len(designs))
+    print("| PR | " + " | ".join(names) + " |")
+    print("|---|" + "--:|" * len(names))
     for scenario, cells in table.items():
         print(f"| {scenario} | " + " | ".join(f"{h * 100:.1f} % · {r:.2f}" for h, r in cells)
               + " |")
