@@ -264,3 +264,29 @@ def test_the_keep_alive_starts_nothing_and_waits_without_cpu(
             assert later - cpu <= 2, (cpu, later)  # ticks of 10 ms: idle over 3 s
         finally:
             box.close()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.usefixtures("engine")
+def test_a_command_past_its_timeout_goes_with_everything_it_started(tmp_path: Path) -> None:
+    """A command in the run's container that outlives its timeout is killed with what it
+    started, a ``setsid`` daemon included (each carries the exec's tag): nothing of it runs
+    on beside the next step of the run."""
+    from gate.core.tasks import load_task
+    from gate.sandbox import SandboxOptions
+    from gate.sandbox._docker import DockerSandboxProvider
+
+    d = harbor_task(tmp_path / "suite", "hung", dockerfile=f"FROM {IMAGE}\n")
+    alive = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
+    with DockerSandboxProvider(SandboxOptions()) as provider:
+        box = provider.create(load_task(d), "hung-r0")
+        try:
+            res = box.run_as(["bash", "-c", "setsid sleep 1234 < /dev/null > /dev/null 2>&1 & "
+                              "sleep 1235"], user="0", env={}, timeout=2)
+            assert res.timed_out
+            left = box.run_as(["sh", "-c", alive], user="0", env={}, timeout=30).stdout
+            assert "sleep 123" not in left, left
+        finally:
+            box.close()
+    assert ours() == []
