@@ -20,8 +20,15 @@ inconclusive (any exit but 0), and runs per task; then what a harmless PR costs 
 gate's price table for the default model, from the runs' token counts.
 
     python bench/bench_plan.py [--trials N] [--jobs J] [--seed S] [--permutations P]
-        [--pass-p P]
+        [--pass-p P] [--three-looks S1,S2]
     python bench/bench_plan.py --sim [--trials N]   # smoke: the bundled suite on the simulator
+
+``--three-looks S1,S2`` puts the same runs through a third procedure, not in the product yet:
+the plan's second look split in two (:data:`THREE`: 2 + 2 + 3 above half, 1 + 1 + 1 below),
+judged by ``gate.compare.compare`` (what ``judge`` runs for a sequential file) at α/4, α/4 and
+α/2 and the metrics' levels alike, the first look stopping by ``first_look`` at S1 and the
+second at S2 (docs/statistics.md §5a: bench/bench_plan_looks.py measured it on the pass-rate
+tests alone).
 
 Each finished chunk's counts go to stderr as a JSON line, so a run cut short keeps its
 figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.execution.run.run_suite` with
@@ -49,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.compare import Comparison, PlanSettings, RunPlan, judge, plan_runs
+from gate.compare import Comparison, PlanSettings, RunPlan, compare, judge, plain_runs, plan_runs
 from gate.compare._synthetic import synthetic_results
 from gate.core.config import AgentConfig, GateConfig, GateSettings, load_config
 from gate.core.cost import price_table
@@ -137,6 +144,33 @@ def planned(base: Results, pool: Results, settings: GateSettings, plan: RunPlan)
     return _with(c, f)
 
 
+#: the three-look design: each band's shipped looks (first, second) → three looks, and each
+#: look's share of the levels
+THREE: dict[tuple[int, ...], tuple[int, int, int]] = {
+    (2, 5): (2, 2, 3), (1, 2): (1, 1, 1), (1, 1): (1, 0, 1), (2, 3): (2, 1, 2)}
+THREE_SHARES = (0.25, 0.25, 0.5)
+
+
+def three_looks(base: Results, pool: Results, settings: GateSettings, plan: RunPlan,
+                stops: tuple[float, float]) -> Outcome:
+    """The plan's runs in three looks (:data:`THREE`), each judged on all its runs so far at
+    its share of α and metric_alpha, given the plan; each but the last stops or goes on by
+    ``first_look`` at its stop."""
+    looks = {t: THREE[p.looks] for t, p in plan.tasks.items()}
+    b_plain, allowed = plain_runs(base), plan.allowed()
+    runs = dict.fromkeys(looks, 0)
+    for k, share in enumerate(THREE_SHARES):
+        runs = {t: n + looks[t][k] for t, n in runs.items()}
+        f = take(pool, runs, [max(looks[t][j] for t in looks) for j in range(k + 1)], None,
+                 k + 1)
+        level = settings.model_copy(update={"alpha": settings.alpha * share,
+                                            "metric_alpha": settings.metric_alpha * share})
+        c = compare(b_plain, plain_runs(f), level, allowed=allowed)
+        if k == len(THREE_SHARES) - 1 or first_look(c, stops[k]) != "continue":
+            return _with(c, f)
+    raise AssertionError("unreachable")
+
+
 def _with(c: Comparison, f: Results) -> Outcome:
     s = _spent(f)
     return Outcome(c.verdict, s.runs, s.tokens)
@@ -155,6 +189,7 @@ class Job:
     seed: int
     permutations: int
     pass_p: float  # the planned procedure's stop threshold (sequential_pass_p)
+    three: tuple[float, float] | None = None  # the three-look procedure's stops (None: off)
 
 
 @dataclass
@@ -185,15 +220,20 @@ def run_job(job: Job) -> tuple[Job, dict[str, Tally]]:
                                                   "sequential_pass_p": job.pass_p})
     today_settings = TODAY.model_copy(update={"permutations": job.permutations})
     model = AgentConfig().model
-    tallies = {"today": Tally(), "planned": Tally()}
+    tallies = {"today": Tally(), "planned": Tally(),
+               **({"three looks": Tally()} if job.three else {})}
     for _ in range(job.draws):
         base = synthetic_results(list(RATES), DEPTH, rng)
         plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
                          PlanSettings.of(planned_settings, replications=3, sequential=True))
         pool = synthetic_results(truth(job.scenario, rng),
                                  pool_runs(plan.through(2), today_settings), rng)
-        for name, outcome in (("today", today(base, pool, today_settings)),
-                              ("planned", planned(base, pool, planned_settings, plan))):
+        outcomes = [("today", today(base, pool, today_settings)),
+                    ("planned", planned(base, pool, planned_settings, plan))]
+        if job.three:
+            outcomes.append(("three looks", three_looks(base, pool, planned_settings, plan,
+                                                        job.three)))
+        for name, outcome in outcomes:
             tallies[name].add(outcome, dollars(outcome.tokens, model))
     return job, tallies
 
@@ -208,9 +248,10 @@ def synthetic(args: argparse.Namespace) -> int:
     for k in range(0, args.trials, chunk):  # every row's chunks in turn: a run cut short
         for i, scenario in enumerate(SCENARIOS):  # still has every row
             jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k,
-                            args.permutations, args.pass_p))
+                            args.permutations, args.pass_p, args.three_looks))
     start = time.perf_counter()
-    totals = {(s, n): Tally() for s in SCENARIOS for n in ("today", "planned")}
+    names = ("today", "planned", *(("three looks",) if args.three_looks else ()))
+    totals = {(s, n): Tally() for s in SCENARIOS for n in names}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for job, tallies in pool.map(run_job, jobs):
             for name, t in tallies.items():
@@ -233,20 +274,22 @@ def synthetic(args: argparse.Namespace) -> int:
           f"{args.pass_p:g}, "
           f"today: at p > {TODAY.sequential_pass_p:g}; seed {args.seed}; {seconds:.0f} s on "
           f"{args.jobs} process(es).\n")
-    print("| PR | today: blocks | today: blocks + unclear + inconclusive | today: runs/task "
-          "| planned: blocks | planned: blocks + unclear + inconclusive | planned: runs/task |")
-    print("|---|--:|--:|--:|--:|--:|--:|")
+    if args.three_looks:
+        print(f"Three looks: {THREE}, at {THREE_SHARES} of the levels, stopping at p > "
+              f"{args.three_looks[0]:g}, then {args.three_looks[1]:g}.\n")
+    print("| PR | " + " | ".join(f"{m}: blocks | {m}: blocks + unclear + inconclusive | "
+                                 f"{m}: runs/task" for m in names) + " |")
+    print("|---|" + "--:|--:|--:|" * len(names))
     for s in SCENARIOS:
         row = [s]
-        for name in ("today", "planned"):
+        for name in names:
             t = totals[(s, name)]
             row += [pct(t.blocks, n), pct(t.not_pass, n), f"{t.runs / n / tasks:.2f}"]
         print("| " + " | ".join(row) + " |")
     aa = SCENARIOS[0]
     model = AgentConfig().model
     print(f"\nA harmless PR (A/A) on the price table ({model}, the runs' token counts): "
-          f"today ${totals[(aa, 'today')].dollars / n:.2f}, "
-          f"planned ${totals[(aa, 'planned')].dollars / n:.2f} per PR.")
+          + ", ".join(f"{m} ${totals[(aa, m)].dollars / n:.2f}" for m in names) + " per PR.")
     return 0
 
 
@@ -398,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--permutations", type=int, default=9999,
                     help="relabellings per metric test (default 9999, gate's; at least 1334, "
                          "or a metric could not block at metric_alpha/4 in a look)")
+    ap.add_argument("--three-looks", type=lambda v: tuple(float(x) for x in v.split(",")),
+                    default=None, metavar="S1,S2",
+                    help="also the three-look procedure, stopping at S1 then S2")
     ap.add_argument("--sim", action="store_true",
                     help="smoke: harmless PRs of the bundled suite on the simulator")
     args = ap.parse_args(argv)

@@ -37,3 +37,24 @@ def test_each_three_look_design_spends_alpha_once_and_runs_at_least_the_first_lo
         for two, three in d.looks.items():
             assert three[0] == two[0]  # the same first look as the shipped plan
             assert sum(three) >= sum(two)  # the last look sees at least today's runs
+
+
+def test_the_whole_verdicts_three_looks_end_on_the_plans_runs_and_block_a_collapse_early() -> None:
+    """``bench/bench_plan.py --three-looks``: the same first look and the same runs in all as
+    the plan's two looks, and a suite that fails every run is blocked before the last look."""
+    from bench.bench_plan import PLANNED, RATES, THREE, THREE_SHARES, pool_runs, three_looks
+    from gate.compare import plan_runs
+    from gate.compare._synthetic import synthetic_results
+
+    assert sum(THREE_SHARES) == pytest.approx(1.0)
+    for two, three in THREE.items():
+        assert three[0] == two[0] and sum(three) == sum(two)
+    rng = np.random.default_rng(3)
+    settings = PLANNED.model_copy(update={"permutations": 2999})
+    base = synthetic_results(list(RATES), bench_plan.DEPTH, rng)
+    plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
+                     PlanSettings.of(settings, replications=3, sequential=True))
+    total = plan.through(2)
+    broken = synthetic_results([0.0] * len(RATES), pool_runs(total, bench_plan.TODAY), rng)
+    out = three_looks(base, broken, settings, plan, (0.2, 0.08))
+    assert out.verdict == "regression" and out.runs < sum(total.values())
