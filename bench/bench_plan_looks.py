@@ -37,7 +37,7 @@ from gate.compare import PlanSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_plan  # the scenarios, the suite and the draws are that benchmark's
-from bench_plan_subset import judged, shipped
+from bench_plan_subset import draws, judged, print_table, shipped
 
 
 @dataclass(frozen=True)
@@ -101,12 +101,8 @@ def main() -> int:
     started = time.monotonic()
     table: dict[str, list[tuple[float, float]]] = {}
     for scenario in bench_plan.SCENARIOS:
-        rng = np.random.default_rng(args.seed)
         hits, runs = np.zeros(len(names)), np.zeros(len(names))
-        for _ in range(args.trials):
-            base = rng.random((len(rates), bench_plan.DEPTH)) < rates[:, None]
-            truth = np.array(bench_plan.truth(scenario, rng))
-            pool = rng.random((len(rates), 12)) < truth[:, None]
+        for base, pool in draws(scenario, args.trials, args.seed):
             plans = [shipped(row, ps) for row in base]
             given = [a for _, a in plans]
             allowed = None if any(a is None for a in given) else np.array(given, dtype=np.int64)
@@ -128,11 +124,7 @@ def main() -> int:
           f"on the same draws; pass-rate tests only (alpha {settings.alpha:g}); three looks "
           f"stop at p > {', then '.join(f'{s:g}' for s in stops)}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
-    print("| PR | " + " | ".join(names) + " |")
-    print("|---|" + "--:|" * len(names))
-    for scenario, cells in table.items():
-        print(f"| {scenario} | " + " | ".join(f"{h * 100:.1f} % · {r:.2f}" for h, r in cells)
-              + " |")
+    print_table(names, table)
     return 0
 
 

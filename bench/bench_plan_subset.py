@@ -29,7 +29,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +120,17 @@ def two_looks(base: np.ndarray, pool: np.ndarray, plans: Sequence[tuple[Looks, o
     raise AssertionError("unreachable")
 
 
+def draws(scenario: str, trials: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Each PR of a row: the baseline's outcomes (tasks × its depth) and the PR's pool of
+    runs (tasks × 12), drawn alike by every plan benchmark of the pass-rate tests."""
+    rates = np.array(bench_plan.RATES)
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        base = rng.random((len(rates), bench_plan.DEPTH)) < rates[:, None]
+        truth = np.array(bench_plan.truth(scenario, rng))
+        yield base, rng.random((len(rates), 12)) < truth[:, None]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=2000)
@@ -136,12 +147,8 @@ def main() -> int:
     started = time.monotonic()
     table: dict[str, list[tuple[float, float]]] = {}
     for scenario in bench_plan.SCENARIOS:
-        rng = np.random.default_rng(args.seed)
         hits, runs = np.zeros(len(names)), np.zeros(len(names))
-        for _ in range(args.trials):
-            base = rng.random((len(rates), bench_plan.DEPTH)) < rates[:, None]
-            truth = np.array(bench_plan.truth(scenario, rng))
-            pool = rng.random((len(rates), 12)) < truth[:, None]
+        for base, pool in draws(scenario, args.trials, args.seed):
             rules = [[shipped(row, ps) for row in base]]
             rules += [[r.task(row) for row in base] for r in RULES]
             for j, plans in enumerate(rules):
@@ -158,12 +165,17 @@ def main() -> int:
           f"to the max test); "
           f"stop at p > {settings.sequential_pass_p:g}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
+    print_table(names, table)
+    return 0
+
+
+def print_table(names: Sequence[str], table: dict[str, list[tuple[float, float]]]) -> None:
+    """A row per scenario, a column per rule: "blocked · runs per task"."""
     print("| PR | " + " | ".join(names) + " |")
     print("|---|" + "--:|" * len(names))
     for scenario, cells in table.items():
         print(f"| {scenario} | " + " | ".join(f"{h * 100:.1f} % · {r:.2f}" for h, r in cells)
               + " |")
-    return 0
 
 
 if __name__ == "__main__":
