@@ -112,6 +112,11 @@ ASKS = 3
 PROBE_S = 30  # a probe of the gate's own (a read): its timeout
 
 
+def _no_exit_code(res: ExecResult) -> bool:
+    """The engine gave no exit code (not a timeout): it lost the exec's end."""
+    return res.returncode < 0 and not res.timed_out
+
+
 def _tail(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else "(no output)"
@@ -355,8 +360,7 @@ class DockerRunContainer(RunContainer):
                          f"exit 127; }}; exec python3 -I {METER_DIR}/relay.py {RELAY_PORT} "
                          f"{METER_DIR}/meter.sock --announce"],
                         user=user, env=env, timeout=min(timeout, 60))
-        lost = res.returncode < 0 and not res.timed_out
-        if res.returncode != 0 and not lost:
+        if res.returncode != 0 and not _no_exit_code(res):
             return res
         pid, _, start = res.stdout.strip().partition(" ")
         if pid.isdigit() and start.isdigit():
@@ -556,20 +560,28 @@ class DockerRunContainer(RunContainer):
         non-zero exit, a timeout) is the container's failure (:class:`ContainerStepError`),
         never the engine's."""
         res = self._run(["sh", "-c", script], user="0", env={}, timeout=timeout, step=step)
-        if res.returncode < 0 and not res.timed_out:  # no exit code: the engine lost it
+        if _no_exit_code(res):  # the engine lost it
             self._check_running(step)
             raise SandboxError(f"the gate's {step} step: the engine gave no exit code")
         return self._succeeded(res, step, timeout)
 
     def probe(self, script: str, *, step: str, complete: Callable[[str], bool]) -> str:
+        lost = 0  # answers with no exit code: the engine's
         for _ in range(ASKS):
             res = self._run(["sh", "-c", script], user="0", env={}, timeout=PROBE_S, step=step)
-            if res.returncode < 0 and not res.timed_out:  # no exit code: ask again
+            if _no_exit_code(res):
+                lost += 1
                 continue
             if complete(self._succeeded(res, step, PROBE_S).stdout):
                 return res.stdout
         self._check_running(step)
-        raise SandboxError(f"the gate's {step} step: the engine lost its answer {ASKS} times")
+        if lost:
+            raise SandboxError(f"the gate's {step} step: the engine lost its answer {ASKS} "
+                               "times")
+        # it ran and exited 0 each time, never saying all of it: a `sh` that runs nothing
+        # does that, not an engine that lost one answer now and then
+        raise ContainerStepError(step, f"exit 0 {ASKS} times without its whole answer: "
+                                       f"{_tail(res.output) or '(nothing)'}")
 
     def _succeeded(self, res: ExecResult, step: str, timeout: float) -> ExecResult:
         """``res``, unless its command failed: the container's failure then."""

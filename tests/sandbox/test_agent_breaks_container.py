@@ -27,6 +27,10 @@ BREAKS = {
     "honest": "true",
     # the gate's own steps run `sh -c ...` as root
     "no-sh": "mv /bin/sh /bin/sh.x",
+    # ... or a `sh` that runs nothing, says nothing and exits 0: every answer the gate reads
+    # through it comes back empty (never whole), which is the container's doing, not infra
+    "mute-sh": "printf '#!/bin/bash\\nexit 0\\n' > /bin/sh.new && chmod 755 /bin/sh.new "
+               "&& mv /bin/sh.new /bin/sh",
     # the phase boundary's listing of processes and sockets ends in awk: it cannot be trusted
     "no-awk": "rm -f \"$(command -v awk)\"",
     # pid 1 (the container's keep-alive) ends: the container stops under the gate
@@ -51,12 +55,12 @@ def test_an_agent_that_breaks_its_container_fails_its_run_not_as_infra(tmp_path:
     assert out.exists(), p.stdout + p.stderr
     runs = {r["task"]: r for r in json.loads(out.read_text())["runs"]}
     assert runs["honest"]["status"] == "passed", runs["honest"]
-    for name in ("no-sh", "no-awk", "pid1"):
+    for name in ("no-sh", "mute-sh", "no-awk", "pid1"):
         run = runs[name]
         assert run["status"] == "failed", (name, run["status"], run["reason"])
         assert run["reason"].startswith("the gate's "), (name, run["reason"])
         assert "step failed after the agent phase" in run["reason"], (name, run["reason"])
-    for name in ("no-sh", "no-awk"):
+    for name in ("no-sh", "mute-sh", "no-awk"):
         assert "phase-boundary" in runs[name]["reason"], runs[name]["reason"]
     assert "the container stopped" in runs["pid1"]["reason"], runs["pid1"]["reason"]
     assert ours() == []

@@ -80,10 +80,16 @@ def test_a_reward_stamp_the_engine_lost_is_read_again_not_called_tampering(
 
 
 def test_a_stamp_the_engine_keeps_losing_is_infra_and_a_failing_one_the_container_s() -> None:
-    box, asked = _box([ExecResult(0, "", "")] * ASKS)
+    box, asked = _box([ExecResult(0, "", ""), ExecResult(-1, "", ""), ExecResult(0, "", "")])
     with pytest.raises(SandboxError, match="reward-check step: the engine lost") as lost:
         _reward_stamp(box)
     assert not isinstance(lost.value, ContainerStepError) and len(asked) == ASKS
+    # exit 0 every time and never the whole answer: a `sh` that runs nothing (the agent's
+    # doing once it had the container), not the engine's now-and-then loss
+    box, asked = _box([ExecResult(0, "", "")] * ASKS)
+    with pytest.raises(ContainerStepError, match="reward-check.*exit 0 3 times without"):
+        _reward_stamp(box)
+    assert len(asked) == ASKS
     box, asked = _box([ExecResult(127, "", "sh: not found")])  # the agent broke sh, say
     with pytest.raises(ContainerStepError, match=r"reward-check.*exit 127"):
         _reward_stamp(box)
