@@ -87,7 +87,7 @@ def test_a_stamp_the_engine_keeps_losing_is_infra_and_a_failing_one_the_containe
     # exit 0 every time and never the whole answer: a `sh` that runs nothing (the agent's
     # doing once it had the container), not the engine's now-and-then loss
     box, asked = _box([ExecResult(0, "", "")] * ASKS)
-    with pytest.raises(ContainerStepError, match="reward-check.*exit 0 3 times without"):
+    with pytest.raises(ContainerStepError, match=r"reward-check.*exit 0 3 times without"):
         _reward_stamp(box)
     assert len(asked) == ASKS
     box, asked = _box([ExecResult(127, "", "sh: not found")])  # the agent broke sh, say
