@@ -2,14 +2,20 @@
 
 Synthetic results with a known truth go through the code `gate ci` runs on a PR:
 ``gate.compare.plan_runs`` (the plan, from the baseline alone), ``gate.compare.judge`` (the
-whole verdict: pass rate, turns, cost, cache-hit rate, resolution, unclear) and
-``gate.execution.sequential.first_look`` (stop, block, or look again). Each draw makes one pooled
-baseline (20 runs a task) and one PR's runs, and puts the SAME runs through both procedures:
+whole verdict: pass rate, turns, cost, cache-hit rate, resolution, unclear, each look at its
+share of the levels) and ``gate.execution.sequential.first_look`` (stop, block, or look again),
+as ``gate.execution.sequential.run_sequential`` strings them. Each draw makes one pooled
+baseline (20 runs a task) and one PR's runs, and puts the SAME runs through three procedures:
 
 * **today**: every task 2 runs, then 3 more when the first look is not clear (``plan =
   "uniform"``, the files carry no plan, as before issue 40);
-* **planned**: each task's runs per look from its own baseline pass rate
-  (gate/compare/_plan.py), recorded in the file, judged given the plan.
+* **two looks**: each task's runs per look from its own baseline pass rate
+  (gate/compare/_plan.py), in the two looks the plan had before the third (``sequential_looks
+  = 2``: 2 + 5 above half, 1 + 2 below), at α/2 a look, recorded in the file, judged given
+  the plan;
+* **three looks**: the shipped plan (``sequential_looks = 3``: 2 + 2 + 3 above half, 1 + 1 + 1
+  below), at α/4, α/4 and α/2, stopping at p > 0.2 after the first look and 0.08 after the
+  second (``sequential_pass_p``, or ``--stops``).
 
 The suite: 15 tasks whose true pass rates spread from 0.3 to 1.0 (6 near 0.95, 6 near 0.7,
 3 near 0.35: :data:`RATES`); turns, cost and cache hits with the per-run noise of
@@ -20,15 +26,8 @@ inconclusive (any exit but 0), and runs per task; then what a harmless PR costs 
 gate's price table for the default model, from the runs' token counts.
 
     python bench/bench_plan.py [--trials N] [--jobs J] [--seed S] [--permutations P]
-        [--pass-p P] [--three-looks S1,S2]
+        [--stops S1,S2]
     python bench/bench_plan.py --sim [--trials N]   # smoke: the bundled suite on the simulator
-
-``--three-looks S1,S2`` puts the same runs through a third procedure, not in the product yet:
-the plan's second look split in two (:data:`THREE`: 2 + 2 + 3 above half, 1 + 1 + 1 below),
-judged by ``gate.compare.compare`` (what ``judge`` runs for a sequential file) at α/4, α/4 and
-α/2 and the metrics' levels alike, the first look stopping by ``first_look`` at S1 and the
-second at S2 (docs/statistics.md §5a: bench/bench_plan_looks.py measured it on the pass-rate
-tests alone).
 
 Each finished chunk's counts go to stderr as a JSON line, so a run cut short keeps its
 figures. ``--sim`` runs ``gate run --sim``'s library path (:func:`gate.execution.run.run_suite` with
@@ -56,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.compare import Comparison, PlanSettings, RunPlan, compare, judge, plain_runs, plan_runs
+from gate.compare import Comparison, PlanSettings, RunPlan, judge, plan_runs
 from gate.compare._synthetic import synthetic_results
 from gate.core.config import AgentConfig, GateConfig, GateSettings, load_config
 from gate.core.cost import price_table
@@ -74,8 +73,10 @@ RATES: tuple[float, ...] = (0.95, 1.0, 0.97, 0.93, 0.9, 0.98,
                             0.7, 0.75, 0.65, 0.8, 0.6, 0.72,
                             0.35, 0.45, 0.3)
 DEPTH = 20  # pooled baseline runs per task
-TODAY = GateSettings(power_simulations=0, plan="uniform", sequential_pass_p=0.25)
-PLANNED = GateSettings(power_simulations=0)
+TODAY = GateSettings(power_simulations=0, plan="uniform", sequential_looks=2,
+                     sequential_pass_p=0.25)
+TWO_LOOKS = GateSettings(power_simulations=0, sequential_looks=2)
+PLANNED = GateSettings(power_simulations=0)  # the shipped settings: three looks
 SCENARIOS = ("A/A (unchanged)", "3 of 15 → 0 (easy, medium, hard)", "1 of 15 → 0 (random)",
              "every task −20 pts", "mid-rate t06 (0.7) → 0")
 
@@ -126,7 +127,7 @@ def today(base: Results, pool: Results, settings: GateSettings) -> Outcome:
     first = settings.sequential_first
     f = take(pool, dict.fromkeys(tasks, first), [first], None, 1)
     c = judge(base, f, settings)
-    if first_look(c, settings.sequential_pass_p) == "continue":
+    if first_look(c, settings.stop_p(0)) == "continue":
         extra = second_look_runs(c, settings)
         f = take(pool, dict.fromkeys(tasks, first + extra), [first, extra], None, 2)
         c = judge(base, f, settings)
@@ -134,41 +135,15 @@ def today(base: Results, pool: Results, settings: GateSettings) -> Outcome:
 
 
 def planned(base: Results, pool: Results, settings: GateSettings, plan: RunPlan) -> Outcome:
-    """The plan's looks: look 0's runs, judged; look 1's when the first is not clear."""
-    uniform = list(plan.settings.uniform())
-    f = take(pool, plan.through(1), uniform[:1], plan, 1)
-    c = judge(base, f, settings)
-    if first_look(c, settings.sequential_pass_p) == "continue":
-        f = take(pool, plan.through(2), uniform, plan, 2)
+    """The plan's looks as ``run_sequential`` runs them: each judged on all its runs so far
+    (``judge`` applies the look's share of the levels from the file's plan), each but the
+    last stopping or going on by ``first_look`` at its stop."""
+    for look in range(1, plan.looks + 1):
+        f = take(pool, plan.through(look), plan.schedule(look - 1)["sequential"], plan, look)
         c = judge(base, f, settings)
-    return _with(c, f)
-
-
-#: the three-look design: each band's shipped looks (first, second) → three looks, and each
-#: look's share of the levels
-THREE: dict[tuple[int, ...], tuple[int, int, int]] = {
-    (2, 5): (2, 2, 3), (1, 2): (1, 1, 1), (1, 1): (1, 0, 1), (2, 3): (2, 1, 2)}
-THREE_SHARES = (0.25, 0.25, 0.5)
-
-
-def three_looks(base: Results, pool: Results, settings: GateSettings, plan: RunPlan,
-                stops: tuple[float, float]) -> Outcome:
-    """The plan's runs in three looks (:data:`THREE`), each judged on all its runs so far at
-    its share of α and metric_alpha, given the plan; each but the last stops or goes on by
-    ``first_look`` at its stop."""
-    looks = {t: THREE[p.looks] for t, p in plan.tasks.items()}
-    b_plain, allowed = plain_runs(base), plan.allowed()
-    runs = dict.fromkeys(looks, 0)
-    for k, share in enumerate(THREE_SHARES):
-        runs = {t: n + looks[t][k] for t, n in runs.items()}
-        f = take(pool, runs, [max(looks[t][j] for t in looks) for j in range(k + 1)], None,
-                 k + 1)
-        level = settings.model_copy(update={"alpha": settings.alpha * share,
-                                            "metric_alpha": settings.metric_alpha * share})
-        c = compare(b_plain, plain_runs(f), level, allowed=allowed)
-        if k == len(THREE_SHARES) - 1 or first_look(c, stops[k]) != "continue":
+        if look == plan.looks or first_look(c, settings.stop_p(look - 1)) != "continue":
             return _with(c, f)
-    raise AssertionError("unreachable")
+    raise AssertionError("a plan has at least one look")
 
 
 def _with(c: Comparison, f: Results) -> Outcome:
@@ -188,8 +163,10 @@ class Job:
     draws: int
     seed: int
     permutations: int
-    pass_p: float  # the planned procedure's stop threshold (sequential_pass_p)
-    three: tuple[float, float] | None = None  # the three-look procedure's stops (None: off)
+    stops: tuple[float, ...] | None = None  # the three looks' stops (None: the settings')
+
+
+PROCEDURES = ("today", "two looks", "three looks")
 
 
 @dataclass
@@ -214,25 +191,27 @@ def dollars(tokens: tuple[int, int, int, int], model: str) -> float:
 
 
 def run_job(job: Job) -> tuple[Job, dict[str, Tally]]:
-    """``job.draws`` PRs of one scenario, each through both procedures on the same runs."""
+    """``job.draws`` PRs of one scenario, each through the three procedures on the same runs."""
     rng = np.random.default_rng(job.seed)
-    planned_settings = PLANNED.model_copy(update={"permutations": job.permutations,
-                                                  "sequential_pass_p": job.pass_p})
-    today_settings = TODAY.model_copy(update={"permutations": job.permutations})
+    same = {"permutations": job.permutations}
+    settings = {"today": TODAY.model_copy(update=same),
+                "two looks": TWO_LOOKS.model_copy(update=same),
+                "three looks": PLANNED.model_copy(update={
+                    **same, **({"sequential_pass_p": list(job.stops)} if job.stops else {})})}
     model = AgentConfig().model
-    tallies = {"today": Tally(), "planned": Tally(),
-               **({"three looks": Tally()} if job.three else {})}
+    tallies = {name: Tally() for name in PROCEDURES}
     for _ in range(job.draws):
         base = synthetic_results(list(RATES), DEPTH, rng)
-        plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
-                         PlanSettings.of(planned_settings, replications=3, sequential=True))
-        pool = synthetic_results(truth(job.scenario, rng),
-                                 pool_runs(plan.through(2), today_settings), rng)
-        outcomes = [("today", today(base, pool, today_settings)),
-                    ("planned", planned(base, pool, planned_settings, plan))]
-        if job.three:
-            outcomes.append(("three looks", three_looks(base, pool, planned_settings, plan,
-                                                        job.three)))
+        tasks = [(t, i.digest) for t, i in base.suite.tasks.items()]
+        plans = {name: plan_runs(base, tasks, PlanSettings.of(settings[name], replications=3,
+                                                              sequential=True))
+                 for name in PROCEDURES[1:]}
+        total = plans["three looks"].through(plans["three looks"].looks)
+        pool = synthetic_results(truth(job.scenario, rng), pool_runs(total, settings["today"]),
+                                 rng)
+        outcomes = [("today", today(base, pool, settings["today"])),
+                    *((name, planned(base, pool, settings[name], plan))
+                      for name, plan in plans.items())]
         for name, outcome in outcomes:
             tallies[name].add(outcome, dollars(outcome.tokens, model))
     return job, tallies
@@ -248,9 +227,9 @@ def synthetic(args: argparse.Namespace) -> int:
     for k in range(0, args.trials, chunk):  # every row's chunks in turn: a run cut short
         for i, scenario in enumerate(SCENARIOS):  # still has every row
             jobs.append(Job(scenario, min(chunk, args.trials - k), args.seed + 1000 * i + k,
-                            args.permutations, args.pass_p, args.three_looks))
+                            args.permutations, args.stops))
     start = time.perf_counter()
-    names = ("today", "planned", *(("three looks",) if args.three_looks else ()))
+    names = PROCEDURES
     totals = {(s, n): Tally() for s in SCENARIOS for n in names}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for job, tallies in pool.map(run_job, jobs):
@@ -267,16 +246,14 @@ def synthetic(args: argparse.Namespace) -> int:
     print(file=sys.stderr)
     seconds = time.perf_counter() - start
     n, tasks = args.trials, len(RATES)
+    stops = args.stops or (PLANNED.stop_p(0), PLANNED.stop_p(1))
     print(f"15 tasks (true pass rates {', '.join(f'{r:g}' for r in RATES)}), pooled baseline "
-          f"of {DEPTH} runs a task; {n} PRs per row, both procedures on the same runs; "
+          f"of {DEPTH} runs a task; {n} PRs per row, the three procedures on the same runs; "
           f"default settings but no power statement (alpha 0.01, metric_alpha 0.003, "
-          f"{args.permutations} permutations); planned: stop at p > "
-          f"{args.pass_p:g}, "
-          f"today: at p > {TODAY.sequential_pass_p:g}; seed {args.seed}; {seconds:.0f} s on "
+          f"{args.permutations} permutations); today: stop at p > {TODAY.stop_p(0):g}; two "
+          f"looks: at p > {TWO_LOOKS.stop_p(0):g}; three looks: at p > "
+          f"{', then '.join(f'{x:g}' for x in stops)}; seed {args.seed}; {seconds:.0f} s on "
           f"{args.jobs} process(es).\n")
-    if args.three_looks:
-        print(f"Three looks: {THREE}, at {THREE_SHARES} of the levels, stopping at p > "
-              f"{args.three_looks[0]:g}, then {args.three_looks[1]:g}.\n")
     print("| PR | " + " | ".join(f"{m}: blocks | {m}: blocks + unclear + inconclusive | "
                                  f"{m}: runs/task" for m in names) + " |")
     print("|---|" + "--:|--:|--:|" * len(names))
@@ -416,7 +393,7 @@ def simulated(args: argparse.Namespace) -> int:
                 c = judge(base, pr, settings)
                 looks.append(look_of(c, len(runs) / len(plan.tasks)))
                 if look + 1 == plan.looks or \
-                        first_look(c, settings.sequential_pass_p) != "continue":
+                        first_look(c, settings.stop_p(look)) != "continue":
                     break
             draws.append(tuple(looks))
             print(f"draw {draw + 1}: " + " ".join(
@@ -435,15 +412,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes (default 2)")
     ap.add_argument("--seed", type=int, default=20261206)
-    ap.add_argument("--pass-p", type=float, default=PLANNED.sequential_pass_p,
-                    help="the planned procedure's stop threshold (default: [gate]'s "
-                         "sequential_pass_p)")
     ap.add_argument("--permutations", type=int, default=9999,
-                    help="relabellings per metric test (default 9999, gate's; at least 1334, "
-                         "or a metric could not block at metric_alpha/4 in a look)")
-    ap.add_argument("--three-looks", type=lambda v: tuple(float(x) for x in v.split(",")),
+                    help="relabellings per metric test (default 9999, gate's; at least 2667, "
+                         "or a metric could not block at metric_alpha/4 in a look's two-sided "
+                         "test)")
+    ap.add_argument("--stops", type=lambda v: tuple(float(x) for x in v.split(",")),
                     default=None, metavar="S1,S2",
-                    help="also the three-look procedure, stopping at S1 then S2")
+                    help="the three looks' stops (default: [gate]'s sequential_pass_p)")
     ap.add_argument("--sim", action="store_true",
                     help="smoke: harmless PRs of the bundled suite on the simulator")
     args = ap.parse_args(argv)

@@ -93,7 +93,7 @@ def main() -> int:
                     help="each look's stop but the last's, comma-separated (shipped: 0.13)")
     args = ap.parse_args()
     stops = [float(x) for x in args.stops.split(",")]
-    settings = bench_plan.PLANNED
+    settings = bench_plan.TWO_LOOKS
     ps = PlanSettings.of(settings, replications=3, sequential=True)
     designs = [SHIPPED, *DESIGNS]
     names = ["today (2 + 3, unplanned)", *(d.name for d in designs)]
@@ -113,7 +113,7 @@ def main() -> int:
             runs[0] += n / len(rates)
             for j, d in enumerate(designs, start=1):
                 inc = d.increments([lk for lk, _ in plans])
-                stop = [settings.sequential_pass_p] if d is SHIPPED else stops
+                stop = [settings.stop_p(0)] if d is SHIPPED else stops
                 block, n = looked(b, pool, allowed, inc, d.shares, stop, settings.alpha)
                 hits[j] += block
                 runs[j] += n / len(rates)

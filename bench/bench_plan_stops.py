@@ -73,7 +73,7 @@ def _draw(c1: Comparison, c2: Comparison, runs: tuple[int, int]) -> Draw:
 def run_scenario(job: tuple[str, int, int, int]) -> tuple[str, list[Draw]]:
     scenario, draws, seed, permutations = job
     rng = np.random.default_rng(seed)
-    settings = bench_plan.PLANNED.model_copy(update={"permutations": permutations})
+    settings = bench_plan.TWO_LOOKS.model_copy(update={"permutations": permutations})
     out = []
     for _ in range(draws):
         base = synthetic_results(list(bench_plan.RATES), bench_plan.DEPTH, rng)

@@ -114,7 +114,7 @@ def two_looks(base: np.ndarray, pool: np.ndarray, plans: Sequence[tuple[Looks, o
     for n_c, last, level in ((first, False, levels[0]), (both, True, levels[1])):
         c = np.array([pool[i, :n].sum() for i, n in enumerate(n_c.tolist())], dtype=np.int64)
         block, p_sum, p_max = judged(b, c, n_c, allowed, level, max_share)
-        stop = p_sum > settings.sequential_pass_p and p_max > settings.sequential_pass_p
+        stop = p_sum > settings.stop_p(0) and p_max > settings.stop_p(0)
         if block or last or stop:
             return block, int(n_c.sum())
     raise AssertionError("unreachable")
@@ -140,7 +140,7 @@ def main() -> int:
     ap.add_argument("--max-share", type=float, default=0.5,
                     help="the share of a look's level the max test gets (the product: 0.5)")
     args = ap.parse_args()
-    settings = bench_plan.PLANNED
+    settings = bench_plan.TWO_LOOKS
     ps = PlanSettings.of(settings, replications=3, sequential=True)
     names = ["shipped (whole baseline)"] + [r.name for r in RULES]
     rates = np.array(bench_plan.RATES)
@@ -163,7 +163,7 @@ def main() -> int:
           f"the same draws; pass-rate tests only (alpha {settings.alpha:g}, "
           f"{args.alpha_first:g} of it in the first look, {args.max_share:g} of a look's "
           f"to the max test); "
-          f"stop at p > {settings.sequential_pass_p:g}; seed {args.seed}; "
+          f"stop at p > {settings.stop_p(0):g}; seed {args.seed}; "
           f"{time.monotonic() - started:.0f} s. Each cell: blocked · runs per task.\n")
     print_table(names, table)
     return 0

@@ -64,7 +64,7 @@ def trial(base_rates: list[float], depth: int, sc: Scenario, schedule: str,
         return judge(baseline, _looks(pool, k, None), settings).verdict, k
     first = settings.sequential_first
     c = judge(baseline, _looks(pool, first, [first]), settings)
-    step = first_look(c, settings.sequential_pass_p)
+    step = first_look(c, settings.stop_p(0))
     if step != "continue":
         return c.verdict, first
     extra = second_look_runs(c, settings)
@@ -93,7 +93,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=400)
     ap.add_argument("--seed", type=int, default=20261202)
     args = ap.parse_args()
-    settings = GateSettings(power_simulations=0)
+    settings = GateSettings(power_simulations=0, sequential_looks=2)
     t0 = time.monotonic()
     rates = reference_rates(15)
     broken = [0.0 if i in {0, 6, 12} else r for i, r in enumerate(rates)]

@@ -31,7 +31,7 @@ meaning the same when the metering changes.
         [--sequential off on] [--variants unchanged now cache-off no-moving-breakpoint]
 
 One suite run (16 tasks, k = 1) takes 20–60 s on 2 shared cores, so the full grid —
-Σk × 2 jobs × (1 fixed + ≤ 2 sequential stages) ≈ 50–70 suite-replications per variant and
+Σk × 2 jobs × (1 fixed + ≤ 3 sequential looks) ≈ 50–70 suite-replications per variant and
 repetition, plus 9 for the baseline — takes hours. ``--quick`` is k ∈ {1, 3}, jobs ∈ {1, 8},
 both sequential settings, one repetition. Each comparison is logged to stderr as it finishes,
 so a benchmark cut short keeps its figures.

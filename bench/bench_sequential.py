@@ -34,7 +34,7 @@ def trial(rates: list[float], cand: list[float], depth: int, rng: np.random.Gene
     candidate = synthetic_results(cand, 5, rng)
     fixed = compare(baseline, candidate, settings).verdict == "regression"
     look = compare(baseline, _first(candidate, settings.sequential_first), half)
-    step = first_look(look, settings.sequential_pass_p)
+    step = first_look(look, settings.stop_p(0))
     if step != "continue":
         return step == "block", fixed, settings.sequential_first
     final = compare(baseline, candidate, half)
@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=20, help="baseline runs per task")
     ap.add_argument("--seed", type=int, default=20261130)
     args = ap.parse_args()
-    settings = GateSettings(permutations=999, power_simulations=0)
+    settings = GateSettings(permutations=999, power_simulations=0, sequential_looks=2)
     rates = reference_rates(15)
     n = len(rates)
     scenarios = {

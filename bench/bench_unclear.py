@@ -55,7 +55,7 @@ def trial(case: Case, rng: np.random.Generator, settings: GateSettings) -> tuple
         return judge(baseline, _looks(pool, k, None), settings), k
     first = settings.sequential_first
     c = judge(baseline, _looks(pool, first, [first]), settings)
-    if first_look(c, settings.sequential_pass_p) != "continue":
+    if first_look(c, settings.stop_p(0)) != "continue":
         return c, first
     extra = second_look_runs(c, settings)
     return judge(baseline, _looks(pool, first + extra, [first, extra]), settings), first + extra
@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--schedule", default="", help="run only this schedule (k=6, sequential)")
     ap.add_argument("--design", default="", help="run only the designs that contain this")
     args = ap.parse_args()
-    settings = GateSettings(power_simulations=0)
+    settings = GateSettings(power_simulations=0, sequential_looks=2)
     t0 = time.monotonic()
     rows = []
     for i, case in enumerate(cases()):

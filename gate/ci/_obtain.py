@@ -68,9 +68,9 @@ def obtain(ctx: Context, event: Event, plan: Plan, merged: Results | None) -> Ob
         if plan.basis.config.gate.sequential:
             from gate.execution.sequential import run_sequential
 
-            # the looks are recorded in the results file: the judge applies α/2 from there;
-            # both looks are the plan's, made from the baseline before the first; the
-            # conditions run with the first look (not planned), and are kept by the second
+            # the looks are recorded in the results file: the judge applies each look's share
+            # of the levels from there; every look is the plan's, made from the baseline
+            # before the first; the conditions run with the first look and are kept by the rest
             results = run_sequential(ctx.run_request(req), plan.baseline,
                                      plan.basis.config.gate, ctx.land,
                                      ctx.opts.on_start).results

@@ -61,6 +61,7 @@ from gate.compare._plan import (
     PlanSource,
     RunPlan,
     TaskPlan,
+    look_share,
     plan_runs,
     task_looks,
 )
@@ -125,6 +126,7 @@ __all__ = [
     "infra_rate",
     "intervals",
     "judge",
+    "look_share",
     "over_infra_limit",
     "plain_runs",
     "plan_conditions",

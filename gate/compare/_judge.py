@@ -7,7 +7,8 @@ the history is passed in, never read here.
 Policy beyond :func:`compare`:
 
 - **Sequential runs** (``Results.schedule.sequential``): the looks share α, so the runs are
-  judged at α/2 — whoever judges the file (docs/statistics.md).
+  judged at their look's share of it (:func:`gate.compare.look_share`: α/4, α/4, α/2 for
+  three looks; α/2 for a file of two) — whoever judges the file (docs/statistics.md §5).
 - **Drift guard**: a pass-rate regression no worse than main's own A/A checks show is
   reported, not blocking, when main is drifting (:mod:`gate.compare._drift`).
 - **What the simulator cannot judge**: both arms simulated and a change only a model reads
@@ -21,7 +22,7 @@ Policy beyond :func:`compare`:
   pooled with the plain runs: the baseline gate compares the plain runs, and when both files
   hold the ``target`` and ``control`` conditions the skill-effect test
   (:mod:`gate.compare._did`) joins the verdict. The two tests then share α (Bonferroni):
-  the pass-rate test runs at α/2 (halved again for sequential looks), the skill-effect test
+  the pass-rate test runs at α/2 (shared again between sequential looks), the skill-effect test
   at α/2, so the verdict's false-block budget stays α (docs/statistics.md §9).
 
 What the policy did is in ``Comparison.notes``, so every report says it. The verdict's short
@@ -38,7 +39,7 @@ from gate.compare._compare import compare, unpriced_note
 from gate.compare._did import has_skill_effect, skill_effect, skill_effect_reason
 from gate.compare._drift import HistoryPoint, apply_drift_guard
 from gate.compare._model import Comparison, SkillEffect
-from gate.compare._plan import RunPlan
+from gate.compare._plan import RunPlan, look_share
 from gate.compare._plancheck import checked_plan, plan_spread
 from gate.compare._simjudge import SIM_UNJUDGED_DEFAULT, SimUnjudged, with_sim_unjudged
 from gate.compare._upstreams import with_upstream_check
@@ -78,12 +79,13 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     shared = has_skill_effect(base) and has_skill_effect(pr)
     family = settings.model_copy(update={"alpha": settings.alpha / 2}) if shared else settings
     b_plain, p_plain = plain_runs(base), plain_runs(pr)
-    if looks:
+    share = file_share(pr, plan)
+    if share < 1:
         # every test the looks repeat shares its level between them: pass rate and the metrics
-        half = family.model_copy(update={"alpha": family.alpha / 2,
-                                         "metric_alpha": family.metric_alpha / 2})
-        comparison = compare(b_plain, p_plain, half, allowed=allowed)
-        notes.append(sequential_note(comparison, looks, family, plan=plan,
+        level = family.model_copy(update={"alpha": family.alpha * share,
+                                          "metric_alpha": family.metric_alpha * share})
+        comparison = compare(b_plain, p_plain, level, allowed=allowed)
+        notes.append(sequential_note(comparison, looks or [], family, plan=plan,
                                      looks_run=pr.plan.looks_run if pr.plan else None))
     else:
         comparison = compare(b_plain, p_plain, family, allowed=allowed)
@@ -95,7 +97,7 @@ def judge(base: Results, pr: Results, settings: GateSettings,
     effect = skill_effect(base, pr, alpha=settings.alpha / 2 if shared else settings.alpha,
                           ci_level=settings.ci_level)
     if shared:
-        notes.append(alpha_note(settings, sequential=bool(looks)))
+        notes.append(alpha_note(settings, share=share))
     if (dirty := uncommitted_note(base)) is not None:
         notes.append(dirty)
     if notes:
@@ -160,10 +162,23 @@ def uncommitted_note(base: Results) -> str | None:
             "with uncommitted changes: the commit it names is not the agent it measured.")
 
 
-def alpha_note(settings: GateSettings, *, sequential: bool) -> str:
-    """How the verdict's α was shared when the skill-effect test joined it."""
+def file_share(pr: Results, plan: RunPlan | None) -> float:
+    """The share of the levels ``pr``'s last look spends (:func:`look_share`): a planned
+    file's from its (checked) plan's looks and the looks it ran, whatever its ``schedule``
+    says; a file that records sequential looks without a plan ran the two looks before plans
+    (½); a fixed run all of it."""
+    if plan is not None and pr.plan is not None:
+        return look_share(plan.looks, pr.plan.looks_run)
+    looks = pr.schedule.sequential if pr.schedule is not None else None
+    return look_share(2, len(looks)) if looks else 1.0
+
+
+def alpha_note(settings: GateSettings, *, share: float) -> str:
+    """How the verdict's α was shared when the skill-effect test joined it (``share``: the
+    part of it the file's sequential look spends, 1 for a fixed run)."""
     half = settings.alpha / 2
-    looks = f" (α/4 = {half / 2:g} per sequential look)" if sequential else ""
+    looks = (f" (α/{round(2 / share)} = {half * share:g} at this sequential look)"
+             if share < 1 else "")
     return (f"Skill conditions: the pass-rate test and the skill-effect test share "
             f"α = {settings.alpha:g} (Bonferroni): pass rate at α/2 = {half:g}{looks}, the "
             f"skill's effect at α/2 = {half:g}.")
@@ -214,24 +229,30 @@ def sequential_note(c: Comparison, looks: Sequence[int], settings: GateSettings,
                     plan: RunPlan | None = None, looks_run: int | None = None) -> str:
     """What the sequential design decided: from the plan when the file ran one (each task's
     own runs per look, the spread said), else from the looks the results file records (the
-    runs per task of each look, every task alike)."""
-    half = settings.alpha / 2
-    metric = settings.metric_alpha / 2
+    runs per task of each look, every task alike; two looks, the design before plans)."""
     if plan is not None:
-        n = looks_run or len(looks)
+        n, design = looks_run or len(looks), plan.looks
         first, rest = plan.look(0), plan.through(n)
         more = {t: rest[t] - first[t] for t in first}
     else:
-        n = len(looks)
+        n, design = len(looks), 2
         first = {"": looks[0]}
         more, rest = {"": sum(looks[1:])}, {"": sum(looks)}
-    if n == 1:
-        p = decisive_p(c)
-        p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
-        return (f"Sequential run: {planned_runs_text(first)} were enough ({p_text}; block at "
-                f"≤ {half:g}, stop at > {settings.sequential_pass_p:g}; "
-                f"{said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g} per look).")
-    return (f"Sequential run: the first {planned_runs_text(first)} were not conclusive, so "
-            f"{planned_runs_text(more, '')} more ran; decided on all "
-            f"{planned_runs_text(rest, '')} at α/2 = {half:g} "
-            f"({said(PERMUTED_GATING)} at metric_alpha/2 = {metric:g}).")
+    share = look_share(design, n)
+    level = (f"α/{round(1 / share)} = {settings.alpha * share:g}; {said(PERMUTED_GATING)} at "
+             f"metric_alpha/{round(1 / share)} = {settings.metric_alpha * share:g}")
+    p = decisive_p(c)
+    p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
+    if n < design:
+        ran = (f"{planned_runs_text(first)} were enough" if n == 1 else
+               f"the first {planned_runs_text(first)} were not conclusive, so "
+               f"{planned_runs_text(more, '')} more ran in {n - 1} more look"
+               f"{'s' if n > 2 else ''}, and they were enough")
+        # the stop is the settings' when they are the file's design (a file of another design
+        # is judged at its own levels; its stop was its run's business)
+        stop = (f"; stop at p > {settings.stop_p(n - 1):g}"
+                if design == settings.sequential_looks else "")
+        return f"Sequential run, look {n} of {design}: {ran} ({p_text}; block at {level}{stop})."
+    return (f"Sequential run, look {n} of {design}: the first {planned_runs_text(first)} were "
+            f"not conclusive, so {planned_runs_text(more, '')} more ran; decided on all "
+            f"{planned_runs_text(rest, '')} ({p_text}) at {level}.")

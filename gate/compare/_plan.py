@@ -32,10 +32,14 @@ from gate.core.results import PlanRecord, PlanTask, Results, runs_by_task
 
 #: the rule's name and version, recorded with every plan: a new rule is a new version
 RULE = "by-pass-rate"
-VERSION = 2
+VERSION = 3
 #: the uniform rule: every task the same runs (the schedule before plans)
 UNIFORM = "uniform"
 PLAN_RULES = (RULE, UNIFORM)
+#: each rule's version by the sequential schedule's looks (``PlanSettings.looks``): the rules
+#: of two looks are the ones before the third look, whose records name no looks (read as 2)
+VERSIONS: Mapping[tuple[str, int], int] = MappingProxyType(
+    {(RULE, 2): 2, (RULE, 3): VERSION, (UNIFORM, 2): 1, (UNIFORM, 3): 2})
 
 #: below this many valid baseline runs a task's pass rate says too little to plan by: it gets
 #: the uniform schedule, and its plan reads no outcome of it
@@ -47,9 +51,9 @@ PlanSource = Literal["baseline", "independent", "none"]
 @dataclass(frozen=True)
 class Band:
     """Tasks whose baseline pass rate is at least ``min_rate`` (and below the band above's):
-    each look's runs are the uniform schedule's look times its weight (``first`` for the first
-    look, ``more`` for the second; a fixed schedule's one look takes the two looks' weighted
-    mean), rounded, at least 1."""
+    the first look's runs are the uniform schedule's times ``first``, rounded, at least 1; the
+    later looks' are its ``more`` times ``more``, rounded, at least 1, spread over them as
+    :func:`later_looks` does (a fixed schedule's one look takes the weighted mean of the two)."""
 
     name: str
     min_rate: float
@@ -63,7 +67,8 @@ class Band:
 #: a 19-of-20 task from p = 0.0001 into p = 0.02 at 5 runs (docs/statistics.md §5a). So a
 #: task passing at least half the time gets the runs (a collapse shows there in a few; a
 #: drop of its rate too), one below half gets one first and two more, and one that never
-#: passed one a look (its pass rate cannot fall; turns and cost still can).
+#: passed one first and one more (its pass rate cannot fall; turns and cost still can). With
+#: the default 2 + 3 in three looks: 2 + 2 + 3, 1 + 1 + 1 and 1 + 0 + 1.
 BANDS: tuple[Band, ...] = (
     Band("passes at least half the time", 0.5, 1.0, 5 / 3),
     Band("passes less than half the time", 1e-9, 0.5, 2 / 3),
@@ -79,17 +84,37 @@ class PlanSettings:
     rule: str
     sequential: bool
     first: int  # the uniform schedule's runs in the first look (sequential)
-    more: int  # ... added by the second look (sequential)
+    more: int  # ... added by the later looks (sequential)
     replications: int  # ... in the one look of a fixed schedule
+    looks: int = 2  # the sequential schedule's looks (a record without it: 2)
 
     @classmethod
     def of(cls, settings: GateSettings, *, replications: int, sequential: bool) -> PlanSettings:
         return cls(rule=settings.plan, sequential=sequential,
                    first=settings.sequential_first, more=settings.sequential_more,
-                   replications=replications)
+                   replications=replications, looks=settings.sequential_looks)
 
     def uniform(self) -> tuple[int, ...]:
-        return (self.first, self.more) if self.sequential else (self.replications,)
+        if not self.sequential:
+            return (self.replications,)
+        return (self.first, *later_looks(self.more, self.looks - 1))
+
+
+def later_looks(more: int, n: int) -> tuple[int, ...]:
+    """``more`` runs over ``n`` later looks, as evenly as they go, the rest to the last ones
+    (5 over 2: 2 + 3; 1 over 2: 0 + 1 — a look may run nothing of a task)."""
+    base, rest = divmod(more, n)
+    return tuple(base + (i >= n - rest) for i in range(n))
+
+
+def look_share(looks: int, look: int) -> float:
+    """The share of α (and of metric_alpha) the tests spend at look ``look`` (1-based) of a
+    ``looks``-look design: the looks before the last share one half, the last has the other
+    (one look: all of it; two: ½, ½; three: ¼, ¼, ½). The shares sum to 1, so false blocks
+    stay within the levels whatever the looks decide (Bonferroni's union bound)."""
+    if looks == 1:
+        return 1.0
+    return 0.5 if look >= looks else 0.5 / (looks - 1)
 
 
 @dataclass(frozen=True)
@@ -121,7 +146,7 @@ class RunPlan:
 
     @property
     def looks(self) -> int:
-        return 2 if self.settings.sequential else 1
+        return self.settings.looks if self.settings.sequential else 1
 
     def look(self, i: int) -> dict[str, int]:
         """Runs per task in look ``i`` (0-based)."""
@@ -135,7 +160,7 @@ class RunPlan:
         """What a planned file's ``schedule`` says through look ``look`` (0-based), for
         readers that know no plan: the most runs any task has (``replications``) and, for a
         sequential plan, the most runs any task got in each look so far (``sequential``: the
-        judge halves its levels when it is set)."""
+        judge shares its levels between the looks when it is set)."""
         most = [max((p.looks[i] for p in self.tasks.values()), default=0)
                 for i in range(look + 1)]
         return {"replications": max((p.through(look + 1) for p in self.tasks.values()),
@@ -175,7 +200,8 @@ def band_of(passed: int, runs: int) -> Band:
 def band_looks(band: Band, s: PlanSettings) -> tuple[int, ...]:
     """The runs per look of a task in ``band`` under the settings' schedule."""
     if s.sequential:
-        return (max(1, round(s.first * band.first)), max(1, round(s.more * band.more)))
+        return (max(1, round(s.first * band.first)),
+                *later_looks(max(1, round(s.more * band.more)), s.looks - 1))
     mean = (s.first * band.first + s.more * band.more) / (s.first + s.more)
     return (max(1, round(s.replications * mean)),)
 
@@ -228,6 +254,6 @@ def plan_runs(baseline: Results | None, tasks: Sequence[tuple[str, str]],
     for tid in digests:
         passed, runs = counts.get(tid, (None, 0))
         plans[tid] = task_looks(passed, runs, settings)
-    return RunPlan(rule=settings.rule, version=VERSION if settings.rule == RULE else 1,
+    return RunPlan(rule=settings.rule, version=VERSIONS[settings.rule, settings.looks],
                    source=source if baseline is not None else "none", settings=settings,
                    tasks=plans)

@@ -44,8 +44,7 @@ from gate.compare._model import PlanGroup, PlanRow, PlanSpread
 from gate.compare._plan import (
     BANDS,
     PLAN_RULES,
-    RULE,
-    VERSION,
+    VERSIONS,
     PlanSettings,
     RunPlan,
     TaskPlan,
@@ -110,12 +109,16 @@ def _settings(rule: str, version: int, raw: dict[str, object], where: str) -> Pl
     if rule not in PLAN_RULES:
         raise BadInput(f"{where}: plan.rule: unknown plan rule {rule[:40]!r} (this gate knows "
                        f"{', '.join(PLAN_RULES)}): judge it with the gate that wrote it")
-    known = VERSION if rule == RULE else 1
-    if version != known:
-        raise BadInput(f"{where}: plan.version: {rule} version {version} is not the one this "
-                       f"gate knows ({known}): judge it with the gate that wrote it")
-    types = {"rule": str, "sequential": bool, "first": int, "more": int, "replications": int}
+    known = sorted(v for (r, _), v in VERSIONS.items() if r == rule)
+    if version not in known:
+        raise BadInput(f"{where}: plan.version: {rule} version {version} is not one this gate "
+                       f"knows ({', '.join(map(str, known))}): judge it with the gate that "
+                       "wrote it")
+    types = {"rule": str, "sequential": bool, "first": int, "more": int, "replications": int,
+             "looks": int}
     assert set(types) == {f.name for f in fields(PlanSettings)}
+    # the rules of two looks came before the looks were recorded: their records name none
+    raw = {"looks": 2, **raw} if version == VERSIONS[rule, 2] else raw
     for name, kind in types.items():
         value = raw.get(name)
         if type(value) is not kind or (kind is int and not 1 <= value <= 10**6):  # type: ignore[operator]
@@ -129,6 +132,11 @@ def _settings(rule: str, version: int, raw: dict[str, object], where: str) -> Pl
     if settings.rule != rule:
         raise BadInput(f"{where}: plan.settings.rule: {settings.rule[:40]!r}, but the plan's "
                        f"rule is {rule!r}")
+    if VERSIONS.get((rule, settings.looks)) != version:
+        raise BadInput(f"{where}: plan.settings.looks: {settings.looks}, but {rule} version "
+                       f"{version} is the rule of "
+                       f"{next(n for (r, n), v in VERSIONS.items() if (r, v) == (rule, version))}"
+                       " looks")
     return settings
 
 

@@ -14,7 +14,14 @@ import typing
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gate._files import (
     CONFIG_LIMIT,
@@ -187,6 +194,11 @@ class SuiteConfig(_Strict):
                     "by the agent's install or the agent (docs/harbor-migration.md)")
 
 
+#: the looks' stops when ``sequential_pass_p`` is unset, by the number of looks: measured on
+#: bench/bench_plan.py's suite (docs/statistics.md §5a)
+DEFAULT_STOPS: dict[int, tuple[float, ...]] = {2: (0.13,), 3: (0.2, 0.08)}
+
+
 class GateSettings(_Strict):
     """How the verdict is reached (docs/statistics.md) and what CI does with it."""
 
@@ -205,12 +217,17 @@ class GateSettings(_Strict):
     max_infra_rate: float = Field(default=0.2, ge=0, le=1)
     permutations: int = Field(default=9999, ge=99)
     pool_size: int = Field(default=20, gt=0)
-    # Sequential PR runs: `first` runs per task; block if p ≤ α/2, pass if p > pass_p;
-    # otherwise `more` runs and a decision on all of them at α/2 (docs/statistics.md).
+    # Sequential PR runs (docs/statistics.md §5): `first` runs per task in the first look and
+    # `more` over the later looks (gate/compare/_plan.py spreads them); each look but the
+    # last blocks at its share of the levels (:func:`gate.compare.look_share`) and stops as
+    # "no regression" when the pass-rate p-value is above its stop (`stop_p`); the last decides.
     sequential: bool = True
+    sequential_looks: Literal[2, 3] = 3
     sequential_first: int = Field(default=2, gt=0)
     sequential_more: int = Field(default=3, gt=0)
-    sequential_pass_p: float = Field(default=0.13, gt=0, lt=1)
+    # the stops of the looks before the last: one for all, or a list with one per look;
+    # unset, the measured defaults (DEFAULT_STOPS)
+    sequential_pass_p: float | list[float] | None = None
     # how a PR's runs are spread over the tasks (gate/compare/_plan.py): "by-pass-rate" plans
     # each task's runs per look from its baseline pass rate, "uniform" gives every task the same
     plan: Literal["by-pass-rate", "uniform"] = "by-pass-rate"
@@ -221,6 +238,31 @@ class GateSettings(_Strict):
                                description="Fisher test: the candidate errors more often")
     power_simulations: int = Field(default=200, ge=0,
                                    description="draws per step of the power search; 0 = skip")
+
+    @field_validator("sequential_pass_p")
+    @classmethod
+    def _stops(cls, stops: float | list[float] | None) -> float | list[float] | None:
+        for p in stops if isinstance(stops, list) else [] if stops is None else [stops]:
+            if not 0 < p < 1:
+                raise ValueError(f"a stop is a p-value between 0 and 1, not {p:g}")
+        return stops
+
+    @model_validator(mode="after")
+    def _one_stop_a_look(self) -> GateSettings:
+        stops = self.sequential_pass_p
+        if isinstance(stops, list) and len(stops) != self.sequential_looks - 1:
+            raise ValueError(f"sequential_pass_p: {len(stops)} stop{'s' if len(stops) != 1 else ''}"
+                             f" for {self.sequential_looks} looks: give one for each look "
+                             f"before the last ({self.sequential_looks - 1}), or one number")
+        return self
+
+    def stop_p(self, look: int) -> float:
+        """Look ``look``'s stop (0-based, a look before the last): above it, the pass-rate
+        p-value says "no regression" and no more runs are spent."""
+        stops = self.sequential_pass_p
+        if stops is None:
+            return DEFAULT_STOPS[self.sequential_looks][look]
+        return stops[look] if isinstance(stops, list) else stops
 
     @field_validator("block_on")
     @classmethod

@@ -105,8 +105,8 @@ class PlanFrom:
     before any run: ``baseline`` (None: no baseline, the uniform schedule, source "none"),
     whether the comparison's baseline arm is that baseline (``source`` "baseline": the tests
     condition on the plan) or not ("independent": a same-job A/B measures its base arm
-    afresh), whether the schedule has two looks (``sequential``), and the ``[gate]``
-    settings the rule reads (None: the request's configuration's)."""
+    afresh), whether the schedule is sequential (``sequential``: the settings' looks), and
+    the ``[gate]`` settings the rule reads (None: the request's configuration's)."""
 
     baseline: Results | None
     source: PlanSource = "baseline"

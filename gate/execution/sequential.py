@@ -1,25 +1,25 @@
 """Sequential PR runs: fewer runs per task on harmless PRs, the same false-block bound.
 
-Run each task's planned first look (``sequential_first``, 2, scaled by the task's band of the
-baseline's pass rate) and judge it with every test at half its level (α/2 for the pass rate,
-metric_alpha/2 for turns, cost and cache hits: :func:`gate.compare.judge` does it for any file
-that records sequential looks). Then:
+The plan (gate/compare/_plan.py) gives each task its runs in each look (``sequential_looks``,
+3 by default: 2 + 2 + 3 for a task that passes at least half the time, 1 + 1 + 1 below half,
+1 + 0 + 1 never passed), made once from the baseline before the first look runs and recorded
+in the results file: every look runs it, and nothing the PR does changes it. Each look is
+judged on all the runs so far, every test at the look's share of its level
+(:func:`gate.compare.look_share`: α/4, α/4, α/2 for the pass rate, and the same shares of
+metric_alpha for turns, cost and cache hits: :func:`gate.compare.judge` does it for any file
+that records sequential looks). After each look but the last:
 
 * **block** when a test blocks;
-* **stop** (no regression) when the pass-rate p-value is above ``pass_p`` (0.13) and no gating
-  metric has moved past its margin with p ≤ ``pass_p`` — the PR is clearly not worse;
-* otherwise **look again**: each task's planned runs of the second look — and decide on all of
-  them, again at half the levels.
+* **stop** (no regression) when the pass-rate p-value is above the look's stop
+  (``GateSettings.stop_p``: 0.2, then 0.08) and no gating metric has moved past its margin
+  with p ≤ that stop — the PR is clearly not worse;
+* otherwise **look again**: each task's planned runs of the next look.
 
-How many runs each task gets in each look is the plan (gate/compare/_plan.py), made once from
-the baseline before the first look runs and recorded in the results file: both looks run it,
-and nothing the PR does changes it. (The second look no longer grows on a small suite: how far
-it would grow read the baseline's pass counts, outside the plan the tests condition on.
-:func:`second_look_runs` keeps that older sizing for the benchmarks that compare with it.)
-
-The two looks share each level (Bonferroni), so false blocks stay within the levels whatever
-the looks decide. Harmless PRs mostly stop after the first look. docs/statistics.md §5 has the
-measured rates.
+The last look decides. The shares sum to one (Bonferroni), so false blocks stay within the
+levels whatever the looks decide. Harmless PRs mostly stop after the first look.
+(:func:`second_look_runs` keeps the sizing before plans, which grew a small suite's second look
+from the baseline's pass counts, for the benchmarks that compare with it.)
+docs/statistics.md §5 and §5a have the measured rates.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from gate.compare import (
     RunPlan,
     decisive_p,
     judge,
+    look_share,
     plain_runs,
     planned_runs_text,
     resolution_with_runs,
@@ -67,7 +68,8 @@ def _metric_unclear(c: Comparison, pass_p: float) -> bool:
 
 
 def first_look(c: Comparison, pass_p: float) -> Step:
-    """After the first runs (judged at half the levels): stop with a verdict, or run more."""
+    """After a look before the last (judged at its share of the levels): stop with a
+    verdict, or run the next look."""
     if c.verdict == "regression":
         return "block"
     if c.verdict == "inconclusive":
@@ -120,24 +122,34 @@ def run_sequential(req: RunRequest, baseline: Results, settings: GateSettings,
     results = run_suite(first, on_result, on_start=on_start)
     assert results.plan is not None
     plan = RunPlan.from_record(results.plan)
-    # the looks are recorded: half levels; the baseline gate's runs decide (skill conditions
-    # beside the suite run whole with the first look, kept by the second)
-    # the looks decide on what the simulator measures: a pass rate it cannot judge is said by
-    # the verdict on all the runs (gate ci judges them again), never decided by more of them
-    comparison = judge(baseline, plain_runs(results), settings, sim_unjudged="pass")
-    step = first_look(comparison, settings.sequential_pass_p)
-    p = decisive_p(comparison)
+    for look in range(1, plan.looks + 1):
+        last = look == plan.looks
+        # the looks are recorded: each is judged at its share of the levels; the baseline
+        # gate's runs decide (skill conditions beside the suite run whole with the first
+        # look, kept by the later ones). A look before the last decides on what the
+        # simulator measures: a pass rate it cannot judge is said by the verdict on all the
+        # runs (gate ci judges them again), never decided by more of them
+        comparison = (judge(baseline, results, settings) if last else
+                      judge(baseline, plain_runs(results), settings, sim_unjudged="pass"))
+        if last or first_look(comparison, settings.stop_p(look - 1)) != "continue":
+            return SequentialOutcome(results, comparison, look,
+                                     look_note(comparison, plan, look, settings))
+        results = run_suite(dataclasses.replace(
+            req, plan=plan, plan_from=None, look=look, sequential=None,
+            keep_runs=list(results.runs)), on_result, on_start=on_start)
+    raise AssertionError("a plan has at least one look")
+
+
+def look_note(c: Comparison, plan: RunPlan, look: int, settings: GateSettings) -> str:
+    """The log's line on how the looks ended, after look ``look`` (1-based) of ``plan``."""
+    p = decisive_p(c)
     p_text = f"p = {p:.3g}" if p is not None else "no pass-rate test"
-    half = settings.alpha / 2
-    if step != "continue":
-        return SequentialOutcome(results, comparison, 1, (
-            f"Sequential run: {runs_text(plan.look(0))} were enough "
-            f"({p_text}; block at ≤ {half:g}, stop at > {settings.sequential_pass_p:g})."))
-    more = dataclasses.replace(req, plan=plan, plan_from=None, look=1, sequential=None,
-                               keep_runs=list(results.runs))
-    results = run_suite(more, on_result, on_start=on_start)
-    comparison = judge(baseline, results, settings)
-    return SequentialOutcome(results, comparison, 2, (
-        f"Sequential run: the first {runs_text(plan.look(0))} were not conclusive "
-        f"({p_text}), so {runs_text(plan.look(1), '')} more ran; decided on "
-        f"all {runs_text(plan.through(2), '')} at α/2 = {half:g}."))
+    level = settings.alpha * look_share(plan.looks, look)
+    if look < plan.looks:
+        return (f"Sequential run: {runs_text(plan.through(look))} in {look} of {plan.looks} "
+                f"looks were enough ({p_text}; block at ≤ {level:g}, stop at > "
+                f"{settings.stop_p(look - 1):g}).")
+    return (f"Sequential run: the first {runs_text(plan.through(look - 1))} were not "
+            f"conclusive, so {runs_text(plan.look(look - 1), '')} more ran in the last look; "
+            f"decided on all {runs_text(plan.through(look), '')} at "
+            f"α/{round(1 / look_share(plan.looks, look))} = {level:g}.")

@@ -36,9 +36,10 @@ def test_sequential_looks_are_judged_at_half_alpha_by_whoever_judges() -> None:
     seq = pr.model_copy(update={"schedule": Schedule(replications=5, sequential=[2, 3])})
     c = judge(base, seq, settings)
     assert c.verdict == "pass"
-    assert c.notes == ["Sequential run: the first 2 runs per task were not conclusive, so 3 "
-                       "more ran; decided on all 5 at α/2 = 0.0015 (turns, cost and "
-                       "cache-hit rate at metric_alpha/2 = 0.0015)."]
+    # a file without a plan ran the two looks before plans: α/2 at its second
+    assert c.notes == ["Sequential run, look 2 of 2: the first 2 runs per task were not "
+                       "conclusive, so 3 more ran; decided on all 5 (p = 0.00089) at α/2 = "
+                       "0.0015; turns, cost and cache-hit rate at metric_alpha/2 = 0.0015."]
 
 
 def test_gate_compare_judges_a_sequential_file_as_ci_did(tmp_path: Path) -> None:
@@ -54,7 +55,8 @@ def test_gate_compare_judges_a_sequential_file_as_ci_did(tmp_path: Path) -> None
     judged = CliRunner().invoke(gate_main, [*args, str(tmp_path / "seq.json"), "--format",
                                             "markdown"])
     assert judged.exit_code == 0, judged.output
-    assert "> Sequential run: the first 2 runs per task were not conclusive" in judged.output
+    assert ("> Sequential run, look 2 of 2: the first 2 runs per task were not conclusive"
+            in judged.output)
 
 
 # ----- through both real CLIs ---------------------------------------------------------------
@@ -95,7 +97,7 @@ def test_gate_compare_and_gate_ci_reach_the_same_verdict(tmp_path: Path) -> None
         c = _same_as_ci(project, ci, run, None)
         # sequential looks are the default: both judges read them from the results file
         assert c["verdict"] == "regression"
-        assert [n for n in c["notes"] if not n.startswith("Sequential run:")] == []
+        assert [n for n in c["notes"] if not n.startswith("Sequential run, look ")] == []
 
         # main's A/A checks keep blocking: the drift guard reports it, in both
         main = project.clone("main-history")
@@ -112,5 +114,5 @@ def test_gate_compare_and_gate_ci_reach_the_same_verdict(tmp_path: Path) -> None
         assert run.code == 0, run.stderr
         c = _same_as_ci(project, ci, run, "gate-history.jsonl")
         assert c["verdict"] == "pass" and c["headline"].startswith("No regression (drift guard)")
-        (note,) = [n for n in c["notes"] if not n.startswith("Sequential run:")]
+        (note,) = [n for n in c["notes"] if not n.startswith("Sequential run, look ")]
         assert note.startswith("Drift guard:") and note in run.summary

@@ -59,27 +59,42 @@ def test_a_clear_regression_stops_after_the_first_look(baseline, tmp_path: Path)
     out = run_sequential(_request(tmp_path, max_turns=1), baseline, GateSettings())
     assert out.looks == 1 and out.comparison.verdict == "regression"
     assert Counter(r.task for r in out.results.runs) == {t: 2 for t in EASY}
-    assert "2 runs per task were enough" in out.note
+    assert "2 runs per task in 1 of 3 looks were enough" in out.note
+    assert out.comparison.settings["alpha"] == pytest.approx(0.0025)  # α/4 at the first look
     schedule = out.results.schedule
     assert schedule is not None and schedule.sequential == [2] and schedule.replications == 2
 
 
 @pytest.mark.slow
 def test_an_unsure_first_look_runs_more_and_decides_on_all(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    settings = GateSettings(sequential_pass_p=0.999)  # nothing is "clearly fine": look twice
+    settings = GateSettings(sequential_pass_p=0.999)  # nothing is "clearly fine": every look
     out = run_sequential(_request(tmp_path), baseline, settings)
-    assert out.looks == 2
+    assert out.looks == 3
     reps = sorted((r.task, r.replication) for r in out.results.runs)
     assert reps == sorted((t, i) for t in EASY for i in range(5))
     on_disk = (tmp_path / "r.json").read_text()
-    assert on_disk.count('"replication": 4') == 3  # stage two appended, not overwrote
-    assert out.comparison.settings["alpha"] == pytest.approx(0.005)
-    assert "3 more ran" in out.note
-    # the schedule says how the runs were taken (two looks, 2 then 3), on disk too
+    assert on_disk.count('"replication": 4') == 3  # the last look appended, not overwrote
+    assert out.comparison.settings["alpha"] == pytest.approx(0.005)  # α/2 at the last look
+    # a 4-run baseline plans nothing: the uniform 2 + 1 + 2
+    assert "the first 3 runs per task were not conclusive, so 2 more ran in the last" in out.note
+    # the schedule says how the runs were taken (three looks, 2, 1 and 2), on disk too
     assert load_results(tmp_path / "r.json").schedule == out.results.schedule
     schedule = out.results.schedule
-    assert schedule is not None and schedule.sequential == [2, 3]
+    assert schedule is not None and schedule.sequential == [2, 1, 2]
     assert schedule.replications == 5 and schedule.jobs == 2
+
+
+@pytest.mark.slow
+def test_a_middle_look_stops_at_its_own_stop(baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each look but the last stops at its own ``sequential_pass_p``: never after the first
+    (0.999), always after the second (a p-value above 1e-9) — at the second look's level."""
+    settings = GateSettings(sequential_pass_p=[0.999, 1e-9])
+    out = run_sequential(_request(tmp_path), baseline, settings)
+    assert out.looks == 2 and out.comparison.verdict == "pass"
+    assert Counter(r.task for r in out.results.runs) == {t: 3 for t in EASY}
+    assert out.comparison.settings["alpha"] == pytest.approx(0.0025)  # α/4 at the second look
+    assert "3 runs per task in 2 of 3 looks were enough" in out.note
+    assert out.results.plan is not None and out.results.plan.looks_run == 2
 
 
 @pytest.mark.slow
@@ -93,14 +108,14 @@ def test_the_looks_are_the_plans_made_from_the_baseline_before_the_first(
     one = EASY[:1]
     base = run_suite(RunRequest(config=cfg, output=tmp_path / "b.json", task_ids=one,
                                 replications=6, jobs=2, sim=True, seed=11, transcripts=False))
-    settings = GateSettings(sequential_pass_p=0.999)  # look twice unless the first blocks
+    settings = GateSettings(sequential_pass_p=0.999)  # every look unless one blocks
     req = _request(tmp_path, max_turns=1)
     out = run_sequential(dataclasses.replace(req, task_ids=one), base, settings)
     digests = [(t, i.digest) for t, i in base.suite.tasks.items()]
     plan = plan_runs(base, digests, PlanSettings.of(settings, replications=3, sequential=True))
     rec = out.results.plan
     assert rec is not None and rec.looks_run == out.looks
-    assert rec.model_copy(update={"looks_run": 2}) == plan.record(2)
+    assert rec.model_copy(update={"looks_run": 3}) == plan.record(3)
     assert rec.tasks[one[0]].allowed is not None  # read the baseline: the tests condition on it
     assert Counter(r.task for r in out.results.runs) == plan.through(out.looks)
     schedule = out.results.schedule
@@ -110,19 +125,19 @@ def test_the_looks_are_the_plans_made_from_the_baseline_before_the_first(
 
 
 @pytest.mark.slow
-def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_them(
+def test_skill_conditions_beside_run_with_the_first_look_and_the_later_looks_keep_them(
         baseline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """``gate ci``'s skill conditions are arms of the suite's session: a sequential run's
-    first look runs them whole, the second keeps them and runs none again, and the looks
+    first look runs them whole, the later looks keep them and run none again, and the looks
     decide on the plain runs as they would without them."""
-    settings = GateSettings(sequential_pass_p=0.999)  # look twice
+    settings = GateSettings(sequential_pass_p=0.999)  # every look
     # the suite's replications, as gate ci asks (the plan gives every condition those)
     reps = load_config(REPO / "gate.toml").suite.replications
     beside = ConditionArms(("control", "full"), (EASY[0],), reps)
     landed: list[RunResult] = []
     out = run_sequential(dataclasses.replace(_request(tmp_path), beside=beside), baseline,
                          settings, on_result=landed.append)
-    assert out.looks == 2 and "3 more ran" in out.note
+    assert out.looks == 3 and "2 more ran in the last look" in out.note
     keys = [r.key for r in landed]
     assert len(keys) == len(set(keys)), Counter(keys).most_common(3)  # none ran twice
     assert sorted(k for k in keys if k.condition is not None) == sorted(
@@ -133,7 +148,7 @@ def test_skill_conditions_beside_run_with_the_first_look_and_the_second_keeps_th
     assert sorted(r.key.order for r in on_disk.runs) == sorted(k.order for k in keys)
     assert on_disk.interrupted is None
     assert on_disk.schedule is not None and on_disk.schedule.conditions == ["control", "full"]
-    assert on_disk.schedule.sequential == [2, 3]
+    assert on_disk.schedule.sequential == [2, 1, 2]
     assert set((on_disk.model_extra or {})["conditions"]) == {"control", "full"}
     assert on_disk.plan is not None and on_disk.plan.conditions is not None
-    assert on_disk.plan.conditions.runs == reps and on_disk.plan.looks_run == 2
+    assert on_disk.plan.conditions.runs == reps and on_disk.plan.looks_run == 3

@@ -16,7 +16,7 @@ from gate.compare import PlanSettings
 
 @pytest.mark.parametrize("scenario", bench_plan.SCENARIOS)
 def test_the_shipped_design_through_the_looks_is_the_other_benchmarks(scenario: str) -> None:
-    settings = bench_plan.PLANNED
+    settings = bench_plan.TWO_LOOKS
     ps = PlanSettings.of(settings, replications=3, sequential=True)
     rates = np.array(bench_plan.RATES)
     rng = np.random.default_rng(7)
@@ -27,7 +27,7 @@ def test_the_shipped_design_through_the_looks_is_the_other_benchmarks(scenario: 
         allowed = np.array([a for _, a in plans], dtype=np.int64)
         b = base.sum(axis=1).astype(np.int64)
         inc = SHIPPED.increments([lk for lk, _ in plans])
-        assert looked(b, pool, allowed, inc, SHIPPED.shares, [settings.sequential_pass_p],
+        assert looked(b, pool, allowed, inc, SHIPPED.shares, [settings.stop_p(0)],
                       settings.alpha) == two_looks(base, pool, plans, settings, 0.5)
 
 
@@ -39,22 +39,25 @@ def test_each_three_look_design_spends_alpha_once_and_runs_at_least_the_first_lo
             assert sum(three) >= sum(two)  # the last look sees at least today's runs
 
 
-def test_the_whole_verdicts_three_looks_end_on_the_plans_runs_and_block_a_collapse_early() -> None:
-    """``bench/bench_plan.py --three-looks``: the same first look and the same runs in all as
-    the plan's two looks, and a suite that fails every run is blocked before the last look."""
-    from bench.bench_plan import PLANNED, RATES, THREE, THREE_SHARES, pool_runs, three_looks
+def test_the_whole_verdicts_three_looks_are_the_products_and_block_a_collapse_early() -> None:
+    """``bench/bench_plan.py``'s "three looks" column is the product's plan (the shipped
+    settings): the looks the third-look benchmark measured (:data:`DESIGNS`' first), the same
+    first look and the same runs in all as the two looks before it, and a suite that fails
+    every run is blocked before the last look."""
+    from bench.bench_plan import PLANNED, RATES, TWO_LOOKS, planned, pool_runs
     from gate.compare import plan_runs
     from gate.compare._synthetic import synthetic_results
 
-    assert sum(THREE_SHARES) == pytest.approx(1.0)
-    for two, three in THREE.items():
-        assert three[0] == two[0] and sum(three) == sum(two)
     rng = np.random.default_rng(3)
-    settings = PLANNED.model_copy(update={"permutations": 2999})
     base = synthetic_results(list(RATES), bench_plan.DEPTH, rng)
-    plan = plan_runs(base, [(t, i.digest) for t, i in base.suite.tasks.items()],
-                     PlanSettings.of(settings, replications=3, sequential=True))
-    total = plan.through(2)
+    tasks = [(t, i.digest) for t, i in base.suite.tasks.items()]
+    settings = PLANNED.model_copy(update={"permutations": 2999})
+    plan = plan_runs(base, tasks, PlanSettings.of(settings, replications=3, sequential=True))
+    two = plan_runs(base, tasks, PlanSettings.of(TWO_LOOKS, replications=3, sequential=True))
+    assert plan.looks == 3 and two.looks == 2
+    for t, p in plan.tasks.items():
+        assert p.looks == DESIGNS[0].looks[two.tasks[t].looks]  # type: ignore[index]
+    total = plan.through(3)
     broken = synthetic_results([0.0] * len(RATES), pool_runs(total, bench_plan.TODAY), rng)
-    out = three_looks(base, broken, settings, plan, (0.2, 0.08))
+    out = planned(base, broken, settings, plan)
     assert out.verdict == "regression" and out.runs < sum(total.values())

@@ -221,6 +221,45 @@ def test_an_unknown_rule_version_or_setting_is_refused_by_name() -> None:
         assert field in _refused(base, bad), field
 
 
+def test_a_records_looks_are_its_versions() -> None:
+    """Version 3 records its looks; a version-2 record names none and is read as the two
+    looks it ran (a file written before the third look is judged as it was, at α/2); a record
+    whose looks are not its version's is refused by name."""
+    base = _baseline()
+    three = _pr(base, dataclasses.replace(SEQ, looks=3), looks_run=2)
+    assert three.plan is not None and three.plan.version == 3
+    assert three.plan.settings["looks"] == 3
+    assert judge(base, three, SETTINGS, names=NAMES).settings["alpha"] == pytest.approx(0.0025)
+    two = _pr(base, SEQ, looks_run=2)
+    assert two.plan is not None and two.plan.version == 2
+    old = {k: v for k, v in two.plan.settings.items() if k != "looks"}
+    legacy = two.model_copy(update={"plan": two.plan.model_copy(update={"settings": old})})
+    assert judge(base, legacy, SETTINGS, names=NAMES).settings["alpha"] == pytest.approx(0.005)
+    for pr, looks, said in ((three, 2, "version 3 is the rule of 3 looks"),
+                            (two, 3, "version 2 is the rule of 2 looks")):
+        assert pr.plan is not None
+        bad = pr.plan.model_copy(update={"settings": {**pr.plan.settings, "looks": looks}})
+        message = _refused(base, pr.model_copy(update={"plan": bad}))
+        assert f"pr.json: plan.settings.looks: {looks}, but by-pass-rate {said}" in message
+
+
+def test_a_never_passed_task_runs_none_in_the_middle_look_and_its_file_is_judged() -> None:
+    """Three looks give a task that never passed 1 + 0 + 1: a file stopped after the second
+    look holds its one run, a file of all three its two, and both are read and judged."""
+    runs = [_run("easy", i, "passed") for i in range(20)]
+    runs += [_run("never", i, "failed") for i in range(20)]
+    base = _results(runs)
+    plan = plan_runs(base, [(t, f"d-{t}") for t in ("easy", "never")],
+                     dataclasses.replace(SEQ, looks=3))
+    assert plan.tasks["never"].looks == (1, 0, 1) and plan.tasks["easy"].looks == (2, 2, 3)
+    for looks_run in (2, 3):
+        pr = _pr(base, plan=plan, looks_run=looks_run)
+        pr = parse_results(pr.model_dump_json().encode(), "pr.json")
+        c = judge(base, pr, SETTINGS, names=NAMES)
+        assert c.plan is not None and c.plan.looks_run == looks_run
+        assert sum(r.task == "never" for r in pr.runs) == looks_run - 1
+
+
 def _arm(res: Results, arm: str) -> Results:
     return res.model_copy(update={"schedule": Schedule(arm=arm)})
 
@@ -289,7 +328,7 @@ def test_the_record_s_shape_is_checked_when_the_file_is_read() -> None:
     cases = (({"tasks": {**tasks, "ghost": tasks["easy"]}}, "plan.tasks.ghost: 'ghost' is not "
               "a task of suite.tasks"),
              ({"tasks": {**tasks, "easy": {**tasks["easy"], "looks": [0]}}},
-              "plan.tasks.easy.looks: every look plans at least 1 run"),
+              "plan.tasks.easy.looks: the first look plans at least 1 run"),
              ({"tasks": {**tasks, "easy": {**tasks["easy"], "looks": [2, 2]}}},
               "looks, where other tasks have a different number"),
              ({"tasks": {**tasks, "mid": {**tasks["mid"], "allowed": [15, 10]}}},

@@ -75,16 +75,77 @@ def test_the_sequential_note_says_the_plans_runs_not_the_largest_per_look() -> N
     plan = _plan(base)
     assert plan.look(0) == {"easy": 2, "hard": 1, "mid": 2}
     assert plan.look(1) == {"easy": 5, "hard": 2, "mid": 5}
-    settings = GateSettings(power_simulations=0)
+    settings = GateSettings(power_simulations=0, sequential_looks=2)
     one = judge(base, _pr(base), settings, names=NAMES)
-    (note,) = [n for n in one.notes if n.startswith("Sequential run:")]
-    assert note.startswith("Sequential run: 1–2 runs per task (mean 1.7, 5 in all) were enough")
+    (note,) = [n for n in one.notes if n.startswith("Sequential run")]
+    assert note.startswith("Sequential run, look 1 of 2: 1–2 runs per task (mean 1.7, 5 in "
+                           "all) were enough (p = ")
+    assert note.endswith("; block at α/2 = 0.005; turns, cost and cache-hit rate at "
+                         "metric_alpha/2 = 0.0015; stop at p > 0.13).")
     two = judge(base, _pr(base, looks_run=2), settings, names=NAMES)
-    (note,) = [n for n in two.notes if n.startswith("Sequential run:")]
+    (note,) = [n for n in two.notes if n.startswith("Sequential run")]
     assert note.startswith(
-        "Sequential run: the first 1–2 runs per task (mean 1.7, 5 in all) were not "
-        "conclusive, so 2–5 per task (mean 4.0, 12 in all) more ran; decided on all 3–7 per "
-        "task (mean 5.7, 17 in all) at α/2 = 0.005"), note
+        "Sequential run, look 2 of 2: the first 1–2 runs per task (mean 1.7, 5 in all) were "
+        "not conclusive, so 2–5 per task (mean 4.0, 12 in all) more ran; decided on all 3–7 "
+        "per task (mean 5.7, 17 in all) (p = "), note
+    assert note.endswith(") at α/2 = 0.005; turns, cost and cache-hit rate at metric_alpha/2 "
+                         "= 0.0015."), note
+
+
+def test_three_looks_are_judged_at_a_quarter_a_quarter_and_a_half_and_say_so() -> None:
+    """The shipped three looks: each note names its look, its share of α and metric_alpha
+    and, before the last, its stop (the settings' 0.2, then 0.08)."""
+    base, seq = _baseline(), dataclasses.replace(SEQ, looks=3)
+    plan = _plan(base, seq)
+    assert [plan.look(i) for i in range(3)] == [{"easy": 2, "hard": 1, "mid": 2},
+                                                 {"easy": 2, "hard": 1, "mid": 2},
+                                                 {"easy": 3, "hard": 1, "mid": 3}]
+    settings = GateSettings(power_simulations=0)
+    notes = []
+    for looks_run in (1, 2, 3):
+        c = judge(base, _pr(base, seq, looks_run=looks_run), settings, names=NAMES)
+        (note,) = [n for n in c.notes if n.startswith("Sequential run")]
+        notes.append(note)
+    assert notes[0].startswith("Sequential run, look 1 of 3: 1–2 runs per task (mean 1.7, 5 "
+                               "in all) were enough (p = ")
+    assert notes[0].endswith("; block at α/4 = 0.0025; turns, cost and cache-hit rate at "
+                             "metric_alpha/4 = 0.00075; stop at p > 0.2).")
+    assert notes[1].startswith("Sequential run, look 2 of 3: the first 1–2 runs per task "
+                               "(mean 1.7, 5 in all) were not conclusive, so 1–2 per task "
+                               "(mean 1.7, 5 in all) more ran in 1 more look, and they were "
+                               "enough (p = ")
+    assert notes[1].endswith("; block at α/4 = 0.0025; turns, cost and cache-hit rate at "
+                             "metric_alpha/4 = 0.00075; stop at p > 0.08).")
+    assert notes[2].startswith("Sequential run, look 3 of 3: the first 1–2 runs per task "
+                               "(mean 1.7, 5 in all) were not conclusive, so 2–5 per task "
+                               "(mean 4.0, 12 in all) more ran; decided on all 3–7 per task "
+                               "(mean 5.7, 17 in all) (p = ")
+    assert notes[2].endswith(") at α/2 = 0.005; turns, cost and cache-hit rate at "
+                             "metric_alpha/2 = 0.0015.")
+
+
+def test_each_look_tests_at_its_share_of_alpha_read_from_the_files_plan() -> None:
+    """The pass-rate test's threshold at looks 1, 2 and 3 of three is ¼, ¼ and ½ of the same
+    runs' judged as a fixed run, and the metrics' alike; a plan of two looks (a file written
+    before the third look) ½ at each."""
+    base = _baseline()
+    settings = GateSettings(power_simulations=0)
+
+    def thresholds(seq: PlanSettings, metric: str = "pass_rate") -> list[float]:
+        out = []
+        for looks_run in range(1, seq.looks + 1):
+            pr = _pr(base, seq, looks_run=looks_run)
+            fixed = judge(base, pr.model_copy(update={"plan": None, "schedule": None}), settings)
+            c = judge(base, pr, settings, names=NAMES)
+            level, whole = ({m.name: m.threshold for m in x.metrics}[metric] for x in (c, fixed))
+            assert level is not None and whole is not None
+            out.append(level / whole)
+        return out
+
+    three = dataclasses.replace(SEQ, looks=3)
+    assert thresholds(three) == pytest.approx([0.25, 0.25, 0.5])
+    assert thresholds(three, "turns") == pytest.approx([0.25, 0.25, 0.5])
+    assert thresholds(SEQ) == pytest.approx([0.5, 0.5])
 
 
 def test_the_power_figure_reads_each_tasks_own_runs_and_says_their_spread() -> None:

@@ -5,6 +5,9 @@ round-trips."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+
+import pytest
 
 from gate.compare import BANDS, PlanSettings, RunPlan, plan_runs, task_looks
 from gate.core.results import Results
@@ -12,11 +15,12 @@ from tests.helpers.report import _results, _run
 
 SEQ = PlanSettings(rule="by-pass-rate", sequential=True, first=2, more=3, replications=3)
 FIXED = PlanSettings(rule="by-pass-rate", sequential=False, first=2, more=3, replications=3)
+THREE = dataclasses.replace(SEQ, looks=3)
 
 
 def test_allowed_is_exactly_the_counts_that_give_the_same_looks() -> None:
     for runs in (5, 6, 12, 20):
-        for s in (SEQ, FIXED):
+        for s in (SEQ, THREE, FIXED):
             for passed in range(runs + 1):
                 plan = task_looks(passed, runs, s)
                 assert plan.allowed is not None
@@ -35,6 +39,50 @@ def test_more_runs_where_the_task_passed_at_least_half_the_time() -> None:
     assert task_looks(4, 20, SEQ).looks == (1, 2)
     assert [b.name for b in BANDS] == ["passes at least half the time",
                                        "passes less than half the time", "never passed"]
+
+
+def test_three_looks_split_the_second_and_keep_the_first_and_the_total() -> None:
+    """The shipped design (``sequential_looks = 3``): each band's first look as with two, its
+    later runs spread over two looks (the rest to the last; a never-passed task runs none in
+    the middle one), the same runs in all; the uniform schedule 2 + 1 + 2; each look's share
+    of α ¼, ¼, ½ (and ½, ½ for two looks, all of it for one): one α whatever the looks."""
+    from gate.compare import look_share
+    from gate.compare._plan import later_looks
+    from gate.core.config import GateSettings
+
+    for passed, looks in ((20, (2, 2, 3)), (12, (2, 2, 3)), (4, (1, 1, 1)), (0, (1, 0, 1))):
+        three, two = task_looks(passed, 20, THREE).looks, task_looks(passed, 20, SEQ).looks
+        assert three == looks and three[0] == two[0] and sum(three) == sum(two)
+    assert THREE.uniform() == (2, 1, 2) and task_looks(None, 0, THREE).looks == (2, 1, 2)
+    assert later_looks(5, 2) == (2, 3) and later_looks(1, 2) == (0, 1)
+    assert later_looks(7, 3) == (2, 2, 3) and later_looks(4, 1) == (4,)
+    for n in (1, 2, 3):
+        assert sum(look_share(n, k) for k in range(1, n + 1)) == 1.0
+    assert [look_share(3, k) for k in (1, 2, 3)] == [0.25, 0.25, 0.5]
+    settings = GateSettings()
+    assert PlanSettings.of(settings, replications=3, sequential=True) == THREE
+    assert (settings.sequential_looks, settings.stop_p(0), settings.stop_p(1)) == (3, 0.2, 0.08)
+    assert GateSettings(sequential_looks=2).stop_p(0) == 0.13
+    assert GateSettings(sequential_pass_p=0.3).stop_p(1) == 0.3
+
+
+def test_a_stop_for_each_look_before_the_last_or_one_for_all(tmp_path: Path) -> None:
+    from gate.core.config import load_config
+    from gate.errors import BadInput
+
+    for toml, said in (("sequential_pass_p = [0.1]", "1 stop for 3 looks: give one for each "
+                        "look before the last (2), or one number"),
+                       ("sequential_looks = 2\nsequential_pass_p = [0.1, 0.2]",
+                        "2 stops for 2 looks"),
+                       ("sequential_pass_p = [0.2, 1.0]", "a stop is a p-value between 0 and "
+                        "1, not 1"),
+                       ("sequential_looks = 4", "sequential_looks: Input should be 2 or 3")):
+        (tmp_path / "gate.toml").write_text(f"[gate]\n{toml}\n")
+        with pytest.raises(BadInput) as exc:
+            load_config(tmp_path / "gate.toml")
+        assert said in str(exc.value) and "gate.toml" in str(exc.value), str(exc.value)
+    (tmp_path / "gate.toml").write_text("[gate]\nsequential_pass_p = [0.3, 0.05]\n")
+    assert load_config(tmp_path / "gate.toml").gate.stop_p(1) == 0.05
 
 
 def test_a_task_without_baseline_runs_gets_the_uniform_schedule_and_conditions_nothing() -> None:

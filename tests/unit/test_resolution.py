@@ -176,7 +176,7 @@ def test_a_blind_first_look_runs_more_and_sizes_the_second_look_to_decide() -> N
     base = _one_task(6, 6)
     look = judge(base, _seq(_one_task(2, 2, seed=1), [2]), SETTINGS)
     assert look.verdict == "inconclusive"  # 2 v 6 runs cannot block anything
-    assert first_look(look, SETTINGS.sequential_pass_p) == "continue"
+    assert first_look(look, SETTINGS.stop_p(0)) == "continue"
     extra = second_look_runs(look, SETTINGS)
     assert extra == 5  # 7 v 6: C(13, 7) = 1,716 labellings reach metric_alpha/4 = 0.00075
     reach = resolution_with_runs(look, 2 + extra)
