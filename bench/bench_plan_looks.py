@@ -1,6 +1,8 @@
-"""Would a third look spend runs better? (docs/statistics.md §5a, issue 40)
+"""Would a third look spend runs better? (docs/statistics.md §5a, issue 40; it did: the first
+three-look design below is what ships, ``sequential_looks = 3``)
 
-The shipped sequential procedure has two looks: the plan's first (2 runs a task above half, 1
+The sequential procedure before it had two looks (``sequential_looks = 2``, this benchmark's
+"shipped" column): the plan's first (2 runs a task above half, 1
 below) at α/2, and when that is unsure its second (5 more above half, 2 below) at α/2. A
 harmless PR that looks again pays the whole second look; most collapses are plain after a few
 of its runs. A design of three looks splits the second: a small one (2 more above half, 1

@@ -5,7 +5,7 @@ beside the suite's plain runs, in the same session. What the plan gives them, an
 
 - **Every condition the same runs on every task it applies to, from the settings alone**:
   the uniform schedule's ``replications`` (the suite's), replications 0 .. R − 1, all in the
-  first look (a sequential run's second look keeps them and runs none again). The rule reads
+  first look (a sequential run's later looks keep them and run none again). The rule reads
   no outcome, so it conditions nothing: the skill-effect test (gate/compare/_did.py) stays
   the exact test it is, with no plan to condition on.
 - **Why not by the baseline's outcomes**: the skill-effect test compares each task's

@@ -481,3 +481,15 @@ def test_the_report_page_shows_the_baseline_interval_given_the_plan(tmp_path: Pa
     assert f"baseline: 4/20 passed, 95 % interval {plain_lo * 100:.0f}–" not in page
     # the candidate's fresh runs keep their Wilson interval
     assert "candidate: 3/3 passed, 95 % interval 44–100 %<" in page
+
+
+def test_the_skill_split_says_the_looks_share_of_the_pass_rate_half() -> None:
+    """With skill conditions the pass-rate test has α/2, and a sequential look its share of
+    that: α/8 at the first of three looks, α/4 at the last (and the second of two)."""
+    from gate.compare._judge import alpha_note
+
+    settings = GateSettings()
+    assert "pass rate at α/2 = 0.005 (α/8 = 0.00125 at this sequential look)" in alpha_note(
+        settings, share=0.25)
+    assert "(α/4 = 0.0025 at this sequential look)" in alpha_note(settings, share=0.5)
+    assert "sequential look" not in alpha_note(settings, share=1.0)
