@@ -338,14 +338,14 @@ def sim_summary(draws: list[tuple[Look, ...]], first_runs: float) -> list[str]:
         if codes:
             exits = "/".join(map(str, codes))
             counts.append(f"{kind} {sum(e.shown == kind for e in ends)} (exit {exits})")
-    once = [d for d in draws if len(d) == 1]
-    twice = [d for d in draws if len(d) > 1]
-
-    def mean_runs(ds: list[tuple[Look, ...]], unit: str = "") -> str:
-        return f" ({sum(d[-1].runs_per_task for d in ds) / len(ds):.2f}{unit})" if ds else ""
-
-    lines = [", ".join(counts) + f"; {len(once)} stopped after the first look"
-             f"{mean_runs(once, ' runs a task')}, {len(twice)} looked again{mean_runs(twice)}; "
+    by_look: dict[int, list[tuple[Look, ...]]] = {}
+    for d in draws:
+        by_look.setdefault(len(d), []).append(d)
+    ended = [f"{len(ds)} {'ended ' if not i else ''}after look {k} "
+             f"({sum(d[-1].runs_per_task for d in ds) / len(ds):.2f}"
+             f"{' runs a task' if not i else ''})"
+             for i, (k, ds) in enumerate(sorted(by_look.items()))]
+    lines = [", ".join(counts) + f"; {', '.join(ended)}; "
              f"{sum(e.runs_per_task for e in ends) / n:.2f} runs per task (first look "
              f"{first_runs:.2f})."]
     for i, d in enumerate(draws):

@@ -84,8 +84,8 @@ def test_the_summary_counts_by_what_the_check_shows_and_prints_the_reasons(
              (look_of(judged["infra"], 1.94),)]
     text = "\n".join(sim_summary(draws, 1.94))
     assert text.startswith("pass 2 (exit 0), unclear 1 (exit 0), inconclusive 1 (exit 3); "
-                           "2 stopped after the first look (1.94 runs a task), 2 looked again "
-                           "(6.75); 4.34 runs per task (first look 1.94).")
+                           "2 ended after look 1 (1.94 runs a task), 2 after look 2 (6.75); "
+                           "4.34 runs per task (first look 1.94).")
     assert "PR 1:" not in text  # a plain pass is not repeated
     assert "PR 2: ends pass (exit 0)" in text  # an unclear first look is shown
     assert "PR 3: ends unclear (exit 0)" in text and "PR 4: ends inconclusive (exit 3)" in text
@@ -98,6 +98,11 @@ def test_the_summary_counts_by_what_the_check_shows_and_prints_the_reasons(
 def test_the_summary_of_prs_that_all_looked_again(judged: dict[str, Comparison]) -> None:
     draws = [(look_of(judged["two loops"], 1.94), look_of(judged["unchanged"], 6.75))]
     assert sim_summary(draws, 1.94)[0] == (
-        "pass 1 (exit 0); 0 stopped after the first look, 1 looked again (6.75); 6.75 runs per "
-        "task (first look 1.94).")
+        "pass 1 (exit 0); 1 ended after look 2 (6.75 runs a task); 6.75 runs per task (first "
+        "look 1.94).")
+    three = [(look_of(judged["unchanged"], 1.94),),
+             (look_of(judged["two loops"], 1.94), look_of(judged["unchanged"], 3.88),
+              look_of(judged["unchanged"], 6.75))]
+    assert sim_summary(three, 1.94)[0].startswith(
+        "pass 2 (exit 0); 1 ended after look 1 (1.94 runs a task), 1 after look 3 (6.75); ")
     assert sim_summary([], 1.94) == ["no PRs"]
