@@ -13,8 +13,9 @@ starts, how many runs share it — reaches the verdict as it would in CI.
   shape of the committed baseline.json). The unchanged configuration, [suite].jobs at once.
 * Schedules: k ∈ ``--ks`` × jobs ∈ ``--jobs`` × sequential off/on. "Sequential on" is the
   `gate ci` sequential design with a first look at k runs per task (``sequential_first = k``)
-  and ``sequential_more`` ([gate], 3) more only when that look is unsure; off is one fixed-k
-  run. Each schedule is repeated ``--repetitions`` times with different simulator seeds.
+  and ``sequential_more`` ([gate], 3) more over the later looks, each only when the look before
+  it is unsure; off is one fixed-k run. Each schedule is repeated ``--repetitions`` times with
+  different simulator seeds.
 * Variants: the unchanged agent (every block is a false block), and three real caching
   regressions that must block under every schedule: ``{{ now }}`` at the top of the system
   prompt (a prefix that never repeats), ``cache = "off"``, and the moving breakpoint removed —
