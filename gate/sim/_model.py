@@ -3,8 +3,9 @@
 The server keeps no conversation state. Everything comes from the request: the task from the
 first user message (a task's ``task.md`` text, whitespace-normalised, appears in it), the turn
 from how many assistant messages the history holds, and the episode from the simulator's own
-``tool_use`` ids (``toolu_sim_<episode>_<step>_<hash>``, the step of its plan: the turn, less
-any retry of a command sh refused, ``_shell.py``), which every later request carries back.
+``tool_use`` ids (``toolu_sim_<episode>_<step>_<nonce>``, the step of its plan: the turn, less
+any retry of a command sh refused, ``_shell.py``; the nonce is random, so no two answers share
+an id, as the API's never do), which every later request carries back.
 A new episode (turn 0 with a shell tool) takes the next number for its (task, model).
 
 An episode's outcome is ``decide_outcome(seed, model, task, difficulty, episode)``: one uniform
@@ -62,6 +63,7 @@ import hashlib
 import io
 import random
 import re
+import secrets
 import shlex
 import subprocess
 import tarfile
@@ -527,9 +529,11 @@ class SimModel:
                 base.content = [{"type": "text", "text": final}]
                 return base
             action = Action("final", final, submit)
-        digest = hashlib.sha256(f"{self.seed}\0{task.id}\0{episode}\0{turn}".encode())
+        # unique to this answer, as the API's ids are: two runs that play the same episode (a
+        # same-job A/B's arms, one seed) are different conversations after their first answer,
+        # so neither reads the other's cached turns (who went first would decide the cost)
         mark = RETRY_MARK if again else ""
-        tool_id = f"toolu_sim_{episode}_{step}_{mark}{digest.hexdigest()[:12]}"
+        tool_id = f"toolu_sim_{episode}_{step}_{mark}{secrets.token_hex(6)}"
         base.content = [{"type": "text", "text": action.text},
                         {"type": "tool_use", "id": tool_id, "name": tool,
                          "input": {"command": action.command}}]

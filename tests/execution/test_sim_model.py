@@ -180,6 +180,24 @@ def test_task_is_recognised_inside_a_wrapped_prompt_and_ids_carry_the_episode(
     assert ids[0].startswith("toolu_sim_0_0_") and ids[1].startswith("toolu_sim_1_0_")
 
 
+def test_two_plays_of_one_episode_are_different_conversations(suite: Suite) -> None:
+    """The API's ``tool_use`` ids are unique to each answer, so two runs' conversations share
+    no bytes after their first answer and neither reads the other's cached turns. Two plays of
+    one episode (a same-job A/B's arms: one seed, one replication) take the same action under
+    different ids; with one id the arm whose turn came first paid every write of the pair, and
+    a README-only PR was blocked on cost (+19.5 %, p = 0.0011)."""
+    task = suite.get("turn-mode-on")
+    calls = []
+    for _ in range(2):
+        with Simulator(tasks_dir=suite.root, seed=11) as s:
+            msg = _client(s).messages.create(model=STRONG, max_tokens=1000, tools=[BASH_TOOL],
+                                             messages=[{"role": "user", "content": task.prompt}])
+        calls += [blk for blk in msg.content if blk.type == "tool_use"]
+    a, b = calls
+    assert a.input == b.input and a.id[:14] == b.id[:14] == "toolu_sim_0_0_"
+    assert a.id != b.id
+
+
 def test_unknown_prompt_gets_a_plain_answer(sim: Simulator) -> None:
     msg = _client(sim).messages.create(model=STRONG, max_tokens=500, tools=[BASH_TOOL],
                                        messages=[{"role": "user", "content": "What is 2+2?"}])
